@@ -1,0 +1,117 @@
+#include "arg_specs.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
+namespace pipescope::cli {
+namespace {
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = text.find(sep, begin);
+    parts.push_back(text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin));
+    if (end == std::string_view::npos) return parts;
+    begin = end + 1;
+  }
+}
+
+bool parse_count(std::string_view text, int64_t& out) {
+  if (text.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && out >= 0;
+}
+
+bool parse_seconds(std::string_view text, double& out) {
+  if (text.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(out) && out >= 0;
+}
+
+}  // namespace
+
+Expected<int64_t> parse_whole_number(const std::string& text, int64_t minimum) {
+  int64_t value = 0;
+  if (!parse_count(text, value) || value < minimum) {
+    return Error{"'" + text + "' is not a whole number of at least " + std::to_string(minimum)};
+  }
+  return value;
+}
+
+Expected<std::vector<RankRange>> parse_rank_spec(const std::string& text) {
+  std::vector<RankRange> ranges;
+  for (std::string_view part : split(text, ',')) {
+    const size_t dash = part.find('-');
+    RankRange r{};
+    bool ok = false;
+    if (dash == std::string_view::npos) {
+      ok = parse_count(part, r.first);
+      r.last = r.first;
+    } else {
+      ok = parse_count(part.substr(0, dash), r.first) && parse_count(part.substr(dash + 1), r.last) &&
+           r.first <= r.last;
+    }
+    if (!ok) {
+      return Error{"'" + text + "' is not a rank list like 0-7,12,16-31 (bad part '" + std::string(part) + "')"};
+    }
+    ranges.push_back(r);
+  }
+  return ranges;
+}
+
+Expected<TimeWindow> parse_time_window(const std::string& text) {
+  const auto parts = split(text, ':');
+  TimeWindow w{0.0, INFINITY};
+  const bool ok = parts.size() == 2 && (parts[0].empty() || parse_seconds(parts[0], w.start_s)) &&
+                  (parts[1].empty() || parse_seconds(parts[1], w.end_s)) && w.start_s < w.end_s;
+  if (!ok) return Error{"'" + text + "' is not a window START:END in seconds with START < END"};
+  return w;
+}
+
+Expected<StepRange> parse_step_range(const std::string& text) {
+  const auto parts = split(text, ':');
+  StepRange s{};
+  const bool ok = parts.size() == 2 && parse_count(parts[0], s.first) && parse_count(parts[1], s.last) &&
+                  s.first <= s.last;
+  if (!ok) return Error{"'" + text + "' is not a step range N:M with N <= M"};
+  return s;
+}
+
+Expected<LayoutSpec> parse_layout_spec(const std::string& text) {
+  LayoutSpec layout;
+  std::array<bool, 3> seen{};
+  for (std::string_view part : split(text, ',')) {
+    const size_t eq = part.find('=');
+    const std::string_view key = part.substr(0, eq);
+    int64_t value = 0;
+    const int index = key == "tp" ? 0 : key == "pp" ? 1 : key == "dp" ? 2 : -1;
+    if (eq == std::string_view::npos || index < 0 || !parse_count(part.substr(eq + 1), value) ||
+        value < 1 || seen[index]) {
+      return Error{"'" + text + "' is not a layout like tp=8,pp=4,dp=2 (bad part '" + std::string(part) + "')"};
+    }
+    seen[index] = true;
+    (index == 0 ? layout.tp : index == 1 ? layout.pp : layout.dp) = value;
+  }
+  return layout;
+}
+
+Expected<std::vector<std::string>> parse_kind_list(const std::string& text) {
+  static constexpr std::array<std::string_view, 9> kKinds = {
+      "kernel", "memcpy", "memset", "memory", "sync", "api", "nccl", "nvtx", "overhead"};
+  if (text == "all" || text == "default") return std::vector<std::string>{text};
+  std::vector<std::string> kinds;
+  for (std::string_view part : split(text, ',')) {
+    if (std::find(kKinds.begin(), kKinds.end(), part) == kKinds.end()) {
+      return Error{"unknown kind '" + std::string(part) +
+                   "' (kinds: kernel, memcpy, memset, memory, sync, api, nccl, nvtx, overhead, or all)"};
+    }
+    kinds.emplace_back(part);
+  }
+  return kinds;
+}
+
+}  // namespace pipescope::cli

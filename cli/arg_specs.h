@@ -1,0 +1,61 @@
+// Parsers for the value formats of DESIGN.md's shared vocabulary, used as CLI validators now
+// and by the commands that consume the values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+
+namespace pipescope::cli {
+
+struct RankRange {
+  int64_t first;
+  int64_t last;  // inclusive
+};
+// "0-7,12,16-31": ranges in any order; each first <= last, every rank >= 0.
+Expected<std::vector<RankRange>> parse_rank_spec(const std::string& text);
+
+struct TimeWindow {
+  double start_s;
+  double end_s;
+};
+// "START:END" in seconds, 0 <= START < END; either side may be empty (open).
+Expected<TimeWindow> parse_time_window(const std::string& text);
+
+struct StepRange {
+  int64_t first;
+  int64_t last;  // inclusive
+};
+// "N:M", 0 <= N <= M.
+Expected<StepRange> parse_step_range(const std::string& text);
+
+struct LayoutSpec {
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t dp = 1;
+};
+// "tp=T,pp=P,dp=D" in any order, each at most once, each >= 1; missing ones are 1.
+Expected<LayoutSpec> parse_layout_spec(const std::string& text);
+
+// "kernel,nccl,..." drawn from DESIGN.md's kinds; "all" and "default" are accepted alone.
+Expected<std::vector<std::string>> parse_kind_list(const std::string& text);
+
+// A whole number >= minimum (1 for counts, 0 for indices and attempts).
+Expected<int64_t> parse_whole_number(const std::string& text, int64_t minimum);
+
+// Wraps a parser as a CLI11 validator body: empty string when valid, the message otherwise.
+template <class Parser>
+auto validator_of(Parser parse) {
+  return [parse](std::string& text) -> std::string {
+    auto parsed = parse(text);
+    return parsed.ok() ? std::string() : parsed.error().message;
+  };
+}
+
+inline auto whole_number_at_least(int64_t minimum) {
+  return validator_of([minimum](const std::string& text) { return parse_whole_number(text, minimum); });
+}
+
+}  // namespace pipescope::cli

@@ -1,0 +1,40 @@
+// How subcommands plug into the `pipescope` binary: each file registers its options on a
+// CLI11 subcommand and returns the function that runs it after a successful parse.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pipescope::cli {
+
+// Exit codes of DESIGN.md's command-line contract.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the command ran and could not do its job
+inline constexpr int kExitUsage = 2;    // bad usage or bad input
+
+using CommandRunner = std::function<int()>;
+
+struct Command {
+  CLI::App* app;
+  CommandRunner run;
+};
+
+Command add_record_command(CLI::App& root);
+Command add_report_command(CLI::App& root);
+Command add_export_command(CLI::App& root);
+Command add_plan_command(CLI::App& root);
+Command add_search_command(CLI::App& root);
+Command add_calibrate_command(CLI::App& root);
+Command add_inspect_command(CLI::App& root);
+
+// One line on stderr, "pipescope <command>: <message>"; returns kExitUsage.
+int usage_error(const std::string& command, const std::string& message);
+
+// For a command that parses and validates its whole contract but whose engine is not part of
+// this build yet: says so on stderr and returns kExitFailure.
+int not_built_yet(const std::string& command);
+
+}  // namespace pipescope::cli

@@ -1,0 +1,24 @@
+# Every external dependency, found the CMake way and named for the component that needs it.
+# scripts/bootstrap.sh installs them from Debian's packages; nothing is vendored or downloaded.
+
+# profiler/trace: per-chunk compression.
+find_package(zstd REQUIRED CONFIG)
+# cli: argument parsing and JSON output; analysis and planner read and write JSON.
+find_package(CLI11 2.1 REQUIRED CONFIG)
+find_package(nlohmann_json 3.10 REQUIRED CONFIG)
+# calibrate: least-squares fits.
+find_package(Eigen3 3.4 REQUIRED CONFIG)
+# profiler/export: the SQLite export.
+find_package(SQLite3 REQUIRED)
+# profiler/inject (CUPTI, NVTX3, NCCL) and benches/gpu (cudart, cuBLASLt, NCCL). The library
+# is opened with dlopen at run time; a machine without a GPU or driver still builds and tests.
+find_package(CUDAToolkit 13 REQUIRED)
+find_package(NCCL 2.18 REQUIRED)
+
+if(PIPESCOPE_BUILD_TESTS)
+  find_package(GTest 1.12 REQUIRED CONFIG)
+  include(GoogleTest)
+endif()
+if(PIPESCOPE_BUILD_BENCHES)
+  find_package(benchmark 1.7 REQUIRED CONFIG)
+endif()

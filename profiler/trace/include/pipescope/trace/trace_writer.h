@@ -1,0 +1,161 @@
+// Writes one trace file, fed by many threads. Each thread appends records to its own
+// single-producer ring (ThreadBuffer): a bounds check, a memcpy and one release store, no
+// lock, no allocation. Whoever drains (a flusher thread, or the producer itself when its ring
+// is full) frames the ring's contents into chunks under the writer's mutex.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+#include "pipescope/trace/chunk_codec.h"
+#include "pipescope/trace/format.h"
+#include "pipescope/trace/process_info.h"
+#include "pipescope/trace/records.h"
+#include "pipescope/trace/trace_file_sink.h"
+
+namespace pipescope::trace {
+
+class TraceWriter;
+
+// What a producer does when its ring is full.
+enum class FullBufferPolicy {
+  kDrainInline,  // frame and write the ring on the producer's thread (tools, benchmarks)
+  kDrop,         // count the record as dropped and return at once (a training thread)
+};
+
+using ClockReader = uint64_t (*)();
+
+struct WriterOptions {
+  std::string host;  // empty: the machine's host name
+  uint32_t pid = 0;  // 0: this process
+  TraceClock clock = TraceClock::kMonotonic;
+  // Reads `clock` in ns. May stay null for the POSIX clocks; required for kGpuTimestamp.
+  ClockReader read_trace_clock_ns = nullptr;
+  bool compress = false;
+  int zstd_level = 1;
+  size_t thread_buffer_bytes = size_t{1} << 20;  // per thread; a power of two >= 64 KiB
+  size_t max_chunk_bytes = size_t{1} << 20;      // raw payload per records chunk, >= 64 KiB
+  size_t max_threads = 256;
+  FullBufferPolicy when_full = FullBufferPolicy::kDrainInline;
+};
+
+class ThreadBuffer {
+ public:
+  // Appends one record (a struct from records.h, made with make_record<R>()).
+  template <class R>
+  bool append(const R& record) noexcept {
+    return append_bytes(&record, sizeof(R));
+  }
+
+  // `size` is a multiple of 8 between 8 and 65528 and matches the record header.
+  bool append_bytes(const void* record, size_t size) noexcept {
+    return try_append(record, size) || on_full(record, size);
+  }
+
+  uint64_t dropped_records() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class TraceWriter;
+  ThreadBuffer(TraceWriter* writer, size_t capacity);
+  bool on_full(const void* record, size_t size) noexcept;
+
+  bool try_append(const void* record, size_t size) noexcept {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    const size_t pos = head & mask_;
+    // A record never wraps: the rest of the ring becomes padding, which drains skip.
+    const size_t pad = pos + size > capacity_ ? capacity_ - pos : 0;
+    const uint64_t need = pad + size;
+    if (capacity_ - (head - cached_tail_) < need) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (capacity_ - (head - cached_tail_) < need) return false;
+    }
+    if (pad != 0) {
+      const RecordHeader padding{static_cast<uint16_t>(RecordKind::kInvalid), static_cast<uint16_t>(pad)};
+      std::memcpy(data_.get() + pos, &padding, sizeof(padding));
+    }
+    std::memcpy(data_.get() + ((head + pad) & mask_), record, size);
+    head_.store(head + need, std::memory_order_release);
+    return true;
+  }
+
+  TraceWriter* writer_;
+  size_t capacity_;
+  size_t mask_;
+  std::unique_ptr<std::byte[]> data_;
+  alignas(64) std::atomic<uint64_t> head_{0};  // written by the producer only
+  uint64_t cached_tail_ = 0;                   // producer's last view of tail_
+  alignas(64) std::atomic<uint64_t> tail_{0};  // written by the drainer only
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<bool> retired_{false};
+};
+
+class TraceWriter {
+ public:
+  // Creates the file exclusively and writes the header and a first clock anchor.
+  static Expected<std::unique_ptr<TraceWriter>> create(const std::string& path, WriterOptions options);
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Once per producing thread. Returns nullptr when max_threads buffers are in use.
+  ThreadBuffer* register_thread();
+  // The thread will not append again; its buffer is drained and may be handed to a new thread.
+  void retire_thread(ThreadBuffer* buffer);
+
+  // Id of `text` in this file's string table (1, 2, ...), written before any record that
+  // was appended after this call returned. Thread-safe; takes a lock, so cache ids.
+  uint32_t intern(std::string_view text);
+
+  Status write_process_info(const ProcessInfo& info);
+  Status write_clock_anchor();
+  // Drains every thread's ring, pending strings first, then writes a clock anchor.
+  Status flush();
+  // flush(), an end chunk, and the file closed. Later calls do nothing.
+  Status close();
+
+  uint64_t records_written() const;
+  uint64_t records_dropped() const;
+  const std::string& path() const { return sink_.path(); }
+
+ private:
+  friend class ThreadBuffer;
+  TraceWriter(TraceFileSink sink, WriterOptions options);
+  Status write_header();
+  Status drain_locked(ThreadBuffer& buffer, uint64_t head_snapshot);
+  Status drain_one(ThreadBuffer& buffer);  // from a producer whose ring is full
+  Status write_pending_strings_locked();
+  Status write_records_chunk_locked(std::span<const std::byte> records, uint32_t count);
+  Status write_small_chunk_locked(ChunkType type, uint32_t items, std::span<const std::byte> payload);
+  uint64_t read_trace_clock() const;
+
+  WriterOptions options_;
+  mutable std::mutex file_mutex_;  // the sink, the scratch buffer, the counters below
+  TraceFileSink sink_;
+  ZstdCompressor compressor_;
+  std::vector<std::byte> compress_scratch_;
+  uint64_t records_written_ = 0;
+  uint64_t records_discarded_ = 0;  // drained after the file failed
+  uint64_t chunks_written_ = 0;
+  bool closed_ = false;
+
+  std::mutex registry_mutex_;
+  // A fixed array so that drains can walk it while a thread registers: entries [0, count)
+  // are published by the release store to buffer_count_ and never move.
+  std::unique_ptr<std::unique_ptr<ThreadBuffer>[]> buffers_;
+  std::atomic<size_t> buffer_count_{0};
+
+  std::mutex strings_mutex_;
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  std::vector<std::byte> pending_strings_;
+};
+
+}  // namespace pipescope::trace
