@@ -66,7 +66,8 @@ Expected<std::vector<RankRange>> parse_rank_spec(const std::string& text) {
 Expected<TimeWindow> parse_time_window(const std::string& text) {
   const auto parts = split(text, ':');
   TimeWindow w{0.0, INFINITY};
-  const bool ok = parts.size() == 2 && (parts[0].empty() || parse_seconds(parts[0], w.start_s)) &&
+  const bool ok = parts.size() == 2 && !(parts[0].empty() && parts[1].empty()) &&
+                  (parts[0].empty() || parse_seconds(parts[0], w.start_s)) &&
                   (parts[1].empty() || parse_seconds(parts[1], w.end_s)) && w.start_s < w.end_s;
   if (!ok) return Error{"'" + text + "' is not a window START:END in seconds with START < END"};
   return w;

@@ -35,7 +35,7 @@ Command add_calibrate_command(CLI::App& root) {
   show->add_option("profile", a->profile, "Profile JSON")->required()->check(CLI::ExistingFile);
   show->add_option("--html", a->html, "Also write plots to an HTML file");
 
-  return {app, [run, fit] {
+  return {app, [a, run, fit] {
             if (run->parsed()) return not_built_yet("pipescope calibrate run");
             if (fit->parsed()) return not_built_yet("pipescope calibrate fit");
             return not_built_yet("pipescope calibrate show");

@@ -17,6 +17,8 @@ inline constexpr int kExitUsage = 2;    // bad usage or bad input
 
 using CommandRunner = std::function<int()>;
 
+// `run` must own (capture) the storage its options were bound to: CLI11 writes into it
+// during parse, after the add_*_command function has returned.
 struct Command {
   CLI::App* app;
   CommandRunner run;

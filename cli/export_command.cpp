@@ -29,7 +29,7 @@ Command add_export_command(CLI::App& root) {
       ->check(CLI::Validator(validator_of(parse_rank_spec), "SPEC"));
   app->add_option("--window", args->window, "Keep START:END seconds from the run's first event")
       ->check(CLI::Validator(validator_of(parse_time_window), "T0:T1"));
-  return {app, [] { return not_built_yet("pipescope export"); }};
+  return {app, [args] { return not_built_yet("pipescope export"); }};
 }
 
 }  // namespace pipescope::cli

@@ -49,6 +49,12 @@ int run(int argc, char** argv) {
       add_inspect_command(root),
   };
 
+  if (argc >= 2 && argv[1][0] == '-') {
+    const std::string flag = argv[1];
+    if (flag != "-h" && flag != "--help" && flag != "--version") {
+      return usage_error("pipescope", "unknown option '" + flag + "' (see 'pipescope --help')");
+    }
+  }
   if (argc >= 2 && argv[1][0] != '-') {
     bool known = false;
     for (const Command& c : commands) known = known || c.app->check_name(argv[1]);

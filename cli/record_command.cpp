@@ -39,7 +39,7 @@ Command add_record_command(CLI::App& root) {
       ->check(CLI::Validator(validator_of(parse_step_range), "N:M"));
   app->add_option("--nvtx-step", args->nvtx_step, "Regex of the NVTX step range (PIPESCOPE_NVTX_STEP)");
   app->add_option("command", args->command, "The command to run, after --")->required();
-  return {app, [] { return not_built_yet("pipescope record"); }};
+  return {app, [args] { return not_built_yet("pipescope record"); }};
 }
 
 }  // namespace pipescope::cli

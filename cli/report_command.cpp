@@ -38,7 +38,7 @@ Command add_report_command(CLI::App& root) {
   app->add_option("--nvtx-backward", args->nvtx_backward, "Regex of NVTX backward ranges");
   app->add_option("--run", args->run_id, "Pick one run when DIR holds several");
   app->add_option("--attempt", args->attempt, "Pick one restart attempt")->check(kIndex);
-  return {app, [] { return not_built_yet("pipescope report"); }};
+  return {app, [args] { return not_built_yet("pipescope report"); }};
 }
 
 }  // namespace pipescope::cli

@@ -1,5 +1,7 @@
 #include "pipescope/trace/trace_decoder.h"
 
+#include <algorithm>
+
 #include "pipescope/trace/crc32c.h"
 #include "pipescope/trace/record_schema.h"
 
@@ -17,8 +19,9 @@ const char* stop_reason_name(StopReason reason) {
 Expected<TraceDecoder> TraceDecoder::open(std::span<const std::byte> data) {
   if (data.empty()) return Error{"empty file: the process created its trace and wrote nothing"};
   FileHeaderFixed fixed{};
-  if (data.size() < sizeof(kFileMagic) ||
-      std::memcmp(data.data(), kFileMagic, sizeof(kFileMagic)) != 0) {
+  // A file cut inside the magic still starts like a trace: that is a short header, not a
+  // foreign file.
+  if (std::memcmp(data.data(), kFileMagic, std::min(data.size(), sizeof(kFileMagic))) != 0) {
     return Error{"not a pipescope trace (wrong magic bytes)"};
   }
   if (data.size() < sizeof(fixed)) return Error{"trace header cut short (the file ends inside it)"};

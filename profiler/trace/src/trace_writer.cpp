@@ -13,7 +13,6 @@ namespace pipescope::trace {
 namespace {
 
 constexpr size_t kMinRingBytes = size_t{64} << 10;
-constexpr size_t kMaxRecordBytes = 65528;
 
 uint64_t read_posix_clock_ns(clockid_t id) {
   timespec ts{};

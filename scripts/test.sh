@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Sets up and runs every test: the main build (g++) and a second build under AddressSanitizer
+# and UndefinedBehaviorSanitizer with clang, which also builds the libFuzzer targets and runs
+# them over their seed corpus and for a short fuzzing session. Ends with CTest's summary line.
+#
+#   scripts/test.sh
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jobs=$(nproc)
+
+"$repo/scripts/bootstrap.sh" "$repo/build" -DPIPESCOPE_WERROR=ON
+ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
+
+# The sanitizer build: clang so that libFuzzer is available; no benchmarks (timing under a
+# sanitizer means nothing). Crash-status tests inside it tell the sanitizer to leave those
+# signals alone.
+CC=clang-14 CXX=clang++-14 "$repo/scripts/bootstrap.sh" "$repo/build-sanitize" \
+  -DCMAKE_BUILD_TYPE=Debug -DPIPESCOPE_WERROR=ON -DPIPESCOPE_BUILD_BENCHES=OFF \
+  -DPIPESCOPE_SANITIZE=address,undefined -DPIPESCOPE_FUZZ=ON
+if [[ ! -x $repo/build-sanitize/tests/fuzz/trace_reader_fuzz ]]; then
+  echo "test: the trace reader's libFuzzer target is missing from the sanitizer build" >&2
+  exit 1
+fi
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir "$repo/build-sanitize" --output-on-failure -j "$jobs"
