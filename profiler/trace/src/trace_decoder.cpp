@@ -127,6 +127,7 @@ bool TraceDecoder::next_chunk(ChunkView& chunk) {
   const auto stored = data_.subspan(offset_ + sizeof(h), h.stored_bytes);
   if (!chunk_checksum_matches(h, stored)) return stop(StopReason::kCorrupt, where + ": checksum mismatch");
 
+  if ((h.flags & ~kChunkFlagZstd) != 0) return stop(StopReason::kCorrupt, where + ": unknown chunk flags");
   std::span<const std::byte> payload = stored;
   if ((h.flags & kChunkFlagZstd) != 0) {
     if (!decompressor_) decompressor_ = std::make_unique<ZstdDecompressor>();
@@ -136,8 +137,8 @@ bool TraceDecoder::next_chunk(ChunkView& chunk) {
       return stop(StopReason::kCorrupt, where + ": " + s.error().message);
     }
     payload = out;
-  } else if (h.raw_bytes != h.stored_bytes || (h.flags & ~kChunkFlagZstd) != 0) {
-    return stop(StopReason::kCorrupt, where + ": unknown flags or inconsistent lengths");
+  } else if (h.raw_bytes != h.stored_bytes) {
+    return stop(StopReason::kCorrupt, where + ": raw and stored lengths differ in an uncompressed chunk");
   }
 
   const auto type = static_cast<ChunkType>(h.type);

@@ -13,6 +13,7 @@ namespace pipescope::trace {
 namespace {
 
 constexpr size_t kMinRingBytes = size_t{64} << 10;
+constexpr size_t kMaxRecordsChunkBytes = size_t{16} << 20;
 
 uint64_t read_posix_clock_ns(clockid_t id) {
   timespec ts{};
@@ -40,14 +41,13 @@ Status validate(const WriterOptions& o) {
   if (o.thread_buffer_bytes < kMinRingBytes || !std::has_single_bit(o.thread_buffer_bytes)) {
     return Error{"thread buffer size must be a power of two of at least 64 KiB"};
   }
-  if (o.max_chunk_bytes < kMinRingBytes || o.max_chunk_bytes > kMaxChunkPayloadBytes) {
-    return Error{"chunk size must be between 64 KiB and 64 MiB"};
+  if (o.max_chunk_bytes < kMinRingBytes || o.max_chunk_bytes > kMaxRecordsChunkBytes) {
+    return Error{"chunk size must be between 64 KiB and 16 MiB"};
   }
   if (o.max_threads == 0) return Error{"max_threads must be at least 1"};
   if (o.clock == TraceClock::kGpuTimestamp && o.read_trace_clock_ns == nullptr) {
     return Error{"the GPU timestamp clock needs a clock reader"};
   }
-  if (o.host.size() > kMaxHostBytes) return Error{"host name longer than 255 bytes"};
   return {};
 }
 
@@ -124,6 +124,7 @@ Status TraceWriter::write_header() {
 
 ThreadBuffer* TraceWriter::register_thread() {
   std::lock_guard lock(registry_mutex_);
+  if (closing_) return nullptr;
   const size_t count = buffer_count_.load(std::memory_order_relaxed);
   for (size_t i = 0; i < count; ++i) {
     ThreadBuffer& b = *buffers_[i];
@@ -146,6 +147,7 @@ void TraceWriter::retire_thread(ThreadBuffer* buffer) {
 }
 
 uint32_t TraceWriter::intern(std::string_view text) {
+  text = text.substr(0, kMaxStringBytes);
   std::lock_guard lock(strings_mutex_);
   auto [it, inserted] = string_ids_.try_emplace(std::string(text), 0);
   if (!inserted) return it->second;
@@ -214,21 +216,21 @@ Status TraceWriter::write_records_chunk_locked(std::span<const std::byte> record
     records_discarded_ += count;
     return Error{"trace file is no longer writable"};
   }
-  Status s;
+  // Data that does not shrink (or a compressor failure) is stored raw, so a stored payload
+  // never exceeds its raw size and the chunk limit holds.
+  std::span<const std::byte> stored = records;
+  uint16_t flags = 0;
   if (options_.compress) {
     auto compressed = compressor_.compress(records, compress_scratch_);
-    if (!compressed.ok()) return compressed.error();
-    const auto stored = std::span<const std::byte>(compress_scratch_).first(*compressed);
-    const ChunkHeader header = seal_chunk(ChunkType::kRecords, kChunkFlagZstd,
-                                          static_cast<uint32_t>(records.size()), count, stored);
-    const std::span<const std::byte> pieces[] = {bytes_of(&header, sizeof(header)), stored};
-    s = sink_.append(pieces);
-  } else {
-    const ChunkHeader header = seal_chunk(ChunkType::kRecords, 0,
-                                          static_cast<uint32_t>(records.size()), count, records);
-    const std::span<const std::byte> pieces[] = {bytes_of(&header, sizeof(header)), records};
-    s = sink_.append(pieces);
+    if (compressed.ok() && *compressed < records.size()) {
+      stored = std::span<const std::byte>(compress_scratch_).first(*compressed);
+      flags = kChunkFlagZstd;
+    }
   }
+  const ChunkHeader header =
+      seal_chunk(ChunkType::kRecords, flags, static_cast<uint32_t>(records.size()), count, stored);
+  const std::span<const std::byte> pieces[] = {bytes_of(&header, sizeof(header)), stored};
+  const Status s = sink_.append(pieces);
   if (s.ok()) {
     records_written_ += count;
     ++chunks_written_;
@@ -309,6 +311,14 @@ Status TraceWriter::write_clock_anchor() {
 }
 
 Status TraceWriter::close() {
+  {
+    // Producers see the flag before the final drain, so every record they append from here
+    // on is counted as dropped instead of staying unwritten in a ring.
+    std::lock_guard lock(registry_mutex_);
+    closing_ = true;
+    const size_t count = buffer_count_.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < count; ++i) buffers_[i]->closed_.store(true, std::memory_order_relaxed);
+  }
   Status result = flush();
   std::lock_guard lock(file_mutex_);
   if (closed_) return result;

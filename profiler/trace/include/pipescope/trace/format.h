@@ -60,6 +60,9 @@ inline constexpr uint16_t kChunkFlagZstd = 1u << 0;
 // Upper bound of a chunk's payload, raw or stored; a reader treats larger as corrupt
 // rather than allocating what a damaged length field asks for.
 inline constexpr uint32_t kMaxChunkPayloadBytes = 64u << 20;
+// Longest string-table entry; longer text (a huge templated kernel name) is cut to this, so
+// that any one entry fits in a chunk of the smallest allowed size.
+inline constexpr uint32_t kMaxStringBytes = 32u << 10;
 
 struct ChunkHeader {
   uint32_t magic;

@@ -47,11 +47,15 @@ struct RecordView {
   RecordKind kind;  // may be a kind this build does not know
   std::span<const std::byte> bytes;
 
-  // Copies the record into `out` when it is of R's kind; false otherwise.
+  // Copies the record into `out` when it is of R's kind; false otherwise. A record from a
+  // newer minor version may be longer (its tail is ignored); one from an older minor version,
+  // once a struct has grown, shorter (the missing fields read as zero). The decoder has
+  // already refused records shorter than their kind's 1.0 size.
   template <class R>
   bool decode(R& out) const {
-    if (kind != RecordTraits<R>::kKind || bytes.size() < sizeof(R)) return false;
-    std::memcpy(&out, bytes.data(), sizeof(R));
+    if (kind != RecordTraits<R>::kKind) return false;
+    out = R{};
+    std::memcpy(&out, bytes.data(), bytes.size() < sizeof(R) ? bytes.size() : sizeof(R));
     return true;
   }
 };

@@ -43,7 +43,7 @@ struct WriterOptions {
   bool compress = false;
   int zstd_level = 1;
   size_t thread_buffer_bytes = size_t{1} << 20;  // per thread; a power of two >= 64 KiB
-  size_t max_chunk_bytes = size_t{1} << 20;      // raw payload per records chunk, >= 64 KiB
+  size_t max_chunk_bytes = size_t{1} << 20;      // raw payload per records chunk, 64 KiB..16 MiB
   size_t max_threads = 256;
   FullBufferPolicy when_full = FullBufferPolicy::kDrainInline;
 };
@@ -56,8 +56,14 @@ class ThreadBuffer {
     return append_bytes(&record, sizeof(R));
   }
 
-  // `size` is a multiple of 8 between 8 and 65528 and matches the record header.
+  // `size` is a multiple of 8, at least 8, matches the record header, and is at most a
+  // quarter of the ring (records are <= 88 bytes; rings >= 64 KiB). False when the record
+  // was dropped: the ring was full under kDrop, or the writer is closed.
   bool append_bytes(const void* record, size_t size) noexcept {
+    if (closed_.load(std::memory_order_relaxed)) [[unlikely]] {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
     return try_append(record, size) || on_full(record, size);
   }
 
@@ -93,6 +99,7 @@ class ThreadBuffer {
   std::unique_ptr<std::byte[]> data_;
   alignas(64) std::atomic<uint64_t> head_{0};  // written by the producer only
   uint64_t cached_tail_ = 0;                   // producer's last view of tail_
+  std::atomic<bool> closed_{false};            // set once by TraceWriter::close()
   alignas(64) std::atomic<uint64_t> tail_{0};  // written by the drainer only
   std::atomic<uint64_t> dropped_{0};
   std::atomic<bool> retired_{false};
@@ -106,13 +113,15 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  // Once per producing thread. Returns nullptr when max_threads buffers are in use.
+  // Once per producing thread. Returns nullptr when max_threads buffers are in use or the
+  // writer is closing.
   ThreadBuffer* register_thread();
   // The thread will not append again; its buffer is drained and may be handed to a new thread.
   void retire_thread(ThreadBuffer* buffer);
 
   // Id of `text` in this file's string table (1, 2, ...), written before any record that
-  // was appended after this call returned. Thread-safe; takes a lock, so cache ids.
+  // was appended after this call returned. Text over kMaxStringBytes is cut to that length.
+  // Thread-safe; takes a lock, so cache ids.
   uint32_t intern(std::string_view text);
 
   Status write_process_info(const ProcessInfo& info);
@@ -147,7 +156,8 @@ class TraceWriter {
   uint64_t chunks_written_ = 0;
   bool closed_ = false;
 
-  std::mutex registry_mutex_;
+  std::mutex registry_mutex_;  // buffer registration, and closing_
+  bool closing_ = false;
   // A fixed array so that drains can walk it while a thread registers: entries [0, count)
   // are published by the release store to buffer_count_ and never move.
   std::unique_ptr<std::unique_ptr<ThreadBuffer>[]> buffers_;
