@@ -56,7 +56,8 @@ Expected<std::vector<RankRange>> parse_rank_spec(const std::string& text) {
            r.first <= r.last;
     }
     if (!ok) {
-      return Error{"'" + text + "' is not a rank list like 0-7,12,16-31 (bad part '" + std::string(part) + "')"};
+      return Error{"'" + text + "' is not a rank list like 0-7,12,16-31 (bad part '" + std::string(part) +
+                   "')"};
     }
     ranges.push_back(r);
   }
@@ -90,9 +91,10 @@ Expected<LayoutSpec> parse_layout_spec(const std::string& text) {
     const std::string_view key = part.substr(0, eq);
     int64_t value = 0;
     const int index = key == "tp" ? 0 : key == "pp" ? 1 : key == "dp" ? 2 : -1;
-    if (eq == std::string_view::npos || index < 0 || !parse_count(part.substr(eq + 1), value) ||
-        value < 1 || seen[index]) {
-      return Error{"'" + text + "' is not a layout like tp=8,pp=4,dp=2 (bad part '" + std::string(part) + "')"};
+    if (eq == std::string_view::npos || index < 0 || !parse_count(part.substr(eq + 1), value) || value < 1 ||
+        seen[index]) {
+      return Error{"'" + text + "' is not a layout like tp=8,pp=4,dp=2 (bad part '" + std::string(part) +
+                   "')"};
     }
     seen[index] = true;
     (index == 0 ? layout.tp : index == 1 ? layout.pp : layout.dp) = value;
@@ -101,8 +103,8 @@ Expected<LayoutSpec> parse_layout_spec(const std::string& text) {
 }
 
 Expected<std::vector<std::string>> parse_kind_list(const std::string& text) {
-  static constexpr std::array<std::string_view, 9> kKinds = {
-      "kernel", "memcpy", "memset", "memory", "sync", "api", "nccl", "nvtx", "overhead"};
+  static constexpr std::array<std::string_view, 9> kKinds = {"kernel", "memcpy", "memset", "memory",  "sync",
+                                                             "api",    "nccl",   "nvtx",   "overhead"};
   if (text == "all" || text == "default") return std::vector<std::string>{text};
   std::vector<std::string> kinds;
   for (std::string_view part : split(text, ',')) {

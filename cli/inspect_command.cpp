@@ -68,7 +68,8 @@ nlohmann::json to_json(const std::string& path, const TraceSummary& s) {
   if (s.records_of_unknown_kind > 0) records["unknown"] = s.records_of_unknown_kind;
   nlohmann::json j = {
       {"path", path},
-      {"format_version", std::to_string(s.header.version_major) + "." + std::to_string(s.header.version_minor)},
+      {"format_version",
+       std::to_string(s.header.version_major) + "." + std::to_string(s.header.version_minor)},
       {"host", s.header.host},
       {"pid", s.header.pid},
       {"trace_clock", clock_name(s.header.trace_clock)},
@@ -174,7 +175,10 @@ int run_inspect(const InspectArgs& args) {
     }
   }
   if (args.json) {
-    std::cout << nlohmann::json{{"schema_version", kInspectSchemaVersion}, {"traces", traces}, {"errors", errors}}.dump(2)
+    std::cout << nlohmann::json{{"schema_version", kInspectSchemaVersion},
+                                {"traces", traces},
+                                {"errors", errors}}
+                     .dump(2)
               << '\n';
   }
   return rc;
@@ -184,7 +188,8 @@ int run_inspect(const InspectArgs& args) {
 
 Command add_inspect_command(CLI::App& root) {
   auto args = std::make_shared<InspectArgs>();
-  CLI::App* app = root.add_subcommand("inspect", "Show what trace files hold and how much of each was recovered");
+  CLI::App* app =
+      root.add_subcommand("inspect", "Show what trace files hold and how much of each was recovered");
   app->add_option("paths", args->paths, "Trace files, or directories of *.pst")->required();
   app->add_flag("--json", args->json, "Print JSON");
   return {app, [args] { return run_inspect(*args); }};

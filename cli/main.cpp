@@ -44,8 +44,8 @@ int run(int argc, char** argv) {
   root.get_formatter()->column_width(34);
 
   std::vector<Command> commands = {
-      add_record_command(root), add_report_command(root),    add_export_command(root),
-      add_plan_command(root),   add_search_command(root),    add_calibrate_command(root),
+      add_record_command(root),  add_report_command(root), add_export_command(root),
+      add_plan_command(root),    add_search_command(root), add_calibrate_command(root),
       add_inspect_command(root),
   };
 

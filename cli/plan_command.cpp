@@ -32,7 +32,8 @@ struct PlanArgs {
 
 void add_shared_options(CLI::App* app, PlanArgs& a) {
   app->add_option("--model", a.model, "Bundled model name or a Hugging Face config.json")->required();
-  auto* cluster = app->add_option("--cluster", a.cluster, "seren, kalos, dgx-a100, dgx-h100, or a cluster JSON");
+  auto* cluster =
+      app->add_option("--cluster", a.cluster, "seren, kalos, dgx-a100, dgx-h100, or a cluster JSON");
   auto* gpu = app->add_option("--gpu", a.gpu, "a100-80gb, h100-80gb or h200-141gb (nodes of 8)");
   cluster->excludes(gpu);
   gpu->excludes(cluster);
@@ -56,7 +57,8 @@ int check_cluster_choice(const std::string& command, const PlanArgs& a) {
 
 Command add_plan_command(CLI::App& root) {
   auto a = std::make_shared<PlanArgs>();
-  CLI::App* app = root.add_subcommand("plan", "Predict per-stage memory and step time; suggest a balanced split");
+  CLI::App* app =
+      root.add_subcommand("plan", "Predict per-stage memory and step time; suggest a balanced split");
   add_shared_options(app, *a);
   app->add_option("--tp", a->tp, "Tensor-parallel size")->required()->check(kCount);
   app->add_option("--pp", a->pp, "Pipeline-parallel size")->required()->check(kCount);

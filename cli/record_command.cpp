@@ -23,8 +23,10 @@ struct RecordArgs {
 
 Command add_record_command(CLI::App& root) {
   auto args = std::make_shared<RecordArgs>();
-  CLI::App* app = root.add_subcommand("record", "Run a command with the profiler preloaded into every process");
-  app->add_option("-o,--output", args->output_dir, "Trace directory (PIPESCOPE_OUTPUT)")->capture_default_str();
+  CLI::App* app =
+      root.add_subcommand("record", "Run a command with the profiler preloaded into every process");
+  app->add_option("-o,--output", args->output_dir, "Trace directory (PIPESCOPE_OUTPUT)")
+      ->capture_default_str();
   app->add_option("--kinds", args->kinds, "Kinds to record, comma-separated (PIPESCOPE_KINDS)")
       ->check(CLI::Validator(validator_of(parse_kind_list), "LIST"))
       ->capture_default_str();
@@ -33,7 +35,8 @@ Command add_record_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--buffer-mb", args->buffer_mb, "Record buffer per thread in MiB (PIPESCOPE_BUFFER_MB)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  app->add_option("--window", args->window, "Capture only START:END seconds from process start (PIPESCOPE_WINDOW)")
+  app->add_option("--window", args->window,
+                  "Capture only START:END seconds from process start (PIPESCOPE_WINDOW)")
       ->check(CLI::Validator(validator_of(parse_time_window), "START:END"));
   app->add_option("--steps", args->steps, "Capture only steps N:M of the step range (PIPESCOPE_STEPS)")
       ->check(CLI::Validator(validator_of(parse_step_range), "N:M"));

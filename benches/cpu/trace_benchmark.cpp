@@ -100,21 +100,11 @@ class RecordSource {
     const Slot slot = kMixProgram[mix_at_];
     mix_at_ = (mix_at_ + 1) % std::size(kMixProgram);
     switch (slot) {
-      case Slot::kKernel:
-        emit(out, next_kernel());
-        break;
-      case Slot::kPush:
-        emit(out, nvtx(pt::NvtxEvent::kPush));
-        break;
-      case Slot::kPop:
-        emit(out, nvtx(pt::NvtxEvent::kPop));
-        break;
-      case Slot::kNccl:
-        emit(out, nccl());
-        break;
-      case Slot::kMemcpy:
-        emit(out, memcpy_record());
-        break;
+      case Slot::kKernel: emit(out, next_kernel()); break;
+      case Slot::kPush: emit(out, nvtx(pt::NvtxEvent::kPush)); break;
+      case Slot::kPop: emit(out, nvtx(pt::NvtxEvent::kPop)); break;
+      case Slot::kNccl: emit(out, nccl()); break;
+      case Slot::kMemcpy: emit(out, memcpy_record()); break;
     }
   }
 
@@ -262,9 +252,7 @@ std::unique_ptr<WriteRun> g_write_run;
 void SetupWriteRun(const benchmark::State& state) {
   g_write_run = std::make_unique<WriteRun>(state.threads());
 }
-void TeardownWriteRun(const benchmark::State&) {
-  g_write_run.reset();
-}
+void TeardownWriteRun(const benchmark::State&) { g_write_run.reset(); }
 
 // Each iteration writes one whole file: thread 0 creates it, every thread appends
 // kRecordsPerThread records through its own ThreadBuffer, thread 0 closes it (the final drain,
@@ -346,12 +334,8 @@ void BM_Write(benchmark::State& state, Workload workload) {
   }
 }
 
-void BM_WriteKernels(benchmark::State& state) {
-  BM_Write(state, Workload::kKernels);
-}
-void BM_WriteMix(benchmark::State& state) {
-  BM_Write(state, Workload::kMix);
-}
+void BM_WriteKernels(benchmark::State& state) { BM_Write(state, Workload::kKernels); }
+void BM_WriteMix(benchmark::State& state) { BM_Write(state, Workload::kMix); }
 
 // ---- Reading --------------------------------------------------------------------------------
 
@@ -423,9 +407,7 @@ void accumulate(const pt::RecordView& record, Totals& totals) {
         totals.nvtx_depth += n.event == static_cast<uint8_t>(pt::NvtxEvent::kPush) ? 1 : -1;
       break;
     }
-    default:
-      ++totals.other;
-      break;
+    default: ++totals.other; break;
   }
 }
 
@@ -473,12 +455,8 @@ void BM_Decode(benchmark::State& state, Workload workload) {
   state.counters["compression_ratio"] = static_cast<double>(file.record_bytes) / file.file_bytes;
 }
 
-void BM_DecodeKernels(benchmark::State& state) {
-  BM_Decode(state, Workload::kKernels);
-}
-void BM_DecodeMix(benchmark::State& state) {
-  BM_Decode(state, Workload::kMix);
-}
+void BM_DecodeKernels(benchmark::State& state) { BM_Decode(state, Workload::kKernels); }
+void BM_DecodeMix(benchmark::State& state) { BM_Decode(state, Workload::kMix); }
 
 void write_args(benchmark::internal::Benchmark* b) {
   b->ArgName("zstd")->Arg(0)->Arg(1)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -497,22 +475,14 @@ const char* filesystem_name(const std::string& dir) {
   struct statfs fs {};
   if (::statfs(dir.c_str(), &fs) != 0) return "unknown";
   switch (static_cast<uint64_t>(fs.f_type)) {
-    case 0xEF53:
-      return "ext4";  // the ext2/3/4 family share one magic
-    case 0x58465342:
-      return "xfs";
-    case 0x9123683E:
-      return "btrfs";
-    case 0x01021994:
-      return "tmpfs";
-    case 0x794C7630:
-      return "overlayfs";
-    case 0x6969:
-      return "nfs";
-    case 0x2FC12FC1:
-      return "zfs";
-    default:
-      return "other";
+    case 0xEF53: return "ext4";  // the ext2/3/4 family share one magic
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0x01021994: return "tmpfs";
+    case 0x794C7630: return "overlayfs";
+    case 0x6969: return "nfs";
+    case 0x2FC12FC1: return "zfs";
+    default: return "other";
   }
 }
 

@@ -47,21 +47,22 @@ TEST(CliContract, UnknownCommandIsNamed) { expect_usage_error({"profile"}, "unkn
 
 TEST(CliContract, UnknownFlagIsBadUsage) {
   expect_usage_error({"--frobnicate"}, "frobnicate");
-  expect_usage_error({"plan", "--model", "llama2-7b", "--gpu", "h100-80gb", "--gpus", "8", "--tp", "1", "--pp",
-                      "1", "--bogus"},
+  expect_usage_error({"plan", "--model", "llama2-7b", "--gpu", "h100-80gb", "--gpus", "8", "--tp", "1",
+                      "--pp", "1", "--bogus"},
                      "bogus");
 }
 
 TEST(CliContract, BadValuesNameTheFlag) {
-  expect_usage_error({"plan", "--model", "m", "--gpu", "h100-80gb", "--gpus", "8", "--tp", "two", "--pp", "1"},
-                     "--tp");
+  expect_usage_error(
+      {"plan", "--model", "m", "--gpu", "h100-80gb", "--gpus", "8", "--tp", "two", "--pp", "1"}, "--tp");
   expect_usage_error({"plan", "--model", "m", "--gpu", "h100-80gb", "--gpus", "0", "--tp", "1", "--pp", "1"},
                      "--gpus");
-  expect_usage_error({"plan", "--model", "m", "--gpu", "x", "--gpus", "8", "--tp", "1", "--pp", "1", "--zero", "5"},
-                     "--zero");
-  expect_usage_error({"plan", "--model", "m", "--gpu", "x", "--gpus", "8", "--tp", "1", "--pp", "1", "--schedule",
-                      "zb"},
-                     "--schedule");
+  expect_usage_error(
+      {"plan", "--model", "m", "--gpu", "x", "--gpus", "8", "--tp", "1", "--pp", "1", "--zero", "5"},
+      "--zero");
+  expect_usage_error(
+      {"plan", "--model", "m", "--gpu", "x", "--gpus", "8", "--tp", "1", "--pp", "1", "--schedule", "zb"},
+      "--schedule");
   expect_usage_error({"export", ".", "--format", "csv"}, "--format");
   expect_usage_error({"export", ".", "--format", "perfetto", "--ranks", "7-0"}, "--ranks");
   expect_usage_error({"export", ".", "--format", "perfetto", "--window", "9:3"}, "--window");
@@ -72,8 +73,8 @@ TEST(CliContract, BadValuesNameTheFlag) {
 
 TEST(CliContract, MissingRequiredPiecesAreBadUsage) {
   expect_usage_error({"plan", "--model", "m", "--gpus", "8", "--tp", "1", "--pp", "1"}, "--cluster");
-  expect_usage_error({"plan", "--model", "m", "--cluster", "seren", "--gpu", "a100-80gb", "--gpus", "8", "--tp",
-                      "1", "--pp", "1"},
+  expect_usage_error({"plan", "--model", "m", "--cluster", "seren", "--gpu", "a100-80gb", "--gpus", "8",
+                      "--tp", "1", "--pp", "1"},
                      "excludes");
   expect_usage_error({"export", "."}, "--format");
   expect_usage_error({"report", "/nonexistent/traces"}, "dir");

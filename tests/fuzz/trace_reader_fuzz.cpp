@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Read every field of every known record, as the generic exporters do.
       const RecordSchema* schema = find_record_schema(record.kind);
       if (schema == nullptr) continue;
-      for (const FieldDesc& field : schema->fields) checksum += read_unsigned_field(record.bytes.data(), field);
+      for (const FieldDesc& field : schema->fields)
+        checksum += read_unsigned_field(record.bytes.data(), field);
     }
   }
   static volatile uint64_t sink;  // keeps the field reads from being optimized away

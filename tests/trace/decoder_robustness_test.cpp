@@ -104,9 +104,7 @@ size_t records_in_first_chunks(const DecodedTrace& full, size_t chunks) {
   return n;
 }
 
-std::vector<std::byte> copy_of(std::span<const std::byte> bytes) {
-  return {bytes.begin(), bytes.end()};
-}
+std::vector<std::byte> copy_of(std::span<const std::byte> bytes) { return {bytes.begin(), bytes.end()}; }
 
 class DamagedTrace : public ::testing::TestWithParam<bool> {
  protected:

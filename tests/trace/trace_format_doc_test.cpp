@@ -230,10 +230,8 @@ std::string type_name_of() {
   return "?";
 }
 
-#define ROW(Struct, member)                                                       \
-  ExpectedRow {                                                                   \
-#member, offsetof(Struct, member), type_name_of < decltype(Struct::member)>() \
-  }
+#define ROW(Struct, member) \
+  ExpectedRow { #member, offsetof(Struct, member), type_name_of < decltype(Struct::member)>() }
 
 // The table's first rows must be exactly `expected`, in order; rows after them describe
 // variable-length parts (host name, text) and are not checked here.

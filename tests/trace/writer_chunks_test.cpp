@@ -195,9 +195,7 @@ TEST(TraceWriter, LatestProcessInfoWins) {
 }
 
 std::atomic<uint64_t> fake_gpu_ticks{0};
-uint64_t fake_gpu_clock_ns() {
-  return 1000 * fake_gpu_ticks.fetch_add(1) + 1000;
-}
+uint64_t fake_gpu_clock_ns() { return 1000 * fake_gpu_ticks.fetch_add(1) + 1000; }
 
 TEST(TraceWriter, WritesAClockAnchorAtCreateAndAtEveryFlush) {
   ScratchDir dir;

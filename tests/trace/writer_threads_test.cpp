@@ -159,9 +159,7 @@ TEST(TraceWriter, RecordThatWouldCrossTheRingEndStartsAtTheBeginningAfterPadding
 }
 
 // The sequence tag of a mixed-size record: producer in the high half, sequence in the low.
-uint64_t tag(int producer, uint32_t seq) {
-  return (uint64_t(producer) << 32) | seq;
-}
+uint64_t tag(int producer, uint32_t seq) { return (uint64_t(producer) << 32) | seq; }
 
 // Five sizes (64, 56, 40, 32 and 88 bytes): 280 bytes per round, which divides no power of two,
 // so records end at ever different places relative to the end of the ring.

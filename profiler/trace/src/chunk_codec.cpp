@@ -49,8 +49,8 @@ ZstdDecompressor::~ZstdDecompressor() { ZSTD_freeDCtx(context_); }
 
 Status ZstdDecompressor::decompress(std::span<const std::byte> compressed, std::span<std::byte> out) {
   if (context_ == nullptr) return Error{"zstd: could not create a decompression context"};
-  const size_t n = ZSTD_decompressDCtx(context_, out.data(), out.size(), compressed.data(),
-                                       compressed.size());
+  const size_t n =
+      ZSTD_decompressDCtx(context_, out.data(), out.size(), compressed.data(), compressed.size());
   if (ZSTD_isError(n)) return Error{std::string("zstd: ") + ZSTD_getErrorName(n)};
   if (n != out.size()) return Error{"zstd: chunk decompressed to a different size than its header says"};
   return {};

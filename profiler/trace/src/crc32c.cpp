@@ -34,10 +34,9 @@ uint32_t raw_update_portable(uint32_t state, const unsigned char* p, size_t size
     uint64_t word;
     std::memcpy(&word, p, 8);
     word ^= state;
-    state = kTables[7][word & 0xFF] ^ kTables[6][(word >> 8) & 0xFF] ^
-            kTables[5][(word >> 16) & 0xFF] ^ kTables[4][(word >> 24) & 0xFF] ^
-            kTables[3][(word >> 32) & 0xFF] ^ kTables[2][(word >> 40) & 0xFF] ^
-            kTables[1][(word >> 48) & 0xFF] ^ kTables[0][word >> 56];
+    state = kTables[7][word & 0xFF] ^ kTables[6][(word >> 8) & 0xFF] ^ kTables[5][(word >> 16) & 0xFF] ^
+            kTables[4][(word >> 24) & 0xFF] ^ kTables[3][(word >> 32) & 0xFF] ^
+            kTables[2][(word >> 40) & 0xFF] ^ kTables[1][(word >> 48) & 0xFF] ^ kTables[0][word >> 56];
     p += 8;
     size -= 8;
   }
@@ -48,8 +47,7 @@ uint32_t raw_update_portable(uint32_t state, const unsigned char* p, size_t size
 #if defined(__x86_64__)
 // One 8-byte step per instruction: about 8 bytes per 3 cycles, several GB/s, far above what
 // trace writing and decoding need.
-__attribute__((target("sse4.2"))) uint32_t raw_update_sse42(uint32_t state,
-                                                            const unsigned char* p,
+__attribute__((target("sse4.2"))) uint32_t raw_update_sse42(uint32_t state, const unsigned char* p,
                                                             size_t size) {
   uint64_t crc = state;
   while (size > 0 && (reinterpret_cast<uintptr_t>(p) & 7u) != 0) {

@@ -79,7 +79,8 @@ Expected<ProcessInfo> decode_process_info(std::span<const std::byte> payload) {
     at += length;
 
     auto read_i32 = [&](std::optional<int32_t>& into) -> Status {
-      if (length != 4) return Error{"process info: field " + std::to_string(header.field) + " is not 4 bytes"};
+      if (length != 4)
+        return Error{"process info: field " + std::to_string(header.field) + " is not 4 bytes"};
       into = load<int32_t>(value);
       return {};
     };
@@ -110,13 +111,11 @@ Expected<ProcessInfo> decode_process_info(std::span<const std::byte> payload) {
         d.pci_bus = load<uint32_t>(value + 24);
         d.pci_device = load<uint32_t>(value + 28);
         d.memory_bytes = load<uint64_t>(value + 32);
-        d.name.assign(reinterpret_cast<const char*>(value + kDeviceFixedBytes),
-                      length - kDeviceFixedBytes);
+        d.name.assign(reinterpret_cast<const char*>(value + kDeviceFixedBytes), length - kDeviceFixedBytes);
         info.devices.push_back(std::move(d));
         break;
       }
-      default:
-        break;  // a field from a newer minor version: skipped by design
+      default: break;  // a field from a newer minor version: skipped by design
     }
     if (!status.ok()) return status.error();
   }

@@ -77,8 +77,8 @@ bool TraceDecoder::validate_records(std::span<const std::byte> payload, uint32_t
     if (payload.size() - at < sizeof(RecordHeader)) return false;
     RecordHeader h;
     std::memcpy(&h, payload.data() + at, sizeof(h));
-    if (h.kind == static_cast<uint16_t>(RecordKind::kInvalid) || h.size_bytes < 8 ||
-        h.size_bytes % 8 != 0 || h.size_bytes > payload.size() - at) {
+    if (h.kind == static_cast<uint16_t>(RecordKind::kInvalid) || h.size_bytes < 8 || h.size_bytes % 8 != 0 ||
+        h.size_bytes > payload.size() - at) {
       return false;
     }
     const RecordSchema* schema = find_record_schema(static_cast<RecordKind>(h.kind));

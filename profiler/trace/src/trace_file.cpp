@@ -17,7 +17,7 @@ Expected<MappedFile> MappedFile::open(const std::string& path) {
     const int err = errno;
     return Error{"cannot open " + path + ": " + std::strerror(err)};
   }
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return Error{path + " is not a regular file"};

@@ -21,9 +21,7 @@ uint64_t read_posix_clock_ns(clockid_t id) {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-std::span<const std::byte> bytes_of(const void* p, size_t n) {
-  return {static_cast<const std::byte*>(p), n};
-}
+std::span<const std::byte> bytes_of(const void* p, size_t n) { return {static_cast<const std::byte*>(p), n}; }
 
 RecordHeader header_at(const std::byte* p) {
   RecordHeader h;
@@ -57,16 +55,15 @@ ThreadBuffer::ThreadBuffer(TraceWriter* writer, size_t capacity)
     : writer_(writer), capacity_(capacity), mask_(capacity - 1), data_(new std::byte[capacity]) {}
 
 bool ThreadBuffer::on_full(const void* record, size_t size) noexcept {
-  if (writer_->options_.when_full == FullBufferPolicy::kDrainInline &&
-      writer_->drain_one(*this).ok() && try_append(record, size)) {
+  if (writer_->options_.when_full == FullBufferPolicy::kDrainInline && writer_->drain_one(*this).ok() &&
+      try_append(record, size)) {
     return true;
   }
   dropped_.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
-Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path,
-                                                           WriterOptions options) {
+Expected<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path, WriterOptions options) {
   if (options.host.empty()) options.host = machine_host_name();
   options.host.resize(std::min(options.host.size(), kMaxHostBytes));
   if (options.pid == 0) options.pid = static_cast<uint32_t>(getpid());

@@ -15,7 +15,7 @@ struct Error {
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : storage_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Expected(T value) : storage_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Expected(Error error) : storage_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return storage_.index() == 0; }

@@ -16,18 +16,18 @@
 namespace pipescope::trace {
 
 enum class ProcessField : uint16_t {
-  kRank = 1,             // i32
-  kLocalRank = 2,        // i32
-  kWorldSize = 3,        // i32
-  kLocalWorldSize = 4,   // i32
-  kNodeRank = 5,         // i32
-  kRestartAttempt = 6,   // i32
-  kRunId = 7,            // UTF-8
-  kLauncher = 8,         // UTF-8: torchrun, slurm, openmpi, mpich, pmix
-  kDevice = 9,           // DeviceInfo, repeated once per device
-  kCommandLine = 10,     // UTF-8, arguments separated by NUL bytes
+  kRank = 1,               // i32
+  kLocalRank = 2,          // i32
+  kWorldSize = 3,          // i32
+  kLocalWorldSize = 4,     // i32
+  kNodeRank = 5,           // i32
+  kRestartAttempt = 6,     // i32
+  kRunId = 7,              // UTF-8
+  kLauncher = 8,           // UTF-8: torchrun, slurm, openmpi, mpich, pmix
+  kDevice = 9,             // DeviceInfo, repeated once per device
+  kCommandLine = 10,       // UTF-8, arguments separated by NUL bytes
   kPipescopeVersion = 11,  // UTF-8
-  kCaptureKinds = 12,    // u32 bit set, bit k = RecordKind k
+  kCaptureKinds = 12,      // u32 bit set, bit k = RecordKind k
 };
 
 struct ProcessFieldHeader {

@@ -54,12 +54,22 @@ struct KernelRecord {
 };
 
 enum class CopyKind : uint8_t {
-  kUnknown = 0, kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3,
-  kHostToHost = 4, kPeerToPeer = 5,
+  kUnknown = 0,
+  kHostToDevice = 1,
+  kDeviceToHost = 2,
+  kDeviceToDevice = 3,
+  kHostToHost = 4,
+  kPeerToPeer = 5,
 };
 enum class MemoryKind : uint8_t {
-  kUnknown = 0, kPageable = 1, kPinned = 2, kDevice = 3, kArray = 4, kManaged = 5,
-  kDeviceStatic = 6, kManagedStatic = 7,
+  kUnknown = 0,
+  kPageable = 1,
+  kPinned = 2,
+  kDevice = 3,
+  kArray = 4,
+  kManaged = 5,
+  kDeviceStatic = 6,
+  kManagedStatic = 7,
 };
 inline constexpr uint8_t kActivityFlagAsync = 1u << 0;
 inline constexpr uint8_t kActivityFlagInGraph = 1u << 1;
@@ -72,10 +82,10 @@ struct MemcpyRecord {
   uint32_t stream;
   uint32_t correlation_id;
   uint64_t bytes;
-  uint8_t copy_kind;  // CopyKind
-  uint8_t src_kind;   // MemoryKind
-  uint8_t dst_kind;   // MemoryKind
-  uint8_t flags;      // kActivityFlag*
+  uint8_t copy_kind;     // CopyKind
+  uint8_t src_kind;      // MemoryKind
+  uint8_t dst_kind;      // MemoryKind
+  uint8_t flags;         // kActivityFlag*
   uint32_t peer_device;  // the other device of a peer copy; kUnknownDevice otherwise
   uint32_t graph_id;
   uint32_t reserved;
@@ -98,7 +108,11 @@ struct MemsetRecord {
 };
 
 enum class MemoryOperation : uint8_t {
-  kAllocate = 1, kRelease = 2, kPoolCreate = 3, kPoolDestroy = 4, kPoolTrim = 5,
+  kAllocate = 1,
+  kRelease = 2,
+  kPoolCreate = 3,
+  kPoolDestroy = 4,
+  kPoolTrim = 5,
 };
 inline constexpr uint8_t kMemoryFlagFromPool = 1u << 0;  // cudaMallocAsync / stream-ordered
 
@@ -118,7 +132,10 @@ struct MemoryRecord {
 };
 
 enum class SyncType : uint8_t {
-  kUnknown = 0, kEventSynchronize = 1, kStreamWaitEvent = 2, kStreamSynchronize = 3,
+  kUnknown = 0,
+  kEventSynchronize = 1,
+  kStreamWaitEvent = 2,
+  kStreamSynchronize = 3,
   kContextSynchronize = 4,
 };
 
@@ -153,8 +170,16 @@ struct ApiRecord {
 };
 
 enum class NcclOpType : uint8_t {
-  kAllReduce = 1, kAllGather = 2, kReduceScatter = 3, kBroadcast = 4, kReduce = 5,
-  kAllToAll = 6, kGather = 7, kScatter = 8, kSend = 9, kRecv = 10,
+  kAllReduce = 1,
+  kAllGather = 2,
+  kReduceScatter = 3,
+  kBroadcast = 4,
+  kReduce = 5,
+  kAllToAll = 6,
+  kGather = 7,
+  kScatter = 8,
+  kSend = 9,
+  kRecv = 10,
 };
 inline constexpr uint8_t kNcclFlagInGroup = 1u << 0;       // issued between GroupStart/End
 inline constexpr uint8_t kNcclFlagGraphCapture = 1u << 1;  // issued while a stream captured
@@ -167,13 +192,13 @@ struct NcclOpRecord {
   // Per communicator for collectives; per (communicator, peer, direction) for send/recv,
   // so that the same operation has the same number on every rank that took part.
   uint64_t sequence;
-  uint64_t count;  // elements, as passed to NCCL
-  uint64_t bytes;  // payload bytes of this rank's buffer
+  uint64_t count;   // elements, as passed to NCCL
+  uint64_t bytes;   // payload bytes of this rank's buffer
   uint64_t stream;  // cudaStream_t value
   uint64_t host_enter_ns;
   uint64_t host_exit_ns;
   uint64_t external_correlation_id;  // pairs the call with the kernels it launched
-  int32_t peer;  // peer of send/recv, root of rooted collectives; kNoPeer otherwise
+  int32_t peer;                      // peer of send/recv, root of rooted collectives; kNoPeer otherwise
   uint32_t thread_id;
   uint8_t op;         // NcclOpType
   uint8_t datatype;   // ncclDataType_t value
@@ -183,7 +208,13 @@ struct NcclOpRecord {
 };
 
 enum class NcclCommEvent : uint8_t {
-  kInit = 1, kSplit = 2, kShrink = 3, kFinalize = 4, kDestroy = 5, kAbort = 6, kRevoke = 7,
+  kInit = 1,
+  kSplit = 2,
+  kShrink = 3,
+  kFinalize = 4,
+  kDestroy = 5,
+  kAbort = 6,
+  kRevoke = 7,
 };
 
 struct NcclCommRecord {
@@ -198,8 +229,8 @@ struct NcclCommRecord {
   uint64_t comm_handle;     // process-local ncclComm_t value, to match later calls
   int32_t rank;             // rank in this communicator
   int32_t size;
-  int32_t global_rank;  // the process's rank in the job; -1 when unknown
-  int32_t color;        // split color; -1 when not a split
+  int32_t global_rank;   // the process's rank in the job; -1 when unknown
+  int32_t color;         // split color; -1 when not a split
   uint32_t split_index;  // how many splits of the parent came before this one
   uint32_t device;
 };
@@ -222,9 +253,16 @@ struct NvtxRecord {
 };
 
 enum class OverheadKind : uint8_t {
-  kUnknown = 0, kDriverCompiler = 1, kCuptiBufferFlush = 2, kCuptiInstrumentation = 3,
-  kCuptiResource = 4, kRuntimeTriggeredModuleLoading = 5, kLazyFunctionLoading = 6,
-  kCommandBufferFull = 7, kActivityBuffer = 8, kPipescopeFlush = 9,
+  kUnknown = 0,
+  kDriverCompiler = 1,
+  kCuptiBufferFlush = 2,
+  kCuptiInstrumentation = 3,
+  kCuptiResource = 4,
+  kRuntimeTriggeredModuleLoading = 5,
+  kLazyFunctionLoading = 6,
+  kCommandBufferFull = 7,
+  kActivityBuffer = 8,
+  kPipescopeFlush = 9,
 };
 
 struct OverheadRecord {
@@ -238,14 +276,14 @@ struct OverheadRecord {
 };
 
 enum class NoticeCode : uint16_t {
-  kRecordsDropped = 1,       // count = records lost since the last such notice
-  kCuptiBufferDropped = 2,   // count = records CUPTI reported dropped
-  kCaptureLost = 3,          // another tool took CUPTI over; count unused
+  kRecordsDropped = 1,      // count = records lost since the last such notice
+  kCuptiBufferDropped = 2,  // count = records CUPTI reported dropped
+  kCaptureLost = 3,         // another tool took CUPTI over; count unused
   kCaptureResumed = 4,
-  kInjectionConflict = 5,    // another tool's injection path was left in place
-  kUnsupportedVersion = 6,   // a library version this build does not know; capture off
-  kKindUnavailable = 7,      // a requested kind could not be captured (message says which)
-  kWindowOpened = 8,         // capture window / step range began
+  kInjectionConflict = 5,   // another tool's injection path was left in place
+  kUnsupportedVersion = 6,  // a library version this build does not know; capture off
+  kKindUnavailable = 7,     // a requested kind could not be captured (message says which)
+  kWindowOpened = 8,        // capture window / step range began
   kWindowClosed = 9,
 };
 
@@ -261,7 +299,7 @@ struct NoticeRecord {
 
 template <class R>
 struct RecordTraits;
-#define PIPESCOPE_RECORD_TRAITS(Type, Kind)                                     \
+#define PIPESCOPE_RECORD_TRAITS(Type, Kind)                                  \
   template <>                                                                \
   struct RecordTraits<Type> {                                                \
     static constexpr RecordKind kKind = RecordKind::Kind;                    \

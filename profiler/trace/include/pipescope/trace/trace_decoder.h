@@ -39,7 +39,7 @@ const char* stop_reason_name(StopReason reason);
 struct ChunkView {
   ChunkType type;  // may be a type this build does not know (a newer minor version)
   uint32_t item_count;
-  uint64_t file_offset;  // of the chunk header
+  uint64_t file_offset;                // of the chunk header
   std::span<const std::byte> payload;  // decompressed; valid until the next next_chunk()
 };
 
