@@ -152,7 +152,7 @@ size_t field_size_bytes(FieldType type) {
   switch (type) {
     case FieldType::kU8: return 1;
     case FieldType::kU16: return 2;
-    case FieldType::kU32: return 4;
+    case FieldType::kU32:
     case FieldType::kI32: return 4;
     case FieldType::kU64: return 8;
   }

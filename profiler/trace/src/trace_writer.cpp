@@ -84,7 +84,13 @@ TraceWriter::TraceWriter(TraceFileSink sink, WriterOptions options)
   if (options_.compress) compress_scratch_.resize(ZstdCompressor::bound(options_.max_chunk_bytes));
 }
 
-TraceWriter::~TraceWriter() { (void)close(); }
+TraceWriter::~TraceWriter() {
+  // A destructor must not throw; close() allocates, and out of memory here loses only the end chunk.
+  try {
+    (void)close();
+  } catch (...) {
+  }
+}
 
 uint64_t TraceWriter::read_trace_clock() const {
   switch (options_.clock) {
@@ -227,7 +233,7 @@ Status TraceWriter::write_records_chunk_locked(std::span<const std::byte> record
   const ChunkHeader header =
       seal_chunk(ChunkType::kRecords, flags, static_cast<uint32_t>(records.size()), count, stored);
   const std::span<const std::byte> pieces[] = {bytes_of(&header, sizeof(header)), stored};
-  const Status s = sink_.append(pieces);
+  Status s = sink_.append(pieces);
   if (s.ok()) {
     records_written_ += count;
     ++chunks_written_;

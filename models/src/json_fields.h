@@ -1,0 +1,68 @@
+// Typed reads of a JSON object's fields with errors that name the field, shared by the two
+// description formats (model_json.cpp, hf_config.cpp). Reads never fail on the spot: the first
+// problem is kept and every later read returns a default, so a parser reads all its fields in
+// a row and checks status() once. Internal to pipescope_models.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "pipescope/common/expected.h"
+
+namespace pipescope::models::detail {
+
+class JsonFields {
+ public:
+  // `where` prefixes every message, e.g. "config.json (model_type 'llama')"; `key_prefix`
+  // names a nested object's fields the way users see them ("moe." gives 'moe.top_k').
+  JsonFields(const nlohmann::json& object, std::string where, std::string key_prefix = "");
+
+  // Required fields: missing or of the wrong type is an error naming the field.
+  int64_t integer(std::string_view key);
+  bool boolean(std::string_view key);
+  std::string string(std::string_view key);
+  // Optional fields: absent or null gives the fallback; present with the wrong type is an error.
+  int64_t integer_or(std::string_view key, int64_t fallback);
+  double number_or(std::string_view key, double fallback);
+  bool boolean_or(std::string_view key, bool fallback);
+  std::optional<std::string> optional_string(std::string_view key);
+  // The field when it is an object; absent or null gives nullptr.
+  const nlohmann::json* optional_object(std::string_view key);
+
+  // Marks fields as known without reading them (harmless extras such as rms_norm_eps).
+  void ignore(std::span<const std::string_view> keys);
+  // Records an error about a field that was read fine but has a value the caller rejects.
+  void fail(std::string_view key, std::string_view problem);
+  // Takes over the error of a nested object's reader, if it has one and this one has none.
+  void take_error(const Status& nested);
+  // An error naming the first field (in key order) no read or ignore() above has touched.
+  void reject_unknown_fields();
+
+  bool ok() const { return !error_.has_value(); }
+  Status status() const;
+
+ private:
+  const nlohmann::json* find(std::string_view key);  // marks the key known; null when absent or null
+  void type_error(std::string_view key, std::string_view expected, const nlohmann::json& value);
+
+  const nlohmann::json& object_;
+  std::string where_;
+  std::string key_prefix_;
+  std::set<std::string, std::less<>> known_;
+  std::optional<std::string> error_;
+};
+
+// Parses JSON text; a syntax error names `origin` and the byte where it was found. nlohmann's
+// exceptions stop here: the rest of pipescope sees errors as values.
+Expected<nlohmann::json> parse_json_document(std::string_view text, std::string_view origin);
+
+// "an integer", "a string \"4096\"", ... for messages about a value of the wrong type.
+std::string describe_json_value(const nlohmann::json& value);
+
+}  // namespace pipescope::models::detail
