@@ -1,0 +1,51 @@
+// The options `pipescope plan` and `pipescope search` share (model, cluster or GPU, batch,
+// calibration, --json) and the storage CLI11 binds them to. plan adds its fixed layout on top.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+#include "pipescope/planner/calibration_profile.h"
+#include "pipescope/planner/cluster.h"
+
+namespace pipescope::cli {
+
+struct PlanArgs {
+  std::string model;
+  std::string cluster;
+  std::string gpu;
+  int64_t gpus = 0;
+  int64_t gpus_per_node = 0;   // 0: not given
+  double inter_node_gbps = 0;  // 0: not given
+  int64_t tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  int64_t mbs = 1, gbs = 0, seq = 0;  // gbs, seq 0: the planner's defaults
+  int64_t zero = 0, zero_shard = 0;
+  std::string recompute = "none";
+  bool sequence_parallel = false;
+  bool no_flash_attention = false;
+  std::vector<int64_t> split;  // decoder layers per stage of the split run today (plan only)
+  std::string schedule = "1f1b";
+  std::string balance = "memory";
+  std::string calibration;
+  bool json = false;
+  std::string emit;
+};
+
+// --model, --cluster | --gpu, --gpus, --gpus-per-node, --inter-node-gbps, --mbs, --gbs, --seq,
+// --calibration, --no-flash-attention, --json.
+void add_shared_options(CLI::App* app, PlanArgs& args);
+
+// --cluster or --gpu must be given (CLI11 already refuses both); kExitOk or kExitUsage.
+int check_cluster_choice(const std::string& command, const PlanArgs& args);
+
+// The cluster of --cluster or --gpu with the --gpus-per-node / --inter-node-gbps overrides.
+Expected<planner::Cluster> cluster_of(const PlanArgs& args);
+
+// --calibration, checked against the GPU, or the bundled profile of the GPU.
+Expected<planner::CalibrationProfile> profile_of(const PlanArgs& args, const planner::Gpu& gpu);
+
+}  // namespace pipescope::cli

@@ -1,0 +1,297 @@
+#include "plan_output.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace pipescope::cli {
+namespace {
+
+using planner::PlanReport;
+using planner::StageReport;
+using ordered_json = nlohmann::ordered_json;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string printf_string(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+std::string gib(int64_t bytes) { return printf_string("%.1f", static_cast<double>(bytes) / kGiB); }
+std::string ms(double seconds) { return printf_string("%.1f", seconds * 1e3); }
+std::string percent(double fraction) { return printf_string("%.1f%%", fraction * 100); }
+std::string signed_percent(double fraction) { return printf_string("%+.1f%%", fraction * 100); }
+
+std::string parameters(int64_t count) {
+  const double n = static_cast<double>(count);
+  return n >= 1e9 ? printf_string("%.2fB", n / 1e9) : printf_string("%.0fM", n / 1e6);
+}
+
+std::string thousands(double value) {
+  std::string digits = printf_string("%.0f", value), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string right(const std::string& text, size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+std::string left(const std::string& text, size_t width) {
+  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+}
+
+std::string cluster_text(const planner::Cluster& c) {
+  const std::string per_node = std::to_string(c.gpus_per_node) + " per node";
+  if (c.name.rfind("gpu:", 0) == 0) return c.gpu.name + " (" + per_node + ")";
+  return "cluster " + c.name + " (" + c.gpu.name + ", " + per_node + ")";
+}
+
+// One side of the stage table: layers, params, in flight, recompute, activations, peak, fwd,
+// bwd, idle. Widths line up with side_header().
+constexpr size_t kWidths[] = {6, 7, 6, 9, 6, 7, 8, 8, 8};
+
+std::string side_header(int row) {
+  // The peak column ends in the overflow mark ('!' or a space).
+  static const char* kTop[] = {"layers", "params", "in", "recompute", "act", "peak ", "fwd", "bwd", "idle"};
+  static const char* kBottom[] = {"", "", "flight", "", "GiB", "GiB ", "ms", "ms", "ms"};
+  std::string text;
+  for (size_t i = 0; i < std::size(kWidths); ++i)
+    text += " " + right(row == 0 ? kTop[i] : kBottom[i], kWidths[i]);
+  return text;
+}
+
+std::string side_row(const StageReport& s) {
+  const std::string cells[] = {std::to_string(s.layers),
+                               parameters(s.parameters),
+                               std::to_string(s.in_flight),
+                               s.recompute,
+                               gib(s.activation_bytes),
+                               gib(s.peak_memory_bytes) + (s.overflows ? "!" : " "),
+                               ms(s.forward_s),
+                               ms(s.backward_s),
+                               ms(s.idle_s)};
+  std::string text;
+  for (size_t i = 0; i < std::size(kWidths); ++i) text += " " + right(cells[i], kWidths[i]);
+  return text;
+}
+
+std::string overflowing_stages(const PlanReport& r) {
+  std::string text;
+  for (const StageReport& s : r.stages) {
+    if (s.overflows) text += (text.empty() ? "" : ", ") + std::to_string(s.index);
+  }
+  return text;
+}
+
+void write_stage_table(std::ostream& out, const planner::PlanOutcome& o) {
+  const size_t side_width = side_header(0).size();
+  const std::string title_u = o.baseline_is_given_split ? " given split (--split)" : " uniform split";
+  const std::string title_s = " suggested split";
+  out << "stage |" << left(title_u, side_width) << " |" << title_s << '\n';
+  out << "      |" << side_header(0) << " |" << side_header(0) << '\n';
+  out << "      |" << side_header(1) << " |" << side_header(1) << '\n';
+  const size_t rows = std::max(o.uniform.stages.size(), o.suggested.stages.size());
+  for (size_t i = 0; i < rows; ++i) {
+    const std::string u =
+        i < o.uniform.stages.size() ? side_row(o.uniform.stages[i]) : std::string(side_width, ' ');
+    const std::string s = i < o.suggested.stages.size() ? side_row(o.suggested.stages[i]) : "";
+    out << right(std::to_string(i), 5) << " |" << u << " |" << s << '\n';
+  }
+}
+
+void write_totals(std::ostream& out, const planner::PlanOutcome& o) {
+  const PlanReport& u = o.uniform;
+  const PlanReport& s = o.suggested;
+  auto line = [&](const std::string& name, const std::string& a, const std::string& b) {
+    out << left(name, 26) << right(a, 14) << right(b, 14) << '\n';
+  };
+  line("", o.baseline_is_given_split ? "given" : "uniform", "suggested");
+  line("iteration time", printf_string("%.3f s", u.iteration_s), printf_string("%.3f s", s.iteration_s));
+  line("pipeline bubble", percent(u.bubble_fraction), percent(s.bubble_fraction));
+  line("tokens/s", thousands(u.tokens_per_s), thousands(s.tokens_per_s));
+  line("TFLOP/s per GPU", printf_string("%.1f", u.tflops_per_gpu), printf_string("%.1f", s.tflops_per_gpu));
+  line("MFU", percent(u.mfu), percent(s.mfu));
+  line("peak memory (reserved)", gib(u.peak_memory_bytes) + " GiB", gib(s.peak_memory_bytes) + " GiB");
+  line("fits in " + gib(o.capacity_bytes) + " GiB", u.fits ? "yes" : "no", s.fits ? "yes" : "no");
+
+  const int64_t saved_bytes = u.peak_memory_bytes - s.peak_memory_bytes;
+  const double added_s = s.iteration_s - u.iteration_s;
+  out << "\nsuggested vs " << (o.baseline_is_given_split ? "given" : "uniform") << ": peak memory "
+      << gib(u.peak_memory_bytes) << " -> " << gib(s.peak_memory_bytes) << " GiB (gain " << gib(saved_bytes)
+      << " GiB, "
+      << percent(u.peak_memory_bytes > 0
+                     ? static_cast<double>(saved_bytes) / static_cast<double>(u.peak_memory_bytes)
+                     : 0)
+      << "); step time " << printf_string("%.3f", u.iteration_s) << " -> "
+      << printf_string("%.3f", s.iteration_s) << " s (cost " << printf_string("%+.3f", added_s) << " s, "
+      << signed_percent(u.iteration_s > 0 ? added_s / u.iteration_s : 0) << ")\n";
+}
+
+void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
+  if (!o.uniform.fits || !o.suggested.fits) {
+    out << "! peak above the usable " << gib(o.capacity_bytes) << " GiB: the stage runs out of memory\n";
+  }
+  if (o.suggested.fits) {
+    if (!o.uniform.fits) out << "the suggested split fits where the uniform one does not\n";
+    return;
+  }
+  out << "\ndoes not fit: suggested stages " << overflowing_stages(o.suggested) << " overflow";
+  if (o.suggestions.empty()) {
+    out << "; no single change the planner tried fits\n";
+    return;
+  }
+  out << ". What would make it fit (each change planned):\n";
+  out << "  " << left("change", 28) << right("fits", 5) << right("peak GiB", 10) << right("iteration s", 13)
+      << '\n';
+  for (const planner::FitSuggestion& f : o.suggestions) {
+    out << "  " << left(f.change, 28) << right(f.fits ? "yes" : "no", 5)
+        << right(gib(f.peak_memory_bytes), 10) << right(printf_string("%.3f", f.iteration_s), 13) << '\n';
+  }
+}
+
+ordered_json stage_json(const StageReport& s) {
+  return ordered_json{{"index", s.index},
+                      {"layers", s.layers},
+                      {"has_embedding", s.has_embedding},
+                      {"has_head", s.has_head},
+                      {"first_unit", s.first_unit},
+                      {"end_unit", s.end_unit},
+                      {"parameters", s.parameters},
+                      {"in_flight", s.in_flight},
+                      {"recompute", s.recompute},
+                      {"static_bytes", s.static_bytes},
+                      {"activation_bytes", s.activation_bytes},
+                      {"transient_bytes", s.transient_bytes},
+                      {"allocated_bytes", s.allocated_bytes},
+                      {"reserved_bytes", s.peak_memory_bytes},
+                      {"peak_memory_bytes", s.peak_memory_bytes},
+                      {"forward_s", s.forward_s},
+                      {"backward_s", s.backward_s},
+                      {"idle_s", s.idle_s},
+                      {"dp_sync_exposed_s", s.dp_sync_exposed_s},
+                      {"optimizer_s", s.optimizer_s},
+                      {"overflows", s.overflows}};
+}
+
+ordered_json report_json(const PlanReport& r) {
+  ordered_json stages = ordered_json::array();
+  for (const StageReport& s : r.stages) stages.push_back(stage_json(s));
+  return ordered_json{{"fits", r.fits},
+                      {"peak_memory_bytes", r.peak_memory_bytes},
+                      {"iteration_s", r.iteration_s},
+                      {"pipeline_s", r.pipeline_s},
+                      {"bubble_fraction", r.bubble_fraction},
+                      {"tokens_per_s", r.tokens_per_s},
+                      {"tflops_per_gpu", r.tflops_per_gpu},
+                      {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
+                      {"model_flops_per_s_per_gpu", r.tflops_per_gpu * 1e12},
+                      {"mfu", r.mfu},
+                      {"stages", stages}};
+}
+
+ordered_json config_json(const planner::ParallelConfig& c) {
+  return ordered_json{{"gpus", c.gpus},
+                      {"tp", c.tp},
+                      {"pp", c.pp},
+                      {"vpp", c.vpp},
+                      {"cp", c.cp},
+                      {"ep", c.ep},
+                      {"dp", c.dp()},
+                      {"micro_batch", c.micro_batch},
+                      {"global_batch", c.global_batch},
+                      {"micro_batches", c.micro_batches()},
+                      {"seq_length", c.seq_length},
+                      {"zero_stage", c.zero_stage},
+                      {"zero_shard", c.zero_shard},
+                      {"recompute", std::string(planner::to_string(c.recompute))},
+                      {"sequence_parallel", c.sequence_parallel},
+                      {"schedule", std::string(planner::to_string(c.schedule))},
+                      {"balance", c.balance == planner::BalanceGoal::kMemory ? "memory" : "time"},
+                      {"description", planner::describe(c)}};
+}
+
+}  // namespace
+
+void write_plan_text(std::ostream& out, const PlanPrintout& p) {
+  const planner::PlanOutcome& o = p.outcome;
+  out << "pipescope plan: " << p.model.name << " (" << p.model.num_layers << " layers) on " << o.config.gpus
+      << " GPUs, " << cluster_text(p.cluster) << "; calibration "
+      << (p.calibration_origin == "bundled" ? "bundled " + p.profile.gpu : p.calibration_origin) << '\n';
+  out << "configuration: " << planner::describe(o.config) << " (" << o.config.micro_batches()
+      << " micro-batches per step)\n";
+  out << "memory: peak = reserved, what the CUDA caching allocator holds plus the CUDA context and NCCL "
+         "buffers "
+         "(what runs out); usable "
+      << gib(o.capacity_bytes) << " of " << gib(p.cluster.gpu.memory_bytes)
+      << " GiB. allocated (what tensors use) is in --json.\n\n";
+  write_stage_table(out, o);
+  out << '\n';
+  write_totals(out, o);
+  write_fit(out, o);
+  if (!o.suggested_is_optimal)
+    out << "note: the exact split search was cut short; the suggested split is its best\n";
+  for (const std::string& note : o.notes) out << "note: " << note << '\n';
+  if (!p.emit_text.empty()) out << '\n' << p.emit_text;
+}
+
+std::string plan_json(const PlanPrintout& p) {
+  const planner::PlanOutcome& o = p.outcome;
+  ordered_json doc;
+  doc["schema_version"] = kPlanSchemaVersion;
+  doc["inputs"] = ordered_json{{"model",
+                                {{"name", p.model.name},
+                                 {"architecture", p.model.architecture},
+                                 {"num_layers", p.model.num_layers},
+                                 {"source", p.model.source}}},
+                               {"cluster",
+                                {{"name", p.cluster.name},
+                                 {"gpu", p.cluster.gpu.name},
+                                 {"gpus_per_node", p.cluster.gpus_per_node},
+                                 {"gpu_memory_bytes", p.cluster.gpu.memory_bytes}}},
+                               {"calibration", {{"gpu", p.profile.gpu}, {"origin", p.calibration_origin}}},
+                               {"config", config_json(o.config)}};
+  doc["memory_figure"] = ordered_json{
+      {"predicted", "reserved"},
+      {"peak_memory_bytes",
+       "reserved: what the CUDA caching allocator holds from the driver, plus the CUDA context and NCCL "
+       "buffers; what runs out"},
+      {"allocated_bytes", "allocated: what tensors use (static + activation + transient)"},
+      {"capacity_bytes", o.capacity_bytes}};
+  // "uniform" holds the baseline: the framework's uniform split, or the user's --split.
+  doc["baseline"] = o.baseline_is_given_split ? "given_split" : "uniform";
+  doc["uniform"] = report_json(o.uniform);
+  doc["suggested"] = report_json(o.suggested);
+  doc["suggested_is_optimal"] = o.suggested_is_optimal;
+  const double u_peak = static_cast<double>(o.uniform.peak_memory_bytes);
+  const int64_t saved = o.uniform.peak_memory_bytes - o.suggested.peak_memory_bytes;
+  const double added_s = o.suggested.iteration_s - o.uniform.iteration_s;
+  doc["comparison"] = ordered_json{
+      {"peak_memory_gain_bytes", saved},
+      {"peak_memory_gain_fraction", u_peak > 0 ? static_cast<double>(saved) / u_peak : 0.0},
+      {"iteration_cost_s", added_s},
+      {"iteration_cost_fraction", o.uniform.iteration_s > 0 ? added_s / o.uniform.iteration_s : 0.0}};
+  doc["fits"] = o.suggested.fits;
+  doc["notes"] = o.notes;
+  ordered_json suggestions = ordered_json::array();
+  for (const planner::FitSuggestion& f : o.suggestions) {
+    suggestions.push_back(ordered_json{{"change", f.change},
+                                       {"fits", f.fits},
+                                       {"peak_memory_bytes", f.peak_memory_bytes},
+                                       {"iteration_s", f.iteration_s}});
+  }
+  doc["suggestions"] = suggestions;
+  if (!p.emit_framework.empty()) {
+    doc["emit_framework"] = p.emit_framework;
+    doc["emit"] = p.emit_text;
+  }
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace pipescope::cli

@@ -1,0 +1,64 @@
+// What each unit of the model (the embedding, every decoder layer, the LM head with its loss)
+// costs on one rank, per micro-batch and per recompute mode: forward and backward time,
+// activation bytes, and its static memory (weights, gradients, optimizer state under ZeRO); plus
+// the per-iteration costs outside the pipeline (data-parallel gradient sync, optimizer step).
+// Every efficiency comes from the calibration profile, every size from the cluster and model.
+//
+// Precision recipe (Megatron-LM's mixed-precision Adam, Micikevicius et al. 2018): bf16 weights
+// (2 bytes per parameter), fp32 gradients accumulated and reduced in fp32 (4), fp32 master
+// weights and Adam's two moments (12). ZeRO (Rajbhandari et al. 2020) stage 1 shards the 12,
+// stage 2 also the gradients, stage 3 also the weights, over the shard group (all of DP, or the
+// --zero-shard subgroup of hierarchical ZeRO).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+#include "pipescope/models/model_desc.h"
+#include "pipescope/planner/calibration_profile.h"
+#include "pipescope/planner/cluster.h"
+#include "pipescope/planner/parallel_config.h"
+#include "pipescope/planner/partition_plan.h"
+
+namespace pipescope::planner {
+
+// Recompute modes in PartitionUnit::options order.
+inline constexpr std::array<models::RecomputeMode, 3> kRecomputeModes = {
+    models::RecomputeMode::kNone, models::RecomputeMode::kSelective, models::RecomputeMode::kFull};
+
+struct UnitCost {
+  std::string name;                       // "embedding", "layer 0", ..., "lm head"
+  bool is_layer = false;                  // a decoder layer (counted in a stage's "layers")
+  int64_t parameters = 0;                 // on this rank (TP/EP share)
+  int64_t static_bytes = 0;               // allocated: weights + gradients + optimizer state, after ZeRO
+  std::array<UnitOptionCost, 3> by_mode;  // allocated bytes, seconds; kRecomputeModes order
+  double dp_sync_s = 0;                   // gradient sync (and ZeRO parameter gather) per iteration
+  double optimizer_s = 0;                 // the Adam step on this rank's share
+};
+
+struct CostModel {
+  std::vector<UnitCost> units;
+  double p2p_s = 0;                // one micro-batch's activation (or gradient) across a stage boundary
+  int64_t fixed_bytes = 0;         // CUDA context + NCCL buffers: outside the caching allocator
+  double reserve_fraction = 0;     // reserved = allocated x (1 + this): what the allocator holds
+  int64_t capacity_bytes = 0;      // GPU memory less the profile's headroom
+  std::vector<std::string> notes;  // modelling choices the user should know about
+};
+
+struct PlanInputs {
+  models::ModelDesc model;
+  Cluster cluster;
+  CalibrationProfile profile;
+  ParallelConfig config;  // resolved (resolve_config)
+};
+
+Expected<CostModel> build_cost_model(const PlanInputs& inputs);
+
+// The optimizer's problem for this model: unit costs scaled to the `reserved` figure (what runs
+// out), the fixed bytes as a per-stage extra, and the recompute options the config allows.
+PartitionProblem partition_problem(const PlanInputs& inputs, const CostModel& costs);
+
+}  // namespace pipescope::planner

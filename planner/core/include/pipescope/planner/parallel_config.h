@@ -1,0 +1,58 @@
+// A training configuration as the planner takes it: the parallel layout, the batch, and the
+// memory-saving choices. DP is derived: gpus / (tp * pp * cp). Expert parallelism lives inside
+// data parallelism (Megatron-LM: experts are sharded over ep of the dp ranks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+#include "pipescope/models/cost_options.h"
+#include "pipescope/models/model_desc.h"
+#include "pipescope/planner/pipeline_schedule.h"
+
+namespace pipescope::planner {
+
+enum class RecomputeChoice { kNone, kSelective, kFull, kAuto };  // kAuto: the optimizer picks per stage
+enum class BalanceGoal { kMemory, kTime };
+
+struct ParallelConfig {
+  int64_t gpus = 1;
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t vpp = 1;  // virtual chunks per pipeline rank (interleaved schedule)
+  int64_t cp = 1;
+  int64_t ep = 1;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 0;  // 0: micro_batch * dp * pp (one micro-batch per pipeline stage and DP rank)
+  int64_t seq_length = 0;    // 0: the model's max_position_embeddings, capped at 4096
+  int zero_stage = 0;        // 0..3: what is sharded over DP (1 optimizer, 2 + gradients, 3 + weights)
+  int64_t zero_shard = 0;    // hierarchical ZeRO: shard within groups of this many DP ranks; 0 = all of DP
+  RecomputeChoice recompute = RecomputeChoice::kNone;
+  bool sequence_parallel = false;
+  bool flash_attention = true;
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;
+  BalanceGoal balance = BalanceGoal::kMemory;
+  // Decoder layers per stage of the split the user runs today (the embedding on the first
+  // stage, the head on the last); empty: the framework's uniform split. It is the baseline the
+  // suggested split is compared with.
+  std::vector<int64_t> stage_layers;
+
+  int64_t dp() const { return gpus / (tp * pp * cp); }
+  int64_t micro_batches() const { return global_batch / (micro_batch * dp()); }
+  int64_t shard_group() const { return zero_shard > 0 ? zero_shard : dp(); }
+};
+
+// Fills the defaults (global batch, sequence length) and refuses what a framework would refuse,
+// naming the numbers: TP not dividing the heads, PP above the layer count, a batch that does not
+// divide, and so on.
+Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, ParallelConfig config);
+
+// The per-rank cost options of one micro-batch for a recompute mode.
+models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute);
+
+std::string_view to_string(RecomputeChoice choice);
+std::string describe(const ParallelConfig& config);  // "tp 8, pp 4, dp 64, mbs 1, gbs 1024, ..."
+
+}  // namespace pipescope::planner

@@ -1,0 +1,69 @@
+// A plan: for one configuration, every pipeline stage's layers, memory and time, for the
+// uniform split frameworks use by default and for the split the partition optimizer suggests.
+// Memory is given as both figures of DESIGN.md: `allocated` (what tensors use) and `reserved`
+// (what the caching allocator holds, plus the CUDA context and NCCL buffers: what runs out).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+#include "pipescope/planner/cost_model.h"
+
+namespace pipescope::planner {
+
+struct StageReport {
+  int index = 0;
+  int first_unit = 0, end_unit = 0;  // units [first, end) of CostModel::units
+  int layers = 0;                    // decoder layers
+  bool has_embedding = false, has_head = false;
+  int64_t parameters = 0;                // on one rank of the stage
+  int in_flight = 0;                     // micro-batches whose activations the stage holds at its peak
+  std::string recompute;                 // none, selective, full
+  int64_t static_bytes = 0;              // allocated: weights, gradients, optimizer state
+  int64_t activation_bytes = 0;          // allocated: all in-flight micro-batches together, at the peak
+  int64_t transient_bytes = 0;           // allocated: working memory of the largest unit (recompute)
+  int64_t allocated_bytes = 0;           // static + activation + transient
+  int64_t peak_memory_bytes = 0;         // reserved: allocated x (1 + allocator reserve) + fixed overheads
+  double forward_s = 0, backward_s = 0;  // per micro-batch
+  double idle_s = 0;                     // inside the pipeline part of the iteration
+  double dp_sync_exposed_s = 0;          // gradient sync not hidden behind the last backward
+  double optimizer_s = 0;
+  bool overflows = false;
+};
+
+struct PlanReport {
+  std::vector<StageReport> stages;
+  double pipeline_s = 0;   // the simulated schedule
+  double iteration_s = 0;  // pipeline + the slowest stage's exposed gradient sync and optimizer step
+  double bubble_fraction = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;           // model FLOPs (no recompute) / iteration / GPU, in TFLOP/s
+  double hardware_tflops_per_gpu = 0;  // with recomputation, as Narayanan et al. 2021 count
+  double mfu = 0;                      // model FLOPs / (iteration x GPUs x peak dense bf16)
+  int64_t peak_memory_bytes = 0;       // reserved, of the worst stage
+  bool fits = false;
+};
+
+struct FitSuggestion {
+  std::string change;  // the flags to change, e.g. "--pp 8"
+  bool fits = false;   // whether the planner's own plan for that change fits
+  int64_t peak_memory_bytes = 0;
+  double iteration_s = 0;
+};
+
+struct PlanOutcome {
+  ParallelConfig config;
+  int64_t capacity_bytes = 0;  // GPU memory less headroom
+  PlanReport uniform;          // the baseline: the framework's uniform split, or the user's --split
+  bool baseline_is_given_split = false;
+  PlanReport suggested;
+  bool suggested_is_optimal = true;  // false only if the exact search was cut short
+  std::vector<std::string> notes;
+  std::vector<FitSuggestion> suggestions;  // when the suggested plan does not fit
+};
+
+Expected<PlanOutcome> make_plan(const PlanInputs& inputs);
+
+}  // namespace pipescope::planner

@@ -1,0 +1,374 @@
+#include "pipescope/planner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "pipescope/models/activation_memory.h"
+#include "pipescope/models/parameter_count.h"
+
+namespace pipescope::planner {
+namespace {
+
+using models::CostOptions;
+using models::ModelDesc;
+using models::RecomputeMode;
+
+constexpr double kHalf = 2;   // bytes of a bf16 element
+constexpr double kFloat = 4;  // bytes of an fp32 element
+// Adam step traffic per parameter: fp32 master, m and v read and written (24), the fp32
+// gradient read (4), the bf16 weight written (2).
+constexpr double kAdamBytesPerParameter = 30;
+// FlashAttention's FLOP count for the backward pass is 2.5x the forward (Dao 2023, section 4.1).
+constexpr double kAttentionBackwardFlopRatio = 2.5;
+
+struct Pass {
+  double forward_s = 0;
+  double backward_s = 0;
+  Pass& operator+=(const Pass& o) {
+    forward_s += o.forward_s;
+    backward_s += o.backward_s;
+    return *this;
+  }
+};
+
+class Pricer {
+ public:
+  explicit Pricer(const PlanInputs& in) : in_(in), gpu_(in.cluster.gpu), c_(in.config) {}
+
+  double gemm_s(double m, double n, double k) const {
+    if (m < 1 || n < 1 || k < 1) return 0;
+    const double efficiency = in_.profile.gemm_efficiency(llround(m), llround(n), llround(k));
+    return 2 * m * n * k / (gpu_.peak_dense_bf16_flops_per_s * efficiency);
+  }
+
+  // y = x W for `tokens` rows, W in x out: the forward GEMM, and in backward the input
+  // gradient (tokens x out times out x in) and the weight gradient (in x tokens times tokens x out).
+  Pass linear(double tokens, double out, double in) const {
+    return {gemm_s(tokens, out, in), gemm_s(tokens, in, out) + gemm_s(in, out, tokens)};
+  }
+
+  double memory_s(double bytes) const { return bytes / in_.profile.memory_bound_bytes_per_s(gpu_); }
+
+  // A collective over `ranks` ranks placed `stride` apart in the rank order (Megatron's: TP
+  // fastest, then CP, DP, PP). It stays on NVLink when the group fits in one node; otherwise
+  // every GPU of a node communicates at once, so each gets its share of the node's NICs.
+  double collective_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
+    if (ranks <= 1 || bytes <= 0) return 0;
+    const bool intra = ranks * stride <= in_.cluster.gpus_per_node;
+    const LinkTier tier = intra ? LinkTier::kIntraNode : LinkTier::kInterNode;
+    const double link = intra ? in_.cluster.intra_node_bytes_per_s
+                              : in_.cluster.inter_node_bytes_per_s / in_.cluster.gpus_per_node;
+    return in_.profile.collective_time_s(kind, bytes, static_cast<int>(ranks), tier, link);
+  }
+
+  double attention_core_forward_s(const CostOptions& o, double* backward_s) const {
+    const ModelDesc& m = in_.model;
+    const double heads = static_cast<double>(m.num_attention_heads) / c_.tp;
+    const double b = o.micro_batch_size, q = o.seq_length, kv = c_.seq_length, d = m.head_dim;
+    if (c_.flash_attention) {
+      // Causal kernels skip the masked half; the profile's efficiency is on this count.
+      const double flops = 4 * b * q * kv * d * heads / 2;
+      const double peak = gpu_.peak_dense_bf16_flops_per_s;
+      *backward_s =
+          kAttentionBackwardFlopRatio * flops /
+          (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kBackward));
+      return flops /
+             (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kForward));
+    }
+    // Unfused: two batched GEMMs, and the s x s scores through softmax (and dropout) in memory.
+    const double gemms = 2 * b * heads * gemm_s(q, kv, d);
+    const double scores_bytes = b * heads * q * kv * kHalf * (m.attention_dropout > 0 ? 2 : 1);
+    *backward_s = 2 * gemms + memory_s(3 * scores_bytes);
+    return gemms + memory_s(2 * scores_bytes);
+  }
+
+  // One decoder layer, one micro-batch, without recomputation: compute, memory-bound ops,
+  // and the tensor-, context- and expert-parallel communication that sits on its critical path.
+  Pass layer(int64_t index, const CostOptions& o, double* core_forward_s) const {
+    const ModelDesc& m = in_.model;
+    const double t = c_.tp, h = m.hidden_size, d = m.head_dim;
+    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
+    const double shard = o.sequence_parallel ? tokens / t : tokens;
+    const double q_width = m.num_attention_heads * d / t, kv_width = m.num_kv_heads * d / t;
+    const int up_matrices = m.mlp == models::MlpKind::kSwiglu ? 2 : 1;
+    Pass pass;
+    pass += linear(tokens, q_width + 2 * kv_width, h);  // Q, K, V
+    pass += linear(tokens, h, q_width);                 // output projection
+    double activation_width = 0;                        // elements per token through GELU / SwiGLU
+    if (!m.is_moe_layer(index)) {
+      const double f = m.ffn_hidden_size / t;
+      pass += linear(tokens, up_matrices * f, h);
+      pass += linear(tokens, h, f);
+      activation_width = tokens * f;
+    } else {
+      const models::MoeDesc& e = m.moe;
+      const double f = e.expert_ffn_hidden_size / t;
+      const double local_experts = static_cast<double>(e.num_experts) / c_.ep;
+      const double rows = tokens * e.top_k / local_experts;  // balanced routing: rows per local expert
+      Pass expert = linear(rows, up_matrices * f, h);
+      expert += linear(rows, h, f);
+      pass.forward_s += local_experts * expert.forward_s;
+      pass.backward_s += local_experts * expert.backward_s;
+      pass += linear(shard, e.num_experts, h);  // router
+      activation_width = tokens * e.top_k * f;
+      if (e.num_shared_experts > 0) {
+        const double fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
+        pass += linear(tokens, up_matrices * fs, h);
+        pass += linear(tokens, h, fs);
+        activation_width += tokens * fs;
+      }
+      // Token dispatch and combine: two all-to-alls each way over the expert-parallel group.
+      const double routed_bytes = tokens * e.top_k * h * kHalf;
+      const double a2a = collective_s(CollectiveKind::kAllToAll, routed_bytes, c_.ep, c_.tp * c_.cp);
+      pass += {2 * a2a, 2 * a2a};
+    }
+    double core_backward_s = 0;
+    *core_forward_s = attention_core_forward_s(o, &core_backward_s);
+    pass += {*core_forward_s, core_backward_s};
+
+    // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
+    // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
+    double bytes = 2 * 2 * shard * h * kHalf + 2 * 3 * shard * h * kHalf;
+    if (m.position == models::PositionKind::kRope) bytes += 2 * tokens * (q_width + kv_width) * kHalf;
+    bytes += (up_matrices + 1) * activation_width * kHalf;
+    if (m.hidden_dropout > 0) bytes += 2 * 2.5 * shard * h * kHalf;
+    pass += {memory_s(bytes), memory_s(2 * bytes)};  // backward touches each tensor about twice
+
+    // Megatron's TP: two all-reduces per layer each way, or with sequence parallelism an
+    // all-gather and a reduce-scatter in their place (Korthikanti et al. 2022, section 4.2.2).
+    const double activation_bytes = tokens * h * kHalf;
+    double tp_s = 0;
+    if (o.sequence_parallel) {
+      tp_s = 2 * (collective_s(CollectiveKind::kAllGather, activation_bytes, c_.tp, 1) +
+                  collective_s(CollectiveKind::kReduceScatter, activation_bytes, c_.tp, 1));
+    } else {
+      tp_s = 2 * collective_s(CollectiveKind::kAllReduce, activation_bytes, c_.tp, 1);
+    }
+    pass += {tp_s, tp_s};
+
+    // Context parallelism passes K and V around a ring of cp ranks, overlapped with the
+    // attention core (ring attention); only what the core cannot hide is exposed.
+    if (c_.cp > 1) {
+      const double kv_bytes = 2 * o.micro_batch_size * o.seq_length * kv_width * kHalf;
+      const double ring_s = (c_.cp - 1) * collective_s(CollectiveKind::kSendRecv, kv_bytes, 2, c_.tp);
+      pass += {std::max(0.0, ring_s - *core_forward_s), std::max(0.0, 2 * ring_s - core_backward_s)};
+    }
+    return pass;
+  }
+
+  Pass embedding(const CostOptions& o) const {
+    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
+    const double h = in_.model.hidden_size, bytes = tokens * h * kHalf;
+    Pass pass{memory_s(2 * bytes), memory_s(3 * bytes)};  // gather rows; scatter-add their gradients
+    // The vocabulary-parallel embedding sums the TP ranks' partial lookups.
+    if (o.sequence_parallel) {
+      pass += {collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1),
+               collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1)};
+    } else {
+      pass.forward_s += collective_s(CollectiveKind::kAllReduce, bytes, c_.tp, 1);
+    }
+    return pass;
+  }
+
+  Pass head(const CostOptions& o) const {
+    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
+    const double h = in_.model.hidden_size;
+    const double shard = o.sequence_parallel ? tokens / c_.tp : tokens;
+    const double vocab = static_cast<double>(models::padded_vocab_size(in_.model, o)) / c_.tp;
+    Pass pass = linear(tokens, vocab, h);
+    const double norm_bytes = 2 * shard * h * kHalf;
+    const double logits_bytes = tokens * vocab * kFloat;  // cross entropy works on fp32 logits
+    pass += {memory_s(norm_bytes + 4 * logits_bytes), memory_s(2 * norm_bytes + 2 * logits_bytes)};
+    if (o.sequence_parallel) {
+      const double bytes = tokens * h * kHalf;
+      pass += {collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1),
+               collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1)};
+    }
+    // Vocabulary-parallel cross entropy all-reduces the max, the sum and the target logit.
+    pass.forward_s += 3 * collective_s(CollectiveKind::kAllReduce, tokens * kFloat, c_.tp, 1);
+    return pass;
+  }
+
+  // Static bytes of `params` parameters whose ZeRO shard group has `group` ranks.
+  int64_t static_bytes(double params, int64_t group) const {
+    const int z = c_.zero_stage;
+    const double g = static_cast<double>(group);
+    return llround(params *
+                   (kHalf / (z >= 3 ? g : 1) + kFloat / (z >= 2 ? g : 1) + 3 * kFloat / (z >= 1 ? g : 1)));
+  }
+
+  // Gradient sync (and ZeRO's parameter all-gather) of `params` once per iteration, over a data-
+  // parallel group of `dp` ranks sharded in groups of `group`.
+  double dp_sync_s(double params, int64_t dp, int64_t group) const {
+    const int64_t stride = c_.tp * c_.cp;
+    const double grad_bytes = params * kFloat;
+    if (c_.zero_stage == 0) return collective_s(CollectiveKind::kAllReduce, grad_bytes, dp, stride);
+    double s = 0;
+    if (c_.zero_stage < 3) {
+      s += collective_s(CollectiveKind::kReduceScatter, grad_bytes, group, stride) +
+           collective_s(CollectiveKind::kAllGather, params * kHalf, group, stride);
+    }
+    // Hierarchical ZeRO: the shard groups then all-reduce their gradient slices with each other.
+    if (group < dp)
+      s += collective_s(CollectiveKind::kAllReduce, grad_bytes / group, dp / group, stride * group);
+    return s;
+  }
+
+  // ZeRO-3 gathers a layer's weights before its forward and its backward, and reduce-scatters
+  // its gradients after the backward, every micro-batch; prefetching hides it behind compute.
+  Pass zero3_exposed(double params, int64_t group, const Pass& compute) const {
+    if (c_.zero_stage < 3) return {};
+    const int64_t stride = c_.tp * c_.cp;
+    const double gather = collective_s(CollectiveKind::kAllGather, params * kHalf, group, stride);
+    const double scatter = collective_s(CollectiveKind::kReduceScatter, params * kFloat, group, stride);
+    return {std::max(0.0, gather - compute.forward_s), std::max(0.0, gather + scatter - compute.backward_s)};
+  }
+
+  double optimizer_s(double params, int64_t group) const {
+    const double share = c_.zero_stage >= 1 ? params / static_cast<double>(group) : params;
+    return memory_s(share * kAdamBytesPerParameter);
+  }
+
+ private:
+  const PlanInputs& in_;
+  const Gpu& gpu_;
+  const ParallelConfig& c_;
+};
+
+CostOptions options_for(const ParallelConfig& c, RecomputeMode mode) { return cost_options(c, mode); }
+
+}  // namespace
+
+Expected<CostModel> build_cost_model(const PlanInputs& in) {
+  const ParallelConfig& c = in.config;
+  const ModelDesc& m = in.model;
+  if (Status s = check_profile_matches(in.profile, in.cluster.gpu); !s.ok()) return s.error();
+  const Pricer price(in);
+  const CostOptions base = options_for(c, RecomputeMode::kNone);
+  const models::ModelParameters whole = models::model_parameters_per_rank(m, base);
+  const int64_t dp = c.dp();
+  const int64_t group = c.shard_group();
+  // Routed experts are data-parallel over dp / ep ranks only (the others hold other experts).
+  const int64_t expert_dp = m.moe.num_experts > 0 ? dp / c.ep : dp;
+  const int64_t expert_group = std::min(group, expert_dp);
+
+  CostModel model;
+  const auto& overheads = in.profile.memory_overheads();
+  model.reserve_fraction = overheads.allocator_reserve_fraction.value;
+  model.capacity_bytes = llround(static_cast<double>(in.cluster.gpu.memory_bytes) *
+                                 (1 - overheads.memory_headroom_fraction.value));
+  const int communicators = 1 + (c.tp > 1) + 2 * (c.pp > 1) + (dp > 1) + (c.cp > 1) + (c.ep > 1);
+  model.fixed_bytes = llround(overheads.cuda_context_bytes.value +
+                              communicators * overheads.nccl_buffer_bytes_per_communicator.value);
+
+  const double tokens = static_cast<double>(c.micro_batch) * (c.seq_length / c.cp);
+  const double p2p_bytes = tokens * m.hidden_size * kHalf / (base.sequence_parallel ? c.tp : 1);
+  model.p2p_s = price.collective_s(CollectiveKind::kSendRecv, p2p_bytes, 2, c.tp * c.cp * dp);
+
+  auto same_for_all_modes = [](const Pass& pass, int64_t activation_bytes) {
+    std::array<UnitOptionCost, 3> by_mode;
+    for (UnitOptionCost& option : by_mode) option = {pass.forward_s, pass.backward_s, activation_bytes, 0};
+    return by_mode;
+  };
+
+  UnitCost embedding;
+  embedding.name = "embedding";
+  embedding.parameters = whole.embedding;
+  embedding.static_bytes = price.static_bytes(static_cast<double>(whole.embedding), group);
+  embedding.by_mode = same_for_all_modes(price.embedding(base), models::embedding_activation_bytes(m, base));
+  embedding.dp_sync_s = price.dp_sync_s(static_cast<double>(whole.embedding), dp, group);
+  embedding.optimizer_s = price.optimizer_s(static_cast<double>(whole.embedding), group);
+  model.units.push_back(embedding);
+
+  for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+    UnitCost unit;
+    unit.name = "layer " + std::to_string(layer);
+    unit.is_layer = true;
+    const models::LayerParameters p = models::layer_parameters_per_rank(m, layer, base);
+    const double expert_params = static_cast<double>(p.routed_experts);
+    const double dense_params = static_cast<double>(p.total()) - expert_params;
+    unit.parameters = p.total();
+    unit.static_bytes =
+        price.static_bytes(dense_params, group) + price.static_bytes(expert_params, expert_group);
+    double core_forward_s = 0;
+    Pass pass = price.layer(layer, base, &core_forward_s);
+    const Pass zero3 = price.zero3_exposed(static_cast<double>(p.total()), group, pass);
+    pass += zero3;
+    const int64_t full_activations = models::layer_activation_bytes(m, layer, base).total_bytes();
+    for (size_t i = 0; i < kRecomputeModes.size(); ++i) {
+      const RecomputeMode mode = kRecomputeModes[i];
+      UnitOptionCost& option = unit.by_mode[i];
+      option.forward_s = pass.forward_s;
+      option.backward_s = pass.backward_s;
+      option.activation_bytes = models::layer_activation_bytes(m, layer, options_for(c, mode)).total_bytes();
+      if (mode == RecomputeMode::kSelective) {
+        option.backward_s += core_forward_s;  // the attention core's forward, again
+        option.transient_bytes = full_activations - option.activation_bytes;
+      } else if (mode == RecomputeMode::kFull) {
+        option.backward_s += pass.forward_s - zero3.forward_s;  // the whole forward, again
+        option.transient_bytes = full_activations;              // one layer's activations during its backward
+      }
+    }
+    unit.dp_sync_s =
+        price.dp_sync_s(dense_params, dp, group) + price.dp_sync_s(expert_params, expert_dp, expert_group);
+    unit.optimizer_s =
+        price.optimizer_s(dense_params, group) + price.optimizer_s(expert_params, expert_group);
+    model.units.push_back(unit);
+  }
+
+  UnitCost head;
+  head.name = "lm head";
+  // Tied embeddings under pipeline parallelism: the last stage keeps its own copy of the word
+  // embedding for the logits, synchronized with the first stage's (Megatron-LM).
+  const int64_t tied_copy = m.tied_embeddings && c.pp > 1 ? whole.embedding : 0;
+  head.parameters = whole.final_norm + whole.lm_head + tied_copy;
+  head.static_bytes = price.static_bytes(static_cast<double>(head.parameters), group);
+  head.by_mode = same_for_all_modes(price.head(base), models::output_activation_bytes(m, base));
+  head.dp_sync_s = price.dp_sync_s(static_cast<double>(head.parameters), dp, group);
+  head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group);
+  model.units.push_back(head);
+
+  model.notes.push_back(
+      "memory: bf16 weights, fp32 gradients, fp32 Adam state (18 bytes per parameter before ZeRO)");
+  if (c.zero_stage > 0 && group < dp) {
+    model.notes.push_back("hierarchical ZeRO: states sharded within groups of " + std::to_string(group) +
+                          " data-parallel ranks, gradient slices all-reduced across the groups");
+  }
+  if (c.flash_attention) model.notes.push_back("attention: fused (flash) kernels, causal");
+  return model;
+}
+
+PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs) {
+  const ParallelConfig& c = in.config;
+  const double scale = 1 + costs.reserve_fraction;
+  PartitionProblem problem;
+  for (const UnitCost& unit : costs.units) {
+    PartitionUnit u;
+    u.name = unit.name;
+    u.static_bytes = llround(static_cast<double>(unit.static_bytes) * scale);
+    for (const UnitOptionCost& option : unit.by_mode) {
+      UnitOptionCost scaled = option;
+      scaled.activation_bytes = llround(static_cast<double>(option.activation_bytes) * scale);
+      scaled.transient_bytes = llround(static_cast<double>(option.transient_bytes) * scale);
+      u.options.push_back(scaled);
+    }
+    problem.units.push_back(std::move(u));
+  }
+  problem.schedule = c.schedule == ScheduleKind::kGPipe ? ScheduleKind::kGPipe : ScheduleKind::kOneFOneB;
+  problem.stages = static_cast<int>(c.pp);
+  problem.micro_batches = static_cast<int>(c.micro_batches());
+  problem.stage_extra_bytes.assign(static_cast<size_t>(c.pp), costs.fixed_bytes);
+  problem.capacity_bytes = costs.capacity_bytes;
+  problem.p2p_forward_s = costs.p2p_s;
+  problem.p2p_backward_s = costs.p2p_s;
+  switch (c.recompute) {
+    case RecomputeChoice::kNone: problem.allowed_options = {0}; break;
+    case RecomputeChoice::kSelective: problem.allowed_options = {1}; break;
+    case RecomputeChoice::kFull: problem.allowed_options = {2}; break;
+    case RecomputeChoice::kAuto: problem.allowed_options = {}; break;
+  }
+  problem.balance = c.balance == BalanceGoal::kTime ? Balance::kTime : Balance::kMemory;
+  return problem;
+}
+
+}  // namespace pipescope::planner

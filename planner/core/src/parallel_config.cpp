@@ -1,0 +1,134 @@
+#include "pipescope/planner/parallel_config.h"
+
+#include <algorithm>
+
+namespace pipescope::planner {
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::string_view to_string(RecomputeChoice choice) {
+  switch (choice) {
+    case RecomputeChoice::kNone: return "none";
+    case RecomputeChoice::kSelective: return "selective";
+    case RecomputeChoice::kFull: return "full";
+    case RecomputeChoice::kAuto: return "auto";
+  }
+  return "?";
+}
+
+models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute) {
+  models::CostOptions o;
+  o.micro_batch_size = config.micro_batch;
+  // Context parallelism splits the sequence: each rank holds s/cp of every sequence.
+  o.seq_length = config.seq_length / config.cp;
+  o.tensor_parallel = config.tp;
+  o.sequence_parallel = config.sequence_parallel && config.tp > 1;
+  o.expert_parallel = config.ep;
+  o.flash_attention = config.flash_attention;
+  o.recompute = recompute;
+  return o;
+}
+
+Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, ParallelConfig c) {
+  for (auto [value, flag] : {std::pair{c.gpus, "--gpus"},
+                             {c.tp, "--tp"},
+                             {c.pp, "--pp"},
+                             {c.vpp, "--vpp"},
+                             {c.cp, "--cp"},
+                             {c.ep, "--ep"},
+                             {c.micro_batch, "--mbs"}}) {
+    if (value < 1) return Error{std::string(flag) + " must be at least 1"};
+  }
+  const int64_t model_parallel = c.tp * c.pp * c.cp;
+  if (c.gpus % model_parallel != 0) {
+    return Error{"--gpus " + num(c.gpus) + " is not a multiple of tp x pp x cp = " + num(model_parallel)};
+  }
+  if (c.pp > model.num_layers) {
+    return Error{"--pp " + num(c.pp) + " is more pipeline stages than the model's " + num(model.num_layers) +
+                 " layers"};
+  }
+  if (c.vpp > 1) {
+    if (c.schedule != ScheduleKind::kInterleaved) return Error{"--vpp needs --schedule interleaved"};
+    if (c.pp < 2) return Error{"the interleaved schedule needs --pp of at least 2"};
+    if (model.num_layers % (c.pp * c.vpp) != 0) {
+      return Error{"--pp " + num(c.pp) + " x --vpp " + num(c.vpp) + " does not divide the model's " +
+                   num(model.num_layers) + " layers"};
+    }
+  } else if (c.schedule == ScheduleKind::kInterleaved) {
+    return Error{"--schedule interleaved needs --vpp of at least 2"};
+  }
+  if (c.seq_length == 0) {
+    c.seq_length =
+        model.max_position_embeddings > 0 ? std::min<int64_t>(model.max_position_embeddings, 4096) : 4096;
+  }
+  if (c.seq_length % c.cp != 0) {
+    return Error{"--seq " + num(c.seq_length) + " is not divisible by --cp " + num(c.cp)};
+  }
+  const int64_t dp = c.dp();
+  if (model.moe.num_experts > 0) {
+    if (dp % c.ep != 0)
+      return Error{"--ep " + num(c.ep) + " does not divide the data-parallel size " + num(dp)};
+  } else if (c.ep > 1) {
+    return Error{"--ep applies to mixture-of-experts models; " + model.name + " has no experts"};
+  }
+  if (c.global_batch == 0) c.global_batch = c.micro_batch * dp * c.pp;
+  if (c.global_batch % (c.micro_batch * dp) != 0) {
+    return Error{"--gbs " + num(c.global_batch) + " is not divisible by --mbs x dp = " + num(c.micro_batch) +
+                 " x " + num(dp)};
+  }
+  if (c.schedule == ScheduleKind::kInterleaved && c.micro_batches() % c.pp != 0) {
+    return Error{"the interleaved schedule needs the micro-batch count (" + num(c.micro_batches()) +
+                 ") to be a multiple of --pp " + num(c.pp)};
+  }
+  if (c.zero_stage < 0 || c.zero_stage > 3) return Error{"--zero must be 0, 1, 2 or 3"};
+  if (c.zero_shard > 0) {
+    if (c.zero_stage == 0) return Error{"--zero-shard needs --zero 1, 2 or 3"};
+    if (dp % c.zero_shard != 0) {
+      return Error{"--zero-shard " + num(c.zero_shard) + " does not divide the data-parallel size " +
+                   num(dp)};
+    }
+  }
+  if (!c.stage_layers.empty()) {
+    if (static_cast<int64_t>(c.stage_layers.size()) != c.pp) {
+      return Error{"--split names " + num(static_cast<int64_t>(c.stage_layers.size())) +
+                   " stages but --pp is " + num(c.pp)};
+    }
+    if (c.schedule == ScheduleKind::kInterleaved)
+      return Error{"--split applies to the 1f1b and gpipe schedules"};
+    int64_t total = 0;
+    for (int64_t layers : c.stage_layers) {
+      if (layers < 0) return Error{"--split: a stage cannot have a negative number of layers"};
+      total += layers;
+    }
+    if (total != model.num_layers) {
+      return Error{"--split adds up to " + num(total) + " layers; the model has " + num(model.num_layers)};
+    }
+  }
+  if (c.sequence_parallel && c.tp == 1) return Error{"--sequence-parallel needs --tp of at least 2"};
+  if (Status s = models::check_cost_options(model, cost_options(c, models::RecomputeMode::kNone)); !s.ok()) {
+    return s.error();
+  }
+  return c;
+}
+
+std::string describe(const ParallelConfig& c) {
+  std::string text = "tp " + num(c.tp) + ", pp " + num(c.pp);
+  if (c.vpp > 1) text += " (vpp " + num(c.vpp) + ")";
+  if (c.cp > 1) text += ", cp " + num(c.cp);
+  if (c.ep > 1) text += ", ep " + num(c.ep);
+  text += ", dp " + num(c.dp()) + ", mbs " + num(c.micro_batch) + ", gbs " + num(c.global_batch) + ", seq " +
+          num(c.seq_length);
+  if (c.zero_stage > 0) {
+    text += ", zero " + num(c.zero_stage);
+    if (c.zero_shard > 0) text += " (shard " + num(c.zero_shard) + ")";
+  }
+  text += ", recompute " + std::string(to_string(c.recompute));
+  if (c.sequence_parallel) text += ", sequence parallel";
+  text += ", " + std::string(to_string(c.schedule));
+  return text;
+}
+
+}  // namespace pipescope::planner

@@ -1,0 +1,300 @@
+#include "pipescope/planner/plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "pipescope/models/flop_count.h"
+#include "pipescope/planner/partition_optimizer.h"
+
+namespace pipescope::planner {
+namespace {
+
+const char* mode_name(int option) { return option == 0 ? "none" : option == 1 ? "selective" : "full"; }
+
+// Totals from the stages: the iteration adds the slowest stage's exposed gradient sync and
+// optimizer step to the simulated pipeline; throughput and MFU follow from it.
+void finalize(const PlanInputs& in, PlanReport& r) {
+  const ParallelConfig& c = in.config;
+  double tail_s = 0;
+  r.peak_memory_bytes = 0;
+  for (const StageReport& st : r.stages) {
+    tail_s = std::max(tail_s, st.dp_sync_exposed_s + st.optimizer_s);
+    r.peak_memory_bytes = std::max(r.peak_memory_bytes, st.peak_memory_bytes);
+  }
+  r.iteration_s = r.pipeline_s + tail_s;
+  r.fits = std::none_of(r.stages.begin(), r.stages.end(), [](const StageReport& s) { return s.overflows; });
+  const double tokens = static_cast<double>(c.global_batch) * static_cast<double>(c.seq_length);
+  const models::RecomputeMode executed = c.recompute == RecomputeChoice::kFull ? models::RecomputeMode::kFull
+                                         : c.recompute == RecomputeChoice::kNone
+                                             ? models::RecomputeMode::kNone
+                                             : models::RecomputeMode::kSelective;
+  const models::IterationFlops flops =
+      models::iteration_flops(in.model, c.global_batch, c.seq_length, executed);
+  if (r.iteration_s > 0) {
+    const double gpus = static_cast<double>(c.gpus);
+    r.tokens_per_s = tokens / r.iteration_s;
+    r.tflops_per_gpu = flops.model / r.iteration_s / gpus / 1e12;
+    r.hardware_tflops_per_gpu = flops.hardware / r.iteration_s / gpus / 1e12;
+    r.mfu = flops.model / r.iteration_s / gpus / in.cluster.gpu.peak_dense_bf16_flops_per_s;
+  }
+}
+
+void set_memory(const CostModel& costs, StageReport& st) {
+  st.allocated_bytes = st.static_bytes + st.activation_bytes + st.transient_bytes;
+  st.peak_memory_bytes =
+      llround(static_cast<double>(st.allocated_bytes) * (1 + costs.reserve_fraction)) + costs.fixed_bytes;
+  st.overflows = st.peak_memory_bytes > costs.capacity_bytes;
+}
+
+// Stage boundaries and options -> the user-facing report, with both memory figures.
+PlanReport report_of(const PlanInputs& in, const CostModel& costs, const PartitionPlan& plan) {
+  const ParallelConfig& c = in.config;
+  PlanReport r;
+  r.pipeline_s = plan.iteration_s;
+  r.bubble_fraction = plan.bubble_fraction;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StagePlan& sp = plan.stages[s];
+    StageReport st;
+    st.index = static_cast<int>(s);
+    st.first_unit = sp.first_unit;
+    st.end_unit = sp.end_unit;
+    st.in_flight = sp.activations_in_flight;
+    st.recompute = mode_name(sp.option);
+    st.forward_s = sp.forward_s;
+    st.backward_s = sp.backward_s;
+    double dp_sync_s = 0;
+    int64_t activation_per_microbatch = 0;
+    for (int u = sp.first_unit; u < sp.end_unit; ++u) {
+      const UnitCost& unit = costs.units[static_cast<size_t>(u)];
+      const UnitOptionCost& option = unit.by_mode[static_cast<size_t>(sp.option)];
+      st.layers += unit.is_layer ? 1 : 0;
+      st.has_embedding = st.has_embedding || u == 0;
+      st.has_head = st.has_head || u + 1 == static_cast<int>(costs.units.size());
+      st.parameters += unit.parameters;
+      st.static_bytes += unit.static_bytes;
+      activation_per_microbatch += option.activation_bytes;
+      st.transient_bytes = std::max(st.transient_bytes, option.transient_bytes);
+      dp_sync_s += unit.dp_sync_s;
+      st.optimizer_s += unit.optimizer_s;
+    }
+    st.activation_bytes = activation_per_microbatch * st.in_flight;
+    set_memory(costs, st);
+    // Megatron overlaps the gradient reduction with the backward of the last micro-batch.
+    st.dp_sync_exposed_s = std::max(0.0, dp_sync_s - sp.backward_s);
+    st.idle_s = std::max(
+        0.0, plan.iteration_s - static_cast<double>(c.micro_batches()) * (sp.forward_s + sp.backward_s));
+    r.stages.push_back(st);
+  }
+  finalize(in, r);
+  return r;
+}
+
+// The interleaved schedule: Megatron's uniform split into pp x vpp chunks, simulated exactly;
+// stage s holds chunks s, s + p, ... and in_flight counts chunk activations.
+Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& costs, int option) {
+  const ParallelConfig& c = in.config;
+  const int p = static_cast<int>(c.pp), v = static_cast<int>(c.vpp), chunks = p * v;
+  const int layers_per_chunk = static_cast<int>(in.model.num_layers) / chunks;
+  ScheduleSpec spec{ScheduleKind::kInterleaved, p, static_cast<int>(c.micro_batches()), v};
+  PipelineCosts pc;
+  std::vector<std::vector<int>> chunk_units(static_cast<size_t>(chunks));
+  for (int g = 0; g < chunks; ++g) {
+    const int first = 1 + g * layers_per_chunk;
+    const int last = first + layers_per_chunk;  // exclusive, in unit indices (unit 0 is the embedding)
+    if (g == 0) chunk_units[0].push_back(0);
+    for (int u = first; u < last; ++u) chunk_units[static_cast<size_t>(g)].push_back(u);
+    if (g == chunks - 1)
+      chunk_units[static_cast<size_t>(g)].push_back(static_cast<int>(costs.units.size()) - 1);
+    double f = 0, b = 0;
+    for (int u : chunk_units[static_cast<size_t>(g)]) {
+      f += costs.units[static_cast<size_t>(u)].by_mode[static_cast<size_t>(option)].forward_s;
+      b += costs.units[static_cast<size_t>(u)].by_mode[static_cast<size_t>(option)].backward_s;
+    }
+    pc.forward_s.push_back(f);
+    pc.backward_s.push_back(b);
+  }
+  pc.p2p_forward_s.assign(static_cast<size_t>(chunks - 1), costs.p2p_s);
+  pc.p2p_backward_s.assign(static_cast<size_t>(chunks - 1), costs.p2p_s);
+  auto result = simulate_schedule(spec, pc);
+  if (!result.ok()) return result.error();
+  auto in_flight = activations_in_flight(spec);
+  if (!in_flight.ok()) return in_flight.error();
+
+  PartitionPlan plan;
+  plan.iteration_s = result->iteration_s;
+  plan.bubble_fraction = result->bubble_fraction;
+  for (int s = 0; s < p; ++s) {
+    StagePlan st;
+    st.option = option;
+    double f = 0, b = 0;
+    for (int k = 0; k < v; ++k) {
+      f += pc.forward_s[static_cast<size_t>(k * p + s)];
+      b += pc.backward_s[static_cast<size_t>(k * p + s)];
+    }
+    st.forward_s = f;
+    st.backward_s = b;
+    st.first_unit = chunk_units[static_cast<size_t>(s)].front();
+    st.end_unit = chunk_units[static_cast<size_t>((v - 1) * p + s)].back() + 1;
+    plan.stages.push_back(st);
+  }
+  PlanReport r = report_of(in, costs, plan);
+  // report_of summed contiguous units; a stage's units are its v chunks, so recount them.
+  for (int s = 0; s < p; ++s) {
+    StageReport& st = r.stages[static_cast<size_t>(s)];
+    st.layers = 0;
+    st.has_embedding = st.has_head = false;
+    st.parameters = st.static_bytes = st.transient_bytes = 0;
+    int64_t chunk_activation = 0;
+    double dp_sync_s = 0, optimizer_s = 0;
+    for (int k = 0; k < v; ++k) {
+      int64_t activation = 0;
+      for (int u : chunk_units[static_cast<size_t>(k * p + s)]) {
+        const UnitCost& unit = costs.units[static_cast<size_t>(u)];
+        st.layers += unit.is_layer ? 1 : 0;
+        st.has_embedding = st.has_embedding || u == 0;
+        st.has_head = st.has_head || u + 1 == static_cast<int>(costs.units.size());
+        st.parameters += unit.parameters;
+        st.static_bytes += unit.static_bytes;
+        activation += unit.by_mode[static_cast<size_t>(option)].activation_bytes;
+        st.transient_bytes =
+            std::max(st.transient_bytes, unit.by_mode[static_cast<size_t>(option)].transient_bytes);
+        dp_sync_s += unit.dp_sync_s;
+        optimizer_s += unit.optimizer_s;
+      }
+      chunk_activation = std::max(chunk_activation, activation);
+    }
+    st.in_flight = (*in_flight)[static_cast<size_t>(s)];
+    st.activation_bytes = chunk_activation * st.in_flight;  // bounded by the stage's largest chunk
+    set_memory(costs, st);
+    st.dp_sync_exposed_s = std::max(0.0, dp_sync_s - st.backward_s / v);
+    st.optimizer_s = optimizer_s;
+  }
+  finalize(in, r);
+  return r;
+}
+
+// The user's split as a plan choice: unit 0 (the embedding) on the first stage, the head on the
+// last, each stage with the recompute option the uniform baseline would give it (the
+// suggested plan's option when there is no uniform baseline).
+PlanChoice given_split(const ParallelConfig& c, const PartitionResult& result) {
+  PlanChoice choice;
+  choice.boundaries.push_back(0);
+  int next = 1;
+  for (size_t s = 0; s < c.stage_layers.size(); ++s) {
+    next += static_cast<int>(c.stage_layers[s]);
+    const bool last = s + 1 == c.stage_layers.size();
+    choice.boundaries.push_back(last ? next + 1 : next);
+  }
+  const PartitionPlan& reference = result.uniform ? *result.uniform : result.plan;
+  choice.options = reference.choice.options;
+  return choice;
+}
+
+Expected<PlanOutcome> plan_once(const PlanInputs& in) {
+  auto costs = build_cost_model(in);
+  if (!costs.ok()) return costs.error();
+  PlanOutcome outcome;
+  outcome.config = in.config;
+  outcome.capacity_bytes = costs->capacity_bytes;
+  outcome.notes = costs->notes;
+  if (in.config.schedule == ScheduleKind::kInterleaved) {
+    const int option = in.config.recompute == RecomputeChoice::kNone   ? 0
+                       : in.config.recompute == RecomputeChoice::kFull ? 2
+                                                                       : 1;
+    auto report = interleaved_report(in, *costs, option);
+    if (!report.ok()) return report.error();
+    outcome.uniform = *report;
+    outcome.suggested = *report;
+    outcome.notes.push_back(
+        "interleaved schedule: Megatron's uniform chunks are shown; the partition optimizer balances 1F1B "
+        "and "
+        "GPipe splits");
+    if (in.config.recompute == RecomputeChoice::kAuto) {
+      outcome.notes.push_back(
+          "interleaved schedule: --recompute auto is planned as selective on every stage");
+    }
+    return outcome;
+  }
+  const PartitionProblem problem = partition_problem(in, *costs);
+  auto result = optimize_partition(problem);
+  if (!result.ok()) return result.error();
+  outcome.suggested = report_of(in, *costs, result->plan);
+  outcome.suggested_is_optimal = result->proven_optimal;
+  if (!in.config.stage_layers.empty()) {
+    auto given = evaluate_plan(problem, given_split(in.config, *result));
+    if (!given.ok()) return given.error();
+    outcome.uniform = report_of(in, *costs, *given);
+    outcome.baseline_is_given_split = true;
+  } else if (result->uniform) {
+    outcome.uniform = report_of(in, *costs, *result->uniform);
+  } else {
+    outcome.notes.push_back(
+        "the uniform split leaves a stage without layers; only the suggested split is shown");
+    outcome.uniform = outcome.suggested;
+  }
+  return outcome;
+}
+
+// Changes that could make a plan fit, each planned for real so the user sees whether it does.
+std::vector<FitSuggestion> fit_suggestions(const PlanInputs& in) {
+  std::vector<std::pair<std::string, ParallelConfig>> candidates;
+  const ParallelConfig& c = in.config;
+  auto with = [&](std::string change, auto edit) {
+    ParallelConfig next = c;
+    edit(next);
+    candidates.emplace_back(std::move(change), next);
+  };
+  if (c.recompute != RecomputeChoice::kAuto && c.schedule != ScheduleKind::kInterleaved) {
+    with("--recompute auto", [](ParallelConfig& n) { n.recompute = RecomputeChoice::kAuto; });
+  }
+  if (c.recompute != RecomputeChoice::kFull) {
+    with("--recompute full", [](ParallelConfig& n) { n.recompute = RecomputeChoice::kFull; });
+  }
+  if (c.zero_stage < 3 && c.dp() > 1) {
+    const int next_stage = c.zero_stage + 1;
+    with("--zero " + std::to_string(next_stage),
+         [next_stage](ParallelConfig& n) { n.zero_stage = next_stage; });
+  }
+  if (c.tp > 1 && !c.sequence_parallel) {
+    with("--sequence-parallel", [](ParallelConfig& n) { n.sequence_parallel = true; });
+  }
+  if (c.micro_batch > 1) {
+    with("--mbs 1", [](ParallelConfig& n) { n.micro_batch = 1; });
+  }
+  // More pipeline stages: out of the data-parallel ranks when there are two to merge, else
+  // with twice the GPUs (the data-parallel size and the batch stay as they are).
+  if (2 * c.pp <= in.model.num_layers && c.vpp == 1) {
+    if (c.dp() % 2 == 0) {
+      with("--pp " + std::to_string(2 * c.pp), [](ParallelConfig& n) { n.pp *= 2; });
+    } else {
+      with("--pp " + std::to_string(2 * c.pp) + " --gpus " + std::to_string(2 * c.gpus),
+           [](ParallelConfig& n) {
+             n.pp *= 2;
+             n.gpus *= 2;
+           });
+    }
+  }
+  std::vector<FitSuggestion> out;
+  for (auto& [change, config] : candidates) {
+    PlanInputs next = in;
+    auto resolved = resolve_config(in.model, config);
+    if (!resolved.ok()) continue;
+    next.config = *resolved;
+    auto plan = plan_once(next);
+    if (!plan.ok()) continue;
+    out.push_back(
+        {change, plan->suggested.fits, plan->suggested.peak_memory_bytes, plan->suggested.iteration_s});
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<PlanOutcome> make_plan(const PlanInputs& inputs) {
+  auto outcome = plan_once(inputs);
+  if (!outcome.ok()) return outcome;
+  if (!outcome->suggested.fits) outcome->suggestions = fit_suggestions(inputs);
+  return outcome;
+}
+
+}  // namespace pipescope::planner

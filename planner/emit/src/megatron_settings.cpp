@@ -1,0 +1,127 @@
+// Megatron-LM flags. Checked against NVIDIA/Megatron-LM at commit d98e8a64 (2026-08):
+// megatron/training/arguments.py (--decoder-first/last-pipeline-num-layers,
+// --pipeline-model-parallel-layout, --num-layers-per-virtual-pipeline-stage,
+// --use-distributed-optimizer, --num-distributed-optimizer-instances, --use-megatron-fsdp,
+// --data-parallel-sharding-strategy; there is no --virtual-pipeline-model-parallel-size flag),
+// megatron/core/transformer/transformer_config.py (the recompute flags, generated from its
+// fields; first/last counts must be >= 1 and the middle stages even) and
+// megatron/core/transformer/pipeline_parallel_layer_layout.py (the layout grammar: E, t, L, '|',
+// x*n). Megatron-LM refuses a layer count its pipeline does not divide unless one of these
+// uneven-split flags is given.
+#include <string>
+#include <vector>
+
+#include "pipescope/planner/framework_settings.h"
+#include "pipescope/planner/stage_split.h"
+#include "settings_text.h"
+
+namespace pipescope::planner {
+
+using detail::num;
+
+FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcome& outcome) {
+  const ParallelConfig& c = outcome.config;
+  const StageSplit split = stage_split(outcome.suggested);
+  FrameworkSettings out;
+  std::vector<std::string> flags;
+  std::vector<std::string> notes;
+  auto flag = [&](const std::string& name, const std::string& value = "") {
+    flags.push_back(value.empty() ? name : name + " " + value);
+  };
+
+  flag("--num-layers", num(model.num_layers));
+  flag("--tensor-model-parallel-size", num(c.tp));
+  flag("--pipeline-model-parallel-size", num(c.pp));
+  if (c.sequence_parallel) flag("--sequence-parallel");
+  if (c.cp > 1) flag("--context-parallel-size", num(c.cp));
+  if (c.ep > 1) flag("--expert-model-parallel-size", num(c.ep));
+  flag("--micro-batch-size", num(c.micro_batch));
+  flag("--global-batch-size", num(c.global_batch));
+  flag("--seq-length", num(c.seq_length));
+
+  // The split. The interleaved plan is Megatron-LM's own uniform chunking.
+  if (c.schedule == ScheduleKind::kInterleaved) {
+    flag("--num-layers-per-virtual-pipeline-stage", num(model.num_layers / (c.pp * c.vpp)));
+  } else if (c.pp > 1 && !all_equal(split.layers)) {
+    const auto first_last = megatron_first_last(split.layers);
+    if (first_last && first_last->exact) {
+      if (first_last->first) flag("--decoder-first-pipeline-num-layers", num(*first_last->first));
+      if (first_last->last) flag("--decoder-last-pipeline-num-layers", num(*first_last->last));
+    } else {
+      flag("--pipeline-model-parallel-layout", "\"" + megatron_layout(split.layers) + "\"");
+      std::string note =
+          "The suggested split (" + join_layers(split.layers) +
+          ") has middle stages of different sizes, which --decoder-first-pipeline-num-layers / "
+          "--decoder-last-pipeline-num-layers cannot express; --pipeline-model-parallel-layout "
+          "gives it exactly (marked experimental in Megatron-LM).";
+      if (first_last) {
+        note += " For a Megatron-LM without that flag, the closest first/last split is ";
+        if (!first_last->first && !first_last->last) note += "the even one, no flag";
+        if (first_last->first) note += "--decoder-first-pipeline-num-layers " + num(*first_last->first);
+        if (first_last->first && first_last->last) note += " ";
+        if (first_last->last) note += "--decoder-last-pipeline-num-layers " + num(*first_last->last);
+        note += " (" + join_layers(first_last->layers) + "); pipescope has not planned its memory.";
+      }
+      notes.push_back(note);
+    }
+  }
+
+  // ZeRO: Megatron-LM's distributed optimizer shards what ZeRO-1 shards; Megatron-FSDP's
+  // sharding strategies are ZeRO-2 (optim_grads) and ZeRO-3 (optim_grads_params).
+  if (c.zero_stage == 1) {
+    flag("--use-distributed-optimizer");
+    if (c.zero_shard > 0 && c.zero_shard < c.dp()) {
+      flag("--num-distributed-optimizer-instances", num(c.dp() / c.zero_shard));
+    }
+  } else if (c.zero_stage >= 2) {
+    flag("--use-megatron-fsdp");
+    flag("--data-parallel-sharding-strategy", c.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+    flag("--ckpt-format", "fsdp_dtensor");
+    if (c.zero_shard > 0 && c.zero_shard < c.dp()) {
+      out.not_expressible.push_back("ZeRO-" + num(c.zero_stage) + " sharded within groups of " +
+                                    num(c.zero_shard) +
+                                    " data-parallel ranks: these flags shard over all of data parallelism "
+                                    "(Megatron-FSDP's hybrid sharding has its own options; not emitted).");
+    }
+  }
+
+  // Recompute: one setting for every stage. --recompute-num-layers counts the same number of
+  // layers on every stage, so a per-stage choice has no flag.
+  const CommonRecompute recompute = common_recompute(split.recompute);
+  if (recompute.mode == "selective") {
+    flag("--recompute-granularity", "selective");  // recompute_modules defaults to core_attn
+  } else if (recompute.mode == "full") {
+    flag("--recompute-granularity", "full");
+    flag("--recompute-method", "uniform");
+    flag("--recompute-num-layers", "1");
+  }
+  if (!recompute.exact) {
+    out.not_expressible.push_back(
+        "Per-stage recompute (" + describe_recompute(split.recompute) +
+        "): Megatron-LM applies one --recompute-granularity to every stage, and --recompute-num-layers "
+        "is the same count on every stage. Closest: " +
+        recompute.mode +
+        " on every stage (the flags above): no stage keeps more activations than planned, and the stages "
+        "planned with less recompute run slower than planned; `pipescope plan ... --recompute " +
+        recompute.mode + "` predicts it.");
+  }
+  if (c.schedule == ScheduleKind::kGPipe) {
+    out.not_expressible.push_back(
+        "The GPipe schedule: Megatron-LM runs 1F1B (or interleaved 1F1B); with these flags it runs 1F1B, "
+        "which keeps fewer micro-batches in flight than the GPipe plan.");
+  }
+
+  out.text = detail::comment("Megatron-LM settings for " + detail::plan_summary(model, outcome));
+  out.text += detail::comment(
+      "Flags as megatron/training/arguments.py defines them; pass \"${PIPESCOPE_ARGS[@]}\" to "
+      "pretrain_gpt.py "
+      "together with your model, data and optimizer flags.");
+  out.text += "PIPESCOPE_ARGS=(\n";
+  for (const std::string& f : flags) out.text += "  " + f + "\n";
+  out.text += ")\n";
+  for (const std::string& note : notes) out.text += detail::comment(note);
+  detail::close_with_limits(out, Framework::kMegatron);
+  return out;
+}
+
+}  // namespace pipescope::planner

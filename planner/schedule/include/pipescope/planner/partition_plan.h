@@ -1,0 +1,112 @@
+// The pipeline partition problem on numbers: a sequence of units (the embedding, decoder layers,
+// the LM head with its loss: to this code they are all just units), each with its cost under
+// every recompute option, split into p contiguous stages with one recompute option per stage.
+// This header holds the problem, a plan, and the evaluation of a given plan; the search lives in
+// partition_optimizer.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+#include "pipescope/planner/pipeline_schedule.h"
+
+namespace pipescope::planner {
+
+// One unit under one recompute option, per micro-batch.
+struct UnitOptionCost {
+  double forward_s = 0;
+  double backward_s = 0;              // including the recomputation this option implies
+  std::int64_t activation_bytes = 0;  // kept from the unit's forward until its backward ends
+  // Working memory while the unit runs, on top of what is kept (e.g. the activations full
+  // recomputation rebuilds for one layer's backward). A stage adds the largest of its units':
+  // one unit runs at a time.
+  std::int64_t transient_bytes = 0;
+};
+
+struct PartitionUnit {
+  std::string name;
+  std::int64_t static_bytes = 0;        // weights, gradients, optimizer state: option-independent
+  std::vector<UnitOptionCost> options;  // indexed by recompute option; the same count for every unit
+};
+
+enum class Balance {
+  kMemory,  // minimize the peak stage memory while the time stays within the bound (default)
+  kTime,    // fastest plan whose every stage fits
+};
+
+// Which units the uniform baseline treats as embedding and head (see uniform_boundaries()).
+struct UniformLayout {
+  bool embedding_first = true;
+  bool head_last = true;
+};
+
+struct PartitionProblem {
+  std::vector<PartitionUnit> units;                 // n, in model order
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;  // GPipe or 1F1B (interleaved: not supported)
+  int stages = 1;                                   // p <= n
+  int micro_batches = 1;                            // m
+  std::vector<std::int64_t> stage_extra_bytes;      // per stage (buffers, fixed overheads), or empty
+  std::int64_t capacity_bytes = 0;                  // usable memory per GPU, headroom already taken off
+  double p2p_forward_s = 0;                         // per boundary, each micro-batch's activation
+  double p2p_backward_s = 0;                        // per boundary, each micro-batch's gradient
+  // Options a stage may take: empty means all (--recompute auto); one entry pins every stage to
+  // it (an explicit --recompute mode).
+  std::vector<int> allowed_options;
+  Balance balance = Balance::kMemory;
+  double time_slack = 0.02;  // kMemory: time bound = max((1 + slack) * fastest fitting, uniform)
+  UniformLayout uniform_layout;
+  // The exact search's budget in search nodes (one node costs one schedule simulation: ~20-50 us
+  // at 64 stages x 128 micro-batches), half for the fastest plan, half for what follows. Past
+  // it, the optimizer returns its best plan so far (never slower than the uniform plan when that
+  // one fits) with proven_optimal = false. Many realistic problems need a few percent of it;
+  // with about as many micro-batches as stages the proof often does not finish.
+  std::int64_t max_search_nodes = 500'000;
+};
+
+// A plan's choices: stage s holds units [boundaries[s], boundaries[s + 1]) under options[s].
+struct PlanChoice {
+  std::vector<int> boundaries;  // p + 1 entries: 0 = b_0 < b_1 < ... < b_p = n
+  std::vector<int> options;     // p entries
+};
+
+struct StagePlan {
+  int first_unit = 0;
+  int end_unit = 0;  // one past the last
+  int option = 0;
+  double forward_s = 0;           // per micro-batch: the sum over its units
+  double backward_s = 0;          // per micro-batch, recompute included
+  int activations_in_flight = 0;  // micro-batches whose activations it holds at its peak
+  // extra + sum(static) + in_flight * sum(activation) + max(transient)
+  std::int64_t memory_bytes = 0;
+  bool overflows = false;  // memory_bytes > capacity_bytes
+};
+
+struct PartitionPlan {
+  PlanChoice choice;
+  std::vector<StagePlan> stages;
+  double iteration_s = 0;  // simulate_schedule() on the stage times, p2p included
+  double bubble_fraction = 0;
+  std::int64_t peak_memory_bytes = 0;
+  bool fits = false;  // no stage overflows
+};
+
+// Checks a problem; the first message names what is wrong and how to fix it.
+Status validate(const PartitionProblem& problem);
+
+// Evaluates a plan exactly: stage sums, memory, and the simulated iteration time.
+Expected<PartitionPlan> evaluate_plan(const PartitionProblem& problem, const PlanChoice& choice);
+
+// Megatron-style uniform split of n units into p stages: the decoder layers (every unit but the
+// embedding and the head the layout names) divided evenly, the embedding on the first stage and
+// the head on the last. When the layers do not divide, the first L mod p stages take one layer
+// more, as DeepSpeed's partition_uniform() does (Megatron-LM itself refuses such a split).
+// Fails when a stage would get no unit.
+Expected<std::vector<int>> uniform_boundaries(int units, int stages, UniformLayout layout);
+
+// The uniform split with, on each stage, the fastest allowed option (least forward + backward)
+// that fits, or the one needing least memory when none fits: the baseline plans are compared to.
+Expected<PartitionPlan> uniform_plan(const PartitionProblem& problem);
+
+}  // namespace pipescope::planner

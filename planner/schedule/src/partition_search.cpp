@@ -1,0 +1,194 @@
+// Why the search is exact.
+//
+// 1. Time is monotone. With each stage's op order fixed, an op ends at
+//    max(its stage's previous op end, its input's end + p2p) + its duration: max and + only. So
+//    every end time, and the iteration time T, is a non-decreasing function of every stage's
+//    forward and backward time. Within a memory limit, an option no faster in forward and in
+//    backward than another on the same units is never needed.
+//
+// 2. T is not a function of a few summaries such as (max stage time, sum of stage times): the
+//    critical path may spend the steady state on one stage and pick up a deeper stage's warm-up
+//    or cool-down, and with p2p latency it gains by zig-zagging between stages. Two plans with
+//    stage times {3, 6} take 15 or 13 s (tests: OneFOneB, SlowStageCostsMoreLast). A DP over such
+//    summaries followed by a simulation of its front would not be exact, so the search times
+//    every complete plan it keeps with the simulator itself and uses summaries only as bounds.
+//
+// 3. Lower bounds, with c_s = F_s + B_s and d = p2p forward + backward of one boundary. T is the
+//    longest path through the schedule's graph from stage 0's first forward to stage 0's last
+//    backward (every backward is followed by the one on the stage above, so that op ends last).
+//    A node of the search has some stages fixed and the others open.
+//    (a) With the open stages at zero cost the plan can only be faster (point 1): T >= T_0.
+//    (b) In that relaxed plan take the longest path among those that run an op of stage x. If
+//        every such path runs a forward and a backward on every open stage, then in any real
+//        plan below the node the same path is longer by at least the open stages' sum of c:
+//        T >= through_x + least cost of the open stages (a DP over the ways to place the open
+//        units). The reverse search takes x = the deepest open stage (a path from stage 0 down
+//        to it crosses every stage above it going down, on forwards, and coming back, on
+//        backwards); the forward search takes x = p - 1 (such a path crosses every stage).
+//    (c) For every stage t the path "micro-batch 0's forward down to t, every op of t in order,
+//        its last backward back up" gives T >= A_t = sum_{s<t} (c_s + d) + m c_t. DP tables give
+//        a lower bound on max_t A_t over the ways to fill the open stages.
+//    (d) A child fixes one more stage; the path of its parent's bound (b) also runs a forward and
+//        a backward on that stage, so the child's plans take >= through_x + c + least cost of
+//        the stages still open: a bound for ordering and pruning children without simulating.
+//    (e) GPipe only: its time has a closed form (partition_search_reverse.cpp), which with the
+//        open stages at their least sum and least largest F and B is a bound.
+//    Every bound uses, per stage, only the options within the memory limit.
+//
+// 4. Branch and bound. Depth-first, children in ascending bound order; every complete plan
+//    reached is timed with the simulator; a subtree is dropped only when its bound shows that no
+//    plan in it beats the incumbent, or, with a cut-off, meets it. A search that exhausts its
+//    space has therefore found the optimum (or proved there is none under the cut-off). A search
+//    may start from a known plan (the uniform one, when it fits) and then only looks for better
+//    ones. One that runs out of nodes says so, and the optimizer flags its answer unproven. Which
+//    direction's bounds bite first depends on where the bottleneck sits (memory-balanced plans
+//    load the later stages), so PartitionSearch runs both with doubling node budgets and takes
+//    the first exhaustive answer. The objectives (partition_optimizer.cpp) only combine these
+//    answers; bisection on the memory limit is valid because the set of plans within a limit
+//    grows with the limit.
+//
+// 5. Floating point. The chosen stages' sums are accumulated unit by unit left to right exactly
+//    as evaluate_plan() does and plans are timed with the same graph, so times compare bit for
+//    bit. Bounds round differently: a bound is compared with a time allowing a relative 1e-9, and
+//    a plan must beat the incumbent by that much to replace it.
+#include "partition_search.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipescope::planner::detail {
+namespace {
+
+double tolerance(double t) { return 1e-9 * std::max(1.0, std::abs(t)); }
+
+}  // namespace
+
+SearchBase::SearchBase(const PartitionProblem& problem, const PartitionContext& ctx)
+    : problem_(problem),
+      ctx_(ctx),
+      n_(static_cast<int>(problem.units.size())),
+      p_(problem.stages),
+      m_(problem.micro_batches),
+      round_trip_s_(problem.p2p_forward_s + problem.p2p_backward_s),
+      begins_(p_),
+      options_(p_),
+      forward_s_(p_),
+      backward_s_(p_) {}
+
+SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s, std::int64_t node_budget,
+                                       const FoundPlan* seed) {
+  limit_bytes_ = limit_bytes;
+  cutoff_s_ = cutoff_s;
+  budget_left_ = node_budget;
+  exhausted_ = found_ = stop_ = false;
+  if (seed != nullptr) {
+    found_ = true;
+    best_ = *seed;
+  }
+  if (prepare(limit_bytes)) run();
+  Outcome outcome;
+  outcome.finished = !exhausted_;
+  outcome.found = found_;
+  if (found_) outcome.plan = best_;
+  return outcome;
+}
+
+bool SearchBase::enter_node() {
+  if (stop_) return false;
+  if (budget_left_-- <= 0) {
+    exhausted_ = stop_ = true;
+    return false;
+  }
+  ++stats_.nodes;
+  return true;
+}
+
+bool SearchBase::hopeless(double time_bound_s) const {
+  if (std::isfinite(cutoff_s_) && time_bound_s > cutoff_s_ + tolerance(cutoff_s_)) return true;
+  return found_ && time_bound_s >= best_.iteration_s - tolerance(best_.iteration_s);
+}
+
+void SearchBase::leaf(std::int64_t peak_bytes) {
+  ++stats_.simulations;
+  ++stats_.plans_timed;
+  const double t = ctx_.iteration_s(forward_s_, backward_s_, scratch_);
+  if (std::isfinite(cutoff_s_) && t > cutoff_s_) return;
+  if (found_ && t >= best_.iteration_s - tolerance(best_.iteration_s)) return;
+  found_ = true;
+  best_.iteration_s = t;
+  best_.peak_bytes = peak_bytes;
+  best_.choice.boundaries.assign(begins_.begin(), begins_.end());
+  best_.choice.boundaries.push_back(n_);
+  best_.choice.options = options_;
+  if (std::isfinite(cutoff_s_)) stop_ = true;  // any plan within the cut-off answers
+}
+
+bool dominates(const SearchChild& y, const SearchChild& x) {
+  if (y.forward_s > x.forward_s || y.backward_s > x.backward_s) return false;
+  return y.forward_s < x.forward_s || y.backward_s < x.backward_s || y.memory_bytes <= x.memory_bytes;
+}
+
+void add_undominated(std::vector<SearchChild>& children, size_t group, const SearchChild& child) {
+  for (size_t y = group; y < children.size();) {
+    if (dominates(children[y], child)) return;  // an earlier, so lower, option stays on ties
+    if (dominates(child, children[y])) {
+      children.erase(children.begin() + static_cast<std::ptrdiff_t>(y));
+    } else {
+      ++y;
+    }
+  }
+  children.push_back(child);
+}
+
+PartitionSearch::PartitionSearch(const PartitionProblem& problem, const PartitionContext& ctx)
+    : problem_(problem), forward_(problem, ctx), reverse_(problem, ctx) {}
+
+void PartitionSearch::grant(std::int64_t nodes) {
+  nodes_left_ = std::max<std::int64_t>(nodes_left_, 0) + nodes;
+}
+
+SearchBase::Outcome PartitionSearch::solve(std::int64_t limit_bytes, double cutoff_s, const FoundPlan* seed,
+                                           std::int64_t cap) {
+  SearchBase::Outcome best;
+  std::int64_t left = std::min(nodes_left_, cap);
+  for (std::int64_t budget = 4096; left > 0; budget *= 2) {
+    for (SearchBase* direction : {static_cast<SearchBase*>(&reverse_), static_cast<SearchBase*>(&forward_)}) {
+      const std::int64_t before = direction->stats().nodes;
+      SearchBase::Outcome outcome = direction->search(limit_bytes, cutoff_s, std::min(budget, left), seed);
+      const std::int64_t used = direction->stats().nodes - before;
+      left -= used;
+      nodes_left_ -= used;
+      if (outcome.finished) return outcome;
+      // Keep the best plan seen in case the budget runs out: still a plan, just not proven.
+      if (outcome.found && (!best.found || outcome.plan.iteration_s < best.plan.iteration_s)) best = outcome;
+      if (left <= 0) break;
+    }
+  }
+  truncated_ = true;
+  return best;
+}
+
+bool PartitionSearch::fastest(std::int64_t limit_bytes, FoundPlan& out, const FoundPlan* seed) {
+  const SearchBase::Outcome outcome = solve(limit_bytes, std::numeric_limits<double>::infinity(), seed,
+                                            std::numeric_limits<std::int64_t>::max());
+  if (outcome.found) out = outcome.plan;
+  return outcome.found;
+}
+
+bool PartitionSearch::exists(std::int64_t limit_bytes, double bound_s, FoundPlan& out,
+                             std::int64_t max_nodes) {
+  const SearchBase::Outcome outcome = solve(limit_bytes, bound_s, nullptr, max_nodes);
+  if (outcome.found) out = outcome.plan;
+  return outcome.found;
+}
+
+PartitionSearchStats PartitionSearch::stats() const {
+  PartitionSearchStats total = forward_.stats();
+  const PartitionSearchStats& r = reverse_.stats();
+  total.nodes += r.nodes;
+  total.simulations += r.simulations;
+  total.plans_timed += r.plans_timed;
+  return total;
+}
+
+}  // namespace pipescope::planner::detail

@@ -1,0 +1,176 @@
+// Exact branch and bound over (contiguous split, per-stage option) plans, in two directions with
+// different bounds, run as a portfolio. They answer the questions the objectives are built from:
+// the fastest plan under a per-stage memory limit, and whether some plan within a limit meets a
+// time bound. The exactness argument is at the top of partition_search.cpp.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "partition_costs.h"
+#include "pipescope/planner/partition_optimizer.h"
+
+namespace pipescope::planner::detail {
+
+struct FoundPlan {
+  PlanChoice choice;
+  double iteration_s = 0;
+  std::int64_t peak_bytes = 0;
+};
+
+// What both directions share: the problem, the incumbent, the cut-off, the node budget, and the
+// timing of complete plans.
+class SearchBase {
+ public:
+  SearchBase(const PartitionProblem& problem, const PartitionContext& ctx);
+  virtual ~SearchBase() = default;
+
+  struct Outcome {
+    bool finished = false;  // the search space was exhausted within the budget: the answer is exact
+    bool found = false;
+    FoundPlan plan;
+  };
+  // The least-time plan whose every stage needs at most limit_bytes; with a finite cutoff_s, the
+  // first plan found with time <= cutoff_s instead (plans slower than it are not looked for).
+  // `seed`, when given, is a plan known to meet the limit: the search only looks for better ones
+  // and returns it when there are none.
+  Outcome search(std::int64_t limit_bytes, double cutoff_s, std::int64_t node_budget,
+                 const FoundPlan* seed = nullptr);
+
+  const PartitionSearchStats& stats() const { return stats_; }
+
+ protected:
+  // Fills the direction's tables for a memory limit; false when no plan meets it.
+  virtual bool prepare(std::int64_t limit_bytes) = 0;
+  virtual void run() = 0;
+
+  bool enter_node();  // counts a node against the budget; false: stop
+  bool hopeless(double time_bound_s) const;
+  // Times the complete plan in begins_/options_/forward_s_/backward_s_.
+  void leaf(std::int64_t peak_bytes);
+
+  const PartitionProblem& problem_;
+  const PartitionContext& ctx_;
+  int n_ = 0;
+  int p_ = 0;
+  int m_ = 0;
+  double round_trip_s_ = 0;  // d: p2p forward + backward across one boundary
+  std::int64_t limit_bytes_ = 0;
+
+  std::vector<int> begins_, options_;  // the plan being built: stage s holds [begins_[s], ...)
+  std::vector<double> forward_s_, backward_s_;
+  std::vector<double> scratch_;
+  std::vector<StageSums> sums_;  // per allowed option, reused by expansions
+  std::vector<char> open_;
+  bool stop_ = false;
+  PartitionSearchStats stats_;
+
+ private:
+  double cutoff_s_ = std::numeric_limits<double>::infinity();
+  std::int64_t budget_left_ = 0;
+  bool exhausted_ = false;
+  bool found_ = false;
+  FoundPlan best_;
+};
+
+// A candidate for the stage being fixed, with the bounds of the subtree under it.
+struct SearchChild {
+  int begin = 0;  // first unit (the reverse search fixes [begin, end of the stage))
+  int end = 0;    // one past the last unit
+  int option = 0;
+  double forward_s = 0;  // summed in expansion order: for bounds only
+  double backward_s = 0;
+  std::int64_t memory_bytes = 0;
+  double walk_s = 0;  // the direction's single-stage walk term (see the .cpp files)
+  double time_bound_s = 0;
+};
+
+// Stages 0, 1, ... first. Bounds: the fixed prefix timed with the rest at zero cost, the longest
+// path through the last stage of that relaxed plan plus the least cost of the open stages, and
+// single-stage walks of the open suffix from a suffix DP.
+class ForwardSearch final : public SearchBase {
+ public:
+  using SearchBase::SearchBase;
+
+ private:
+  bool prepare(std::int64_t limit_bytes) override;
+  void run() override;
+  void descend(int stage, int unit, double chain_s, double walk_s, std::int64_t peak_bytes);
+  void expand(int stage, int unit, double chain_s, double walk_s, double total_s, double through_s);
+  size_t at(int stage, int unit) const { return static_cast<size_t>(stage) * (n_ + 1) + unit; }
+
+  std::vector<double> suffix_walk_s_;  // [k][j]: least max single-stage walk of stages k.. on units j..
+  std::vector<double> suffix_cost_s_;  // [k][j]: least sum of stage costs of stages k.. on units j..
+  std::vector<std::vector<SearchChild>> children_;
+};
+
+// Stages p-1, p-2, ... first. Bounds: the fixed suffix timed with the open prefix at zero cost,
+// the longest path through the last open stage plus the least cost of the open stages, and
+// single-stage walks of the open prefix from a prefix DP; for GPipe also its closed form with
+// the open stages at their least. Also the least peak over all plans.
+class ReverseSearch final : public SearchBase {
+ public:
+  using SearchBase::SearchBase;
+  std::int64_t least_peak_bytes();
+
+ private:
+  bool prepare(std::int64_t limit_bytes) override;
+  void run() override;
+  void descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes);
+  void expand(int stage, int unit, double suffix_walk_s, double total_s, double through_s);
+  // The GPipe closed form with fixed stages from `stage` on, `extra` one more (or none), and the
+  // open stages 0..k-1 on units [0, j) at their least: a lower bound on every completion.
+  double gpipe_bound(int stage, int k, int j, double extra_forward_s, double extra_backward_s) const;
+  size_t at(int stages, int units) const { return static_cast<size_t>(stages) * (n_ + 1) + units; }
+
+  std::vector<double> prefix_cost_s_;  // [k][j]: least sum of stage costs of stages 0..k-1 on units 0..j-1
+  std::vector<double> prefix_walk_s_;  // [k][j]: lower bound on their longest single-stage walk
+  std::vector<std::int64_t> prefix_peak_bytes_;  // [k][j]: least peak stage memory
+  // GPipe only, [k][j]: the least largest stage forward and backward time of the open stages.
+  std::vector<double> prefix_max_forward_s_, prefix_max_backward_s_;
+  bool gpipe_ = false;
+  std::vector<std::vector<SearchChild>> children_;
+};
+
+// Runs both directions with doubling node budgets, starting each from scratch, until one
+// exhausts its space (its answer is then exact) or the problem's max_search_nodes is spent.
+class PartitionSearch {
+ public:
+  PartitionSearch(const PartitionProblem& problem, const PartitionContext& ctx);
+
+  // The least-time plan within limit_bytes per stage, starting from `seed` when given (a plan
+  // within the limit). False when no plan meets the limit.
+  bool fastest(std::int64_t limit_bytes, FoundPlan& out, const FoundPlan* seed = nullptr);
+  // Some plan within limit_bytes per stage whose time is <= bound_s, spending at most max_nodes
+  // (false, and truncated(), when that runs out first).
+  bool exists(std::int64_t limit_bytes, double bound_s, FoundPlan& out, std::int64_t max_nodes);
+  std::int64_t nodes_left() const { return nodes_left_; }
+  std::int64_t least_peak_bytes() { return reverse_.least_peak_bytes(); }
+
+  // Node budget: solving stops once it is spent; grant() adds to it (a new phase of the
+  // optimizer), and truncated() says whether any answer so far was cut short.
+  void grant(std::int64_t nodes);
+  bool out_of_budget() const { return nodes_left_ <= 0; }
+  bool truncated() const { return truncated_; }
+  PartitionSearchStats stats() const;
+
+ private:
+  SearchBase::Outcome solve(std::int64_t limit_bytes, double cutoff_s, const FoundPlan* seed,
+                            std::int64_t cap);
+
+  const PartitionProblem& problem_;
+  ForwardSearch forward_;
+  ReverseSearch reverse_;
+  std::int64_t nodes_left_ = 0;
+  bool truncated_ = false;
+};
+
+// True when y makes x unnecessary: the same units, no slower forward and backward, and at equal
+// times no more memory (within a memory limit both meet, memory does not matter to time).
+bool dominates(const SearchChild& y, const SearchChild& x);
+// Adds `child` to `children` unless one of those from index `group` on (the same units)
+// dominates it, and drops those it dominates.
+void add_undominated(std::vector<SearchChild>& children, size_t group, const SearchChild& child);
+
+}  // namespace pipescope::planner::detail

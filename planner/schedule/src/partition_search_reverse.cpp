@@ -1,0 +1,169 @@
+// The search that fixes stages p-1, p-2, ... first (bounds: partition_search.cpp, point 3).
+// At a node, stages k..p-1 are fixed and units [0, j) are left for stages 0..k-1.
+#include <algorithm>
+#include <limits>
+
+#include "partition_search.h"
+
+namespace pipescope::planner::detail {
+namespace {
+
+constexpr double kNoPlan = std::numeric_limits<double>::infinity();
+constexpr std::int64_t kNoBytes = std::numeric_limits<std::int64_t>::max();
+
+}  // namespace
+
+bool ReverseSearch::prepare(std::int64_t limit_bytes) {
+  prefix_cost_s_.assign(static_cast<size_t>(p_ + 1) * (n_ + 1), kNoPlan);
+  prefix_walk_s_.assign(prefix_cost_s_.size(), kNoPlan);
+  prefix_peak_bytes_.assign(prefix_cost_s_.size(), kNoBytes);
+  gpipe_ = problem_.schedule == ScheduleKind::kGPipe;
+  prefix_max_forward_s_.assign(gpipe_ ? prefix_cost_s_.size() : 0, kNoPlan);
+  prefix_max_backward_s_.assign(prefix_max_forward_s_.size(), kNoPlan);
+  prefix_cost_s_[at(0, 0)] = 0;
+  prefix_walk_s_[at(0, 0)] = 0;
+  prefix_peak_bytes_[at(0, 0)] = 0;
+  if (gpipe_) prefix_max_forward_s_[at(0, 0)] = prefix_max_backward_s_[at(0, 0)] = 0;
+  // Stage s = k - 1 holds [begin, j); every other stage needs a unit.
+  for (int k = 1; k <= p_; ++k) {
+    const int s = k - 1;
+    for (int j = k; j <= n_ - (p_ - k); ++j) {
+      double cost = kNoPlan, walk = kNoPlan, max_forward = kNoPlan, max_backward = kNoPlan;
+      std::int64_t peak = kNoBytes;
+      for (int r : ctx_.options) {
+        StageSums sums;
+        for (int begin = j - 1; begin >= s; --begin) {
+          sums.add(problem_.units[begin], r);
+          const std::int64_t bytes = sums.memory_bytes(ctx_.extra_bytes[s], ctx_.in_flight[s]);
+          if (bytes > limit_bytes) break;  // stage memory only grows with more units
+          const double before = prefix_cost_s_[at(s, begin)];
+          if (before == kNoPlan) continue;
+          const double c = sums.forward_s + sums.backward_s;
+          cost = std::min(cost, before + c);
+          // A_s = (chain above s) + m c_s, the chain at least the least cost above plus s d.
+          walk = std::min(walk, std::max(prefix_walk_s_[at(s, begin)], before + s * round_trip_s_ + m_ * c));
+          peak = std::min(peak, std::max(prefix_peak_bytes_[at(s, begin)], bytes));
+          if (gpipe_) {
+            max_forward =
+                std::min(max_forward, std::max(prefix_max_forward_s_[at(s, begin)], sums.forward_s));
+            max_backward =
+                std::min(max_backward, std::max(prefix_max_backward_s_[at(s, begin)], sums.backward_s));
+          }
+        }
+      }
+      if (gpipe_) {
+        prefix_max_forward_s_[at(k, j)] = max_forward;
+        prefix_max_backward_s_[at(k, j)] = max_backward;
+      }
+      prefix_cost_s_[at(k, j)] = cost;
+      prefix_walk_s_[at(k, j)] = walk;
+      prefix_peak_bytes_[at(k, j)] = peak;
+    }
+  }
+  if (children_.size() != static_cast<size_t>(p_)) children_.resize(p_);
+  return prefix_cost_s_[at(p_, n_)] != kNoPlan;
+}
+
+std::int64_t ReverseSearch::least_peak_bytes() {
+  prepare(kNoBytes);
+  return prefix_peak_bytes_[at(p_, n_)];
+}
+
+void ReverseSearch::run() { descend(p_, n_, -kNoPlan, 0); }
+
+// Bound (e): GPipe's time is exactly sum F + (m - 1) max F + sum B + (m - 1) max B + (p - 1) d
+// (forwards and backwards each form a flow shop; test GPipe.UnequalStagesFollowTheFlowShopFormula).
+// With the open stages at their least sum and least maxima it bounds every completion.
+double ReverseSearch::gpipe_bound(int stage, int k, int j, double extra_forward_s,
+                                  double extra_backward_s) const {
+  double sum = prefix_cost_s_[at(k, j)] + extra_forward_s + extra_backward_s;
+  double max_forward = std::max(prefix_max_forward_s_[at(k, j)], extra_forward_s);
+  double max_backward = std::max(prefix_max_backward_s_[at(k, j)], extra_backward_s);
+  for (int s = stage; s < p_; ++s) {
+    sum += forward_s_[s] + backward_s_[s];
+    max_forward = std::max(max_forward, forward_s_[s]);
+    max_backward = std::max(max_backward, backward_s_[s]);
+  }
+  return sum + (m_ - 1) * (max_forward + max_backward) + (p_ - 1) * round_trip_s_;
+}
+
+// suffix_walk_s: max over fixed t of (sum over fixed s < t of (c_s + d) + m c_t), bound (c) of
+// the fixed stages measured from the first fixed one.
+void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes) {
+  if (!enter_node()) return;
+  if (stage == 0) {
+    leaf(peak_bytes);
+    return;
+  }
+  // Bounds (a) and (b): open stages at zero cost, paths through the deepest open stage.
+  std::fill(forward_s_.begin(), forward_s_.begin() + stage, 0.0);
+  std::fill(backward_s_.begin(), backward_s_.begin() + stage, 0.0);
+  ++stats_.simulations;
+  const auto relaxed = ctx_.dag.longest_paths(stage - 1, forward_s_, backward_s_, ctx_.p2p_forward_s,
+                                              ctx_.p2p_backward_s, scratch_);
+  double bound = std::max(relaxed.total_s, relaxed.through_s + prefix_cost_s_[at(stage, unit)]);
+  if (gpipe_) bound = std::max(bound, gpipe_bound(stage, stage, unit, 0, 0));
+  if (hopeless(bound)) return;
+  expand(stage, unit, suffix_walk_s, relaxed.total_s, relaxed.through_s);
+  const int s = stage - 1;
+  for (const SearchChild& child : children_[s]) {
+    if (stop_ || hopeless(child.time_bound_s)) break;  // children are in bound order
+    begins_[s] = child.begin;
+    options_[s] = child.option;
+    StageSums exact;  // left to right, as evaluate_plan() sums
+    for (int u = child.begin; u < unit; ++u) exact.add(problem_.units[u], child.option);
+    forward_s_[s] = exact.forward_s;
+    backward_s_[s] = exact.backward_s;
+    descend(s, child.begin, child.walk_s, std::max(peak_bytes, child.memory_bytes));
+  }
+}
+
+void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, double total_s, double through_s) {
+  const int s = stage - 1;  // the stage to fix: [begin, unit)
+  std::vector<SearchChild>& children = children_[s];
+  children.clear();
+  const size_t options = ctx_.options.size();
+  sums_.assign(options, StageSums{});
+  open_.assign(options, 1);
+  size_t open_count = options;
+  for (int begin = unit - 1; begin >= s && open_count > 0; --begin) {
+    const size_t group = children.size();  // this begin's children start here
+    for (size_t i = 0; i < options; ++i) {
+      if (!open_[i]) continue;
+      const int r = ctx_.options[i];
+      sums_[i].add(problem_.units[begin], r);
+      const std::int64_t bytes = sums_[i].memory_bytes(ctx_.extra_bytes[s], ctx_.in_flight[s]);
+      if (bytes > limit_bytes_) {  // stage memory only grows with more units
+        open_[i] = 0;
+        --open_count;
+        continue;
+      }
+      const double before = prefix_cost_s_[at(s, begin)];
+      if (before == kNoPlan) continue;
+      SearchChild child;
+      child.begin = begin;
+      child.end = unit;
+      child.option = r;
+      child.forward_s = sums_[i].forward_s;
+      child.backward_s = sums_[i].backward_s;
+      child.memory_bytes = bytes;
+      const double c = child.forward_s + child.backward_s;
+      child.walk_s = std::max(m_ * c, c + round_trip_s_ + suffix_walk_s);
+      child.time_bound_s =
+          std::max({total_s, through_s + c + before,                                            // (a), (d)
+                    prefix_walk_s_[at(s, begin)], before + s * round_trip_s_ + child.walk_s});  // (c)
+      if (gpipe_) {
+        child.time_bound_s =
+            std::max(child.time_bound_s, gpipe_bound(stage, s, begin, child.forward_s, child.backward_s));
+      }
+      add_undominated(children, group, child);
+    }
+  }
+  std::sort(children.begin(), children.end(), [](const SearchChild& a, const SearchChild& b) {
+    if (a.time_bound_s != b.time_bound_s) return a.time_bound_s < b.time_bound_s;
+    if (a.memory_bytes != b.memory_bytes) return a.memory_bytes < b.memory_bytes;
+    return a.begin != b.begin ? a.begin > b.begin : a.option < b.option;
+  });
+}
+
+}  // namespace pipescope::planner::detail

@@ -1,0 +1,133 @@
+// Per-stage op orders of the three schedules, transcribed from Megatron-LM
+// (megatron/core/pipeline_parallel/schedules.py) so that the simulator runs what the framework
+// runs; GPipe after Huang et al. 2019 with the backward in autograd's order.
+#include <algorithm>
+#include <string>
+
+#include "pipescope/planner/pipeline_schedule.h"
+
+namespace pipescope::planner {
+namespace {
+
+Status validate(const ScheduleSpec& spec) {
+  const std::string name(to_string(spec.kind));
+  if (spec.stages < 1) return Error{"pipeline stages must be at least 1, got " + std::to_string(spec.stages)};
+  if (spec.micro_batches < 1) {
+    return Error{"micro-batches must be at least 1, got " + std::to_string(spec.micro_batches)};
+  }
+  if (spec.kind != ScheduleKind::kInterleaved) {
+    if (spec.virtual_chunks != 1) {
+      return Error{"the " + name + " schedule has one model chunk per stage; virtual chunks (--vpp) " +
+                   std::to_string(spec.virtual_chunks) + " needs --schedule interleaved"};
+    }
+    return Status::Ok();
+  }
+  if (spec.virtual_chunks < 2) {
+    return Error{"the interleaved schedule needs at least 2 virtual chunks per stage (--vpp), got " +
+                 std::to_string(spec.virtual_chunks)};
+  }
+  if (spec.stages < 2) return Error{"the interleaved schedule needs at least 2 pipeline stages"};
+  if (spec.micro_batches % spec.stages != 0) {
+    // Megatron asserts the same: its interleaved order walks micro-batches in groups of p.
+    return Error{"the interleaved schedule needs micro-batches (" + std::to_string(spec.micro_batches) +
+                 ") to be a multiple of pipeline stages (" + std::to_string(spec.stages) +
+                 "); change --gbs/--mbs or --pp"};
+  }
+  return Status::Ok();
+}
+
+std::vector<ScheduledOp> one_f_one_b(int p, int m, int s) {
+  // Stage s runs p - s - 1 warm-up forwards, then alternates forward and backward, then drains.
+  const int warmup = std::min(p - s - 1, m);
+  const int steady = m - warmup;
+  std::vector<ScheduledOp> ops;
+  ops.reserve(2 * static_cast<size_t>(m));
+  for (int i = 0; i < warmup; ++i) ops.push_back({OpKind::kForward, 0, i});
+  for (int i = 0; i < steady; ++i) {
+    ops.push_back({OpKind::kForward, 0, warmup + i});
+    ops.push_back({OpKind::kBackward, 0, i});
+  }
+  for (int i = steady; i < m; ++i) ops.push_back({OpKind::kBackward, 0, i});
+  return ops;
+}
+
+std::vector<ScheduledOp> gpipe(int m) {
+  std::vector<ScheduledOp> ops;
+  ops.reserve(2 * static_cast<size_t>(m));
+  for (int i = 0; i < m; ++i) ops.push_back({OpKind::kForward, 0, i});
+  for (int i = m - 1; i >= 0; --i) ops.push_back({OpKind::kBackward, 0, i});
+  return ops;
+}
+
+std::vector<ScheduledOp> interleaved(int p, int m, int v, int s) {
+  // Megatron counts "virtual micro-batches" k = 0..m*v-1. Forward k runs local chunk
+  // (k mod pv) / p on micro-batch (k / pv) * p + k mod p: p micro-batches through chunk 0, the
+  // same p through chunk 1, ..., then the next group of p. Backward k walks the chunks in reverse.
+  const int total = m * v;
+  const int group = p * v;
+  const auto forward = [&](int k) {
+    return ScheduledOp{OpKind::kForward, (k % group) / p, (k / group) * p + k % p};
+  };
+  const auto backward = [&](int k) {
+    return ScheduledOp{OpKind::kBackward, v - 1 - (k % group) / p, (k / group) * p + k % p};
+  };
+  // With m == p Megatron runs every forward first; otherwise 2 (p - s - 1) + (v - 1) p warm-up.
+  const int warmup = m == p ? total : std::min(2 * (p - s - 1) + (v - 1) * p, total);
+  const int steady = total - warmup;
+  std::vector<ScheduledOp> ops;
+  ops.reserve(2 * static_cast<size_t>(total));
+  for (int k = 0; k < warmup; ++k) ops.push_back(forward(k));
+  for (int k = 0; k < steady; ++k) {
+    ops.push_back(forward(warmup + k));
+    ops.push_back(backward(k));
+  }
+  for (int k = steady; k < total; ++k) ops.push_back(backward(k));
+  return ops;
+}
+
+}  // namespace
+
+std::string_view to_string(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kGPipe: return "gpipe";
+    case ScheduleKind::kOneFOneB: return "1f1b";
+    case ScheduleKind::kInterleaved: return "interleaved";
+  }
+  return "unknown";
+}
+
+Expected<std::vector<std::vector<ScheduledOp>>> schedule_op_order(const ScheduleSpec& spec) {
+  if (Status s = validate(spec); !s.ok()) return s.error();
+  std::vector<std::vector<ScheduledOp>> order(static_cast<size_t>(spec.stages));
+  for (int s = 0; s < spec.stages; ++s) {
+    switch (spec.kind) {
+      case ScheduleKind::kGPipe: order[s] = gpipe(spec.micro_batches); break;
+      case ScheduleKind::kOneFOneB: order[s] = one_f_one_b(spec.stages, spec.micro_batches, s); break;
+      case ScheduleKind::kInterleaved:
+        order[s] = interleaved(spec.stages, spec.micro_batches, spec.virtual_chunks, s);
+        break;
+    }
+  }
+  return order;
+}
+
+Expected<std::vector<int>> activations_in_flight(const ScheduleSpec& spec) {
+  auto order = schedule_op_order(spec);
+  if (!order.ok()) return order.error();
+  std::vector<int> peak;
+  peak.reserve(order->size());
+  for (const auto& ops : *order) {
+    // One op at a time per stage: counting up at each forward and down after each backward, in
+    // order, is the exact number alive at every instant.
+    int alive = 0;
+    int most = 0;
+    for (const ScheduledOp& op : ops) {
+      alive += op.kind == OpKind::kForward ? 1 : -1;
+      most = std::max(most, alive);
+    }
+    peak.push_back(most);
+  }
+  return peak;
+}
+
+}  // namespace pipescope::planner

@@ -1,0 +1,211 @@
+// `pipescope plan` as a user runs it: both splits side by side, the JSON document's fields, a plan
+// that does not fit (still exit 0, overflow flagged, changes suggested), framework settings, and
+// one clear line with exit code 2 for every kind of bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "run_command.h"
+
+namespace pipescope::testing {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<std::string> plan_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"plan"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// llama2-13b: 40 layers; 8 A100s as one 8-stage pipeline, 64 micro-batches of 8192 tokens.
+const std::vector<std::string> kThirteenB = {
+    "--model", "llama2-13b", "--gpu", "a100-80gb", "--gpus", "8",  "--tp",        "1",
+    "--pp",    "8",          "--seq", "8192",      "--gbs",  "64", "--recompute", "auto"};
+// llama2-70b on one 8-GPU pipeline without ZeRO or recompute: ~8.7B parameters a stage at 18
+// bytes each is far above 80 GB.
+const std::vector<std::string> kSeventyB = {"--model", "llama2-70b", "--gpu", "a100-80gb", "--gpus", "8",
+                                            "--tp",    "1",          "--pp",  "8",         "--gbs",  "16"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return base;
+}
+
+json plan_json(const std::vector<std::string>& args) {
+  const CommandResult r = run_pipescope(plan_args(with(args, {"--json"})));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+void expect_bad_input(const std::vector<std::string>& args, const std::string& mentions) {
+  const CommandResult r = run_pipescope(plan_args(args));
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_EQ(line_count(r.err), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
+}
+
+TEST(PlanCommand, PrintsTheUniformAndTheSuggestedSplitSideBySide) {
+  const CommandResult r = run_pipescope(plan_args(kThirteenB));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  for (const char* piece : {"llama2-13b",
+                            "a100-80gb",
+                            "tp 1, pp 8",
+                            "reserved",
+                            "uniform",
+                            "suggested",
+                            "layers",
+                            "in",
+                            "flight",
+                            "recompute",
+                            "act",
+                            "peak",
+                            "fwd",
+                            "bwd",
+                            "idle",
+                            "iteration time",
+                            "pipeline bubble",
+                            "tokens/s",
+                            "TFLOP/s per GPU",
+                            "MFU",
+                            "suggested vs uniform"}) {
+    EXPECT_NE(r.out.find(piece), std::string::npos) << piece;
+  }
+  for (int stage = 0; stage < 8; ++stage) {
+    EXPECT_NE(r.out.find("\n    " + std::to_string(stage) + " |"), std::string::npos) << stage;
+  }
+}
+
+TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
+  const json doc = plan_json(kThirteenB);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["memory_figure"]["predicted"], "reserved");
+  EXPECT_EQ(doc["inputs"]["model"]["name"], "llama2-13b");
+  EXPECT_EQ(doc["inputs"]["config"]["pp"], 8);
+  for (const char* name : {"uniform", "suggested"}) {
+    const json& plan = doc[name];
+    for (const char* field :
+         {"iteration_s", "tflops_per_gpu", "mfu", "bubble_fraction", "peak_memory_bytes"}) {
+      EXPECT_TRUE(plan.contains(field)) << name << " " << field;
+    }
+    ASSERT_EQ(plan["stages"].size(), 8u) << name;
+    int layers = 0;
+    for (size_t i = 0; i < plan["stages"].size(); ++i) {
+      const json& stage = plan["stages"][i];
+      EXPECT_EQ(stage["index"], static_cast<int>(i));
+      for (const char* field : {"layers", "peak_memory_bytes", "activation_bytes", "forward_s", "backward_s",
+                                "allocated_bytes", "reserved_bytes", "static_bytes", "parameters",
+                                "in_flight", "recompute", "overflows", "idle_s"}) {
+        EXPECT_TRUE(stage.contains(field)) << name << " stage " << i << " " << field;
+      }
+      EXPECT_EQ(stage["reserved_bytes"], stage["peak_memory_bytes"]);
+      EXPECT_LE(stage["allocated_bytes"].get<int64_t>(), stage["peak_memory_bytes"].get<int64_t>());
+      EXPECT_GT(stage["forward_s"].get<double>(), 0);
+      EXPECT_GT(stage["backward_s"].get<double>(), stage["forward_s"].get<double>());
+      layers += stage["layers"].get<int>();
+    }
+    EXPECT_EQ(layers, 40) << name;  // llama2-13b's layers, every one on some stage
+  }
+  EXPECT_LE(doc["suggested"]["peak_memory_bytes"].get<int64_t>(),
+            doc["uniform"]["peak_memory_bytes"].get<int64_t>());
+  EXPECT_FALSE(doc.contains("emit"));
+}
+
+TEST(PlanCommand, APlanThatDoesNotFitIsStillAPlanWithOverflowsFlaggedAndFixesSuggested) {
+  const CommandResult r = run_pipescope(plan_args(kSeventyB));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("!"), std::string::npos);
+  EXPECT_NE(r.out.find("does not fit"), std::string::npos);
+  EXPECT_NE(r.out.find("What would make it fit"), std::string::npos);
+
+  const json doc = plan_json(kSeventyB);
+  EXPECT_FALSE(doc["fits"].get<bool>());
+  EXPECT_FALSE(doc["suggested"]["fits"].get<bool>());
+  bool overflow = false;
+  for (const json& stage : doc["suggested"]["stages"]) overflow = overflow || stage["overflows"].get<bool>();
+  EXPECT_TRUE(overflow);
+  ASSERT_FALSE(doc["suggestions"].empty());
+  for (const json& s : doc["suggestions"]) {
+    EXPECT_TRUE(s.contains("change") && s.contains("fits") && s.contains("peak_memory_bytes"));
+  }
+}
+
+TEST(PlanCommand, EmitMegatronPrintsItsFlags) {
+  const CommandResult r = run_pipescope(plan_args(with(kThirteenB, {"--emit", "megatron"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--tensor-model-parallel-size 1"), std::string::npos);
+  EXPECT_NE(r.out.find("--pipeline-model-parallel-size 8"), std::string::npos);
+  const json doc = plan_json(with(kThirteenB, {"--emit", "megatron"}));
+  ASSERT_TRUE(doc["emit"].is_string());
+  EXPECT_NE(doc["emit"].get<std::string>().find("--tensor-model-parallel-size"), std::string::npos);
+}
+
+TEST(PlanCommand, EmitDeepSpeedAndInternEvo) {
+  const CommandResult ds = run_pipescope(plan_args(with(kThirteenB, {"--emit", "deepspeed"})));
+  ASSERT_EQ(ds.exit_code, 0) << ds.err;
+  EXPECT_NE(ds.out.find("\"gradient_accumulation_steps\": 64"), std::string::npos);
+  const CommandResult ie = run_pipescope(plan_args(with(kThirteenB, {"--emit", "internevo"})));
+  ASSERT_EQ(ie.exit_code, 0) << ie.err;
+  EXPECT_NE(ie.out.find("pipeline=dict(size=8"), std::string::npos);
+}
+
+TEST(PlanCommand, SequenceParallelNeedsTensorParallel) {
+  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "2",
+                    "--sequence-parallel"},
+                   "--sequence-parallel");
+  const CommandResult r = run_pipescope(plan_args({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus",
+                                                   "8", "--tp", "2", "--pp", "2", "--sequence-parallel"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("sequence parallel"), std::string::npos);
+}
+
+TEST(PlanCommandBadInput, TensorParallelNotDividingTheHeads) {
+  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "6", "--tp", "3", "--pp", "1"},
+                   "tensor parallel size (3)");
+}
+
+TEST(PlanCommandBadInput, MorePipelineStagesThanLayers) {
+  expect_bad_input(
+      {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "100", "--tp", "1", "--pp", "100"},
+      "--pp 100");
+}
+
+TEST(PlanCommandBadInput, GlobalBatchNotDivisible) {
+  expect_bad_input(
+      {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "4", "--gbs", "3"},
+      "--gbs 3");
+}
+
+TEST(PlanCommandBadInput, UnknownModelAndGpu) {
+  expect_bad_input(
+      {"--model", "no-such-model", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
+      "no-such-model");
+  expect_bad_input({"--model", "llama2-7b", "--gpu", "b300", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                   "b300");
+  expect_bad_input({"--model", "llama2-7b", "--cluster", "nowhere", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                   "nowhere");
+}
+
+TEST(PlanCommandBadInput, MalformedConfigJson) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pipescope-plan-malformed";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path file = dir / "config.json";
+  std::ofstream(file) << "{\"model_type\": \"llama\", \"hidden_size\": 4096,";  // cut off
+  expect_bad_input({"--model", file.string(), "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                   "config.json");
+}
+
+TEST(PlanCommandBadInput, GpuWithoutABundledProfileNamesCalibration) {
+  expect_bad_input({"--model", "llama2-7b", "--gpu", "h200-141gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                   "--calibration");
+}
+
+}  // namespace
+}  // namespace pipescope::testing

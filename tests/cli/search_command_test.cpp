@@ -1,0 +1,128 @@
+// `pipescope search` as a user runs it: a ranked table and the refusals with their counts, the
+// JSON document (schema_version 1, ranked[] fastest first, rejected[]), --top, an answer with
+// nothing feasible (exit 0), and one clear line with exit code 2 for bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "run_command.h"
+
+namespace pipescope::testing {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<std::string> search_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"search", "--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+void expect_bad_input(const std::vector<std::string>& args, const std::string& mentions) {
+  const CommandResult r = run_pipescope(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_EQ(line_count(r.err), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
+}
+
+TEST(SearchCommand, PrintsARankedTableAndTheRefusals) {
+  const CommandResult r = run_pipescope(search_args({"--gbs", "64", "--seq", "4096"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  for (const char* piece : {"llama2-7b",
+                            "16 GPUs",
+                            "gbs 64, seq 4096",
+                            "rank",
+                            "tp",
+                            "pp",
+                            "vpp",
+                            "dp",
+                            "mbs",
+                            "zero",
+                            "shard",
+                            "recompute",
+                            "schedule",
+                            "peak GiB",
+                            "iteration s",
+                            "tokens/s",
+                            "TFLOP/s/GPU",
+                            "MFU",
+                            "rejected (configurations, reason):",
+                            "tp 16 exceeds the 8 GPUs of a node",
+                            "sequence parallelism is on whenever tp > 1"}) {
+    EXPECT_NE(r.out.find(piece), std::string::npos) << piece << "\n" << r.out;
+  }
+  // Twenty rows by default: ranks 1 to 20, no 21.
+  EXPECT_NE(r.out.find("\n  20  "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n  21  "), std::string::npos) << r.out;
+}
+
+TEST(SearchCommand, JsonRanksFastestFirstAndListsEveryRefusal) {
+  const CommandResult r = run_pipescope(search_args({"--gbs", "64", "--top", "5", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["model"], "llama2-7b");
+  EXPECT_EQ(doc["gpus"], 16);
+  EXPECT_EQ(doc["global_batch"], 64);
+  ASSERT_EQ(doc["ranked"].size(), 5u);
+  double previous = 1e300;
+  for (const json& p : doc["ranked"]) {
+    EXPECT_TRUE(p["fits"].get<bool>());
+    EXPECT_LE(p["peak_memory_bytes"].get<int64_t>(), doc["capacity_bytes"].get<int64_t>());
+    EXPECT_LE(p["tokens_per_s"].get<double>(), previous);
+    previous = p["tokens_per_s"].get<double>();
+    EXPECT_EQ(p["tp"].get<int64_t>() * p["pp"].get<int64_t>() * p["dp"].get<int64_t>(), 16);
+    for (const char* key : {"vpp", "micro_batch", "zero_stage", "zero_shard", "recompute", "schedule",
+                            "iteration_s", "tflops_per_gpu", "mfu", "stage_layers", "plan_flags"}) {
+      EXPECT_TRUE(p.contains(key)) << key;
+    }
+  }
+  int64_t refused = 0;
+  for (const json& j : doc["rejected"]) {
+    EXPECT_FALSE(j["reason"].get<std::string>().empty());
+    refused += j["configs"].get<int64_t>();
+  }
+  EXPECT_EQ(refused, doc["stats"]["rejected"].get<int64_t>());
+  EXPECT_EQ(doc["stats"]["candidates"].get<int64_t>(),
+            doc["stats"]["feasible"].get<int64_t>() + doc["stats"]["duplicates"].get<int64_t>() + refused);
+}
+
+TEST(SearchCommand, FixedMicroBatchIsTheOnlyOneSearched) {
+  const CommandResult r = run_pipescope(search_args({"--gbs", "64", "--mbs", "2", "--top", "0", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_FALSE(doc["ranked"].empty());
+  for (const json& p : doc["ranked"]) EXPECT_EQ(p["micro_batch"], 2);
+}
+
+TEST(SearchCommand, NothingFeasibleExitsZeroWithTheReasons) {
+  const CommandResult r = run_pipescope({"search", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--gpus",
+                                         "8", "--gbs", "64", "--seq", "2048"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no configuration fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out of memory"), std::string::npos) << r.out;
+  const CommandResult j = run_pipescope({"search", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--gpus",
+                                         "8", "--gbs", "64", "--seq", "2048", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json doc = json::parse(j.out);
+  EXPECT_TRUE(doc["ranked"].empty());
+  EXPECT_FALSE(doc["rejected"].empty());
+}
+
+TEST(SearchCommand, BadInputIsOneLineAndExitTwo) {
+  expect_bad_input(search_args({}), "--gbs");
+  expect_bad_input({"search", "--model", "nope", "--gpu", "a100-80gb", "--gpus", "8", "--gbs", "8"}, "nope");
+  expect_bad_input({"search", "--model", "llama2-7b", "--cluster", "nowhere", "--gpus", "8", "--gbs", "8"},
+                   "nowhere");
+  expect_bad_input({"search", "--model", "llama2-7b", "--gpus", "8", "--gbs", "8"}, "--cluster");
+  expect_bad_input(search_args({"--gbs", "8", "--top", "-1"}), "--top");
+  expect_bad_input(search_args({"--gbs", "8", "--tp", "2"}), "--tp");
+}
+
+}  // namespace
+}  // namespace pipescope::testing

@@ -1,0 +1,89 @@
+// What one unit costs on one rank: static memory under each ZeRO stage (known answers from the
+// 18-bytes-per-parameter recipe), what recomputation adds, and the tied-embedding copy.
+#include <gtest/gtest.h>
+
+#include "pipescope/planner/cost_model.h"
+#include "planner_fixture.h"
+
+namespace pipescope::planner {
+namespace {
+
+// llama2-7b's word embedding: 32000 x 4096 (32000 is already a multiple of 128).
+constexpr double kEmbeddingParams = 32000.0 * 4096;
+// One llama2-7b layer: attention 4h^2, SwiGLU MLP 3hf, two RMSNorm weights.
+constexpr double kLayerParams = 4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096;
+
+CostModel costs_for(ParallelConfig c, const std::string& model = "llama2-7b") {
+  const PlanInputs in = test::inputs(model, "dgx-a100", c);
+  auto costs = build_cost_model(in);
+  EXPECT_TRUE(costs.ok()) << costs.error().message;
+  return costs.ok() ? *costs : CostModel{};
+}
+
+ParallelConfig data_parallel_8(int zero_stage, int64_t shard = 0) {
+  ParallelConfig c;
+  c.gpus = 8;
+  c.zero_stage = zero_stage;
+  c.zero_shard = shard;
+  return c;
+}
+
+TEST(StaticMemory, MixedPrecisionAdamIsEighteenBytesPerParameter) {
+  const CostModel costs = costs_for(data_parallel_8(0));
+  ASSERT_EQ(costs.units.size(), 34u);  // embedding, 32 layers, head
+  EXPECT_EQ(costs.units[0].parameters, static_cast<int64_t>(kEmbeddingParams));
+  EXPECT_EQ(costs.units[1].parameters, static_cast<int64_t>(kLayerParams));
+  EXPECT_EQ(costs.units[0].static_bytes, static_cast<int64_t>(18 * kEmbeddingParams));
+  EXPECT_EQ(costs.units[1].static_bytes, static_cast<int64_t>(18 * kLayerParams));
+}
+
+TEST(StaticMemory, EachZeroStageShardsOneMoreStateOverDataParallel) {
+  // dp 8: ZeRO-1 2 + 4 + 12/8, ZeRO-2 2 + 4/8 + 12/8, ZeRO-3 (2 + 4 + 12)/8 bytes per parameter.
+  EXPECT_EQ(costs_for(data_parallel_8(1)).units[1].static_bytes, static_cast<int64_t>(7.5 * kLayerParams));
+  EXPECT_EQ(costs_for(data_parallel_8(2)).units[1].static_bytes, static_cast<int64_t>(4.0 * kLayerParams));
+  EXPECT_EQ(costs_for(data_parallel_8(3)).units[1].static_bytes, static_cast<int64_t>(2.25 * kLayerParams));
+}
+
+TEST(StaticMemory, HierarchicalZeroShardsWithinItsGroupOnly) {
+  // Shard groups of 4 out of dp 8: ZeRO-3 keeps 18/4 bytes per parameter, not 18/8.
+  EXPECT_EQ(costs_for(data_parallel_8(3, 4)).units[1].static_bytes, static_cast<int64_t>(4.5 * kLayerParams));
+}
+
+TEST(Recompute, FullRedoesTheForwardAndSelectiveOnlyTheAttentionCore) {
+  const CostModel costs = costs_for(data_parallel_8(0));
+  const auto& layer = costs.units[1].by_mode;
+  EXPECT_DOUBLE_EQ(layer[2].backward_s - layer[0].backward_s, layer[0].forward_s);
+  EXPECT_GT(layer[1].backward_s, layer[0].backward_s);
+  EXPECT_LT(layer[1].backward_s, layer[2].backward_s);
+  EXPECT_LT(layer[2].activation_bytes, layer[1].activation_bytes);
+  EXPECT_LE(layer[1].activation_bytes, layer[0].activation_bytes);
+  // Full recomputation rebuilds one layer's activations for its backward.
+  EXPECT_EQ(layer[2].transient_bytes, layer[0].activation_bytes);
+  EXPECT_EQ(layer[0].transient_bytes, 0);
+}
+
+TEST(TensorParallel, SplitsComputeButPaysForItsAllReduces) {
+  ParallelConfig tp1;
+  tp1.gpus = 2;
+  ParallelConfig tp2 = tp1;
+  tp2.tp = 2;
+  const double one = costs_for(tp1).units[1].by_mode[0].forward_s;
+  const double two = costs_for(tp2).units[1].by_mode[0].forward_s;
+  EXPECT_LT(two, one);
+  EXPECT_GT(two, one / 2);
+}
+
+TEST(TiedEmbeddings, LastStageKeepsACopyUnderPipelineParallelism) {
+  ParallelConfig c;
+  c.gpus = 16;
+  c.tp = 8;
+  c.pp = 2;
+  const CostModel costs = costs_for(c, "gpt3-175b");
+  EXPECT_GE(costs.units.back().parameters, costs.units.front().parameters);
+  c.pp = 1;
+  c.gpus = 8;
+  EXPECT_LT(costs_for(c, "gpt3-175b").units.back().parameters, costs.units.front().parameters);
+}
+
+}  // namespace
+}  // namespace pipescope::planner

@@ -1,0 +1,83 @@
+// resolve_config refuses what Megatron-LM would refuse, naming the numbers, and fills defaults.
+#include <gtest/gtest.h>
+
+#include "pipescope/models/model_catalog.h"
+#include "pipescope/planner/parallel_config.h"
+
+namespace pipescope::planner {
+namespace {
+
+models::ModelDesc llama2_7b() { return *models::load_model("llama2-7b"); }  // 32 layers, 32 heads
+
+ParallelConfig config(int64_t gpus, int64_t tp, int64_t pp) {
+  ParallelConfig c;
+  c.gpus = gpus;
+  c.tp = tp;
+  c.pp = pp;
+  return c;
+}
+
+void expect_refused(ParallelConfig c, const std::string& mentions) {
+  auto resolved = resolve_config(llama2_7b(), c);
+  ASSERT_FALSE(resolved.ok()) << "expected a refusal mentioning " << mentions;
+  EXPECT_NE(resolved.error().message.find(mentions), std::string::npos) << resolved.error().message;
+}
+
+TEST(ResolveConfig, DerivesDataParallelAndDefaultBatch) {
+  auto c = resolve_config(llama2_7b(), config(64, 2, 4));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->dp(), 8);
+  EXPECT_EQ(c->global_batch, 1 * 8 * 4);  // one micro-batch per stage and DP rank
+  EXPECT_EQ(c->micro_batches(), 4);
+  EXPECT_EQ(c->seq_length, 4096);  // llama2's context
+}
+
+TEST(ResolveConfig, TensorParallelMustDivideHeads) { expect_refused(config(24, 3, 1), "heads"); }
+
+TEST(ResolveConfig, PipelineCannotExceedLayers) { expect_refused(config(64, 1, 64), "32 layers"); }
+
+TEST(ResolveConfig, GpusMustBeAMultipleOfModelParallelism) {
+  expect_refused(config(12, 8, 1), "tp x pp x cp = 8");
+}
+
+TEST(ResolveConfig, GlobalBatchMustDivideByMicroBatchTimesDp) {
+  ParallelConfig c = config(16, 1, 2);  // dp 8
+  c.global_batch = 100;
+  expect_refused(c, "--gbs 100");
+}
+
+TEST(ResolveConfig, InterleavedNeedsVirtualStagesThatDivideLayers) {
+  ParallelConfig c = config(16, 1, 4);
+  c.schedule = ScheduleKind::kInterleaved;
+  expect_refused(c, "--vpp");
+  c.vpp = 3;  // 4 x 3 does not divide 32
+  expect_refused(c, "does not divide");
+  c.vpp = 2;
+  c.global_batch = 4 * 6;  // dp 4: 6 micro-batches, not a multiple of pp 4
+  expect_refused(c, "multiple of --pp 4");
+}
+
+TEST(ResolveConfig, ShardGroupMustDivideDataParallel) {
+  ParallelConfig c = config(48, 1, 1);  // dp 48
+  c.zero_stage = 3;
+  c.zero_shard = 32;
+  expect_refused(c, "--zero-shard 32");
+  c.zero_stage = 0;
+  c.zero_shard = 16;
+  expect_refused(c, "--zero 1, 2 or 3");
+}
+
+TEST(ResolveConfig, ExpertParallelIsForMixtureOfExperts) {
+  ParallelConfig c = config(16, 1, 1);
+  c.ep = 2;
+  expect_refused(c, "no experts");
+}
+
+TEST(ResolveConfig, SequenceParallelNeedsTensorParallel) {
+  ParallelConfig c = config(8, 1, 1);
+  c.sequence_parallel = true;
+  expect_refused(c, "--tp");
+}
+
+}  // namespace
+}  // namespace pipescope::planner

@@ -1,0 +1,179 @@
+// Plans as a user reads them: the 1F1B in-flight rule per stage, the two memory figures, and
+// the properties the issue names (memory never falls as the micro-batch grows; the suggested
+// split never peaks above the uniform one; a plan that does not fit says what would).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "pipescope/models/model_catalog.h"
+#include "pipescope/planner/plan.h"
+#include "planner_fixture.h"
+
+namespace pipescope::planner {
+namespace {
+
+PlanOutcome plan_for(const std::string& model, ParallelConfig c) {
+  auto outcome = make_plan(test::inputs(model, "dgx-a100", c));
+  EXPECT_TRUE(outcome.ok()) << outcome.error().message;
+  return outcome.ok() ? *outcome : PlanOutcome{};
+}
+
+ParallelConfig pipeline(int64_t gpus, int64_t tp, int64_t pp, int64_t gbs) {
+  ParallelConfig c;
+  c.gpus = gpus;
+  c.tp = tp;
+  c.pp = pp;
+  c.global_batch = gbs;
+  c.sequence_parallel = tp > 1;
+  return c;
+}
+
+TEST(OneFOneB, StageSHoldsMinOfPMinusSAndMMicrobatches) {
+  const PlanOutcome p = plan_for("llama2-7b", pipeline(8, 1, 8, 64));  // m = 64
+  ASSERT_EQ(p.uniform.stages.size(), 8u);
+  for (const StageReport& s : p.uniform.stages) EXPECT_EQ(s.in_flight, 8 - s.index) << s.index;
+  const PlanOutcome few = plan_for("llama2-7b", pipeline(8, 1, 8, 3));  // m = 3 < p
+  for (const StageReport& s : few.uniform.stages) EXPECT_EQ(s.in_flight, std::min(8 - s.index, 3)) << s.index;
+}
+
+TEST(OneFOneB, FirstStageHoldsPTimesTheActivationsOfAMiddleStageWithOneMicrobatch) {
+  const PlanOutcome p = plan_for("llama2-7b", pipeline(8, 1, 8, 64));
+  const StageReport& first_middle = p.uniform.stages[1];  // 7 in flight, 4 layers, no embedding
+  const StageReport& last_middle = p.uniform.stages[6];   // 2 in flight, 4 layers
+  EXPECT_EQ(first_middle.layers, last_middle.layers);
+  EXPECT_EQ(first_middle.activation_bytes * 2, last_middle.activation_bytes * 7);
+}
+
+TEST(PlanMemory, ReservedIsAllocatedPlusAllocatorReservePlusFixedOverheads) {
+  PlanInputs in = test::inputs("llama2-7b", "dgx-a100", pipeline(8, 2, 4, 32));
+  auto costs = build_cost_model(in);
+  ASSERT_TRUE(costs.ok());
+  const PlanOutcome p = *make_plan(in);
+  for (const StageReport& s : p.uniform.stages) {
+    EXPECT_EQ(s.allocated_bytes, s.static_bytes + s.activation_bytes + s.transient_bytes);
+    EXPECT_EQ(s.peak_memory_bytes,
+              std::llround(static_cast<double>(s.allocated_bytes) * (1 + costs->reserve_fraction)) +
+                  costs->fixed_bytes);
+  }
+}
+
+TEST(PlanMemory, NeverDecreasesWhenTheMicroBatchGrows) {
+  for (const char* model : {"llama2-7b", "gpt3-175b"}) {
+    int64_t previous = 0;
+    for (int64_t mbs : {1, 2, 4}) {
+      ParallelConfig c = pipeline(64, 8, 4, 64);
+      c.micro_batch = mbs;
+      const PlanOutcome p = plan_for(model, c);
+      EXPECT_GE(p.uniform.peak_memory_bytes, previous) << model << " mbs " << mbs;
+      previous = p.uniform.peak_memory_bytes;
+    }
+  }
+}
+
+TEST(PlanSplit, SuggestedNeverPeaksAboveUniform) {
+  for (RecomputeChoice recompute :
+       {RecomputeChoice::kNone, RecomputeChoice::kSelective, RecomputeChoice::kAuto}) {
+    for (auto [gpus, tp, pp] : {std::tuple{8, 1, 8}, {16, 2, 4}, {8, 1, 2}}) {
+      ParallelConfig c = pipeline(gpus, tp, pp, 64);
+      c.recompute = recompute;
+      c.seq_length = 8192;
+      const PlanOutcome p = plan_for("llama2-13b", c);
+      EXPECT_LE(p.suggested.peak_memory_bytes, p.uniform.peak_memory_bytes) << describe(p.config);
+      int layers = 0;
+      for (const StageReport& s : p.suggested.stages) layers += s.layers;
+      EXPECT_EQ(layers, 40);
+    }
+  }
+}
+
+TEST(PlanSplit, AutoRecomputeRelievesTheFirstStageWhenMemoryBinds) {
+  ParallelConfig c = pipeline(8, 1, 8, 64);
+  c.seq_length = 8192;
+  c.recompute = RecomputeChoice::kAuto;
+  const PlanOutcome p = plan_for("llama2-13b", c);
+  EXPECT_TRUE(p.suggested.fits);
+  EXPECT_EQ(p.suggested.stages.front().recompute, "full");
+  EXPECT_EQ(p.suggested.stages.back().recompute, "none");  // one micro-batch in flight: no need
+  EXPECT_LT(p.suggested.peak_memory_bytes, p.uniform.peak_memory_bytes);
+}
+
+TEST(PlanFit, APlanThatDoesNotFitIsStillAPlanWithWaysToFit) {
+  // llama2-70b on 16 GPUs with tp 8, pp 2, no ZeRO: ~8.7e9 parameters a rank at 18 bytes each.
+  const PlanOutcome p = plan_for("llama2-70b", pipeline(16, 8, 2, 16));
+  EXPECT_FALSE(p.suggested.fits);
+  ASSERT_FALSE(p.suggestions.empty());
+  bool some_fits = false;
+  for (const FitSuggestion& s : p.suggestions) some_fits = some_fits || s.fits;
+  EXPECT_TRUE(some_fits);
+  bool flagged = false;
+  for (const StageReport& s : p.suggested.stages) flagged = flagged || s.overflows;
+  EXPECT_TRUE(flagged);
+}
+
+TEST(PlanThroughput, FiguresFollowFromTheIterationTime) {
+  const PlanOutcome p = plan_for("llama2-7b", pipeline(16, 2, 2, 64));
+  const PlanReport& r = p.suggested;
+  ASSERT_GT(r.iteration_s, 0);
+  EXPECT_DOUBLE_EQ(r.tokens_per_s, 64.0 * 4096 / r.iteration_s);
+  EXPECT_NEAR(r.mfu, r.tflops_per_gpu * 1e12 / 312e12, 1e-12);  // A100: 312 TFLOP/s dense bf16
+  EXPECT_GE(r.iteration_s, r.pipeline_s);
+  EXPECT_GT(r.bubble_fraction, 0);
+  EXPECT_LT(r.bubble_fraction, 1);
+}
+
+TEST(PlanSchedule, GPipeHoldsEveryMicrobatchOnEveryStage) {
+  ParallelConfig c = pipeline(8, 1, 4, 16);  // dp 2, m = 8
+  c.schedule = ScheduleKind::kGPipe;
+  const PlanOutcome p = plan_for("llama2-7b", c);
+  for (const StageReport& s : p.uniform.stages) EXPECT_EQ(s.in_flight, 8);
+}
+
+TEST(PlanSchedule, InterleavedShowsMegatronsUniformChunks) {
+  ParallelConfig c = pipeline(8, 1, 4, 16);  // dp 2, m = 8
+  c.schedule = ScheduleKind::kInterleaved;
+  c.vpp = 2;
+  const PlanOutcome p = plan_for("llama2-7b", c);
+  ASSERT_EQ(p.uniform.stages.size(), 4u);
+  for (const StageReport& s : p.uniform.stages) EXPECT_EQ(s.layers, 8);
+  EXPECT_TRUE(p.uniform.stages[0].has_embedding);
+  EXPECT_TRUE(p.uniform.stages[3].has_head);
+  // Interleaving shrinks the bubble against plain 1F1B on the same layout.
+  ParallelConfig plain = pipeline(8, 1, 4, 16);
+  EXPECT_LT(p.uniform.bubble_fraction, plan_for("llama2-7b", plain).uniform.bubble_fraction);
+}
+
+}  // namespace
+}  // namespace pipescope::planner
+
+namespace pipescope::planner {
+namespace {
+
+TEST(PlanBaseline, AGivenSplitReplacesTheUniformOne) {
+  ParallelConfig c = pipeline(8, 1, 4, 32);
+  c.stage_layers = {5, 9, 9, 9};  // llama2-7b's 32 layers, the first stage lightened
+  const PlanOutcome p = plan_for("llama2-7b", c);
+  EXPECT_TRUE(p.baseline_is_given_split);
+  ASSERT_EQ(p.uniform.stages.size(), 4u);
+  EXPECT_EQ(p.uniform.stages[0].layers, 5);
+  EXPECT_TRUE(p.uniform.stages[0].has_embedding);
+  EXPECT_EQ(p.uniform.stages[3].layers, 9);
+  EXPECT_TRUE(p.uniform.stages[3].has_head);
+}
+
+TEST(PlanBaseline, AGivenSplitMustCoverEveryLayerOnceAndEveryStage) {
+  ParallelConfig c;
+  c.gpus = 8;
+  c.pp = 4;
+  c.stage_layers = {8, 8, 8};
+  auto model = models::load_model("llama2-7b");
+  auto wrong_stages = resolve_config(*model, c);
+  ASSERT_FALSE(wrong_stages.ok());
+  EXPECT_NE(wrong_stages.error().message.find("3 stages but --pp is 4"), std::string::npos);
+  c.stage_layers = {8, 8, 8, 9};
+  auto wrong_total = resolve_config(*model, c);
+  ASSERT_FALSE(wrong_total.ok());
+  EXPECT_NE(wrong_total.error().message.find("33 layers; the model has 32"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pipescope::planner

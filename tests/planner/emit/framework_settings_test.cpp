@@ -1,0 +1,238 @@
+// Framework settings for small hand-made plans, with the expected flags and keys written out by
+// hand from each framework's documented meaning; and a real plan whose Megatron-LM layout string,
+// expanded by Megatron's grammar, gives back the planned split.
+#include "pipescope/planner/framework_settings.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "pipescope/models/model_catalog.h"
+#include "pipescope/planner/calibration_profile.h"
+#include "pipescope/planner/cluster.h"
+
+namespace pipescope::planner {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// 16 GPUs: tp 2, pp 4, dp 2; gbs 32 with mbs 1 is 16 micro-batches per DP rank.
+ParallelConfig small_config() {
+  ParallelConfig c;
+  c.gpus = 16;
+  c.tp = 2;
+  c.pp = 4;
+  c.micro_batch = 1;
+  c.global_batch = 32;
+  c.seq_length = 4096;
+  c.zero_stage = 1;
+  c.sequence_parallel = true;
+  return c;
+}
+
+models::ModelDesc model_with_layers(int64_t layers) {
+  models::ModelDesc m;
+  m.name = "tiny";
+  m.num_layers = layers;
+  return m;
+}
+
+// Units: the embedding, the decoder layers, the head; stage s takes layers[s] of the layers.
+PlanOutcome outcome_with(const ParallelConfig& c, const std::vector<int>& layers,
+                         const std::vector<std::string>& recompute) {
+  PlanOutcome o;
+  o.config = c;
+  int unit = 0;
+  for (size_t s = 0; s < layers.size(); ++s) {
+    StageReport st;
+    st.index = static_cast<int>(s);
+    st.first_unit = unit;
+    unit += layers[s] + (s == 0 ? 1 : 0) + (s + 1 == layers.size() ? 1 : 0);
+    st.end_unit = unit;
+    st.layers = layers[s];
+    st.recompute = recompute[s];
+    o.suggested.stages.push_back(st);
+  }
+  o.uniform = o.suggested;
+  return o;
+}
+
+TEST(Megatron, ParallelAndBatchFlags) {
+  const auto s = emit_megatron(model_with_layers(16),
+                               outcome_with(small_config(), {4, 4, 4, 4}, {"none", "none", "none", "none"}));
+  for (const char* flag :
+       {"--num-layers 16\n", "--tensor-model-parallel-size 2\n", "--pipeline-model-parallel-size 4\n",
+        "--sequence-parallel\n", "--micro-batch-size 1\n", "--global-batch-size 32\n", "--seq-length 4096\n",
+        "--use-distributed-optimizer\n"}) {
+    EXPECT_THAT(s.text, HasSubstr(flag));
+  }
+  EXPECT_THAT(s.text, Not(HasSubstr("--recompute")));
+  EXPECT_THAT(s.text, Not(HasSubstr("pipeline-num-layers")));
+  EXPECT_THAT(s.text, Not(HasSubstr("--pipeline-model-parallel-layout")));
+  EXPECT_TRUE(s.not_expressible.empty());
+}
+
+TEST(Megatron, EvenMiddleStagesUseFirstAndLastStageFlags) {
+  const auto s = emit_megatron(model_with_layers(16),
+                               outcome_with(small_config(), {2, 5, 5, 4}, {"full", "full", "full", "full"}));
+  EXPECT_THAT(s.text, HasSubstr("--decoder-first-pipeline-num-layers 2\n"));
+  EXPECT_THAT(s.text, HasSubstr("--decoder-last-pipeline-num-layers 4\n"));
+  EXPECT_THAT(s.text, Not(HasSubstr("--pipeline-model-parallel-layout")));
+  EXPECT_THAT(
+      s.text,
+      HasSubstr("--recompute-granularity full\n  --recompute-method uniform\n  --recompute-num-layers 1\n"));
+}
+
+TEST(Megatron, UnevenMiddleStagesUseTheLayoutStringAndNameTheClosestFirstLastSplit) {
+  const auto s = emit_megatron(
+      model_with_layers(16),
+      outcome_with(small_config(), {3, 5, 4, 4}, {"selective", "selective", "selective", "selective"}));
+  EXPECT_THAT(s.text, HasSubstr("--pipeline-model-parallel-layout \"Et*3|t*5|t*4|t*4L\"\n"));
+  EXPECT_THAT(s.text, HasSubstr("cannot express"));
+  EXPECT_THAT(s.text, HasSubstr("closest first/last split"));
+  EXPECT_THAT(s.text, HasSubstr("--recompute-granularity selective\n"));
+  EXPECT_THAT(s.text, Not(HasSubstr("--recompute-method")));
+}
+
+TEST(Megatron, PerStageRecomputeIsNotExpressibleAndFallsBackToTheStrongest) {
+  const auto s = emit_megatron(model_with_layers(16),
+                               outcome_with(small_config(), {4, 4, 4, 4}, {"full", "full", "none", "none"}));
+  EXPECT_THAT(s.text, HasSubstr("--recompute-granularity full\n"));
+  ASSERT_EQ(s.not_expressible.size(), 1u);
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("stages 0-1 full, stages 2-3 none"));
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("--recompute-num-layers"));
+  EXPECT_THAT(s.text, HasSubstr("# Not expressible in Megatron-LM:"));
+}
+
+TEST(Megatron, InterleavedGivesLayersPerVirtualStage) {
+  ParallelConfig c = small_config();
+  c.vpp = 2;
+  c.schedule = ScheduleKind::kInterleaved;
+  const auto s =
+      emit_megatron(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, {"none", "none", "none", "none"}));
+  EXPECT_THAT(s.text, HasSubstr("--num-layers-per-virtual-pipeline-stage 2\n"));  // 16 / (4 x 2)
+}
+
+TEST(Megatron, HierarchicalZeroOneIsDistributedOptimizerInstances) {
+  ParallelConfig c = small_config();
+  c.gpus = 64;  // dp 8
+  c.global_batch = 64;
+  c.zero_shard = 2;
+  const auto s =
+      emit_megatron(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, {"none", "none", "none", "none"}));
+  EXPECT_THAT(s.text, HasSubstr("--num-distributed-optimizer-instances 4\n"));  // 8 DP ranks / groups of 2
+}
+
+TEST(DeepSpeed, ConfigAndExplicitParts) {
+  ParallelConfig c = small_config();
+  c.zero_stage = 2;
+  const auto s =
+      emit_deepspeed(model_with_layers(16), outcome_with(c, {3, 5, 4, 4}, {"full", "full", "full", "full"}));
+  EXPECT_THAT(s.text, HasSubstr("\"train_batch_size\": 32,"));
+  EXPECT_THAT(s.text, HasSubstr("\"train_micro_batch_size_per_gpu\": 1,"));
+  EXPECT_THAT(s.text, HasSubstr("\"gradient_accumulation_steps\": 16,"));
+  // ZeRO-2 is refused with pipeline parallelism: stage 1, said so.
+  EXPECT_THAT(s.text, HasSubstr("\"zero_optimization\": {\"stage\": 1}"));
+  EXPECT_THAT(s.text, HasSubstr("ZeRO-2 with pipeline parallelism"));
+  // Layer specs [embedding, 16 layers, head]: stage 0 = embedding + 3, then 5, 4, 4 + head.
+  EXPECT_THAT(s.text, HasSubstr("PARTS = [0, 4, 9, 13, 18]"));
+  EXPECT_THAT(s.text, HasSubstr("PipeModelDataParallelTopology(num_pp=4, num_mp=2, num_dp=2)"));
+  EXPECT_THAT(s.text, HasSubstr("activation_checkpoint_interval=1,"));
+}
+
+TEST(DeepSpeed, SelectiveRecomputeIsNotExpressible) {
+  const auto s = emit_deepspeed(
+      model_with_layers(16),
+      outcome_with(small_config(), {4, 4, 4, 4}, {"selective", "selective", "selective", "selective"}));
+  bool named = false;
+  for (const auto& limit : s.not_expressible) named = named || limit.find("Selective") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+TEST(InternEvo, ConfigKeys) {
+  const auto s = emit_internevo(model_with_layers(16),
+                                outcome_with(small_config(), {4, 4, 4, 4}, {"full", "full", "full", "full"}));
+  EXPECT_THAT(s.text, HasSubstr("seq_len=4096,"));
+  EXPECT_THAT(s.text, HasSubstr("micro_bsz=1,"));
+  EXPECT_THAT(s.text, HasSubstr("micro_num=16,"));
+  EXPECT_THAT(s.text, HasSubstr("num_layers=16,"));
+  EXPECT_THAT(s.text, HasSubstr("checkpoint=True,"));
+  EXPECT_THAT(s.text, HasSubstr("zero1=dict(size=-1, fsdp=False)"));
+  EXPECT_THAT(s.text, HasSubstr("tensor=dict(size=2, mode=\"msp\")"));
+  EXPECT_THAT(s.text, HasSubstr("pipeline=dict(size=4, interleaved_overlap=True)"));
+  EXPECT_TRUE(s.not_expressible.empty());
+}
+
+TEST(InternEvo, UnevenSplitIsNotExpressibleAndItsUniformSplitGivesTheRemainderToLaterStages) {
+  // 18 layers on 4 stages: partition_uniform gives 4, 4, 5, 5.
+  const auto s = emit_internevo(model_with_layers(18),
+                                outcome_with(small_config(), {3, 5, 5, 5}, {"none", "none", "none", "none"}));
+  ASSERT_EQ(s.not_expressible.size(), 1u);
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("partition_uniform"));
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("(4, 4, 5, 5)"));
+  const auto same = emit_internevo(
+      model_with_layers(18), outcome_with(small_config(), {4, 4, 5, 5}, {"none", "none", "none", "none"}));
+  EXPECT_TRUE(same.not_expressible.empty());
+}
+
+TEST(Frameworks, ParseTheEmitNames) {
+  EXPECT_EQ(parse_framework("megatron"), Framework::kMegatron);
+  EXPECT_EQ(parse_framework("deepspeed"), Framework::kDeepSpeed);
+  EXPECT_EQ(parse_framework("internevo"), Framework::kInternEvo);
+  EXPECT_FALSE(parse_framework("colossalai"));
+}
+
+// Megatron-LM's own expansion (pipeline_parallel_layer_layout.py): "(...)*n" then "x*n".
+std::vector<int> decoder_layers_of(std::string layout) {
+  layout = std::regex_replace(layout, std::regex(","), "");
+  std::smatch m;
+  for (const std::regex repeat(R"((.)\*(\d+))"); std::regex_search(layout, m, repeat);) {
+    std::string run;
+    for (int i = 0; i < std::stoi(m[2]); ++i) run += m[1].str();
+    layout = m.prefix().str() + run + m.suffix().str();
+  }
+  std::vector<int> layers(1, 0);
+  for (char ch : layout) {
+    if (ch == '|') layers.push_back(0);
+    if (ch == 't') ++layers.back();
+  }
+  return layers;
+}
+
+TEST(Megatron, LayoutOfARealPlanExpandsToThePlannedSplit) {
+  auto model = models::load_model("llama2-13b");
+  auto cluster = make_gpu_cluster("a100-80gb");
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  auto profile = profile_for_gpu(cluster->gpu);
+  ASSERT_TRUE(profile.ok()) << profile.error().message;
+  ParallelConfig c;
+  c.gpus = 8;
+  c.pp = 8;
+  c.global_batch = 64;
+  c.seq_length = 8192;
+  c.recompute = RecomputeChoice::kAuto;
+  auto resolved = resolve_config(*model, c);
+  ASSERT_TRUE(resolved.ok()) << resolved.error().message;
+  auto plan = make_plan(PlanInputs{*model, *cluster, *profile, *resolved});
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const auto s = emit_megatron(*model, *plan);
+  std::vector<int> planned;
+  for (const auto& st : plan->suggested.stages) planned.push_back(st.layers);
+  std::smatch m;
+  if (std::regex_search(s.text, m, std::regex("--pipeline-model-parallel-layout \"([^\"]+)\""))) {
+    EXPECT_EQ(decoder_layers_of(m[1]), planned);
+  } else {
+    // Expressible with first/last counts: check them against the planned ends.
+    std::smatch first;
+    if (std::regex_search(s.text, first, std::regex("--decoder-first-pipeline-num-layers (\\d+)"))) {
+      EXPECT_EQ(std::stoi(first[1]), planned.front());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipescope::planner

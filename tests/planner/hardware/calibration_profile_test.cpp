@@ -1,0 +1,234 @@
+// Calibration profiles: the shipped ones load and round-trip, interpolation gives the answers
+// worked out by hand between grid points, and defective files are refused naming the field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hardware_test_support.h"
+#include "pipescope/planner/calibration_profile.h"
+
+namespace pipescope::planner {
+namespace {
+
+using testing::read_source_file;
+using testing::write_temp_file;
+
+CalibrationProfile bundled(const std::string& name) {
+  auto profile = load_calibration_profile(name);
+  EXPECT_TRUE(profile.ok()) << profile.error().message;
+  return profile.ok() ? *profile : CalibrationProfile{};
+}
+
+TEST(BundledProfiles, CoverTheA100AndH100) {
+  EXPECT_EQ(known_profile_names(), (std::vector<std::string>{"a100-80gb", "h100-80gb"}));
+}
+
+TEST(BundledProfiles, EachDescribesTheGpuItIsNamedFor) {
+  for (const std::string& name : known_profile_names()) {
+    const CalibrationProfile profile = bundled(name);
+    EXPECT_EQ(profile.gpu, name);
+    auto gpu = find_gpu(name);
+    ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+    EXPECT_TRUE(check_profile_matches(profile, *gpu).ok());
+    auto by_gpu = profile_for_gpu(*gpu);
+    ASSERT_TRUE(by_gpu.ok()) << by_gpu.error().message;
+    EXPECT_EQ(*by_gpu, profile);
+  }
+}
+
+TEST(BundledProfiles, EmbeddedCopyMatchesTheFileOnDisk) {
+  for (const std::string& name : known_profile_names()) {
+    const std::string path =
+        write_temp_file(name + ".json", read_source_file("calibrate/profiles/" + name + ".json"));
+    auto from_disk = load_calibration_profile(path);
+    ASSERT_TRUE(from_disk.ok()) << from_disk.error().message;
+    EXPECT_EQ(*from_disk, bundled(name));
+  }
+}
+
+TEST(BundledProfiles, RoundTripThroughWrite) {
+  for (const std::string& name : known_profile_names()) {
+    const CalibrationProfile profile = bundled(name);
+    auto again = parse_calibration_profile(write_calibration_profile(profile), "written profile");
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(*again, profile) << name;
+  }
+}
+
+TEST(ProfileForGpu, AGpuWithoutAProfilePointsToCalibration) {
+  auto gpu = find_gpu("h200-141gb");
+  ASSERT_TRUE(gpu.ok());
+  auto profile = profile_for_gpu(*gpu);
+  ASSERT_FALSE(profile.ok());
+  EXPECT_NE(profile.error().message.find("--calibration FILE"), std::string::npos) << profile.error().message;
+}
+
+TEST(CheckProfileMatches, RefusesAProfileForAnotherGpu) {
+  auto gpu = find_gpu("a100-80gb");
+  ASSERT_TRUE(gpu.ok());
+  const Status status = check_profile_matches(bundled("h100-80gb"), *gpu);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().message,
+            "calibration profile is for GPU 'h100-80gb' but the cluster has 'a100-80gb'; pass a profile "
+            "measured on a100-80gb with --calibration FILE");
+}
+
+TEST(LoadCalibrationProfile, UnknownNameListsTheKnownOnes) {
+  auto profile = load_calibration_profile("b200");
+  ASSERT_FALSE(profile.ok());
+  EXPECT_EQ(profile.error().message,
+            "unknown calibration profile 'b200'; known profiles: a100-80gb, h100-80gb (or pass a profile "
+            "JSON file)");
+}
+
+// A profile small enough to work out by hand: GEMM points at 2^31, 2^34 and 2^37 FLOPs, a 2x2
+// attention grid, and collective costs with round numbers.
+CalibrationProfile hand_made() {
+  CalibrationProfile p;
+  p.gpu = "test-gpu";
+  p.gemm = {{1024, 1024, 1024, 0.2, "s"}, {2048, 2048, 2048, 0.5, "s"}, {4096, 4096, 4096, 0.8, "s"}};
+  p.attention_forward = {
+      {1024, 64, 0.4, "s"}, {4096, 64, 0.6, "s"}, {1024, 128, 0.5, "s"}, {4096, 128, 0.7, "s"}};
+  p.attention_backward = {{1024, 128, 0.3, "s"}, {4096, 128, 0.5, "s"}};
+  p.hbm_bandwidth_fraction = {0.8, "s"};
+  for (LinkTier tier : kLinkTiers) {
+    for (CollectiveKind kind : kCollectiveKinds) {
+      p.collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)] = {1e-5, 0, 0.5, "s"};
+    }
+  }
+  // One entry in absolute form: busbw 10 GB/s whatever the cluster.
+  p.collectives[static_cast<size_t>(LinkTier::kInterNode)][static_cast<size_t>(CollectiveKind::kSendRecv)] = {
+      2e-5, 10e9, 0, "s"};
+  p.overheads = {{1e9, "s"}, {0.1, "s"}, {5e8, "s"}, {0.05, "s"}};
+  return p;
+}
+
+TEST(GemmEfficiency, IsExactAtGridPoints) {
+  const CalibrationProfile p = hand_made();
+  EXPECT_DOUBLE_EQ(p.gemm_efficiency(1024, 1024, 1024), 0.2);
+  EXPECT_DOUBLE_EQ(p.gemm_efficiency(2048, 2048, 2048), 0.5);
+}
+
+TEST(GemmEfficiency, IsLinearInLogFlopsBetweenPoints) {
+  const CalibrationProfile p = hand_made();
+  // 2*2048*1024*1024 = 2^32 lies a third of the way from 2^31 to 2^34: 0.2 + (0.5 - 0.2) / 3.
+  EXPECT_NEAR(p.gemm_efficiency(2048, 1024, 1024), 0.3, 1e-12);
+  // 2*4096*4096*2048 = 2^36 lies two thirds of the way from 2^34 to 2^37: 0.5 + 2 * (0.8 - 0.5) / 3.
+  EXPECT_NEAR(p.gemm_efficiency(4096, 4096, 2048), 0.7, 1e-12);
+  // The order of m, n, k does not matter, only the work.
+  EXPECT_NEAR(p.gemm_efficiency(1024, 2048, 1024), 0.3, 1e-12);
+}
+
+TEST(GemmEfficiency, HoldsTheEndsOfTheTable) {
+  const CalibrationProfile p = hand_made();
+  EXPECT_DOUBLE_EQ(p.gemm_efficiency(8192, 8192, 8192), 0.8);
+  // 512^3 is an eighth of the smallest point's work and takes as long: efficiency 0.2 / 8.
+  EXPECT_NEAR(p.gemm_efficiency(512, 512, 512), 0.025, 1e-12);
+}
+
+TEST(AttentionEfficiency, IsBilinearInLogSeqLenAndHeadDim) {
+  const CalibrationProfile p = hand_made();
+  EXPECT_DOUBLE_EQ(p.attention_efficiency(4096, 64, AttentionPass::kForward), 0.6);
+  // 2048 is halfway from 1024 to 4096 in log scale.
+  EXPECT_NEAR(p.attention_efficiency(2048, 64, AttentionPass::kForward), 0.5, 1e-12);
+  EXPECT_NEAR(p.attention_efficiency(2048, 128, AttentionPass::kForward), 0.6, 1e-12);
+  EXPECT_NEAR(p.attention_efficiency(2048, 96, AttentionPass::kForward), 0.55, 1e-12);
+  // Outside the grid the nearest edge holds.
+  EXPECT_NEAR(p.attention_efficiency(512, 96, AttentionPass::kForward), 0.45, 1e-12);
+  EXPECT_NEAR(p.attention_efficiency(65536, 256, AttentionPass::kForward), 0.7, 1e-12);
+}
+
+TEST(AttentionEfficiency, BackwardHasItsOwnTable) {
+  const CalibrationProfile p = hand_made();
+  EXPECT_NEAR(p.attention_efficiency(2048, 128, AttentionPass::kBackward), 0.4, 1e-12);
+  // A single head_dim column serves every head_dim.
+  EXPECT_NEAR(p.attention_efficiency(2048, 64, AttentionPass::kBackward), 0.4, 1e-12);
+}
+
+TEST(HandMadeProfile, RoundTripsIncludingAbsoluteBusBandwidth) {
+  const CalibrationProfile p = hand_made();
+  auto again = parse_calibration_profile(write_calibration_profile(p), "written profile");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, p);
+}
+
+TEST(MemoryBound, IsTheAchievedFractionOfHbm) {
+  auto gpu = find_gpu("a100-80gb");
+  ASSERT_TRUE(gpu.ok());
+  const CalibrationProfile p = bundled("a100-80gb");
+  EXPECT_DOUBLE_EQ(p.memory_bound_bytes_per_s(*gpu), p.hbm_bandwidth_fraction.value * 2039e9);
+}
+
+TEST(MemoryOverheads, AreAllPresentWithSources) {
+  for (const std::string& name : known_profile_names()) {
+    const CalibrationProfile profile = bundled(name);
+    const MemoryOverheads& o = profile.memory_overheads();
+    for (const SourcedValue* v : {&o.cuda_context_bytes, &o.allocator_reserve_fraction,
+                                  &o.nccl_buffer_bytes_per_communicator, &o.memory_headroom_fraction}) {
+      EXPECT_GT(v->value, 0) << name;
+      EXPECT_FALSE(v->source.empty()) << name;
+    }
+    EXPECT_LT(o.memory_headroom_fraction.value, 1) << name;
+  }
+}
+
+// Edits one field of the shipped A100 profile and returns the parse error.
+std::string error_after(void (*edit)(nlohmann::json&)) {
+  auto doc = nlohmann::json::parse(read_source_file("calibrate/profiles/a100-80gb.json"));
+  edit(doc);
+  auto profile = parse_calibration_profile(doc.dump(), "calibration profile 'p.json'");
+  return profile.ok() ? "(parsed)" : profile.error().message;
+}
+
+TEST(ParseCalibrationProfile, RefusesANewerSchemaVersion) {
+  EXPECT_EQ(error_after([](nlohmann::json& d) { d["schema_version"] = 2; }),
+            "calibration profile 'p.json': schema_version 2 is newer than this pipescope understands (1); "
+            "upgrade pipescope, or write the file with schema_version 1");
+}
+
+TEST(ParseCalibrationProfile, DefectsNameTheField) {
+  EXPECT_EQ(error_after([](nlohmann::json& d) { d["gemm"]["points"][2]["efficiency"] = 1.5; }),
+            "calibration profile 'p.json': field 'gemm.points[2].efficiency' must be a fraction in (0, 1], "
+            "got 1.5");
+  EXPECT_EQ(error_after([](nlohmann::json& d) { d["gemm"]["points"][1].erase("source"); }),
+            "calibration profile 'p.json': field 'gemm.points[1].source' is missing");
+  EXPECT_EQ(error_after([](nlohmann::json& d) { d["gemm"]["points"][3]["m"] = 1; }),
+            "calibration profile 'p.json': field 'gemm.points[3]': points must be in strictly increasing "
+            "2*m*n*k order");
+  EXPECT_EQ(
+      error_after([](nlohmann::json& d) { d["collectives"]["inter_node"]["all_gather"]["latency_s"] = -1; }),
+      "calibration profile 'p.json': field 'collectives.inter_node.all_gather.latency_s' must be a positive "
+      "number, got -1");
+  EXPECT_EQ(error_after([](nlohmann::json& d) {
+              d["collectives"]["intra_node"]["send_recv"]["bus_bandwidth_bytes_per_s"] = 1e9;
+            }),
+            "calibration profile 'p.json': field 'collectives.intra_node.send_recv' needs exactly one of "
+            "'bus_bandwidth_bytes_per_s' and 'bus_bandwidth_fraction'");
+  EXPECT_EQ(error_after([](nlohmann::json& d) { d["collectives"]["intra_node"].erase("all_to_all"); }),
+            "calibration profile 'p.json': field 'collectives.intra_node.all_to_all' is missing");
+  EXPECT_EQ(
+      error_after([](nlohmann::json& d) { d["memory_overheads"]["memory_headroom_fraction"]["value"] = 0; }),
+      "calibration profile 'p.json': field 'memory_overheads.memory_headroom_fraction.value' must be a "
+      "fraction in (0, 1), got 0");
+  EXPECT_EQ(
+      error_after([](nlohmann::json& d) { d["memory_bound"]["hbm_bandwidth_fraction"] = 0.8; }),
+      "calibration profile 'p.json': field 'memory_bound.hbm_bandwidth_fraction' must be an object, got 0.8");
+}
+
+TEST(ParseCalibrationProfile, AttentionGridMustBeComplete) {
+  EXPECT_EQ(
+      error_after([](nlohmann::json& d) {
+        auto point = d["attention"]["forward"]["points"][0];
+        point["head_dim"] = 64;
+        d["attention"]["forward"]["points"].push_back(point);
+      }),
+      "calibration profile 'p.json': field 'attention.forward.points' must hold every (seq_len, head_dim) "
+      "combination of the values it uses: 2 x 2 = 4 points, found 3");
+}
+
+}  // namespace
+}  // namespace pipescope::planner

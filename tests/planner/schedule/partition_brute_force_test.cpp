@@ -1,0 +1,113 @@
+// The optimizer against brute force: every split and every per-stage option of small random
+// instances is evaluated with evaluate_plan(), the objectives are applied here as the header
+// states them, and the optimizer must reach the same (time, peak). Times are whole seconds and
+// memory whole bytes, so every sum is exact and results compare with ==.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "partition_test_support.h"
+#include "pipescope/planner/partition_optimizer.h"
+
+namespace pipescope::planner {
+namespace {
+
+using test::all_plans;
+using test::random_problem;
+
+// The objective as partition_optimizer.h states it, applied to every plan: (time, peak) of the
+// optimum; for kTime the peak is that of the least-peak plan among the fastest, which the
+// optimizer need not return.
+std::pair<double, std::int64_t> brute_force_optimum(const PartitionProblem& problem) {
+  const std::vector<PartitionPlan> plans = all_plans(problem);
+  const auto by_time = [](const PartitionPlan& x) {
+    return std::make_tuple(x.iteration_s, x.peak_memory_bytes);
+  };
+  const auto by_peak = [](const PartitionPlan& x) {
+    return std::make_tuple(x.peak_memory_bytes, x.iteration_s);
+  };
+  const bool any_fits =
+      std::any_of(plans.begin(), plans.end(), [](const PartitionPlan& x) { return x.fits; });
+  std::tuple<double, std::int64_t> best_time{std::numeric_limits<double>::infinity(), 0};
+  for (const PartitionPlan& x : plans) {
+    if (x.fits) best_time = std::min(best_time, by_time(x));
+  }
+  std::tuple<std::int64_t, double> best_peak{std::numeric_limits<std::int64_t>::max(), 0};
+  if (!any_fits) {
+    for (const PartitionPlan& x : plans) best_peak = std::min(best_peak, by_peak(x));
+    return {std::get<1>(best_peak), std::get<0>(best_peak)};
+  }
+  if (problem.balance == Balance::kTime) return {std::get<0>(best_time), std::get<1>(best_time)};
+  double bound = (1.0 + problem.time_slack) * std::get<0>(best_time);
+  if (auto uniform = uniform_plan(problem); uniform.ok()) bound = std::max(bound, uniform->iteration_s);
+  for (const PartitionPlan& x : plans) {
+    if (x.iteration_s <= bound) best_peak = std::min(best_peak, by_peak(x));
+  }
+  return {std::get<1>(best_peak), std::get<0>(best_peak)};
+}
+
+TEST(PartitionOptimizer, MatchesBruteForceOnRandomInstances) {
+  std::mt19937 rng(20240611);
+  int memory_runs = 0, time_runs = 0, infeasible_runs = 0;
+  for (int seed = 0; seed < 400; ++seed) {
+    const PartitionProblem problem = random_problem(rng, {7, 4, 6});
+    const auto [time_s, peak_bytes] = brute_force_optimum(problem);
+    auto result = optimize_partition(problem);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result->plan.iteration_s, time_s) << "instance " << seed;
+    if (problem.balance == Balance::kMemory || !result->any_fits) {
+      EXPECT_EQ(result->plan.peak_memory_bytes, peak_bytes) << "instance " << seed;
+    } else {
+      EXPECT_TRUE(result->plan.fits) << "instance " << seed;
+    }
+    EXPECT_TRUE(result->proven_optimal);
+    // The plan the optimizer reports is the plan it chose, evaluated afresh.
+    auto again = evaluate_plan(problem, result->plan.choice);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->iteration_s, result->plan.iteration_s);
+    (problem.balance == Balance::kMemory ? memory_runs : time_runs) += 1;
+    infeasible_runs += result->any_fits ? 0 : 1;
+  }
+  // The generator covers both objectives and both feasible and infeasible instances.
+  EXPECT_GT(memory_runs, 100);
+  EXPECT_GT(time_runs, 100);
+  EXPECT_GT(infeasible_runs, 10);
+  EXPECT_LT(infeasible_runs, 300);
+}
+
+TEST(PartitionOptimizer, BalancedPeakNeverAboveUniform) {
+  std::mt19937 rng(7);
+  for (int seed = 0; seed < 150; ++seed) {
+    PartitionProblem problem = random_problem(rng, {24, 6, 16});
+    problem.balance = Balance::kMemory;
+    problem.capacity_bytes = 1'000'000;  // everything fits: the bound is defined
+    auto result = optimize_partition(problem);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    ASSERT_TRUE(result->any_fits);
+    EXPECT_LE(result->plan.iteration_s, result->time_bound_s) << "instance " << seed;
+    if (!result->uniform) continue;
+    EXPECT_LE(result->plan.peak_memory_bytes, result->uniform->peak_memory_bytes) << "instance " << seed;
+    EXPECT_GE(result->time_bound_s, result->uniform->iteration_s);
+  }
+}
+
+TEST(PartitionOptimizer, TimeBalanceNeverSlowerThanUniformThatFits) {
+  std::mt19937 rng(11);
+  for (int seed = 0; seed < 150; ++seed) {
+    PartitionProblem problem = random_problem(rng, {24, 6, 16});
+    problem.balance = Balance::kTime;
+    auto result = optimize_partition(problem);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    if (!result->uniform || !result->uniform->fits) continue;
+    EXPECT_TRUE(result->plan.fits);
+    EXPECT_LE(result->plan.iteration_s, result->uniform->iteration_s) << "instance " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace pipescope::planner

@@ -1,0 +1,90 @@
+// Each search direction alone against brute force. The optimizer runs them as a portfolio and
+// returns whichever finishes first, so its own tests may exercise only one; here both must be
+// exact on their own, for the fastest plan under a memory limit and for a time cut-off.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "partition_search.h"
+#include "partition_test_support.h"
+
+namespace pipescope::planner::detail {
+namespace {
+
+constexpr std::int64_t kBudget = 100'000'000;
+
+// The least time over plans whose peak is within the limit; infinity when none is.
+double brute_force_fastest(const std::vector<PartitionPlan>& plans, std::int64_t limit_bytes) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const PartitionPlan& plan : plans) {
+    if (plan.peak_memory_bytes <= limit_bytes) best = std::min(best, plan.iteration_s);
+  }
+  return best;
+}
+
+template <class Direction>
+void check_direction(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (int instance = 0; instance < 300; ++instance) {
+    const PartitionProblem problem = test::random_problem(rng, {7, 4, 6});
+    auto ctx = PartitionContext::build(problem);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().message;
+    const std::vector<PartitionPlan> plans = test::all_plans(problem);
+    Direction search(problem, *ctx);
+    // Limits from "nothing fits" to "everything fits", each a peak some plan has.
+    for (const PartitionPlan& probe : {plans.front(), plans[plans.size() / 2], plans.back()}) {
+      const std::int64_t limit = probe.peak_memory_bytes;
+      const double expected = brute_force_fastest(plans, limit);
+      const SearchBase::Outcome fastest =
+          search.search(limit, std::numeric_limits<double>::infinity(), kBudget);
+      ASSERT_TRUE(fastest.finished);
+      ASSERT_TRUE(fastest.found) << "instance " << instance;  // probe itself is within the limit
+      EXPECT_EQ(fastest.plan.iteration_s, expected) << "instance " << instance;
+      EXPECT_LE(fastest.plan.peak_bytes, limit);
+      // A cut-off just below the optimum has no plan; at the optimum, one.
+      const SearchBase::Outcome below = search.search(limit, expected - 0.5, kBudget);
+      EXPECT_TRUE(below.finished);
+      EXPECT_FALSE(below.found) << "instance " << instance;
+      const SearchBase::Outcome at = search.search(limit, expected, kBudget);
+      EXPECT_TRUE(at.found) << "instance " << instance;
+      EXPECT_LE(at.plan.iteration_s, expected);
+    }
+  }
+}
+
+TEST(ForwardSearch, MatchesBruteForceOnRandomInstances) { check_direction<ForwardSearch>(101); }
+
+TEST(ReverseSearch, MatchesBruteForceOnRandomInstances) { check_direction<ReverseSearch>(202); }
+
+TEST(ReverseSearch, LeastPeakMatchesBruteForce) {
+  std::mt19937 rng(303);
+  for (int instance = 0; instance < 200; ++instance) {
+    const PartitionProblem problem = test::random_problem(rng, {7, 4, 6});
+    auto ctx = PartitionContext::build(problem);
+    ASSERT_TRUE(ctx.ok());
+    std::int64_t expected = std::numeric_limits<std::int64_t>::max();
+    for (const PartitionPlan& plan : test::all_plans(problem))
+      expected = std::min(expected, plan.peak_memory_bytes);
+    ReverseSearch search(problem, *ctx);
+    EXPECT_EQ(search.least_peak_bytes(), expected) << "instance " << instance;
+  }
+}
+
+TEST(PartitionSearch, BudgetTooSmallReportsUnfinished) {
+  std::mt19937 rng(404);
+  PartitionProblem problem = test::random_problem(rng, {7, 4, 6});
+  while (problem.stages < 3) problem = test::random_problem(rng, {7, 4, 6});
+  auto ctx = PartitionContext::build(problem);
+  ASSERT_TRUE(ctx.ok());
+  ReverseSearch search(problem, *ctx);
+  const SearchBase::Outcome outcome =
+      search.search(std::numeric_limits<std::int64_t>::max(), std::numeric_limits<double>::infinity(), 2);
+  EXPECT_FALSE(outcome.finished);
+}
+
+}  // namespace
+}  // namespace pipescope::planner::detail

@@ -1,0 +1,147 @@
+// The op orders of the three schedules, the activations they keep alive, and the specs they
+// refuse. Expected orders are written out from Megatron-LM's schedules.py by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "pipescope/planner/pipeline_schedule.h"
+
+namespace pipescope::planner {
+namespace {
+
+constexpr OpKind F = OpKind::kForward;
+constexpr OpKind B = OpKind::kBackward;
+
+std::vector<std::vector<ScheduledOp>> order_of(const ScheduleSpec& spec) {
+  auto order = schedule_op_order(spec);
+  EXPECT_TRUE(order.ok()) << order.error().message;
+  return order.ok() ? *order : std::vector<std::vector<ScheduledOp>>{};
+}
+
+std::vector<int> in_flight_of(const ScheduleSpec& spec) {
+  auto peak = activations_in_flight(spec);
+  EXPECT_TRUE(peak.ok()) << peak.error().message;
+  return peak.ok() ? *peak : std::vector<int>{};
+}
+
+TEST(OneFOneB, StageRunsWarmupThenAlternatesThenDrains) {
+  // p = 3, m = 4. Stage 0 warms up with p - 0 - 1 = 2 forwards, the last stage with none.
+  const auto order = order_of({ScheduleKind::kOneFOneB, 3, 4, 1});
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0],
+            (std::vector<ScheduledOp>{
+                {F, 0, 0}, {F, 0, 1}, {F, 0, 2}, {B, 0, 0}, {F, 0, 3}, {B, 0, 1}, {B, 0, 2}, {B, 0, 3}}));
+  EXPECT_EQ(order[1],
+            (std::vector<ScheduledOp>{
+                {F, 0, 0}, {F, 0, 1}, {B, 0, 0}, {F, 0, 2}, {B, 0, 1}, {F, 0, 3}, {B, 0, 2}, {B, 0, 3}}));
+  EXPECT_EQ(order[2],
+            (std::vector<ScheduledOp>{
+                {F, 0, 0}, {B, 0, 0}, {F, 0, 1}, {B, 0, 1}, {F, 0, 2}, {B, 0, 2}, {F, 0, 3}, {B, 0, 3}}));
+}
+
+TEST(OneFOneB, FewerMicrobatchesThanWarmupRunsAllForwardsFirst) {
+  // p = 4, m = 2: stage 0 would warm up with 3 forwards but has only 2.
+  const auto order = order_of({ScheduleKind::kOneFOneB, 4, 2, 1});
+  EXPECT_EQ(order[0], (std::vector<ScheduledOp>{{F, 0, 0}, {F, 0, 1}, {B, 0, 0}, {B, 0, 1}}));
+  EXPECT_EQ(order[3], (std::vector<ScheduledOp>{{F, 0, 0}, {B, 0, 0}, {F, 0, 1}, {B, 0, 1}}));
+}
+
+TEST(OneFOneB, FirstStageHoldsPMicrobatches) {
+  EXPECT_EQ(in_flight_of({ScheduleKind::kOneFOneB, 8, 32, 1}).front(), 8);
+}
+
+TEST(OneFOneB, StageSHoldsMinOfPMinusSAndM) {
+  for (int p : {1, 2, 3, 4, 7, 8}) {
+    for (int m : {1, 2, 3, 5, 8, 16}) {
+      const auto peak = in_flight_of({ScheduleKind::kOneFOneB, p, m, 1});
+      ASSERT_EQ(peak.size(), static_cast<size_t>(p));
+      for (int s = 0; s < p; ++s)
+        EXPECT_EQ(peak[s], std::min(p - s, m)) << "p=" << p << " m=" << m << " s=" << s;
+    }
+  }
+}
+
+TEST(GPipe, RunsAllForwardsThenBackwardsLastMicrobatchFirst) {
+  const auto order = order_of({ScheduleKind::kGPipe, 2, 3, 1});
+  for (const auto& stage : order) {
+    EXPECT_EQ(stage,
+              (std::vector<ScheduledOp>{{F, 0, 0}, {F, 0, 1}, {F, 0, 2}, {B, 0, 2}, {B, 0, 1}, {B, 0, 0}}));
+  }
+}
+
+TEST(GPipe, EveryStageHoldsAllMicrobatches) {
+  EXPECT_EQ(in_flight_of({ScheduleKind::kGPipe, 4, 6, 1}), (std::vector<int>{6, 6, 6, 6}));
+}
+
+TEST(Interleaved, StageZeroOrderMatchesMegatron) {
+  // p = 2, m = 4, v = 2: 8 virtual micro-batches; stage 0 warms up with 2 (p - 1) + (v - 1) p = 4.
+  // Forward k runs chunk (k mod 4) / 2 on micro-batch (k / 4) * 2 + k mod 2; backward k the
+  // chunk 1 - (k mod 4) / 2.
+  const auto order = order_of({ScheduleKind::kInterleaved, 2, 4, 2});
+  EXPECT_EQ(order[0], (std::vector<ScheduledOp>{{F, 0, 0},
+                                                {F, 0, 1},
+                                                {F, 1, 0},
+                                                {F, 1, 1},  // warm-up
+                                                {F, 0, 2},
+                                                {B, 1, 0},
+                                                {F, 0, 3},
+                                                {B, 1, 1},
+                                                {F, 1, 2},
+                                                {B, 0, 0},
+                                                {F, 1, 3},
+                                                {B, 0, 1},  // steady
+                                                {B, 1, 2},
+                                                {B, 1, 3},
+                                                {B, 0, 2},
+                                                {B, 0, 3}}));  // drain
+  // Stage 1 warms up with (v - 1) p = 2 only.
+  EXPECT_EQ(order[1][2], (ScheduledOp{F, 1, 0}));
+  EXPECT_EQ(order[1][3], (ScheduledOp{B, 1, 0}));
+}
+
+TEST(Interleaved, MicrobatchesEqualToStagesRunAllForwardsFirst) {
+  const auto order = order_of({ScheduleKind::kInterleaved, 2, 2, 3});
+  for (const auto& stage : order) {
+    for (size_t i = 0; i < stage.size(); ++i) EXPECT_EQ(stage[i].kind, i < 6 ? F : B);
+  }
+}
+
+TEST(Interleaved, InFlightCountsChunkActivations) {
+  // m > p: stage s holds its 2 (p - s - 1) + (v - 1) p warm-up chunk-activations plus one.
+  EXPECT_EQ(in_flight_of({ScheduleKind::kInterleaved, 4, 8, 2}), (std::vector<int>{11, 9, 7, 5}));
+  // m == p: every forward runs first, so all m v chunk-activations are alive at once.
+  EXPECT_EQ(in_flight_of({ScheduleKind::kInterleaved, 4, 4, 2}), (std::vector<int>{8, 8, 8, 8}));
+}
+
+TEST(Interleaved, RejectsMicrobatchesNotMultipleOfStages) {
+  auto order = schedule_op_order({ScheduleKind::kInterleaved, 4, 6, 2});
+  ASSERT_FALSE(order.ok());
+  EXPECT_NE(order.error().message.find("multiple of pipeline stages"), std::string::npos)
+      << order.error().message;
+}
+
+TEST(Interleaved, RejectsOneVirtualChunkAndOneStage) {
+  EXPECT_FALSE(schedule_op_order({ScheduleKind::kInterleaved, 2, 4, 1}).ok());
+  EXPECT_FALSE(schedule_op_order({ScheduleKind::kInterleaved, 1, 4, 2}).ok());
+}
+
+TEST(ScheduleSpec, RejectsVirtualChunksOutsideInterleaved) {
+  auto order = schedule_op_order({ScheduleKind::kOneFOneB, 2, 4, 2});
+  ASSERT_FALSE(order.ok());
+  EXPECT_NE(order.error().message.find("interleaved"), std::string::npos);
+}
+
+TEST(ScheduleSpec, RejectsZeroStagesOrMicrobatches) {
+  EXPECT_FALSE(schedule_op_order({ScheduleKind::kOneFOneB, 0, 4, 1}).ok());
+  EXPECT_FALSE(schedule_op_order({ScheduleKind::kGPipe, 2, 0, 1}).ok());
+}
+
+TEST(ScheduleKind, SpellsLikeTheCommandLine) {
+  EXPECT_EQ(to_string(ScheduleKind::kGPipe), "gpipe");
+  EXPECT_EQ(to_string(ScheduleKind::kOneFOneB), "1f1b");
+  EXPECT_EQ(to_string(ScheduleKind::kInterleaved), "interleaved");
+}
+
+}  // namespace
+}  // namespace pipescope::planner
