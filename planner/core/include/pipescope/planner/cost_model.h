@@ -29,6 +29,10 @@ namespace pipescope::planner {
 inline constexpr std::array<models::RecomputeMode, 3> kRecomputeModes = {
     models::RecomputeMode::kNone, models::RecomputeMode::kSelective, models::RecomputeMode::kFull};
 
+// Node budget of the exact partition search behind `pipescope plan` (each node simulates one
+// schedule, 20-45 us at 64 stages).
+inline constexpr int64_t kPlanSearchNodes = 100'000;
+
 struct UnitCost {
   std::string name;                       // "embedding", "layer 0", ..., "lm head"
   bool is_layer = false;                  // a decoder layer (counted in a stage's "layers")
