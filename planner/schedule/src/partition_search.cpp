@@ -141,7 +141,7 @@ void add_undominated(std::vector<SearchChild>& children, size_t group, const Sea
 }
 
 PartitionSearch::PartitionSearch(const PartitionProblem& problem, const PartitionContext& ctx)
-    : problem_(problem), forward_(problem, ctx), reverse_(problem, ctx) {}
+    : forward_(problem, ctx), reverse_(problem, ctx) {}
 
 void PartitionSearch::grant(std::int64_t nodes) {
   nodes_left_ = std::max<std::int64_t>(nodes_left_, 0) + nodes;

@@ -159,7 +159,6 @@ class PartitionSearch {
   SearchBase::Outcome solve(std::int64_t limit_bytes, double cutoff_s, const FoundPlan* seed,
                             std::int64_t cap);
 
-  const PartitionProblem& problem_;
   ForwardSearch forward_;
   ReverseSearch reverse_;
   std::int64_t nodes_left_ = 0;
