@@ -1,5 +1,7 @@
 #include "plan_output.h"
 
+#include "text_format.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -16,11 +18,6 @@ using ordered_json = nlohmann::ordered_json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string printf_string(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
 std::string gib(int64_t bytes) { return printf_string("%.1f", static_cast<double>(bytes) / kGiB); }
 std::string ms(double seconds) { return printf_string("%.1f", seconds * 1e3); }
 std::string percent(double fraction) { return printf_string("%.1f%%", fraction * 100); }
@@ -29,22 +26,6 @@ std::string signed_percent(double fraction) { return printf_string("%+.1f%%", fr
 std::string parameters(int64_t count) {
   const double n = static_cast<double>(count);
   return n >= 1e9 ? printf_string("%.2fB", n / 1e9) : printf_string("%.0fM", n / 1e6);
-}
-
-std::string thousands(double value) {
-  std::string digits = printf_string("%.0f", value), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-std::string right(const std::string& text, size_t width) {
-  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-std::string left(const std::string& text, size_t width) {
-  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
 }
 
 std::string cluster_text(const planner::Cluster& c) {

@@ -13,6 +13,7 @@
 #include "pipescope/models/model_catalog.h"
 #include "pipescope/planner/search.h"
 #include "plan_options.h"
+#include "text_format.h"
 
 namespace pipescope::cli {
 namespace {
@@ -27,29 +28,6 @@ struct SearchArgs {
   int64_t top = 20;
   bool mbs_given = false;
 };
-
-std::string format(const char* spec, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, spec, value);
-  return text;
-}
-
-std::string thousands(double value) {
-  const std::string digits = format("%.0f", value);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && digits[i - 1] != '-' && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-std::string pad_left(const std::string& text, size_t width) {
-  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-std::string pad_right(const std::string& text, size_t width) {
-  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
-}
 
 std::string split_name(const planner::RankedPlan& p) { return p.uniform_fits ? "uniform" : "balanced"; }
 
@@ -85,7 +63,7 @@ std::string row(const std::string (&cells)[std::size(kColumns)]) {
   std::string line;
   for (size_t i = 0; i < std::size(kColumns); ++i) {
     if (i > 0) line += "  ";
-    line += kColumns[i].left ? pad_right(cells[i], kColumns[i].width) : pad_left(cells[i], kColumns[i].width);
+    line += kColumns[i].left ? left(cells[i], kColumns[i].width) : right(cells[i], kColumns[i].width);
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
   return line + "\n";
@@ -105,8 +83,8 @@ void write_text(std::ostream& out, const planner::SearchRequest& request, const 
       << " configurations: " << thousands(static_cast<double>(s.feasible)) << " fit, "
       << thousands(static_cast<double>(s.rejected)) << " refused, "
       << thousands(static_cast<double>(s.duplicates)) << " duplicates; " << s.exact_plans
-      << " planned exactly in " << format("%.3f", s.elapsed_s) << " s; "
-      << format("%.1f", static_cast<double>(r.capacity_bytes) / kGiB) << " GiB usable per GPU\n\n";
+      << " planned exactly in " << printf_string("%.3f", s.elapsed_s) << " s; "
+      << printf_string("%.1f", static_cast<double>(r.capacity_bytes) / kGiB) << " GiB usable per GPU\n\n";
   if (r.ranked.empty()) {
     out << "no configuration fits: every one was refused for a reason below\n";
   } else {
@@ -126,11 +104,11 @@ void write_text(std::ostream& out, const planner::SearchRequest& request, const 
                                    c.zero_shard > 0 ? std::to_string(c.zero_shard) : "-",
                                    std::string(planner::to_string(c.recompute)),
                                    std::string(planner::to_string(c.schedule)),
-                                   format("%.1f", static_cast<double>(p.peak_memory_bytes) / kGiB),
-                                   format("%.3f", p.iteration_s),
+                                   printf_string("%.1f", static_cast<double>(p.peak_memory_bytes) / kGiB),
+                                   printf_string("%.3f", p.iteration_s),
                                    thousands(p.tokens_per_s),
-                                   format("%.1f", p.tflops_per_gpu),
-                                   format("%.1f%%", p.mfu * 100),
+                                   printf_string("%.1f", p.tflops_per_gpu),
+                                   printf_string("%.1f%%", p.mfu * 100),
                                    split_name(p)};
       out << row(cells);
     }
@@ -140,7 +118,7 @@ void write_text(std::ostream& out, const planner::SearchRequest& request, const 
   if (!r.rejected.empty()) {
     out << "\nrejected (configurations, reason):\n";
     for (const planner::Rejection& j : r.rejected) {
-      out << pad_left(thousands(static_cast<double>(j.configs)), 9) << "  " << j.reason << "\n";
+      out << right(thousands(static_cast<double>(j.configs)), 9) << "  " << j.reason << "\n";
     }
   }
 }
