@@ -48,11 +48,17 @@ std::string side_header(int row) {
   return text;
 }
 
+// "full 2/5" when a stage recomputes only some of its layers fully.
+std::string recompute_text(const StageReport& s) {
+  if (s.recompute != "full" || s.full_recompute_layers >= s.layers) return s.recompute;
+  return "full " + std::to_string(s.full_recompute_layers) + "/" + std::to_string(s.layers);
+}
+
 std::string side_row(const StageReport& s) {
   const std::string cells[] = {std::to_string(s.layers),
                                parameters(s.parameters),
                                std::to_string(s.in_flight),
-                               s.recompute,
+                               recompute_text(s),
                                gib(s.activation_bytes),
                                gib(s.peak_memory_bytes) + (s.overflows ? "!" : " "),
                                ms(s.forward_s),
@@ -147,6 +153,7 @@ ordered_json stage_json(const StageReport& s) {
                       {"parameters", s.parameters},
                       {"in_flight", s.in_flight},
                       {"recompute", s.recompute},
+                      {"full_recompute_layers", s.full_recompute_layers},
                       {"static_bytes", s.static_bytes},
                       {"activation_bytes", s.activation_bytes},
                       {"transient_bytes", s.transient_bytes},

@@ -177,3 +177,39 @@ TEST(PlanBaseline, AGivenSplitMustCoverEveryLayerOnceAndEveryStage) {
 
 }  // namespace
 }  // namespace pipescope::planner
+
+namespace pipescope::planner {
+namespace {
+
+TEST(PlanRecompute, AutoRecomputesOnlyTheLayersAStageNeedsToStayWithinThePeak) {
+  ParallelConfig c = pipeline(8, 1, 8, 64);
+  c.seq_length = 8192;
+  c.recompute = RecomputeChoice::kAuto;
+  const PlanOutcome p = plan_for("llama2-13b", c);
+  bool partial = false;
+  for (const StageReport& s : p.suggested.stages) {
+    if (s.recompute == "full") {
+      EXPECT_LE(s.full_recompute_layers, s.layers);
+      partial = partial || s.full_recompute_layers < s.layers;
+    }
+    EXPECT_LE(s.peak_memory_bytes, p.suggested.peak_memory_bytes);
+  }
+  EXPECT_TRUE(partial) << "stage 0 needs only some of its layers recomputed at this peak";
+
+  // The same split with every full stage recomputing all its layers is no faster.
+  ParallelConfig whole = c;
+  whole.recompute = RecomputeChoice::kFull;
+  for (const StageReport& s : p.suggested.stages) whole.stage_layers.push_back(s.layers);
+  const PlanOutcome all_full = plan_for("llama2-13b", whole);
+  EXPECT_LT(p.suggested.iteration_s, all_full.uniform.iteration_s);
+}
+
+TEST(PlanRecompute, AnExplicitFullModeRecomputesEveryLayerOfEveryStage) {
+  ParallelConfig c = pipeline(8, 1, 8, 64);
+  c.recompute = RecomputeChoice::kFull;
+  const PlanOutcome p = plan_for("llama2-13b", c);
+  for (const StageReport& s : p.suggested.stages) EXPECT_EQ(s.full_recompute_layers, s.layers);
+}
+
+}  // namespace
+}  // namespace pipescope::planner

@@ -18,9 +18,12 @@ struct StageReport {
   int first_unit = 0, end_unit = 0;  // units [first, end) of CostModel::units
   int layers = 0;                    // decoder layers
   bool has_embedding = false, has_head = false;
-  int64_t parameters = 0;                // on one rank of the stage
-  int in_flight = 0;                     // micro-batches whose activations the stage holds at its peak
-  std::string recompute;                 // none, selective, full
+  int64_t parameters = 0;  // on one rank of the stage
+  int in_flight = 0;       // micro-batches whose activations the stage holds at its peak
+  std::string recompute;   // none, selective, full
+  // With recompute "full": how many of the stage's decoder layers are recomputed (its first
+  // ones, Megatron's --recompute-method block); the others keep all their activations.
+  int full_recompute_layers = 0;
   int64_t static_bytes = 0;              // allocated: weights, gradients, optimizer state
   int64_t activation_bytes = 0;          // allocated: all in-flight micro-batches together, at the peak
   int64_t transient_bytes = 0;           // allocated: working memory of the largest unit (recompute)
