@@ -43,12 +43,23 @@ void TraceFileSink::close() {
 
 Status TraceFileSink::append(std::span<const std::span<const std::byte>> pieces) {
   if (failed_ || fd_ < 0) return Error{"trace file " + path_ + " is no longer writable"};
+  const int err = write_all(pieces);
+  if (err == 0) return {};
+  if (err == E2BIG) return Error{"internal: too many pieces for one chunk write"};
+  return Error{"writing trace file " + path_ + ": " + std::strerror(err)};
+}
+
+bool TraceFileSink::append_quietly(std::span<const std::span<const std::byte>> pieces) noexcept {
+  return !failed_ && fd_ >= 0 && write_all(pieces) == 0;
+}
+
+int TraceFileSink::write_all(std::span<const std::span<const std::byte>> pieces) noexcept {
   constexpr size_t kMaxPieces = 8;
   iovec iov[kMaxPieces];
   size_t count = 0;
   for (const auto& piece : pieces) {
     if (piece.empty()) continue;
-    if (count == kMaxPieces) return Error{"internal: too many pieces for one chunk write"};
+    if (count == kMaxPieces) return E2BIG;
     iov[count++] = iovec{const_cast<std::byte*>(piece.data()), piece.size()};
   }
   size_t first = 0;
@@ -56,9 +67,8 @@ Status TraceFileSink::append(std::span<const std::span<const std::byte>> pieces)
     const ssize_t n = ::writev(fd_, iov + first, static_cast<int>(count - first));
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
       failed_ = true;
-      return Error{"writing trace file " + path_ + ": " + std::strerror(err)};
+      return errno;
     }
     auto left = static_cast<size_t>(n);
     while (first < count && left >= iov[first].iov_len) left -= iov[first++].iov_len;
@@ -67,7 +77,7 @@ Status TraceFileSink::append(std::span<const std::span<const std::byte>> pieces)
       iov[first].iov_len -= left;
     }
   }
-  return {};
+  return 0;
 }
 
 }  // namespace pipescope::trace

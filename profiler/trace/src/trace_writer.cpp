@@ -55,7 +55,7 @@ ThreadBuffer::ThreadBuffer(TraceWriter* writer, size_t capacity)
     : writer_(writer), capacity_(capacity), mask_(capacity - 1), data_(new std::byte[capacity]) {}
 
 bool ThreadBuffer::on_full(const void* record, size_t size) noexcept {
-  if (writer_->options_.when_full == FullBufferPolicy::kDrainInline && writer_->drain_one(*this).ok() &&
+  if (when_full_ == FullBufferPolicy::kDrainInline && writer_->drain_one(*this).ok() &&
       try_append(record, size)) {
     return true;
   }
@@ -92,7 +92,7 @@ TraceWriter::~TraceWriter() {
   }
 }
 
-uint64_t TraceWriter::read_trace_clock() const {
+uint64_t TraceWriter::read_trace_clock() const noexcept {
   switch (options_.clock) {
     case TraceClock::kRealtime: return read_posix_clock_ns(CLOCK_REALTIME);
     case TraceClock::kMonotonic: return read_posix_clock_ns(CLOCK_MONOTONIC);
@@ -100,6 +100,18 @@ uint64_t TraceWriter::read_trace_clock() const {
     case TraceClock::kGpuTimestamp: break;
   }
   return options_.read_trace_clock_ns();
+}
+
+ClockAnchorPayload TraceWriter::read_clock_anchor() const noexcept {
+  // Bracket the trace clock with two reads of each POSIX clock; the spread bounds the error.
+  ClockAnchorPayload anchor{};
+  const uint64_t mono_before = read_posix_clock_ns(CLOCK_MONOTONIC);
+  anchor.realtime_ns = read_posix_clock_ns(CLOCK_REALTIME);
+  anchor.trace_clock_ns = read_trace_clock();
+  const uint64_t mono_after = read_posix_clock_ns(CLOCK_MONOTONIC);
+  anchor.monotonic_ns = mono_before + (mono_after - mono_before) / 2;
+  anchor.uncertainty_ns = mono_after - mono_before;
+  return anchor;
 }
 
 Status TraceWriter::write_header() {
@@ -125,7 +137,9 @@ Status TraceWriter::write_header() {
   return write_small_chunk_locked(ChunkType::kClockAnchor, 1, {});
 }
 
-ThreadBuffer* TraceWriter::register_thread() {
+ThreadBuffer* TraceWriter::register_thread() { return register_thread(options_.when_full); }
+
+ThreadBuffer* TraceWriter::register_thread(FullBufferPolicy when_full) {
   std::lock_guard lock(registry_mutex_);
   if (closing_) return nullptr;
   const size_t count = buffer_count_.load(std::memory_order_relaxed);
@@ -136,11 +150,13 @@ ThreadBuffer* TraceWriter::register_thread() {
         b.tail_.load(std::memory_order_acquire) == b.head_.load(std::memory_order_relaxed)) {
       b.retired_.store(false, std::memory_order_relaxed);
       b.cached_tail_ = b.tail_.load(std::memory_order_relaxed);
+      b.when_full_ = when_full;
       return &b;
     }
   }
   if (count == options_.max_threads) return nullptr;
   buffers_[count].reset(new ThreadBuffer(this, options_.thread_buffer_bytes));
+  buffers_[count]->when_full_ = when_full;
   buffer_count_.store(count + 1, std::memory_order_release);
   return buffers_[count].get();
 }
@@ -198,13 +214,7 @@ Status TraceWriter::write_small_chunk_locked(ChunkType type, uint32_t items,
   if (payload.size() > kMaxChunkPayloadBytes) return Error{"chunk payload over 64 MiB"};
   ClockAnchorPayload anchor{};
   if (type == ChunkType::kClockAnchor) {
-    // Bracket the trace clock with two reads of each POSIX clock; the spread bounds the error.
-    const uint64_t mono_before = read_posix_clock_ns(CLOCK_MONOTONIC);
-    anchor.realtime_ns = read_posix_clock_ns(CLOCK_REALTIME);
-    anchor.trace_clock_ns = read_trace_clock();
-    const uint64_t mono_after = read_posix_clock_ns(CLOCK_MONOTONIC);
-    anchor.monotonic_ns = mono_before + (mono_after - mono_before) / 2;
-    anchor.uncertainty_ns = mono_after - mono_before;
+    anchor = read_clock_anchor();
     payload = bytes_of(&anchor, sizeof(anchor));
   }
   const ChunkHeader header = seal_chunk(type, 0, static_cast<uint32_t>(payload.size()), items, payload);
@@ -339,6 +349,81 @@ Status TraceWriter::close() {
   }
   sink_.close();
   return result;
+}
+
+bool TraceWriter::write_chunk_quietly_locked(ChunkType type, uint32_t items,
+                                             std::span<const std::byte> payload) noexcept {
+  const ChunkHeader header = seal_chunk(type, 0, static_cast<uint32_t>(payload.size()), items, payload);
+  const std::span<const std::byte> pieces[] = {bytes_of(&header, sizeof(header)), payload};
+  if (!sink_.append_quietly(pieces)) return false;
+  ++chunks_written_;
+  return true;
+}
+
+uint64_t TraceWriter::emergency_write() noexcept {
+  if (!file_mutex_.try_lock()) return 0;
+  std::lock_guard lock(file_mutex_, std::adopt_lock);
+  if (closed_ || sink_.failed()) return 0;
+  // Strings first, so that the records' names resolve. Entries are whole: intern() appends
+  // under strings_mutex_, and a thread interrupted inside it holds that lock.
+  if (strings_mutex_.try_lock()) {
+    std::lock_guard strings_lock(strings_mutex_, std::adopt_lock);
+    size_t begin = 0;
+    while (begin < pending_strings_.size()) {
+      size_t end = begin;
+      uint32_t entries = 0;
+      while (end < pending_strings_.size()) {
+        StringEntryHeader e;
+        std::memcpy(&e, pending_strings_.data() + end, sizeof(e));
+        const size_t entry_bytes = sizeof(e) + e.length_bytes;
+        if (entries > 0 && end - begin + entry_bytes > options_.max_chunk_bytes) break;
+        end += entry_bytes;
+        ++entries;
+      }
+      if (!write_chunk_quietly_locked(ChunkType::kStrings, entries,
+                                      std::span(pending_strings_).subspan(begin, end - begin))) {
+        return 0;
+      }
+      begin = end;
+    }
+    pending_strings_.clear();  // keeps the capacity: no deallocation here
+  }
+  uint64_t written = 0;
+  const size_t count = buffer_count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i) {
+    ThreadBuffer& buffer = *buffers_[i];
+    const uint64_t head = buffer.head_.load(std::memory_order_acquire);
+    uint64_t tail = buffer.tail_.load(std::memory_order_relaxed);
+    while (tail < head) {
+      const size_t pos = tail & buffer.mask_;
+      const size_t contiguous = std::min<uint64_t>(head - tail, buffer.capacity_ - pos);
+      const std::byte* base = buffer.data_.get() + pos;
+      size_t used = 0;
+      size_t skipped = 0;
+      uint32_t records = 0;
+      while (used < contiguous) {
+        const RecordHeader h = header_at(base + used);
+        if (h.kind == static_cast<uint16_t>(RecordKind::kInvalid)) {
+          skipped = contiguous - used;
+          break;
+        }
+        if (h.size_bytes < sizeof(RecordHeader) || used + h.size_bytes > options_.max_chunk_bytes) break;
+        used += h.size_bytes;
+        ++records;
+      }
+      if (records == 0 && skipped == 0) break;  // nothing sane to frame
+      if (records > 0) {
+        if (!write_chunk_quietly_locked(ChunkType::kRecords, records, std::span(base, used))) return written;
+        written += records;
+        records_written_ += records;
+      }
+      tail += used + skipped;
+    }
+    buffer.tail_.store(tail, std::memory_order_release);
+  }
+  const ClockAnchorPayload anchor = read_clock_anchor();
+  (void)write_chunk_quietly_locked(ChunkType::kClockAnchor, 1, bytes_of(&anchor, sizeof(anchor)));
+  return written;
 }
 
 uint64_t TraceWriter::records_written() const {

@@ -25,6 +25,9 @@ class TraceFileSink {
 
   // Writes the pieces back to back, retrying short writes and EINTR.
   Status append(std::span<const std::span<const std::byte>> pieces);
+  // The same without building an error message: no allocation, async-signal-safe. Returns
+  // false (and the sink stays failed) when the write failed.
+  bool append_quietly(std::span<const std::span<const std::byte>> pieces) noexcept;
   bool failed() const { return failed_; }
   const std::string& path() const { return path_; }
   int fd() const { return fd_; }
@@ -32,6 +35,7 @@ class TraceFileSink {
 
  private:
   TraceFileSink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  int write_all(std::span<const std::span<const std::byte>> pieces) noexcept;  // 0 or errno
   int fd_ = -1;
   bool failed_ = false;
   std::string path_;

@@ -73,6 +73,7 @@ class ThreadBuffer {
   friend class TraceWriter;
   ThreadBuffer(TraceWriter* writer, size_t capacity);
   bool on_full(const void* record, size_t size) noexcept;
+  std::pair<size_t, size_t> unread_span(uint64_t tail, uint64_t head) const noexcept;
 
   bool try_append(const void* record, size_t size) noexcept {
     const uint64_t head = head_.load(std::memory_order_relaxed);
@@ -94,6 +95,7 @@ class ThreadBuffer {
   }
 
   TraceWriter* writer_;
+  FullBufferPolicy when_full_ = FullBufferPolicy::kDrainInline;
   size_t capacity_;
   size_t mask_;
   std::unique_ptr<std::byte[]> data_;
@@ -114,8 +116,9 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   // Once per producing thread. Returns nullptr when max_threads buffers are in use or the
-  // writer is closing.
+  // writer is closing. The buffer follows `when_full`, or the writer's policy.
   ThreadBuffer* register_thread();
+  ThreadBuffer* register_thread(FullBufferPolicy when_full);
   // The thread will not append again; its buffer is drained and may be handed to a new thread.
   void retire_thread(ThreadBuffer* buffer);
 
@@ -130,6 +133,11 @@ class TraceWriter {
   Status flush();
   // flush(), an end chunk, and the file closed. Later calls do nothing.
   Status close();
+  // For a fatal signal handler: writes what the rings and the string table hold, uncompressed,
+  // with no allocation and no blocking lock (async-signal-safe as far as the platform's
+  // pthread_mutex_trylock is). Gives up when a flush on another thread holds the file. Returns
+  // the number of records written.
+  uint64_t emergency_write() noexcept;
 
   uint64_t records_written() const;
   uint64_t records_dropped() const;
@@ -144,7 +152,10 @@ class TraceWriter {
   Status write_pending_strings_locked();
   Status write_records_chunk_locked(std::span<const std::byte> records, uint32_t count);
   Status write_small_chunk_locked(ChunkType type, uint32_t items, std::span<const std::byte> payload);
-  uint64_t read_trace_clock() const;
+  bool write_chunk_quietly_locked(ChunkType type, uint32_t items,
+                                  std::span<const std::byte> payload) noexcept;
+  uint64_t read_trace_clock() const noexcept;
+  ClockAnchorPayload read_clock_anchor() const noexcept;
 
   WriterOptions options_;
   mutable std::mutex file_mutex_;  // the sink, the scratch buffer, the counters below

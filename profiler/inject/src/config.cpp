@@ -1,0 +1,160 @@
+#include "config.h"
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <regex>
+#include <string_view>
+
+namespace pipescope::inject {
+namespace {
+
+constexpr int64_t kMaxFlushMs = 3'600'000;
+constexpr int64_t kMaxBufferMb = 4096;
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parse_seconds(std::string_view text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || !std::isfinite(value) ||
+      value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// "START:END", either side may be empty; START < END when both are given.
+std::optional<CaptureWindow> parse_window(std::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::string_view start = text.substr(0, colon);
+  const std::string_view end = text.substr(colon + 1);
+  CaptureWindow window;
+  if (!start.empty()) {
+    auto s = parse_seconds(start);
+    if (!s) return std::nullopt;
+    window.start_s = *s;
+  }
+  if (!end.empty()) {
+    window.end_s = parse_seconds(end);
+    if (!window.end_s || *window.end_s <= window.start_s) return std::nullopt;
+  }
+  if (start.empty() && end.empty()) return std::nullopt;
+  return window;
+}
+
+std::optional<StepWindow> parse_steps(std::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto first = parse_int(text.substr(0, colon));
+  auto last = parse_int(text.substr(colon + 1));
+  if (!first || !last || *first < 0 || *last < *first) return std::nullopt;
+  return StepWindow{*first, *last};
+}
+
+bool regex_compiles(const std::string& pattern) {
+  try {
+    std::regex compiled(pattern, std::regex::ECMAScript | std::regex::icase);
+    return true;
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+
+class Reader {
+ public:
+  Reader(const EnvLookup& env, std::vector<std::string>& warnings) : env_(env), warnings_(warnings) {}
+
+  // The variable's value, or nullptr when unset (an empty value counts as unset).
+  const char* get(const char* name) const {
+    const char* value = env_(name);
+    return value != nullptr && value[0] != '\0' ? value : nullptr;
+  }
+
+  void reject(const char* name, const char* value, const std::string& expected, const std::string& fallback) {
+    warnings_.push_back(std::string(name) + "='" + value + "' is not " + expected + "; using " + fallback);
+  }
+
+ private:
+  const EnvLookup& env_;
+  std::vector<std::string>& warnings_;
+};
+
+}  // namespace
+
+ConfigResult read_config(const EnvLookup& env) {
+  ConfigResult result;
+  InjectConfig& c = result.config;
+  Reader r(env, result.warnings);
+
+  if (const char* v = r.get("PIPESCOPE_OUTPUT")) c.output_dir = v;
+  if (const char* v = r.get("PIPESCOPE_KINDS")) {
+    auto kinds = trace::parse_capture_kinds(v);
+    if (kinds.ok()) {
+      c.kinds = *kinds;
+    } else {
+      r.reject("PIPESCOPE_KINDS", v, "a list of kinds (" + kinds.error().message + ")", "the default kinds");
+    }
+  }
+  if (const char* v = r.get("PIPESCOPE_FLUSH_MS")) {
+    auto ms = parse_int(v);
+    if (ms && *ms >= 1 && *ms <= kMaxFlushMs) {
+      c.flush_ms = static_cast<uint32_t>(*ms);
+    } else {
+      r.reject("PIPESCOPE_FLUSH_MS", v, "a whole number of milliseconds from 1 to 3600000", "1000");
+    }
+  }
+  if (const char* v = r.get("PIPESCOPE_BUFFER_MB")) {
+    auto mb = parse_int(v);
+    if (mb && *mb >= 1 && *mb <= kMaxBufferMb) {
+      // Rings are powers of two: round up.
+      c.buffer_bytes = std::bit_ceil(static_cast<size_t>(*mb) << 20);
+    } else {
+      r.reject("PIPESCOPE_BUFFER_MB", v, "a whole number of MiB from 1 to 4096", "4");
+    }
+  }
+  if (const char* v = r.get("PIPESCOPE_WINDOW")) {
+    c.window = parse_window(v);
+    if (!c.window) r.reject("PIPESCOPE_WINDOW", v, "START:END seconds with START < END", "the whole run");
+  }
+  if (const char* v = r.get("PIPESCOPE_STEPS")) {
+    c.steps = parse_steps(v);
+    if (!c.steps) r.reject("PIPESCOPE_STEPS", v, "N:M with 0 <= N <= M", "every step");
+  }
+  if (const char* v = r.get("PIPESCOPE_NVTX_STEP")) {
+    if (regex_compiles(v)) {
+      c.nvtx_step_regex = v;
+    } else {
+      r.reject("PIPESCOPE_NVTX_STEP", v, "a valid regular expression", "'" + c.nvtx_step_regex + "'");
+    }
+  }
+  if (c.window && c.steps) {
+    result.warnings.push_back("PIPESCOPE_WINDOW and PIPESCOPE_STEPS are both set; using PIPESCOPE_STEPS");
+    c.window.reset();
+  }
+  if (const char* v = r.get("PIPESCOPE_COMPRESS")) {
+    const std::string_view s(v);
+    if (s == "0" || s == "1") {
+      c.compress = s == "1";
+    } else {
+      r.reject("PIPESCOPE_COMPRESS", v, "0 or 1", "1");
+    }
+  }
+  if (const char* v = r.get("PIPESCOPE_DISABLE")) {
+    const std::string_view s(v);
+    if (s == "0" || s == "1") {
+      c.disabled = s == "1";
+    } else {
+      r.reject("PIPESCOPE_DISABLE", v, "0 or 1", "0");
+    }
+  }
+  return result;
+}
+
+}  // namespace pipescope::inject

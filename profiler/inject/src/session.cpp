@@ -1,0 +1,532 @@
+#include "session.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "process_hooks.h"
+
+#ifndef PIPESCOPE_VERSION
+#define PIPESCOPE_VERSION "0.1.0"
+#endif
+
+namespace pipescope::inject {
+namespace {
+
+using trace::NoticeCode;
+using trace::RecordKind;
+
+std::atomic<uint32_t> g_next_serial{1};
+
+// The calling thread's buffer in the session it last recorded into. A thread records into one
+// session at a time (tests make several, one after another).
+struct ThreadSlotData {
+  uint32_t serial = 0;
+  uint32_t generation = 0;
+  trace::ThreadBuffer* buffer = nullptr;
+  trace::TraceWriter* writer = nullptr;
+  std::shared_ptr<std::atomic<bool>> session_alive;
+
+  ~ThreadSlotData() { retire(); }
+
+  void retire() noexcept {
+    if (buffer != nullptr && session_alive && session_alive->load(std::memory_order_acquire)) {
+      writer->retire_thread(buffer);
+    }
+    buffer = nullptr;
+    writer = nullptr;
+  }
+};
+
+thread_local ThreadSlotData t_slot;
+thread_local uint32_t t_thread_id = 0;
+
+// mkdir -p with 0755 directories; existing directories are fine.
+bool make_directories(const std::string& path, std::string& error) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    const size_t slash = std::min(path.find('/', pos), path.size());
+    partial = path.substr(0, slash);
+    pos = slash + 1;
+    if (partial.empty() || partial == ".") continue;
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      error = "cannot create " + partial + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    error = path + " is not a directory";
+    return false;
+  }
+  return true;
+}
+
+std::string read_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+Session& Session::instance() noexcept {
+  // Built once, never destroyed: exit handlers, late threads and signal handlers may still
+  // reach it while static destructors run.
+  static Session* session = [] {
+    const EnvLookup env = [](const char* name) { return static_cast<const char*>(std::getenv(name)); };
+    ConfigResult config = read_config(env);
+    return new Session(std::move(config.config), detect_launcher(env), std::move(config.warnings), true);
+  }();
+  return *session;
+}
+
+Session::Session(InjectConfig config, LauncherInfo launcher, std::vector<std::string> config_warnings,
+                 bool owns_process)
+    : config_(std::move(config)),
+      launcher_(std::move(launcher)),
+      config_warnings_(std::move(config_warnings)),
+      owns_process_(owns_process),
+      serial_(g_next_serial.fetch_add(1)),
+      start_ns_(now_ns()),
+      alive_(std::make_shared<std::atomic<bool>>(true)) {
+  if (config_.disabled) state_.store(State::kOff);
+  if (config_.steps) {
+    capturing_.store(false);
+  } else if (config_.window && config_.window->start_s > 0) {
+    capturing_.store(false);
+  }
+  if (config_.window) {
+    capture_open_ns_.store(start_ns_ + static_cast<uint64_t>(config_.window->start_s * 1e9));
+    if (config_.window->end_s) {
+      capture_close_ns_.store(start_ns_ + static_cast<uint64_t>(*config_.window->end_s * 1e9));
+    }
+  }
+}
+
+Session::~Session() {
+  finish();
+  alive_->store(false, std::memory_order_release);
+}
+
+uint64_t Session::now_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint32_t Session::thread_id() noexcept {
+  if (t_thread_id == 0) t_thread_id = static_cast<uint32_t>(syscall(SYS_gettid));
+  return t_thread_id;
+}
+
+trace::ThreadBuffer* Session::thread_buffer(Activation /*why*/) noexcept {
+  if (t_slot.serial == serial_ && t_slot.generation == generation_.load(std::memory_order_relaxed) &&
+      t_slot.buffer != nullptr) [[likely]] {
+    return t_slot.buffer;
+  }
+  State state = state_.load(std::memory_order_acquire);
+  if (state == State::kIdle || state == State::kOpening) {
+    if (!open_trace()) return nullptr;
+  } else if (state != State::kOpen) {
+    return nullptr;
+  }
+  return buffer_for_this_thread();
+}
+
+trace::ThreadBuffer* Session::thread_buffer_if_open() noexcept {
+  if (t_slot.serial == serial_ && t_slot.generation == generation_.load(std::memory_order_relaxed) &&
+      t_slot.buffer != nullptr) [[likely]] {
+    return t_slot.buffer;
+  }
+  // The writer, not the state: finish() still records its last notices after leaving kOpen.
+  return buffer_for_this_thread();
+}
+
+trace::ThreadBuffer* Session::buffer_for_this_thread() noexcept {
+  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
+  if (writer == nullptr) return nullptr;
+  if (t_slot.serial == serial_ && t_slot.buffer != nullptr) t_slot.retire();
+  trace::ThreadBuffer* buffer = nullptr;
+  try {
+    buffer = writer->register_thread(trace::FullBufferPolicy::kDrop);
+  } catch (...) {
+    buffer = nullptr;
+  }
+  if (buffer == nullptr) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      warn("too many recording threads; threads beyond the limit are not traced");
+    }
+    return nullptr;
+  }
+  t_slot.serial = serial_;
+  t_slot.generation = generation_.load(std::memory_order_relaxed);
+  t_slot.buffer = buffer;
+  t_slot.writer = writer;
+  t_slot.session_alive = alive_;
+  return buffer;
+}
+
+bool Session::open_trace() noexcept {
+  State expected = State::kIdle;
+  if (!state_.compare_exchange_strong(expected, State::kOpening, std::memory_order_acq_rel)) {
+    // Another thread is opening: wait for its outcome (a few file system calls).
+    while ((expected = state_.load(std::memory_order_acquire)) == State::kOpening) {
+      state_.wait(State::kOpening, std::memory_order_acquire);
+    }
+    return expected == State::kOpen;
+  }
+  State outcome = State::kOff;
+  try {
+    for (const std::string& warning : config_warnings_) warn(warning);
+    std::string error;
+    if (make_directories(config_.output_dir, error)) {
+      const std::string rank = launcher_.rank ? std::to_string(*launcher_.rank) : "x";
+      const std::string path = config_.output_dir + "/rank-" + rank + "." + std::to_string(getpid()) + ".pst";
+      trace::WriterOptions options;
+      options.clock = trace::TraceClock::kMonotonic;
+      options.compress = config_.compress;
+      options.thread_buffer_bytes = config_.buffer_bytes;
+      options.when_full = trace::FullBufferPolicy::kDrop;
+      auto writer = trace::TraceWriter::create(path, options);
+      if (writer.ok()) {
+        writer_ = std::move(*writer);
+        live_writer_.store(writer_.get(), std::memory_order_release);
+        outcome = State::kOpen;
+      } else {
+        error = writer.error().message;
+      }
+    }
+    if (outcome == State::kOpen) {
+      {
+        std::lock_guard lock(info_mutex_);
+        process_info_.rank = launcher_.rank;
+        process_info_.local_rank = launcher_.local_rank;
+        process_info_.world_size = launcher_.world_size;
+        process_info_.local_world_size = launcher_.local_world_size;
+        process_info_.node_rank = launcher_.node_rank;
+        process_info_.restart_attempt = launcher_.restart_attempt;
+        process_info_.run_id = launcher_.run_id;
+        process_info_.launcher = launcher_.launcher;
+        process_info_.command_line = read_command_line();
+        process_info_.pipescope_version = PIPESCOPE_VERSION;
+        process_info_.capture_kinds = config_.kinds.record_bits;
+        write_process_info_locked();
+      }
+      wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+      flusher_ = std::thread([this] { flusher_main(); });
+      if (owns_process_) install_process_hooks(*this);
+    } else {
+      warn("tracing is off in this process: " + error);
+    }
+  } catch (...) {
+    outcome = State::kOff;
+    warn("tracing is off in this process: out of memory while opening the trace");
+  }
+  state_.store(outcome, std::memory_order_release);
+  state_.notify_all();
+  if (outcome != State::kOpen) return false;
+
+  // What was said before the file existed, and the window state at open.
+  std::vector<PendingNotice> pending;
+  {
+    std::lock_guard lock(info_mutex_);
+    pending.swap(pending_notices_);
+  }
+  for (const PendingNotice& notice : pending) append_notice(notice);
+  if (capturing() && (config_.window || config_.steps)) {
+    append_notice({NoticeCode::kWindowOpened, 0, capture_open_ns(), "capture window open at trace start"});
+  }
+  return true;
+}
+
+void Session::write_process_info_locked() noexcept {
+  if (writer_ == nullptr) return;
+  try {
+    (void)writer_->write_process_info(process_info_);
+  } catch (...) {
+  }
+}
+
+uint32_t Session::intern(std::string_view text) noexcept {
+  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
+  if (writer == nullptr) return 0;
+  try {
+    return writer->intern(text);
+  } catch (...) {
+    return 0;
+  }
+}
+
+void Session::append_notice(const PendingNotice& notice) noexcept {
+  trace::ThreadBuffer* buffer = thread_buffer_if_open();
+  if (buffer == nullptr) return;
+  auto record = trace::make_record<trace::NoticeRecord>();
+  record.code = static_cast<uint16_t>(notice.code);
+  record.timestamp_ns = notice.timestamp_ns;
+  record.count = notice.count;
+  record.message_id = notice.message.empty() ? 0 : intern(notice.message);
+  buffer->append(record);
+}
+
+void Session::notice(NoticeCode code, uint64_t count, std::string_view message) noexcept {
+  try {
+    PendingNotice pending{code, count, now_ns(), std::string(message)};
+    if (live_writer_.load(std::memory_order_acquire) != nullptr) {
+      append_notice(pending);
+      return;
+    }
+    std::lock_guard lock(info_mutex_);
+    if (pending_notices_.size() < 256) pending_notices_.push_back(std::move(pending));
+  } catch (...) {
+  }
+}
+
+void Session::learn_rank_from_nccl(int32_t rank, int32_t world_size) noexcept {
+  try {
+    std::lock_guard lock(info_mutex_);
+    if (process_info_.rank || launcher_.rank) return;
+    launcher_.rank = rank;
+    launcher_.world_size = world_size;
+    if (launcher_.launcher.empty()) launcher_.launcher = "nccl";
+    if (writer_ == nullptr) return;  // picked up when the trace opens
+    process_info_.rank = rank;
+    process_info_.world_size = world_size;
+    process_info_.launcher = launcher_.launcher;
+    write_process_info_locked();
+  } catch (...) {
+  }
+}
+
+void Session::add_device(const trace::DeviceInfo& device) noexcept {
+  try {
+    std::lock_guard lock(info_mutex_);
+    for (const trace::DeviceInfo& known : process_info_.devices) {
+      if (known.ordinal == device.ordinal && known.uuid == device.uuid) return;
+    }
+    process_info_.devices.push_back(device);
+    write_process_info_locked();
+  } catch (...) {
+  }
+}
+
+void Session::add_source(RecordSource* source) noexcept {
+  std::lock_guard lock(info_mutex_);
+  const int count = source_count_.load(std::memory_order_relaxed);
+  if (count == kMaxSources) return;
+  sources_[count] = source;
+  source_count_.store(count + 1, std::memory_order_release);
+}
+
+void Session::step_began() noexcept {
+  if (!config_.steps) return;
+  const int64_t step = steps_begun_.fetch_add(1, std::memory_order_relaxed);
+  if (step == config_.steps->first) set_capturing(true, now_ns());
+}
+
+void Session::step_ended() noexcept {
+  if (!config_.steps) return;
+  const int64_t step = steps_ended_.fetch_add(1, std::memory_order_relaxed);
+  if (step == config_.steps->last) set_capturing(false, now_ns());
+}
+
+void Session::set_capturing(bool on, uint64_t at_ns) noexcept {
+  if (window_done_.load(std::memory_order_relaxed)) return;
+  if (capturing_.load(std::memory_order_relaxed) == on) return;
+  if (on) {
+    capture_open_ns_.store(at_ns, std::memory_order_relaxed);
+    capture_close_ns_.store(UINT64_MAX, std::memory_order_relaxed);
+  } else {
+    capture_close_ns_.store(at_ns, std::memory_order_relaxed);
+    window_done_.store(true, std::memory_order_relaxed);
+  }
+  capturing_.store(on, std::memory_order_release);
+  if (on) {
+    notice(NoticeCode::kWindowOpened, 0, config_.steps ? "step window opened" : "time window opened");
+  } else {
+    notice(NoticeCode::kWindowClosed, 0, config_.steps ? "step window closed" : "time window closed");
+  }
+  const int count = source_count_.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) sources_[i]->on_capture_changed(on);
+}
+
+void Session::check_time_window(uint64_t now) noexcept {
+  if (!config_.window || window_done_.load(std::memory_order_relaxed)) return;
+  const uint64_t open_at = start_ns_ + static_cast<uint64_t>(config_.window->start_s * 1e9);
+  const uint64_t close_at =
+      config_.window->end_s ? start_ns_ + static_cast<uint64_t>(*config_.window->end_s * 1e9) : UINT64_MAX;
+  if (now >= close_at) {
+    if (!capturing()) set_capturing(true, open_at);
+    set_capturing(false, close_at);
+  } else if (now >= open_at) {
+    set_capturing(true, open_at);
+  }
+}
+
+void Session::flush_sources(bool final) noexcept {
+  const int count = source_count_.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) sources_[i]->flush_into_session(final);
+}
+
+void Session::report_drops() noexcept {
+  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
+  if (writer == nullptr) return;
+  const uint64_t dropped = writer->records_dropped();
+  if (dropped > drops_reported_) {
+    notice(NoticeCode::kRecordsDropped, dropped - drops_reported_,
+           "per-thread record buffer full; raise PIPESCOPE_BUFFER_MB or lower PIPESCOPE_FLUSH_MS");
+    drops_reported_ = dropped;
+  }
+}
+
+void Session::flusher_main() {
+  // Signals go to the application's threads, never to this one.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  pthread_setname_np(pthread_self(), "pipescope-flush");
+  uint64_t next_flush = now_ns() + uint64_t{config_.flush_ms} * 1'000'000u;
+  while (!flusher_stop_.load(std::memory_order_acquire)) {
+    const uint64_t now = now_ns();
+    uint64_t wake_at = next_flush;
+    if (config_.window && !window_done_.load(std::memory_order_relaxed)) {
+      const uint64_t open_at = start_ns_ + static_cast<uint64_t>(config_.window->start_s * 1e9);
+      if (open_at > now) wake_at = std::min(wake_at, open_at);
+      if (config_.window->end_s) {
+        const uint64_t close_at = start_ns_ + static_cast<uint64_t>(*config_.window->end_s * 1e9);
+        if (close_at > now) wake_at = std::min(wake_at, close_at);
+      }
+    }
+    if (wake_at > now) {
+      pollfd fd{wake_fd_, POLLIN, 0};
+      const auto timeout_ms = static_cast<int>((wake_at - now + 999'999) / 1'000'000);
+      (void)poll(&fd, 1, timeout_ms);
+      uint64_t drained = 0;
+      (void)!read(wake_fd_, &drained, sizeof(drained));
+    }
+    if (flusher_stop_.load(std::memory_order_acquire)) break;
+    check_time_window(now_ns());
+    const bool requested = flush_requested_.exchange(false);
+    if (requested || now_ns() >= next_flush) {
+      flush_now();
+      next_flush = now_ns() + uint64_t{config_.flush_ms} * 1'000'000u;
+    }
+  }
+}
+
+void Session::flush_now() noexcept {
+  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
+  if (writer == nullptr) return;
+  flush_sources(false);
+  try {
+    (void)writer->flush();
+  } catch (...) {
+  }
+  report_drops();  // after the drain, so that the notice finds room even in a full ring
+  flushes_completed_.fetch_add(1, std::memory_order_release);
+}
+
+void Session::stop_flusher() noexcept {
+  if (!flusher_.joinable()) return;
+  flusher_stop_.store(true, std::memory_order_release);
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+  try {
+    flusher_.join();
+  } catch (...) {
+    flusher_.detach();
+  }
+}
+
+void Session::finish() noexcept {
+  State expected = State::kOpen;
+  if (!state_.compare_exchange_strong(expected, State::kFinished, std::memory_order_acq_rel)) {
+    if (expected == State::kIdle) state_.store(State::kFinished, std::memory_order_release);
+    return;
+  }
+  stop_flusher();
+  flush_sources(true);
+  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
+  if (writer != nullptr) {
+    try {
+      (void)writer->flush();
+    } catch (...) {
+    }
+  }
+  report_drops();
+  writer = live_writer_.exchange(nullptr, std::memory_order_acq_rel);
+  if (writer != nullptr) {
+    try {
+      (void)writer->close();
+    } catch (...) {
+    }
+  }
+  if (wake_fd_ >= 0) {
+    close(wake_fd_);
+    wake_fd_ = -1;
+  }
+}
+
+void Session::emergency_write() noexcept {
+  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
+  if (writer != nullptr) (void)writer->emergency_write();
+}
+
+void Session::flush_from_signal(int timeout_ms) noexcept {
+  if (live_writer_.load(std::memory_order_acquire) == nullptr || wake_fd_ < 0) return;
+  const uint64_t before = flushes_completed_.load(std::memory_order_acquire);
+  flush_requested_.store(true, std::memory_order_release);
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+  const timespec step{0, 1'000'000};
+  for (int waited = 0; waited < timeout_ms; ++waited) {
+    if (flushes_completed_.load(std::memory_order_acquire) != before) return;
+    nanosleep(&step, nullptr);
+  }
+}
+
+void Session::abandon_after_fork() noexcept {
+  // The parent's writer, flusher thread and locks belong to the parent: the child keeps none of
+  // them (the thread does not exist here, a lock may be held forever) and never writes the file.
+  (void)writer_.release();
+  live_writer_.store(nullptr, std::memory_order_release);
+  new (&flusher_) std::thread();  // the parent's thread handle, dropped without join/terminate
+  new (&info_mutex_) std::mutex();
+  if (wake_fd_ >= 0) close(wake_fd_);
+  wake_fd_ = -1;
+  flusher_stop_.store(false);
+  source_count_.store(0);
+  pending_notices_.clear();
+  process_info_ = trace::ProcessInfo{};
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  const State state = state_.load(std::memory_order_acquire);
+  if (state == State::kOpen || state == State::kOpening)
+    state_.store(State::kIdle, std::memory_order_release);
+}
+
+std::string Session::trace_path() const {
+  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
+  return writer != nullptr ? writer->path() : "";
+}
+
+void Session::warn(const std::string& message) noexcept {
+  std::fprintf(stderr, "pipescope: %s\n", message.c_str());
+}
+
+}  // namespace pipescope::inject

@@ -1,0 +1,172 @@
+// The one tracing session of a process: its configuration, its trace file (opened lazily, by
+// the first CUDA initialization, NCCL communicator or NVTX range), the per-thread record
+// buffers, the capture window, and the flusher thread. Every recording source (CUPTI, NCCL,
+// NVTX) goes through it; nothing here knows CUPTI, NCCL or NVTX.
+//
+// Hot path contract: thread_buffer(), capturing() and StringCache lookups are lock-free and
+// allocation-free once a thread has its buffer; only the first call per thread and the first
+// sight of a string take the slow path.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "config.h"
+#include "launcher_env.h"
+#include "pipescope/trace/process_info.h"
+#include "pipescope/trace/records.h"
+#include "pipescope/trace/trace_writer.h"
+
+namespace pipescope::inject {
+
+// What made the process start tracing. Only these open a trace file; a launcher or helper
+// process that never reaches one stays silent.
+enum class Activation : uint8_t { kCuda, kNccl, kNvtx };
+
+// A source that holds records outside the session's rings (CUPTI's activity buffers) and must
+// hand them over before a flush, and hears when the capture window opens or closes.
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  // Called on the flusher thread before each periodic flush, and once at exit (final=true).
+  virtual void flush_into_session(bool final) = 0;
+  virtual void on_capture_changed(bool capturing) = 0;
+};
+
+class Session {
+ public:
+  // The process-wide session, created with the configuration read from the environment.
+  static Session& instance() noexcept;
+
+  // `owns_process`: the library's own session, which installs the fatal-signal and exit
+  // handlers when its trace opens. Sessions made by tests leave the process alone.
+  Session(InjectConfig config, LauncherInfo launcher, std::vector<std::string> config_warnings = {},
+          bool owns_process = false);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const InjectConfig& config() const noexcept { return config_; }
+  bool wants(trace::RecordKind kind) const noexcept { return config_.kinds.has(kind); }
+
+  // The calling thread's buffer, opening the trace first when `why` is the process's first
+  // activation. nullptr when tracing is off in this process (the output could not be created,
+  // the thread limit is reached, the session has ended). Appends through it are lock-free.
+  trace::ThreadBuffer* thread_buffer(Activation why) noexcept;
+  // The calling thread's buffer if the trace is already open; never opens it.
+  trace::ThreadBuffer* thread_buffer_if_open() noexcept;
+  bool is_open() const noexcept { return state_.load(std::memory_order_acquire) == State::kOpen; }
+
+  // True while records should be kept: always, unless a time window or step range is set
+  // and the process is outside it. Sources check it before building a record.
+  bool capturing() const noexcept { return capturing_.load(std::memory_order_relaxed); }
+  // The current capture window on the trace clock: [open_ns, close_ns); close_ns is UINT64_MAX
+  // while open. Lets CUPTI filter records that were in flight across a boundary.
+  uint64_t capture_open_ns() const noexcept { return capture_open_ns_.load(std::memory_order_relaxed); }
+  uint64_t capture_close_ns() const noexcept { return capture_close_ns_.load(std::memory_order_relaxed); }
+
+  // Steps are counted on the NVTX step range: NVTX calls these when such a range opens and
+  // closes (outermost only). Step k (from 0) opens the window when k == steps.first and the
+  // end of step steps.last closes it.
+  void step_began() noexcept;
+  void step_ended() noexcept;
+
+  // Id of `text` in the trace's string table; 0 when the trace is not open. Takes a lock:
+  // hot paths use a StringCache in front of it, keyed by string_generation().
+  uint32_t intern(std::string_view text) noexcept;
+  // Changes whenever string ids stop being valid (a new trace file, after fork).
+  uint32_t string_generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+
+  // Records a notice (always captured, window or not). Safe from any thread; slow path.
+  void notice(trace::NoticeCode code, uint64_t count, std::string_view message) noexcept;
+
+  // Facts learned after the trace opened; each rewrites the process-info chunk.
+  void learn_rank_from_nccl(int32_t rank, int32_t world_size) noexcept;
+  void add_device(const trace::DeviceInfo& device) noexcept;
+
+  // Sources register once (they live until exit). Not for hot paths.
+  void add_source(RecordSource* source) noexcept;
+
+  // Flushes rings and sources now (the flusher's work), from any thread but a signal handler.
+  void flush_now() noexcept;
+  // Flushes everything and closes the file (exit). Later calls do nothing.
+  void finish() noexcept;
+  // Async-signal-safe: frames what the rings already hold and writes it, without CUPTI,
+  // locks that may be held, or allocation. For fatal signals.
+  void emergency_write() noexcept;
+  // The child of a fork: forget the parent's trace without touching it.
+  void abandon_after_fork() noexcept;
+  // Wakes the flusher and waits up to `timeout_ms` for one flush to complete.
+  // Async-signal-safe (SIGTERM/SIGINT).
+  void flush_from_signal(int timeout_ms) noexcept;
+
+  // The trace clock: CLOCK_MONOTONIC in ns. CUPTI is set to report on it, too.
+  static uint64_t now_ns() noexcept;
+  // The kernel's id of the calling thread, cached.
+  static uint32_t thread_id() noexcept;
+
+  // The path of the open trace file, or "" (tests and messages).
+  std::string trace_path() const;
+
+ private:
+  enum class State : uint8_t { kIdle, kOpening, kOpen, kOff, kFinished };
+  struct PendingNotice {
+    trace::NoticeCode code;
+    uint64_t count;
+    uint64_t timestamp_ns;
+    std::string message;
+  };
+
+  bool open_trace() noexcept;  // one thread runs it; others wait for the outcome
+  trace::ThreadBuffer* buffer_for_this_thread() noexcept;
+  void write_process_info_locked() noexcept;
+  void flusher_main();
+  void set_capturing(bool on, uint64_t at_ns) noexcept;
+  void check_time_window(uint64_t now) noexcept;
+  void report_drops() noexcept;
+  void warn(const std::string& message) noexcept;
+  void append_notice(const PendingNotice& notice) noexcept;
+  void flush_sources(bool final) noexcept;
+  void stop_flusher() noexcept;
+
+  InjectConfig config_;
+  LauncherInfo launcher_;
+  std::vector<std::string> config_warnings_;  // printed when the trace opens
+  const bool owns_process_;
+  const uint32_t serial_;  // tells this session's thread slots from another's
+  const uint64_t start_ns_;
+  std::atomic<State> state_{State::kIdle};
+  std::atomic<uint32_t> generation_{1};  // bumped when a fork child abandons the parent's trace
+  std::unique_ptr<trace::TraceWriter> writer_;
+  std::atomic<trace::TraceWriter*> live_writer_{nullptr};  // what signal handlers may touch
+  std::shared_ptr<std::atomic<bool>> alive_;               // read by exiting threads
+
+  std::atomic<bool> capturing_{true};
+  std::atomic<uint64_t> capture_open_ns_{0};
+  std::atomic<uint64_t> capture_close_ns_{UINT64_MAX};
+  std::atomic<int64_t> steps_begun_{0};
+  std::atomic<int64_t> steps_ended_{0};
+  std::atomic<bool> window_done_{false};
+
+  std::mutex info_mutex_;  // process_info_, sources_, pending_notices_
+  trace::ProcessInfo process_info_;
+  std::vector<PendingNotice> pending_notices_;  // said before the trace opened
+  static constexpr int kMaxSources = 4;
+  RecordSource* sources_[kMaxSources] = {};
+  std::atomic<int> source_count_{0};
+
+  std::atomic<bool> flusher_stop_{false};
+  std::thread flusher_;
+  std::atomic<uint64_t> flushes_completed_{0};
+  std::atomic<bool> flush_requested_{false};
+  int wake_fd_ = -1;  // eventfd a signal handler writes to wake the flusher
+  uint64_t drops_reported_ = 0;
+};
+
+}  // namespace pipescope::inject

@@ -1,0 +1,112 @@
+#include "config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace pipescope::inject {
+namespace {
+
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  EnvLookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+ConfigResult read(std::map<std::string, std::string> vars) {
+  FakeEnv env{std::move(vars)};
+  return read_config(env.lookup());
+}
+
+TEST(InjectConfig, EmptyEnvironmentGivesDesignDefaults) {
+  const ConfigResult r = read({});
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_EQ(r.config.output_dir, "./pipescope-traces");
+  EXPECT_EQ(r.config.flush_ms, 1000u);
+  EXPECT_EQ(r.config.kinds, trace::default_capture_kinds());
+  EXPECT_FALSE(r.config.kinds.has(trace::RecordKind::kApi));
+  EXPECT_TRUE(r.config.kinds.has(trace::RecordKind::kKernel));
+  EXPECT_FALSE(r.config.window.has_value());
+  EXPECT_FALSE(r.config.steps.has_value());
+  EXPECT_EQ(r.config.nvtx_step_regex, "step|iteration|train_step");
+}
+
+TEST(InjectConfig, ValidValuesAreTaken) {
+  const ConfigResult r = read({{"PIPESCOPE_OUTPUT", "/tmp/t"},
+                               {"PIPESCOPE_KINDS", "kernel,nccl"},
+                               {"PIPESCOPE_FLUSH_MS", "250"},
+                               {"PIPESCOPE_BUFFER_MB", "3"},
+                               {"PIPESCOPE_STEPS", "100:110"},
+                               {"PIPESCOPE_NVTX_STEP", "^iter"}});
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_EQ(r.config.output_dir, "/tmp/t");
+  EXPECT_TRUE(r.config.kinds.has(trace::RecordKind::kNcclOp));
+  EXPECT_TRUE(r.config.kinds.has(trace::RecordKind::kNcclComm));
+  EXPECT_FALSE(r.config.kinds.has(trace::RecordKind::kNvtx));
+  EXPECT_EQ(r.config.flush_ms, 250u);
+  EXPECT_EQ(r.config.buffer_bytes, size_t{4} << 20);  // 3 MiB rounds up to a power of two
+  ASSERT_TRUE(r.config.steps.has_value());
+  EXPECT_EQ(r.config.steps->first, 100);
+  EXPECT_EQ(r.config.steps->last, 110);
+  EXPECT_EQ(r.config.nvtx_step_regex, "^iter");
+}
+
+TEST(InjectConfig, WindowWithOpenEnd) {
+  const ConfigResult r = read({{"PIPESCOPE_WINDOW", "30:"}});
+  ASSERT_TRUE(r.config.window.has_value());
+  EXPECT_DOUBLE_EQ(r.config.window->start_s, 30.0);
+  EXPECT_FALSE(r.config.window->end_s.has_value());
+}
+
+TEST(InjectConfig, EveryInvalidValueWarnsOnceAndKeepsTheDefault) {
+  const ConfigResult r = read({{"PIPESCOPE_KINDS", "kernel,bogus"},
+                               {"PIPESCOPE_FLUSH_MS", "0"},
+                               {"PIPESCOPE_BUFFER_MB", "lots"},
+                               {"PIPESCOPE_WINDOW", "9:3"},
+                               {"PIPESCOPE_STEPS", "5"},
+                               {"PIPESCOPE_NVTX_STEP", "(unclosed"},
+                               {"PIPESCOPE_COMPRESS", "yes"}});
+  ASSERT_EQ(r.warnings.size(), 7u);
+  EXPECT_NE(r.warnings[0].find("PIPESCOPE_KINDS='kernel,bogus'"), std::string::npos);
+  EXPECT_NE(r.warnings[0].find("unknown kind 'bogus'"), std::string::npos);
+  EXPECT_EQ(r.config.kinds, trace::default_capture_kinds());
+  EXPECT_EQ(r.config.flush_ms, 1000u);
+  EXPECT_EQ(r.config.buffer_bytes, size_t{4} << 20);
+  EXPECT_FALSE(r.config.window.has_value());
+  EXPECT_FALSE(r.config.steps.has_value());
+  EXPECT_EQ(r.config.nvtx_step_regex, "step|iteration|train_step");
+  EXPECT_TRUE(r.config.compress);
+}
+
+TEST(InjectConfig, StepsWinOverAWindow) {
+  const ConfigResult r = read({{"PIPESCOPE_WINDOW", "1:2"}, {"PIPESCOPE_STEPS", "1:2"}});
+  EXPECT_EQ(r.warnings.size(), 1u);
+  EXPECT_TRUE(r.config.steps.has_value());
+  EXPECT_FALSE(r.config.window.has_value());
+}
+
+TEST(CaptureKinds, NvtxNcclTurnsOnNcclsOwnDomain) {
+  auto kinds = trace::parse_capture_kinds("nvtx-nccl");
+  ASSERT_TRUE(kinds.ok());
+  EXPECT_TRUE(kinds->nccl_nvtx_domain);
+  EXPECT_TRUE(kinds->has(trace::RecordKind::kNvtx));
+  EXPECT_TRUE(kinds->has(trace::RecordKind::kNotice));
+  EXPECT_FALSE(kinds->has(trace::RecordKind::kKernel));
+}
+
+TEST(CaptureKinds, AllIncludesApi) {
+  auto kinds = trace::parse_capture_kinds("all");
+  ASSERT_TRUE(kinds.ok());
+  EXPECT_TRUE(kinds->has(trace::RecordKind::kApi));
+  EXPECT_FALSE(kinds->nccl_nvtx_domain);
+  EXPECT_FALSE(trace::parse_capture_kinds("").ok());
+  EXPECT_FALSE(trace::parse_capture_kinds("kernel,").ok());
+}
+
+}  // namespace
+}  // namespace pipescope::inject

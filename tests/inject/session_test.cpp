@@ -1,0 +1,274 @@
+#include "session.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "loaded_trace.h"
+
+namespace pipescope::inject {
+namespace {
+
+using testing::load_trace;
+using testing::make_temp_dir;
+using testing::trace_files_in;
+using trace::NoticeCode;
+
+InjectConfig config_in(const std::string& dir) {
+  InjectConfig config;
+  config.output_dir = dir;
+  config.flush_ms = 50;
+  config.buffer_bytes = size_t{1} << 20;
+  return config;
+}
+
+trace::MemcpyRecord memcpy_record(uint64_t bytes) {
+  auto record = trace::make_record<trace::MemcpyRecord>();
+  record.bytes = bytes;
+  record.start_ns = Session::now_ns();
+  record.end_ns = record.start_ns + 1;
+  return record;
+}
+
+std::string own_trace_name(const std::string& rank) {
+  return "rank-" + rank + "." + std::to_string(getpid()) + ".pst";
+}
+
+TEST(Session, WritesNothingUntilTheProcessActivatesIt) {
+  const std::string dir = make_temp_dir("idle");
+  {
+    Session session(config_in(dir), LauncherInfo{});
+    EXPECT_EQ(session.thread_buffer_if_open(), nullptr);
+    session.notice(NoticeCode::kKindUnavailable, 0, "said before any activation");
+    session.finish();
+  }
+  EXPECT_TRUE(trace_files_in(dir).empty());
+}
+
+TEST(Session, UnknownRankNamesTheFileRankX) {
+  const std::string dir = make_temp_dir("rankx");
+  Session session(config_in(dir), LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  EXPECT_EQ(session.trace_path(), dir + "/" + own_trace_name("x"));
+  session.finish();
+  EXPECT_EQ(trace_files_in(dir), std::vector<std::string>{dir + "/" + own_trace_name("x")});
+}
+
+TEST(Session, LauncherRankNamesTheFileAndFillsProcessInfo) {
+  const std::string dir = make_temp_dir("rank7");
+  LauncherInfo launcher;
+  launcher.launcher = "torchrun";
+  launcher.rank = 7;
+  launcher.world_size = 8;
+  launcher.local_rank = 3;
+  launcher.run_id = "run-1";
+  Session session(config_in(dir), launcher);
+  ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+  session.finish();
+  const auto loaded = load_trace(dir + "/" + own_trace_name("7"));
+  EXPECT_TRUE(loaded.ended_cleanly);
+  EXPECT_EQ(loaded.process.rank, 7);
+  EXPECT_EQ(loaded.process.world_size, 8);
+  EXPECT_EQ(loaded.process.local_rank, 3);
+  EXPECT_EQ(loaded.process.launcher, "torchrun");
+  EXPECT_EQ(loaded.process.run_id, "run-1");
+  EXPECT_EQ(loaded.process.capture_kinds, trace::default_capture_kinds().record_bits);
+  EXPECT_FALSE(loaded.process.command_line.empty());
+}
+
+TEST(Session, RecordsOfManyThreadsAllReachTheFile) {
+  const std::string dir = make_temp_dir("threads");
+  Session session(config_in(dir), LauncherInfo{});
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 20'000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&session, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        trace::ThreadBuffer* buffer = session.thread_buffer(Activation::kNccl);
+        ASSERT_NE(buffer, nullptr);
+        // The flusher drains every 50 ms; a full ring would drop, so pace the producers.
+        while (!buffer->append(memcpy_record(uint64_t(t) * kPerThread + i))) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  session.finish();
+  const auto loaded =
+      load_trace(session.trace_path().empty() ? trace_files_in(dir).at(0) : session.trace_path());
+  const auto copies = loaded.all<trace::MemcpyRecord>();
+  EXPECT_EQ(copies.size(), size_t{kThreads} * kPerThread);
+}
+
+TEST(Session, NoticesSaidBeforeOpeningAreWrittenWhenItOpens) {
+  const std::string dir = make_temp_dir("pending");
+  Session session(config_in(dir), LauncherInfo{});
+  session.notice(NoticeCode::kInjectionConflict, 0, "CUDA_INJECTION64_PATH is set by another tool");
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  session.finish();
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  const auto conflicts = loaded.notices(NoticeCode::kInjectionConflict);
+  ASSERT_EQ(conflicts.size(), 1u);
+  EXPECT_EQ(loaded.text(conflicts[0].message_id), "CUDA_INJECTION64_PATH is set by another tool");
+}
+
+TEST(Session, RankLearnedFromNcclIsRecordedInsideAnRankXFile) {
+  const std::string dir = make_temp_dir("learn");
+  Session session(config_in(dir), LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNccl), nullptr);
+  session.learn_rank_from_nccl(5, 16);
+  session.learn_rank_from_nccl(0, 2);  // a later, smaller communicator does not override it
+  session.finish();
+  const auto loaded = load_trace(dir + "/" + own_trace_name("x"));
+  EXPECT_EQ(loaded.process.rank, 5);
+  EXPECT_EQ(loaded.process.world_size, 16);
+  EXPECT_EQ(loaded.process.launcher, "nccl");
+}
+
+TEST(Session, UnwritableOutputTurnsTracingOffWithoutFailingTheCaller) {
+  const std::string dir = make_temp_dir("ro");
+  const std::string file = dir + "/not-a-dir";
+  std::ofstream(file) << "x";
+  Session session(config_in(file + "/traces"), LauncherInfo{});
+  EXPECT_EQ(session.thread_buffer(Activation::kCuda), nullptr);
+  EXPECT_EQ(session.thread_buffer(Activation::kNvtx), nullptr);
+  session.finish();
+}
+
+TEST(Session, AnExistingFileOrSymlinkIsNeverReplaced) {
+  const std::string dir = make_temp_dir("exists");
+  const std::string victim = dir + "/victim";
+  std::ofstream(victim) << "keep me";
+  ASSERT_EQ(symlink(victim.c_str(), (dir + "/" + own_trace_name("x")).c_str()), 0);
+  Session session(config_in(dir), LauncherInfo{});
+  EXPECT_EQ(session.thread_buffer(Activation::kNvtx), nullptr);
+  session.finish();
+  std::ifstream in(victim);
+  std::string content;
+  std::getline(in, content);
+  EXPECT_EQ(content, "keep me");
+}
+
+TEST(Session, StepWindowOpensAtStepFirstAndClosesAfterStepLast) {
+  const std::string dir = make_temp_dir("steps");
+  InjectConfig config = config_in(dir);
+  config.steps = StepWindow{1, 2};
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  std::vector<bool> seen;
+  for (int step = 0; step < 5; ++step) {
+    session.step_began();
+    seen.push_back(session.capturing());
+    session.step_ended();
+  }
+  EXPECT_EQ(seen, (std::vector<bool>{false, true, true, false, false}));
+  EXPECT_FALSE(session.capturing());
+  EXPECT_LT(session.capture_open_ns(), session.capture_close_ns());
+  session.finish();
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  EXPECT_EQ(loaded.notices(NoticeCode::kWindowOpened).size(), 1u);
+  EXPECT_EQ(loaded.notices(NoticeCode::kWindowClosed).size(), 1u);
+}
+
+TEST(Session, TimeWindowOpensAndClosesAtItsBoundaries) {
+  const std::string dir = make_temp_dir("window");
+  InjectConfig config = config_in(dir);
+  config.window = CaptureWindow{0.2, 0.4};
+  Session session(config, LauncherInfo{});
+  EXPECT_FALSE(session.capturing());
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!session.capturing() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  while (session.capture_close_ns() == UINT64_MAX && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  while (session.capturing() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_FALSE(session.capturing());
+  // The boundaries are exact, whenever the flusher noticed them.
+  EXPECT_EQ(session.capture_close_ns() - session.capture_open_ns(), 200'000'000u);
+  session.finish();
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  EXPECT_EQ(loaded.notices(NoticeCode::kWindowOpened).size(), 1u);
+  EXPECT_EQ(loaded.notices(NoticeCode::kWindowClosed).size(), 1u);
+}
+
+TEST(Session, FullRingsDropAndTheTraceCountsTheDrops) {
+  const std::string dir = make_temp_dir("drops");
+  InjectConfig config = config_in(dir);
+  config.flush_ms = 3'600'000;  // nothing drains until finish()
+  config.buffer_bytes = size_t{64} << 10;
+  Session session(config, LauncherInfo{});
+  trace::ThreadBuffer* buffer = session.thread_buffer(Activation::kNccl);
+  ASSERT_NE(buffer, nullptr);
+  uint64_t accepted = 0;
+  uint64_t dropped = 0;
+  for (int i = 0; i < 5000; ++i) (buffer->append(memcpy_record(i)) ? accepted : dropped)++;
+  ASSERT_GT(dropped, 0u);
+  session.finish();
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  EXPECT_EQ(loaded.all<trace::MemcpyRecord>().size(), accepted);
+  uint64_t noticed = 0;
+  for (const auto& notice : loaded.notices(NoticeCode::kRecordsDropped)) noticed += notice.count;
+  EXPECT_EQ(noticed, dropped);
+}
+
+TEST(Session, EmergencyWriteSavesWhatTheRingsHoldWithoutAFlush) {
+  const std::string dir = make_temp_dir("emergency");
+  InjectConfig config = config_in(dir);
+  config.flush_ms = 3'600'000;
+  Session session(config, LauncherInfo{});
+  trace::ThreadBuffer* buffer = session.thread_buffer(Activation::kCuda);
+  ASSERT_NE(buffer, nullptr);
+  const uint32_t name = session.intern("kernel-name-from-before-the-crash");
+  for (int i = 0; i < 100; ++i) buffer->append(memcpy_record(i));
+  session.emergency_write();
+  const auto loaded = load_trace(trace_files_in(dir).at(0));  // read while the session lives
+  EXPECT_EQ(loaded.all<trace::MemcpyRecord>().size(), 100u);
+  EXPECT_EQ(loaded.text(name), "kernel-name-from-before-the-crash");
+  EXPECT_FALSE(loaded.ended_cleanly);
+  EXPECT_EQ(loaded.stop_reason, trace::StopReason::kEndOfData);
+  session.finish();
+}
+
+TEST(Session, AForkedChildNeverWritesTheParentsTrace) {
+  const std::string dir = make_temp_dir("fork");
+  Session session(config_in(dir), LauncherInfo{});
+  trace::ThreadBuffer* buffer = session.thread_buffer(Activation::kNvtx);
+  ASSERT_NE(buffer, nullptr);
+  for (int i = 0; i < 10; ++i) buffer->append(memcpy_record(i));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    session.abandon_after_fork();
+    trace::ThreadBuffer* own = session.thread_buffer(Activation::kNvtx);
+    if (own != nullptr) own->append(memcpy_record(999));
+    session.finish();
+    _exit(own != nullptr ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  session.finish();
+  const auto parent = load_trace(dir + "/" + own_trace_name("x"));
+  EXPECT_TRUE(parent.ended_cleanly);
+  EXPECT_EQ(parent.all<trace::MemcpyRecord>().size(), 10u);
+  const auto child_trace = load_trace(dir + "/rank-x." + std::to_string(child) + ".pst");
+  ASSERT_EQ(child_trace.all<trace::MemcpyRecord>().size(), 1u);
+  EXPECT_EQ(child_trace.all<trace::MemcpyRecord>()[0].bytes, 999u);
+}
+
+}  // namespace
+}  // namespace pipescope::inject
