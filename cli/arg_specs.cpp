@@ -1,9 +1,12 @@
 #include "arg_specs.h"
 
+#include "pipescope/trace/capture_kinds.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <regex>
 #include <string_view>
 
 namespace pipescope::cli {
@@ -103,18 +106,21 @@ Expected<LayoutSpec> parse_layout_spec(const std::string& text) {
 }
 
 Expected<std::vector<std::string>> parse_kind_list(const std::string& text) {
-  static constexpr std::array<std::string_view, 9> kKinds = {"kernel", "memcpy", "memset", "memory",  "sync",
-                                                             "api",    "nccl",   "nvtx",   "overhead"};
+  auto kinds = trace::parse_capture_kinds(text);
+  if (!kinds.ok()) return kinds.error();
   if (text == "all" || text == "default") return std::vector<std::string>{text};
-  std::vector<std::string> kinds;
-  for (std::string_view part : split(text, ',')) {
-    if (std::find(kKinds.begin(), kKinds.end(), part) == kKinds.end()) {
-      return Error{"unknown kind '" + std::string(part) +
-                   "' (kinds: kernel, memcpy, memset, memory, sync, api, nccl, nvtx, overhead, or all)"};
-    }
-    kinds.emplace_back(part);
+  std::vector<std::string> names;
+  for (std::string_view part : split(text, ',')) names.emplace_back(part);
+  return names;
+}
+
+Expected<std::string> parse_regex(const std::string& text) {
+  try {
+    std::regex compiled(text, std::regex::ECMAScript | std::regex::icase);
+  } catch (const std::regex_error& e) {
+    return Error{"'" + text + "' is not a valid regular expression (" + e.what() + ")"};
   }
-  return kinds;
+  return text;
 }
 
 }  // namespace pipescope::cli

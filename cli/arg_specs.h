@@ -39,8 +39,11 @@ struct LayoutSpec {
 // "tp=T,pp=P,dp=D" in any order, each at most once, each >= 1; missing ones are 1.
 Expected<LayoutSpec> parse_layout_spec(const std::string& text);
 
-// "kernel,nccl,..." drawn from DESIGN.md's kinds; "all" and "default" are accepted alone.
+// "kernel,nccl,..." drawn from DESIGN.md's kinds (and nvtx-nccl); "all" and "default" alone.
 Expected<std::vector<std::string>> parse_kind_list(const std::string& text);
+
+// A regular expression (ECMAScript, case-insensitive) as the NVTX conventions use them.
+Expected<std::string> parse_regex(const std::string& text);
 
 // A whole number >= minimum (1 for counts, 0 for indices and attempts).
 Expected<int64_t> parse_whole_number(const std::string& text, int64_t minimum);

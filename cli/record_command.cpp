@@ -1,9 +1,19 @@
 // `pipescope record [-o DIR] [--kinds LIST] [...] -- CMD ...`: runs CMD with the injection
-// library preloaded; every flag maps one to one onto a PIPESCOPE_* variable (DESIGN.md).
+// library preloaded; every flag maps one to one onto a PIPESCOPE_* variable (DESIGN.md), and
+// the command ends exactly as CMD did.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "arg_specs.h"
+#include "child_process.h"
 #include "command.h"
+
+extern char** environ;
 
 namespace pipescope::cli {
 namespace {
@@ -18,6 +28,74 @@ struct RecordArgs {
   std::string nvtx_step;
   std::vector<std::string> command;
 };
+
+// Where libpipescope.so sits relative to this binary: an installed or bundled layout (bin/ and
+// lib/), side by side, or this build tree.
+std::string find_injection_library() {
+  if (const char* forced = std::getenv("PIPESCOPE_LIBRARY"); forced != nullptr && forced[0] != '\0') {
+    return forced;
+  }
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const std::filesystem::path dir = exe.parent_path();
+  for (const auto& candidate : {dir / "../lib/libpipescope.so", dir / "libpipescope.so",
+                                dir / "../profiler/inject/libpipescope.so"}) {
+    if (std::filesystem::exists(candidate, ec))
+      return std::filesystem::weakly_canonical(candidate, ec).string();
+  }
+  return "";
+}
+
+// The environment of the child: ours, with LD_PRELOAD led by the library and each flag the
+// user gave set (a flag left at its default keeps whatever the environment already says).
+std::vector<std::string> child_environment(const std::string& library,
+                                           const std::vector<std::pair<std::string, std::string>>& settings) {
+  std::vector<std::string> env;
+  std::string preload = library;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::string name = text.substr(0, text.find('='));
+    if (name == "LD_PRELOAD") {
+      const std::string rest = text.substr(name.size() + 1);
+      if (!rest.empty()) preload += ":" + rest;
+      continue;
+    }
+    bool overridden = false;
+    for (const auto& [key, value] : settings) overridden = overridden || key == name;
+    if (!overridden) env.push_back(text);
+  }
+  env.push_back("LD_PRELOAD=" + preload);
+  for (const auto& [key, value] : settings) env.push_back(key + "=" + value);
+  return env;
+}
+
+int run_record(const RecordArgs& args, const CLI::App& app) {
+  const std::string library = find_injection_library();
+  if (library.empty()) {
+    return usage_error("pipescope record",
+                       "cannot find libpipescope.so next to this binary; set PIPESCOPE_LIBRARY to its path");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(args.output_dir, ec);
+  if (ec || access(args.output_dir.c_str(), W_OK | X_OK) != 0) {
+    return usage_error("pipescope record", "cannot write traces to " + args.output_dir + ": " +
+                                               (ec ? ec.message() : std::string(std::strerror(errno))));
+  }
+  std::vector<std::pair<std::string, std::string>> settings;
+  settings.emplace_back("PIPESCOPE_OUTPUT", std::filesystem::absolute(args.output_dir).string());
+  if (app.count("--kinds") > 0) settings.emplace_back("PIPESCOPE_KINDS", args.kinds);
+  if (app.count("--flush-ms") > 0) settings.emplace_back("PIPESCOPE_FLUSH_MS", std::to_string(args.flush_ms));
+  if (app.count("--buffer-mb") > 0)
+    settings.emplace_back("PIPESCOPE_BUFFER_MB", std::to_string(args.buffer_mb));
+  if (app.count("--window") > 0) settings.emplace_back("PIPESCOPE_WINDOW", args.window);
+  if (app.count("--steps") > 0) settings.emplace_back("PIPESCOPE_STEPS", args.steps);
+  if (app.count("--nvtx-step") > 0) settings.emplace_back("PIPESCOPE_NVTX_STEP", args.nvtx_step);
+
+  const ChildEnd end = run_child(args.command, child_environment(library, settings));
+  if (!end.started) return kExitFailure;
+  end_like(end);
+}
 
 }  // namespace
 
@@ -40,9 +118,10 @@ Command add_record_command(CLI::App& root) {
       ->check(CLI::Validator(validator_of(parse_time_window), "START:END"));
   app->add_option("--steps", args->steps, "Capture only steps N:M of the step range (PIPESCOPE_STEPS)")
       ->check(CLI::Validator(validator_of(parse_step_range), "N:M"));
-  app->add_option("--nvtx-step", args->nvtx_step, "Regex of the NVTX step range (PIPESCOPE_NVTX_STEP)");
+  app->add_option("--nvtx-step", args->nvtx_step, "Regex of the NVTX step range (PIPESCOPE_NVTX_STEP)")
+      ->check(CLI::Validator(validator_of(parse_regex), "REGEX"));
   app->add_option("command", args->command, "The command to run, after --")->required();
-  return {app, [args] { return not_built_yet("pipescope record"); }};
+  return {app, [args, app] { return run_record(*args, *app); }};
 }
 
 }  // namespace pipescope::cli

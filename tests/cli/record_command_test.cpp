@@ -1,0 +1,84 @@
+// `pipescope record`: flags become PIPESCOPE_* variables, the library leads LD_PRELOAD, and the
+// command ends exactly as the child did.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "run_command.h"
+
+namespace pipescope::testing {
+namespace {
+
+const std::string kLibrary = PIPESCOPE_INJECT_LIBRARY;
+
+std::string temp_dir(const std::string& tag) {
+  std::string pattern = ::testing::TempDir() + "pipescope-record-" + tag + "-XXXXXX";
+  return mkdtemp(pattern.data()) != nullptr ? pattern : "";
+}
+
+class RecordCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (kLibrary.empty()) GTEST_SKIP() << "libpipescope.so is not built in sanitizer builds";
+    dir_ = temp_dir("run");
+  }
+  std::string dir_;
+};
+
+TEST_F(RecordCommand, ExitCodeOfTheCommandComesBack) {
+  const CommandResult r = run_pipescope({"record", "-o", dir_, "--", "/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(RecordCommand, ASignalThatEndsTheCommandEndsRecordToo) {
+  EXPECT_EQ(run_pipescope({"record", "-o", dir_, "--", "/bin/sh", "-c", "kill -TERM $$"}).exit_code, 128 + 15);
+  EXPECT_EQ(run_pipescope({"record", "-o", dir_, "--", "/bin/sh", "-c", "kill -KILL $$"}).exit_code, 128 + 9);
+}
+
+TEST_F(RecordCommand, OutputOfAProcessThatNeverTracesIsUntouchedAndNoFileAppears) {
+  const CommandResult r = run_pipescope({"record", "-o", dir_, "--", "/bin/echo", "hello"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+TEST_F(RecordCommand, FlagsBecomeTheLibrarysEnvironment) {
+  const CommandResult r = run_pipescope(
+      {"record", "-o", dir_, "--kinds", "kernel,nccl", "--flush-ms", "200", "--buffer-mb", "8", "--steps", "1:2",
+       "--nvtx-step", "^iter", "--", "/bin/sh", "-c",
+       "echo \"$PIPESCOPE_OUTPUT|$PIPESCOPE_KINDS|$PIPESCOPE_FLUSH_MS|$PIPESCOPE_BUFFER_MB|$PIPESCOPE_STEPS|"
+       "$PIPESCOPE_NVTX_STEP|${PIPESCOPE_WINDOW-unset}|$LD_PRELOAD\""});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string library = std::filesystem::canonical(kLibrary).string();
+  EXPECT_EQ(r.out, dir_ + "|kernel,nccl|200|8|1:2|^iter|unset|" + library + "\n");
+}
+
+TEST_F(RecordCommand, AnEarlierPreloadIsKeptAfterTheLibrary) {
+  const CommandResult r =
+      run_command({"/usr/bin/env", "LD_PRELOAD=libm.so.6", PIPESCOPE_CLI_PATH, "record", "-o", dir_, "--",
+                   "/bin/sh", "-c", "echo \"$LD_PRELOAD\""});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::filesystem::canonical(kLibrary).string() + ":libm.so.6\n");
+}
+
+TEST_F(RecordCommand, ACommandThatCannotRunGives127AndOneLine) {
+  const CommandResult r = run_pipescope({"record", "-o", dir_, "--", "/no/such/program"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_EQ(line_count(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("/no/such/program"), std::string::npos);
+}
+
+TEST_F(RecordCommand, AnUnwritableOutputDirIsAUsageError) {
+  const std::string file = dir_ + "/file";
+  ASSERT_EQ(run_command({"/usr/bin/touch", file}).exit_code, 0);
+  const CommandResult r = run_pipescope({"record", "-o", file + "/traces", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(line_count(r.err), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace pipescope::testing
