@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipescope/common/expected.h"
 #include "pipescope/trace/process_info.h"
 #include "pipescope/trace/records.h"
 #include "pipescope/trace/trace_decoder.h"
@@ -41,13 +42,17 @@ struct LoadedTrace {
   static uint16_t header_kind(const std::vector<std::byte>& bytes);
 };
 
-// Reads `path`; fails the calling test (ADD_FAILURE) and returns what it got when unreadable.
+// Reads `path`; an error only when it is not a trace at all (a damaged tail stops reading and
+// shows in stop_reason).
+Expected<LoadedTrace> read_trace(const std::string& path);
+
+// read_trace for tests: fails the calling test (ADD_FAILURE) when the file is unreadable.
 LoadedTrace load_trace(const std::string& path);
 
 // Every *.pst file in `dir`, sorted by name.
 std::vector<std::string> trace_files_in(const std::string& dir);
 
-// A fresh empty directory under the test temp dir.
+// A fresh empty directory under the test temp dir (gtest).
 std::string make_temp_dir(const std::string& tag);
 
 }  // namespace pipescope::inject::testing
