@@ -34,7 +34,8 @@ TEST_F(RecordCommand, ExitCodeOfTheCommandComesBack) {
 }
 
 TEST_F(RecordCommand, ASignalThatEndsTheCommandEndsRecordToo) {
-  EXPECT_EQ(run_pipescope({"record", "-o", dir_, "--", "/bin/sh", "-c", "kill -TERM $$"}).exit_code, 128 + 15);
+  EXPECT_EQ(run_pipescope({"record", "-o", dir_, "--", "/bin/sh", "-c", "kill -TERM $$"}).exit_code,
+            128 + 15);
   EXPECT_EQ(run_pipescope({"record", "-o", dir_, "--", "/bin/sh", "-c", "kill -KILL $$"}).exit_code, 128 + 9);
 }
 
@@ -48,8 +49,8 @@ TEST_F(RecordCommand, OutputOfAProcessThatNeverTracesIsUntouchedAndNoFileAppears
 
 TEST_F(RecordCommand, FlagsBecomeTheLibrarysEnvironment) {
   const CommandResult r = run_pipescope(
-      {"record", "-o", dir_, "--kinds", "kernel,nccl", "--flush-ms", "200", "--buffer-mb", "8", "--steps", "1:2",
-       "--nvtx-step", "^iter", "--", "/bin/sh", "-c",
+      {"record", "-o", dir_, "--kinds", "kernel,nccl", "--flush-ms", "200", "--buffer-mb", "8", "--steps",
+       "1:2", "--nvtx-step", "^iter", "--", "/bin/sh", "-c",
        "echo \"$PIPESCOPE_OUTPUT|$PIPESCOPE_KINDS|$PIPESCOPE_FLUSH_MS|$PIPESCOPE_BUFFER_MB|$PIPESCOPE_STEPS|"
        "$PIPESCOPE_NVTX_STEP|${PIPESCOPE_WINDOW-unset}|$LD_PRELOAD\""});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -58,9 +59,8 @@ TEST_F(RecordCommand, FlagsBecomeTheLibrarysEnvironment) {
 }
 
 TEST_F(RecordCommand, AnEarlierPreloadIsKeptAfterTheLibrary) {
-  const CommandResult r =
-      run_command({"/usr/bin/env", "LD_PRELOAD=libm.so.6", PIPESCOPE_CLI_PATH, "record", "-o", dir_, "--",
-                   "/bin/sh", "-c", "echo \"$LD_PRELOAD\""});
+  const CommandResult r = run_command({"/usr/bin/env", "LD_PRELOAD=libm.so.6", PIPESCOPE_CLI_PATH, "record",
+                                       "-o", dir_, "--", "/bin/sh", "-c", "echo \"$LD_PRELOAD\""});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, std::filesystem::canonical(kLibrary).string() + ":libm.so.6\n");
 }
