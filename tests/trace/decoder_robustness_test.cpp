@@ -237,8 +237,10 @@ TEST(TraceDecoder, RefusesANewerMajorVersion) {
   std::vector<std::byte> file = write_small_trace(false).bytes;
   ASSERT_FALSE(file.empty());
   const uint16_t major = 2;
+  const uint16_t minor = 0;
   std::memcpy(file.data() + offsetof(FileHeaderFixed, version_major), &major, sizeof(major));
-  test::reseal_header(file);  // a well-formed header, only newer
+  std::memcpy(file.data() + offsetof(FileHeaderFixed, version_minor), &minor, sizeof(minor));
+  test::reseal_header(file);  // a well-formed header, only newer: a 2.0 file
   auto got = TraceDecoder::open(file);
   ASSERT_FALSE(got.ok());
   EXPECT_TRUE(contains(got.error().message, "newer")) << got.error().message;

@@ -31,6 +31,7 @@ constexpr ExpectedSchema kEveryKind[] = {
     {RecordKind::kNvtx, "nvtx", sizeof(NvtxRecord)},
     {RecordKind::kOverhead, "overhead", sizeof(OverheadRecord)},
     {RecordKind::kNotice, "notice", sizeof(NoticeRecord)},
+    {RecordKind::kExternalCorrelation, "external_correlation", sizeof(ExternalCorrelationRecord)},
 };
 
 TEST(RecordSchema, OneSchemaPerRecordKind) {

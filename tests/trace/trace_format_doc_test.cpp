@@ -383,7 +383,8 @@ std::vector<EnumTable> enum_tables() {
       {"Enum RecordKind (u16)",
        {V(RecordKind, kInvalid), V(RecordKind, kKernel), V(RecordKind, kMemcpy), V(RecordKind, kMemset),
         V(RecordKind, kMemory), V(RecordKind, kSync), V(RecordKind, kApi), V(RecordKind, kNcclOp),
-        V(RecordKind, kNcclComm), V(RecordKind, kNvtx), V(RecordKind, kOverhead), V(RecordKind, kNotice)}},
+        V(RecordKind, kNcclComm), V(RecordKind, kNvtx), V(RecordKind, kOverhead), V(RecordKind, kNotice),
+        V(RecordKind, kExternalCorrelation)}},
       {"Enum CopyKind (u8)",
        {V(CopyKind, kUnknown), V(CopyKind, kHostToDevice), V(CopyKind, kDeviceToHost),
         V(CopyKind, kDeviceToDevice), V(CopyKind, kHostToHost), V(CopyKind, kPeerToPeer)}},
@@ -421,7 +422,9 @@ std::vector<EnumTable> enum_tables() {
       {"Enum NoticeCode (u16)",
        {V(NoticeCode, kRecordsDropped), V(NoticeCode, kCuptiBufferDropped), V(NoticeCode, kCaptureLost),
         V(NoticeCode, kCaptureResumed), V(NoticeCode, kInjectionConflict), V(NoticeCode, kUnsupportedVersion),
-        V(NoticeCode, kKindUnavailable), V(NoticeCode, kWindowOpened), V(NoticeCode, kWindowClosed)}},
+        V(NoticeCode, kKindUnavailable), V(NoticeCode, kWindowOpened), V(NoticeCode, kWindowClosed),
+        V(NoticeCode, kClockOffsetApplied)}},
+      {"Enum ExternalCorrelationKind (u8)", {V(ExternalCorrelationKind, kNccl)}},
   };
 }
 
@@ -462,6 +465,8 @@ TEST(TraceFormatDoc, EnumerationFieldWidthsMatchTheCode) {
   EXPECT_EQ(sizeof(std::underlying_type_t<NoticeCode>), sizeof(NoticeRecord::code));
   EXPECT_EQ(sizeof(std::underlying_type_t<CopyKind>), 1u);
   EXPECT_EQ(sizeof(std::underlying_type_t<NcclOpType>), 1u);
+  EXPECT_EQ(sizeof(std::underlying_type_t<ExternalCorrelationKind>),
+            sizeof(ExternalCorrelationRecord::external_kind));
 }
 
 // ---- CRC ---------------------------------------------------------------------------------------

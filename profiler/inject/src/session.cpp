@@ -30,6 +30,9 @@ using trace::NoticeCode;
 using trace::RecordKind;
 
 std::atomic<uint32_t> g_next_serial{1};
+// String ids are per file: every session and every new file after fork takes a fresh generation,
+// so that no cache keyed on it can hand out another file's ids.
+std::atomic<uint32_t> g_next_generation{1};
 
 // The calling thread's buffer in the session it last recorded into. A thread records into one
 // session at a time (tests make several, one after another).
@@ -104,6 +107,7 @@ Session::Session(InjectConfig config, LauncherInfo launcher, std::vector<std::st
       owns_process_(owns_process),
       serial_(g_next_serial.fetch_add(1)),
       start_ns_(now_ns()),
+      generation_(g_next_generation.fetch_add(1)),
       alive_(std::make_shared<std::atomic<bool>>(true)) {
   if (config_.disabled) state_.store(State::kOff);
   if (config_.steps) {
@@ -514,7 +518,8 @@ void Session::abandon_after_fork() noexcept {
   source_count_.store(0);
   pending_notices_.clear();
   process_info_ = trace::ProcessInfo{};
-  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.store(g_next_generation.fetch_add(1), std::memory_order_release);
+  t_thread_id = 0;  // the forking thread has a new kernel id in the child
   const State state = state_.load(std::memory_order_acquire);
   if (state == State::kOpen || state == State::kOpening)
     state_.store(State::kIdle, std::memory_order_release);

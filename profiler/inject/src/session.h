@@ -142,7 +142,7 @@ class Session {
   const uint32_t serial_;  // tells this session's thread slots from another's
   const uint64_t start_ns_;
   std::atomic<State> state_{State::kIdle};
-  std::atomic<uint32_t> generation_{1};  // bumped when a fork child abandons the parent's trace
+  std::atomic<uint32_t> generation_;  // changes when a fork child abandons the parent's trace
   std::unique_ptr<trace::TraceWriter> writer_;
   std::atomic<trace::TraceWriter*> live_writer_{nullptr};  // what signal handlers may touch
   std::shared_ptr<std::atomic<bool>> alive_;               // read by exiting threads

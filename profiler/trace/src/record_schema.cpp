@@ -113,6 +113,15 @@ constexpr FieldDesc kNoticeFields[] = {
     F(NoticeRecord, timestamp_ns), F(NoticeRecord, count), F(NoticeRecord, message_id),
     F(NoticeRecord, reserved1),
 };
+constexpr FieldDesc kExternalCorrelationFields[] = {
+    HEADER(ExternalCorrelationRecord),
+    F(ExternalCorrelationRecord, external_kind),
+    F(ExternalCorrelationRecord, reserved0),
+    F(ExternalCorrelationRecord, reserved1),
+    F(ExternalCorrelationRecord, correlation_id),
+    F(ExternalCorrelationRecord, reserved2),
+    F(ExternalCorrelationRecord, external_id),
+};
 #undef F
 #undef HEADER
 
@@ -124,12 +133,18 @@ constexpr RecordSchema schema(const char* name, const FieldDesc (&fields)[N]) {
 // Names match DESIGN.md's `kinds` vocabulary where a kind maps to one record
 // (memory, nvtx, ...); NCCL has two records, so its names say which.
 constexpr RecordSchema kSchemas[] = {
-    schema<KernelRecord>("kernel", kKernelFields),  schema<MemcpyRecord>("memcpy", kMemcpyFields),
-    schema<MemsetRecord>("memset", kMemsetFields),  schema<MemoryRecord>("memory", kMemoryFields),
-    schema<SyncRecord>("sync", kSyncFields),        schema<ApiRecord>("api", kApiFields),
-    schema<NcclOpRecord>("nccl_op", kNcclOpFields), schema<NcclCommRecord>("nccl_comm", kNcclCommFields),
-    schema<NvtxRecord>("nvtx", kNvtxFields),        schema<OverheadRecord>("overhead", kOverheadFields),
+    schema<KernelRecord>("kernel", kKernelFields),
+    schema<MemcpyRecord>("memcpy", kMemcpyFields),
+    schema<MemsetRecord>("memset", kMemsetFields),
+    schema<MemoryRecord>("memory", kMemoryFields),
+    schema<SyncRecord>("sync", kSyncFields),
+    schema<ApiRecord>("api", kApiFields),
+    schema<NcclOpRecord>("nccl_op", kNcclOpFields),
+    schema<NcclCommRecord>("nccl_comm", kNcclCommFields),
+    schema<NvtxRecord>("nvtx", kNvtxFields),
+    schema<OverheadRecord>("overhead", kOverheadFields),
     schema<NoticeRecord>("notice", kNoticeFields),
+    schema<ExternalCorrelationRecord>("external_correlation", kExternalCorrelationFields),
 };
 
 }  // namespace

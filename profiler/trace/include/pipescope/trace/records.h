@@ -19,10 +19,11 @@ enum class RecordKind : uint16_t {
   kNcclOp = 7,
   kNcclComm = 8,
   kNvtx = 9,
-  kOverhead = 10,  // time the profiling machinery itself took (CUPTI buffer flushes, ...)
-  kNotice = 11,    // what the profiler wants the report to know: drops, lost capture, ...
+  kOverhead = 10,             // time the profiling machinery itself took (CUPTI buffer flushes, ...)
+  kNotice = 11,               // what the profiler wants the report to know: drops, lost capture, ...
+  kExternalCorrelation = 12,  // ties a CUPTI correlation id to an id pipescope pushed (format 1.1)
 };
-inline constexpr uint16_t kLastRecordKind = 11;
+inline constexpr uint16_t kLastRecordKind = 12;
 
 struct RecordHeader {
   uint16_t kind;        // RecordKind
@@ -285,6 +286,7 @@ enum class NoticeCode : uint16_t {
   kKindUnavailable = 7,     // a requested kind could not be captured (message says which)
   kWindowOpened = 8,        // capture window / step range began
   kWindowClosed = 9,
+  kClockOffsetApplied = 10,  // GPU times mapped onto the trace clock by a measured offset (format 1.1)
 };
 
 struct NoticeRecord {
@@ -295,6 +297,23 @@ struct NoticeRecord {
   uint64_t count;
   uint32_t message_id;  // string id of a human-readable detail; 0 when none
   uint32_t reserved1;
+};
+
+// Who pushed the external id of an external_correlation record.
+enum class ExternalCorrelationKind : uint8_t {
+  kNccl = 1,  // pipescope's NCCL interposer: external_id is an nccl_op's external_correlation_id
+};
+
+// CUPTI's link between a CUDA call (its correlation_id, which the kernels, copies and memsets it
+// issued carry too) and the external id that was pushed on the calling thread during the call.
+struct ExternalCorrelationRecord {
+  RecordHeader header;
+  uint8_t external_kind;  // ExternalCorrelationKind
+  uint8_t reserved0;
+  uint16_t reserved1;
+  uint32_t correlation_id;
+  uint32_t reserved2;
+  uint64_t external_id;
 };
 
 template <class R>
@@ -317,6 +336,7 @@ PIPESCOPE_RECORD_TRAITS(NcclCommRecord, kNcclComm);
 PIPESCOPE_RECORD_TRAITS(NvtxRecord, kNvtx);
 PIPESCOPE_RECORD_TRAITS(OverheadRecord, kOverhead);
 PIPESCOPE_RECORD_TRAITS(NoticeRecord, kNotice);
+PIPESCOPE_RECORD_TRAITS(ExternalCorrelationRecord, kExternalCorrelation);
 #undef PIPESCOPE_RECORD_TRAITS
 
 // The sizes docs/trace-format.md states; a change here is a format change.
@@ -331,6 +351,7 @@ static_assert(sizeof(NcclCommRecord) == 72);
 static_assert(sizeof(NvtxRecord) == 48);
 static_assert(sizeof(OverheadRecord) == 32);
 static_assert(sizeof(NoticeRecord) == 32);
+static_assert(sizeof(ExternalCorrelationRecord) == 24);
 
 // Builds a record with its header filled in; fields are set by the caller.
 template <class R>

@@ -1,0 +1,133 @@
+// The CUPTI activity source: enables the activity kinds the configuration asks for, hands CUPTI
+// buffers from a small pool, turns completed buffers into trace records on the thread CUPTI
+// delivers them on, and puts GPU times on the trace clock. One per process (CUPTI's buffer
+// callbacks carry no user pointer).
+//
+// It never fights another tool: when one takes CUPTI over (cupti_injection.cpp's interposers
+// call cupti_taken_over), it flushes what it has, writes when capture was lost, and stops
+// touching CUPTI. Every CUPTI error is one "pipescope:" line and a notice; the process goes on.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cupti_api.h"
+#include "cupti_records.h"
+#include "session.h"
+
+namespace pipescope::inject {
+
+// One CUPTI activity kind to enable, and whether it follows the capture window (turned off
+// while the window is closed) or stays on for the whole run.
+struct ActivityKindPlan {
+  CUpti_ActivityKind kind;
+  trace::RecordKind for_record;  // the record kind it serves (kNotice for bookkeeping kinds)
+  bool follows_window;
+};
+
+// The CUPTI kinds that capture `kinds`: kernel -> CONCURRENT_KERNEL, memcpy -> MEMCPY and
+// MEMCPY2 (peer copies), memset, memory -> MEMORY2 and MEMORY_POOL, sync -> SYNCHRONIZATION
+// (+ CONTEXT, to know their devices), api -> RUNTIME and DRIVER, overhead, nccl ->
+// EXTERNAL_CORRELATION (+ DRIVER, which carries it), and DEVICE always.
+std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kinds);
+
+// GPU-to-trace clock offset measured around one cuptiGetTimestamp() call: the best of a few
+// tries (the smallest bracket). Used when CUPTI cannot report on the trace clock itself.
+struct ClockOffset {
+  int64_t offset_ns = 0;
+  uint64_t uncertainty_ns = 0;
+  bool ok = false;
+};
+ClockOffset measure_clock_offset(decltype(&cuptiGetTimestamp) get_timestamp, uint64_t (*now_ns)());
+
+class CuptiSource final : public RecordSource {
+ public:
+  // Buffers CUPTI writes into: 4 MiB each (CUPTI's samples use 8; smaller ones come back
+  // sooner), two made up front, at most 32 outstanding. Beyond that CUPTI is refused a buffer
+  // and counts what it drops, which the trace then reports.
+  static constexpr size_t kBufferBytes = size_t{4} << 20;
+  static constexpr size_t kPreallocatedBuffers = 2;
+  static constexpr size_t kMaxBuffers = 32;
+
+  // `api` (the real libcupti or a test's fakes) must outlive the source.
+  CuptiSource(Session& session, const CuptiApi& api);
+  ~CuptiSource() override;
+  CuptiSource(const CuptiSource&) = delete;
+  CuptiSource& operator=(const CuptiSource&) = delete;
+
+  // Checks the version, puts CUPTI on the trace clock, registers the buffer callbacks and
+  // enables the kinds of session.config().kinds. False when nothing can be captured; the trace
+  // says why (kUnsupportedVersion, kKindUnavailable, kCaptureLost). Call once.
+  bool start() noexcept;
+
+  void flush_into_session(bool final) override;
+  void on_capture_changed(bool capturing) override;
+
+  // Another tool called `call` (cuptiActivityRegisterCallbacks, cuptiSubscribe, cuptiFinalize):
+  // flush, note the time, stop using CUPTI. Idempotent.
+  void lose_capture(const char* call) noexcept;
+
+  bool capturing_gpu() const noexcept { return running_.load(std::memory_order_acquire); }
+  bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
+  int64_t clock_offset_ns() const noexcept { return clock_offset_ns_.load(std::memory_order_relaxed); }
+
+  // CUPTI's callbacks (static: CUPTI passes no user pointer), public for tests' fake CUPTIs.
+  static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
+                                        size_t valid_bytes);
+  static uint64_t CUPTIAPI timestamp_now();
+
+ private:
+  class Services;
+  void take_buffer(uint8_t** buffer, size_t* size) noexcept;
+  void process_buffer(uint8_t* buffer, size_t valid_bytes) noexcept;
+  void give_back(uint8_t* buffer) noexcept;
+  void report_cupti_drops_locked() noexcept;
+  void set_kinds_enabled_locked(bool window_open) noexcept;
+  // Success, or one stderr line per `function` and a notice "<call> failed: <error>; <consequence>".
+  bool call_ok(const char* function, const std::string& call, CUptiResult result, trace::NoticeCode code,
+               const std::string& consequence) noexcept;
+  void use_measured_clock(const std::string& why) noexcept;
+
+  Session& session_;
+  const CuptiApi& api_;
+  ContextDevices contexts_;
+  std::vector<ActivityKindPlan> plan_;
+  std::vector<bool> available_;   // per plan_ entry: cuptiActivityEnable succeeded at start
+  std::vector<bool> enabled_;     // per plan_ entry: on now
+  bool correlating_ = false;      // the NCCL external-correlation hooks are ours
+  uint32_t generation_salt_ = 0;  // added to the session's string generation for the name caches
+
+  std::mutex mutex_;  // CUPTI calls outside the buffer callbacks; plan_, available_, enabled_
+  std::atomic<bool> running_{false};
+  std::atomic<bool> lost_{false};
+  std::atomic<bool> measured_clock_{false};
+  std::atomic<int64_t> clock_offset_ns_{0};
+
+  std::mutex pool_mutex_;  // owned_buffers_, free_buffers_
+  std::vector<std::unique_ptr<uint8_t[]>> owned_buffers_;
+  std::vector<uint8_t*> free_buffers_;
+  std::atomic<uint64_t> buffers_refused_{0};
+  std::atomic<uint64_t> walk_errors_{0};
+};
+
+// The source CUPTI's callbacks and the interposers reach; null when none runs.
+CuptiSource* active_cupti_source() noexcept;
+
+// The interposers' entry: another tool called `call`. Before a source runs this only marks
+// CUPTI as taken, so that the source then does not start and fight it.
+void cupti_taken_over(const char* call) noexcept;
+bool cupti_taken_by_another_tool() noexcept;
+// Tests only: forget that another tool took CUPTI (a process can lose CUPTI only once).
+void forget_cupti_takeover_for_tests() noexcept;
+
+// What InitializeInjection does, on `session`: open its trace (Activation::kCuda), load CUPTI
+// (load_cupti_api), start a source and register it with the session. Never fails the process:
+// when CUPTI cannot run the trace says why. Returns the running source, or null. The source and
+// the loaded table live until exit.
+CuptiSource* start_cupti_injection(Session& session) noexcept;
+
+}  // namespace pipescope::inject

@@ -1,0 +1,134 @@
+// What each interposed NCCL call does around the real one: forward with the same arguments,
+// return the same result with errno as the real call left it, and record the call — an
+// nccl_comm record for creation and teardown, an nccl_op record for each collective and
+// send/recv, with the communicator identity and sequence number that pair it across ranks.
+//
+// The exported `nccl*` definitions (nccl_interpose.cpp, in libpipescope.so only) are one line
+// each into NcclRecorder::instance(). Tests and the benchmark build their own recorder over a
+// test Session, their own registry and an NcclLibrary of stand-in functions.
+//
+// Communicators whose rank and size NCCL cannot report yet — created inside a group, or
+// nonblocking (`config->blocking = 0`, the call returns ncclInProgress) — are asked later: at the
+// outermost ncclGroupEnd that succeeds, else at their first use outside a group, after
+// ncclCommGetAsyncError says ncclSuccess (NCCL itself checks the same before each operation).
+// Their nccl_comm record is written then, with the creation call's times. Until then ops
+// carry comm_id and sequence (known at creation) but device kUnknownDevice.
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "nccl_comms.h"
+#include "nccl_real.h"
+#include "session.h"
+
+namespace pipescope::inject::nccl {
+
+// Bytes of one element of `datatype`; 0 for a type this build does not know.
+uint32_t datatype_bytes(ncclDataType_t datatype) noexcept;
+
+class NcclRecorder {
+ public:
+  // The process's, over Session::instance() and the loaded NCCL.
+  static NcclRecorder& instance() noexcept;
+
+  // `launcher_rank`: the process's rank in the job from its launcher, if known (else the rank of
+  // the first communicator created with ncclCommInitRank* stands in).
+  NcclRecorder(Session& session, NcclLibrary& library, CommRegistry& registry,
+               std::optional<int32_t> launcher_rank) noexcept;
+  NcclRecorder(const NcclRecorder&) = delete;
+  NcclRecorder& operator=(const NcclRecorder&) = delete;
+
+  // Creation and teardown.
+  ncclResult_t comm_init_rank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank) noexcept;
+  ncclResult_t comm_init_rank_config(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank,
+                                     ncclConfig_t* config) noexcept;
+  ncclResult_t comm_init_rank_scalable(ncclComm_t* comm, int nranks, int rank, int id_count,
+                                       ncclUniqueId* comm_ids, ncclConfig_t* config) noexcept;
+  ncclResult_t comm_init_all(ncclComm_t* comms, int ndev, const int* devlist) noexcept;
+  ncclResult_t comm_split(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                          ncclConfig_t* config) noexcept;
+  ncclResult_t comm_shrink(ncclComm_t comm, int* exclude_ranks, int exclude_count, ncclComm_t* newcomm,
+                           ncclConfig_t* config, int shrink_flags) noexcept;
+  ncclResult_t comm_finalize(ncclComm_t comm) noexcept;
+  ncclResult_t comm_destroy(ncclComm_t comm) noexcept;
+  ncclResult_t comm_abort(ncclComm_t comm) noexcept;
+  ncclResult_t comm_revoke(ncclComm_t comm, int revoke_flags) noexcept;
+
+  // Collectives and point-to-point.
+  ncclResult_t all_reduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) noexcept;
+  ncclResult_t all_gather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                          ncclComm_t comm, cudaStream_t stream) noexcept;
+  ncclResult_t reduce_scatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) noexcept;
+  ncclResult_t broadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                         int root, ncclComm_t comm, cudaStream_t stream) noexcept;
+  ncclResult_t bcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                     cudaStream_t stream) noexcept;
+  ncclResult_t reduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) noexcept;
+  ncclResult_t all_to_all(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclComm_t comm, cudaStream_t stream) noexcept;
+  ncclResult_t gather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                      ncclComm_t comm, cudaStream_t stream) noexcept;
+  ncclResult_t scatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                       ncclComm_t comm, cudaStream_t stream) noexcept;
+  ncclResult_t send(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                    cudaStream_t stream) noexcept;
+  ncclResult_t recv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                    cudaStream_t stream) noexcept;
+
+  // Groups.
+  ncclResult_t group_start() noexcept;
+  ncclResult_t group_end() noexcept;
+
+  const CommRegistry& registry() const noexcept { return registry_; }
+
+ private:
+  struct OpCall {
+    trace::NcclOpType op;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    size_t count;
+    ncclDataType_t datatype;
+    uint8_t reduce_op;  // 0xFF: the op does not reduce
+    int32_t peer;       // send/recv peer, root, or kNoPeer
+  };
+  template <class Fn>
+  Fn real(Fn NcclFunctions::*member, const char* name) noexcept;
+  template <class Call>
+  ncclResult_t record_op(const OpCall& call, Call&& real_call) noexcept;
+  template <class Call>
+  ncclResult_t record_teardown(trace::NcclCommEvent event, ncclComm_t handle, Call&& real_call) noexcept;
+  // A creation call; `after(facts, result)` describes and registers what it made.
+  template <class Call, class After>
+  ncclResult_t record_creation(Call&& real_call, After&& after) noexcept;
+  void describe_init_rank(CommFacts& facts, std::span<const std::byte> ids, int rank, int nranks) noexcept;
+  // The communicator a split or shrink starts from, its details learned if NCCL can say them.
+  Comm* parent_of_new_comm(ncclComm_t handle) noexcept;
+
+  // After a creation call returned: registers the communicator, asks NCCL what the arguments
+  // did not say when it can, and writes the creation record (or the failed call's).
+  void created(ncclComm_t* out, CommFacts facts, ncclResult_t result) noexcept;
+  void learn_details(Comm& comm) noexcept;
+  void report_creation(Comm& comm) noexcept;
+  void report_failed_creation(const CommFacts& facts) noexcept;
+  void write_comm_record(trace::NcclCommEvent event, uint64_t start_ns, uint64_t end_ns, const Comm* comm,
+                         const CommFacts* facts) noexcept;
+  void learn_process_rank(int32_t rank, int32_t size) noexcept;
+  int32_t global_rank() const noexcept;
+
+  Session& session_;
+  NcclLibrary& library_;
+  CommRegistry& registry_;
+  const std::optional<int32_t> launcher_rank_;
+  std::atomic<int32_t> learned_rank_{-1};
+  std::atomic<bool> rank_learned_{false};
+};
+
+}  // namespace pipescope::inject::nccl

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds what the GPU checks need into one small folder to carry to a GPU machine that has the
+# NVIDIA driver, NCCL and (for the PyTorch check) torch, but no build tools:
+#   bin/pipescope  lib/libpipescope.so  bin/cuda_nccl_smoke  bin/gpu_trace_check
+#   share/torch_train_loop.py  gpu-smoke.sh
+# A stripped Release build; executables find lib/ through an $ORIGIN run path. libnccl.so.2 and
+# libcuda.so.1 come from the GPU machine (NCCL alone is over 200 MB). Checked with ldd: nothing
+# else may be missing, and the folder must stay under 64 MiB.
+# Usage: scripts/gpu-bundle.sh [OUT_DIR]   (default: gpu-bundle)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-gpu-bundle}
+build=build-gpu-bundle
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_TESTS=ON -DPIPESCOPE_BUILD_BENCHES=OFF \
+  -DCMAKE_BUILD_RPATH='$ORIGIN/../lib' >/dev/null
+targets=(pipescope pipescope_inject gpu_trace_check)
+if grep -q '^CMAKE_CUDA_COMPILER:.*nvcc' "$build/CMakeCache.txt"; then targets+=(cuda_nccl_smoke); fi
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/share"
+cp "$build/cli/pipescope" "$build/tests/gpu/gpu_trace_check" "$out/bin/"
+[[ -f "$build/tests/gpu/cuda_nccl_smoke" ]] && cp "$build/tests/gpu/cuda_nccl_smoke" "$out/bin/"
+cp "$build/profiler/inject/libpipescope.so" "$out/lib/"
+cp tests/gpu/torch_train_loop.py "$out/share/"
+cp scripts/gpu-smoke.sh "$out/"
+strip --strip-unneeded "$out"/bin/* "$out"/lib/*
+
+# Everything resolves on this machine except what the GPU machine brings.
+status=0
+for elf in "$out"/bin/* "$out"/lib/*; do
+  missing=$(ldd "$elf" 2>/dev/null | awk '/not found/ {print $1}' | grep -v -E '^(libnccl\.so\.2|libcuda\.so\.1)$' || true)
+  if [[ -n "$missing" ]]; then
+    echo "gpu-bundle: $elf needs libraries the bundle lacks: $missing" >&2
+    status=1
+  fi
+done
+if ldd "$out/lib/libpipescope.so" | grep -v -E 'linux-vdso|libc\.so|libm\.so|ld-linux' | grep -q '=>'; then
+  echo "gpu-bundle: libpipescope.so depends on more than the C library:" >&2
+  ldd "$out/lib/libpipescope.so" >&2
+  status=1
+fi
+size_kib=$(du -sk "$out" | cut -f1)
+if ((size_kib > 64 * 1024)); then
+  echo "gpu-bundle: $out is ${size_kib} KiB, over the 64 MiB limit" >&2
+  status=1
+fi
+((status == 0)) && echo "gpu-bundle: $out (${size_kib} KiB) ready; run $out/gpu-smoke.sh $out on a GPU machine"
+exit $status

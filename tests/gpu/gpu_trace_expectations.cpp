@@ -1,0 +1,82 @@
+#include "gpu_trace_expectations.h"
+
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace pipescope::inject::testing {
+namespace {
+
+using trace::RecordKind;
+
+struct Totals {
+  std::map<std::string, uint64_t> by_kind;
+  uint64_t nccl_ops = 0;
+  uint64_t nccl_ops_linked = 0;
+  std::vector<std::string> notices;
+};
+
+// NCCL calls reach kernels through two ids: the call's external id, which CUPTI's
+// external-correlation records map to CUDA correlation ids, which kernels carry.
+void count_trace(const LoadedTrace& t, Totals& totals) {
+  totals.by_kind["kernel"] += t.all<trace::KernelRecord>().size();
+  totals.by_kind["memcpy"] += t.all<trace::MemcpyRecord>().size();
+  totals.by_kind["memset"] += t.all<trace::MemsetRecord>().size();
+  totals.by_kind["memory"] += t.all<trace::MemoryRecord>().size();
+  totals.by_kind["sync"] += t.all<trace::SyncRecord>().size();
+  totals.by_kind["nvtx"] += t.all<trace::NvtxRecord>().size();
+  const auto ops = t.all<trace::NcclOpRecord>();
+  totals.by_kind["nccl"] += ops.size() + t.all<trace::NcclCommRecord>().size();
+
+  std::unordered_set<uint32_t> kernel_correlations;
+  for (const auto& k : t.all<trace::KernelRecord>()) kernel_correlations.insert(k.correlation_id);
+  std::unordered_set<uint64_t> linked_external_ids;
+  for (const auto& c : t.all<trace::ExternalCorrelationRecord>()) {
+    if (kernel_correlations.count(c.correlation_id) != 0) linked_external_ids.insert(c.external_id);
+  }
+  for (const auto& op : ops) {
+    ++totals.nccl_ops;
+    if (op.external_correlation_id != 0 && linked_external_ids.count(op.external_correlation_id) != 0) {
+      ++totals.nccl_ops_linked;
+    }
+  }
+  for (const auto& n : t.all<trace::NoticeRecord>()) {
+    totals.notices.push_back(t.path + ": notice " + std::to_string(n.code) + " count " +
+                             std::to_string(n.count) +
+                             (n.message_id != 0 ? " " + std::string(t.text(n.message_id)) : ""));
+  }
+}
+
+}  // namespace
+
+Expected<GpuTraceVerdict> check_gpu_traces(const std::vector<LoadedTrace>& traces,
+                                           const std::vector<std::string>& expected) {
+  static const std::unordered_set<std::string> kKnown = {"kernel", "memcpy", "memset",      "memory",
+                                                         "sync",   "nccl",   "nccl-linked", "nvtx"};
+  for (const std::string& item : expected) {
+    if (kKnown.count(item) == 0) return Error{"unknown expectation '" + item + "'"};
+  }
+  GpuTraceVerdict verdict;
+  Totals totals;
+  for (const LoadedTrace& t : traces) count_trace(t, totals);
+  verdict.report += "traces: " + std::to_string(traces.size()) + "\n";
+  for (const auto& [kind, count] : totals.by_kind)
+    verdict.report += kind + ": " + std::to_string(count) + "\n";
+  verdict.report += "nccl calls linked to kernels: " + std::to_string(totals.nccl_ops_linked) + " of " +
+                    std::to_string(totals.nccl_ops) + "\n";
+  for (const std::string& notice : totals.notices) verdict.report += notice + "\n";
+  if (traces.empty()) verdict.failures.push_back("no trace files");
+  for (const std::string& item : expected) {
+    if (item == "nccl-linked") {
+      if (totals.nccl_ops == 0 || totals.nccl_ops_linked != totals.nccl_ops) {
+        verdict.failures.push_back("not every NCCL call is linked to a kernel");
+      }
+    } else if (totals.by_kind[item] == 0) {
+      verdict.failures.push_back("no " + item + " records");
+    }
+  }
+  for (const std::string& failure : verdict.failures) verdict.report += "FAILED: " + failure + "\n";
+  return verdict;
+}
+
+}  // namespace pipescope::inject::testing

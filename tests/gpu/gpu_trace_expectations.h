@@ -1,0 +1,23 @@
+// What a GPU smoke trace must hold, as a pure function of the loaded traces so that the rules
+// are tested without a GPU (gpu_trace_expectations_test.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loaded_trace.h"
+#include "pipescope/common/expected.h"
+
+namespace pipescope::inject::testing {
+
+struct GpuTraceVerdict {
+  std::string report;                 // one line per fact, then one per failure
+  std::vector<std::string> failures;  // empty when every expectation holds
+};
+
+// `expected` items: kernel, memcpy, memset, memory, sync, nccl, nccl-linked, nvtx. An unknown
+// item is an error.
+Expected<GpuTraceVerdict> check_gpu_traces(const std::vector<LoadedTrace>& traces,
+                                           const std::vector<std::string>& expected);
+
+}  // namespace pipescope::inject::testing

@@ -1,0 +1,58 @@
+#include "gpu_trace_expectations.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace pipescope::inject::testing {
+namespace {
+
+template <class R>
+void add(LoadedTrace& t, const R& record) {
+  std::vector<std::byte> bytes(sizeof(R));
+  std::memcpy(bytes.data(), &record, sizeof(R));
+  t.records.push_back(std::move(bytes));
+}
+
+LoadedTrace trace_with_linked_nccl_call(bool linked) {
+  LoadedTrace t;
+  t.path = "rank-0.1.pst";
+  auto kernel = trace::make_record<trace::KernelRecord>();
+  kernel.correlation_id = 40;
+  add(t, kernel);
+  auto op = trace::make_record<trace::NcclOpRecord>();
+  op.external_correlation_id = 7;
+  add(t, op);
+  auto link = trace::make_record<trace::ExternalCorrelationRecord>();
+  link.correlation_id = linked ? 40 : 41;
+  link.external_id = 7;
+  add(t, link);
+  add(t, trace::make_record<trace::NvtxRecord>());
+  return t;
+}
+
+TEST(GpuTraceExpectations, ANcclCallReachesItsKernelThroughTheExternalId) {
+  auto verdict =
+      check_gpu_traces({trace_with_linked_nccl_call(true)}, {"kernel", "nccl", "nccl-linked", "nvtx"});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_TRUE(verdict->failures.empty()) << verdict->report;
+}
+
+TEST(GpuTraceExpectations, ACallWhoseCorrelationNamesNoKernelFails) {
+  auto verdict = check_gpu_traces({trace_with_linked_nccl_call(false)}, {"nccl-linked"});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->failures, std::vector<std::string>{"not every NCCL call is linked to a kernel"});
+}
+
+TEST(GpuTraceExpectations, MissingKindsAndNoTracesFail) {
+  auto verdict = check_gpu_traces({trace_with_linked_nccl_call(true)}, {"memcpy", "memory"});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->failures, (std::vector<std::string>{"no memcpy records", "no memory records"}));
+  auto empty = check_gpu_traces({}, {});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->failures, std::vector<std::string>{"no trace files"});
+  EXPECT_FALSE(check_gpu_traces({}, {"cpu"}).ok());
+}
+
+}  // namespace
+}  // namespace pipescope::inject::testing

@@ -1,0 +1,34 @@
+// A miniature 3D-parallel training step over NCCL, one process per rank, for the no-GPU tests
+// of the NCCL interposer. It is built twice: linked into nccl_ranks_program (libnccl.so.2 a
+// normal dependency), and into nccl_ranks_module.so, which nccl_ranks_dlopen_program opens
+// with RTLD_LOCAL the way Python opens torch's extension modules.
+//
+//   nccl_ranks_program --id-dir DIR [--nvtx] [--steps N] [--tp T] [--pp P] [--call-log FILE]
+//
+// Reads RANK, WORLD_SIZE and LOCAL_RANK as torchrun sets them. Rank 0 makes the unique id and
+// hands it over in DIR/nccl-id; everyone builds the world communicator and splits it, in this
+// order, into TP (split 0), PP (split 1), a "first stage" communicator that only pipeline stage
+// 0 joins (split 2; everyone else passes NCCL_SPLIT_NOCOLOR) and DP (split 3). Megatron's rank
+// order: rank = tp_rank + T * (dp_rank + D * pp_rank). Per step, on every member:
+//   TP:    ncclAllReduce 1024 float sum
+//   PP:    group { to next stage: send 2048 bf16, recv 1024 bf16 } and
+//          group { from previous stage: recv 2048 bf16, send 1024 bf16 }, then ungrouped:
+//          send 128 float to the next stage / recv 128 float from the previous one
+//   DP:    ncclAllReduce 4096 float sum, ncclAllGather 512 bf16, ncclReduceScatter 256 float sum
+//   stage: ncclAllReduce 32 float max (stage 0 only)
+//   world: ncclBroadcast 64 int32 root 0, ncclAlltoAll 16 int32
+// Every call uses stream (cudaStream_t)(0x5000 + LOCAL_RANK). Then the world communicator is
+// finalized and all are destroyed, one line is printed:
+//   rank R/W local L: world r/s tp r/s pp r/s dp r/s stage r/s|none device D nccl V
+// and the program exits 0 (1 when an NCCL call failed, 2 on bad usage).
+//
+// --nvtx wraps each step in NVTX ranges: push "train_step" { push "forward" { TP, PP groups }
+// pop; push "backward" { ungrouped p2p, DP, stage } pop; world } pop.
+// --call-log FILE writes each NCCL call as the fake library's call log would (call_text.h).
+#pragma once
+
+namespace pipescope::test_programs {
+
+int nccl_ranks_main(int argc, char** argv);
+
+}  // namespace pipescope::test_programs
