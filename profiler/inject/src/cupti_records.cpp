@@ -188,7 +188,11 @@ trace::KernelRecord kernel_record(const CUpti_ActivityKernel10& a, int64_t offse
   return r;
 }
 
-trace::MemcpyRecord memcpy_record(const CUpti_ActivityMemcpy6& a, int64_t offset_ns) {
+namespace {
+
+// The fields CUPTI's plain and peer copy records share, under the same names.
+template <class CuptiCopy>
+trace::MemcpyRecord copy_record_common(const CuptiCopy& a, int64_t offset_ns) {
   auto r = trace::make_record<trace::MemcpyRecord>();
   r.device = a.deviceId;
   r.start_ns = to_trace_ns(a.start, offset_ns);
@@ -196,34 +200,29 @@ trace::MemcpyRecord memcpy_record(const CUpti_ActivityMemcpy6& a, int64_t offset
   r.stream = a.streamId;
   r.correlation_id = a.correlationId;
   r.bytes = a.bytes;
-  r.copy_kind = static_cast<uint8_t>(copy_kind_of(a.copyKind));
   r.src_kind = static_cast<uint8_t>(memory_kind_of(a.srcKind));
   r.dst_kind = static_cast<uint8_t>(memory_kind_of(a.dstKind));
   r.flags = static_cast<uint8_t>(
       ((a.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0 ? trace::kActivityFlagAsync : 0) |
       (a.graphId != 0 ? trace::kActivityFlagInGraph : 0));
-  r.peer_device = trace::kUnknownDevice;
   r.graph_id = a.graphId;
   return r;
 }
 
+}  // namespace
+
+trace::MemcpyRecord memcpy_record(const CUpti_ActivityMemcpy6& a, int64_t offset_ns) {
+  trace::MemcpyRecord r = copy_record_common(a, offset_ns);
+  r.copy_kind = static_cast<uint8_t>(copy_kind_of(a.copyKind));
+  r.peer_device = trace::kUnknownDevice;
+  return r;
+}
+
 trace::MemcpyRecord peer_memcpy_record(const CUpti_ActivityMemcpyPtoP4& a, int64_t offset_ns) {
-  auto r = trace::make_record<trace::MemcpyRecord>();
-  r.device = a.deviceId;
-  r.start_ns = to_trace_ns(a.start, offset_ns);
-  r.end_ns = to_trace_ns(a.end, offset_ns);
-  r.stream = a.streamId;
-  r.correlation_id = a.correlationId;
-  r.bytes = a.bytes;
+  trace::MemcpyRecord r = copy_record_common(a, offset_ns);
   // CUPTI reports a peer copy on one of its two devices; the other one is the peer.
   r.copy_kind = static_cast<uint8_t>(trace::CopyKind::kPeerToPeer);
-  r.src_kind = static_cast<uint8_t>(memory_kind_of(a.srcKind));
-  r.dst_kind = static_cast<uint8_t>(memory_kind_of(a.dstKind));
-  r.flags = static_cast<uint8_t>(
-      ((a.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0 ? trace::kActivityFlagAsync : 0) |
-      (a.graphId != 0 ? trace::kActivityFlagInGraph : 0));
   r.peer_device = a.deviceId == a.srcDeviceId ? a.dstDeviceId : a.srcDeviceId;
-  r.graph_id = a.graphId;
   return r;
 }
 
