@@ -1,10 +1,13 @@
 #include "session.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -268,6 +271,47 @@ TEST(Session, AForkedChildNeverWritesTheParentsTrace) {
   const auto child_trace = load_trace(dir + "/rank-x." + std::to_string(child) + ".pst");
   ASSERT_EQ(child_trace.all<trace::MemcpyRecord>().size(), 1u);
   EXPECT_EQ(child_trace.all<trace::MemcpyRecord>()[0].bytes, 999u);
+}
+
+TEST(Session, AFullDiskWarnsOnceAndTheCallerGoesOn) {
+  const std::string dir = make_temp_dir("full");
+  int err_pipe[2];
+  ASSERT_EQ(pipe(err_pipe), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The file may grow to 64 KiB: the header and the first chunks fit, later flushes do not.
+    dup2(err_pipe[1], 2);
+    signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 << 10, 64 << 10};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    InjectConfig config = config_in(dir);
+    config.compress = false;
+    config.flush_ms = 3'600'000;
+    Session session(config, LauncherInfo{});
+    trace::ThreadBuffer* buffer = session.thread_buffer(Activation::kCuda);
+    if (buffer == nullptr) _exit(1);
+    for (int round = 0; round < 4; ++round) {
+      for (int i = 0; i < 1000; ++i) buffer->append(memcpy_record(i));
+      session.flush_now();
+    }
+    session.finish();
+    _exit(0);
+  }
+  close(err_pipe[1]);
+  std::string err;
+  char chunk[512];
+  for (ssize_t n; (n = read(err_pipe[0], chunk, sizeof(chunk))) > 0;)
+    err.append(chunk, static_cast<size_t>(n));
+  close(err_pipe[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("pipescope: tracing stopped in this process"), std::string::npos) << err;
+  const auto loaded = load_trace(trace_files_in(dir).at(0));  // what fitted is readable
+  EXPECT_NE(loaded.stop_reason, trace::StopReason::kCorrupt);
+  EXPECT_GT(loaded.all<trace::MemcpyRecord>().size(), 0u);
 }
 
 }  // namespace

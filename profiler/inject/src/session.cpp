@@ -439,7 +439,12 @@ void Session::flush_now() noexcept {
   if (writer == nullptr) return;
   flush_sources(false);
   try {
-    (void)writer->flush();
+    const Status flushed = writer->flush();
+    // A failed write (disk full, I/O error) leaves the file readable up to its last chunk and
+    // the writer discarding from then on: say so once; the job goes on.
+    if (!flushed.ok() && !write_failure_reported_.exchange(true)) {
+      warn("tracing stopped in this process: " + flushed.error().message);
+    }
   } catch (...) {
   }
   report_drops();  // after the drain, so that the notice finds room even in a full ring

@@ -167,6 +167,7 @@ class Session {
   std::atomic<bool> flush_requested_{false};
   int wake_fd_ = -1;  // eventfd a signal handler writes to wake the flusher
   uint64_t drops_reported_ = 0;
+  std::atomic<bool> write_failure_reported_{false};
 };
 
 }  // namespace pipescope::inject
