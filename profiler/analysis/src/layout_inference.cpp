@@ -1,0 +1,573 @@
+// Parallel layout from communicators and p2p flows. The pipeline comes first (pipeline_stages),
+// then each stage is read on its own: communicators of one size that partition the stage form a
+// family, and the families' traffic names them (see the header for the rules).
+#include "pipescope/analysis/layout_inference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "layout_groups.h"
+#include "pipeline_stages.h"
+
+namespace pipescope::analysis {
+
+const char* comm_role_name(CommRole role) {
+  switch (role) {
+    case CommRole::kWorld: return "world";
+    case CommRole::kTensor: return "tensor";
+    case CommRole::kPipeline: return "pipeline";
+    case CommRole::kData: return "data";
+    case CommRole::kShard: return "shard";
+    case CommRole::kExpert: return "expert";
+    case CommRole::kContext: return "context";
+    case CommRole::kOther: return "other";
+  }
+  return "other";
+}
+
+namespace {
+
+using layout::Group;
+using layout::rank_list;
+using layout::Traffic;
+
+size_t at(int32_t rank) { return static_cast<size_t>(rank); }
+
+Traffic traffic_of(const CommunicatorTraffic& c) {
+  Traffic t;
+  t.all_reduce_bytes = c.all_reduce_bytes;
+  t.all_gather_bytes = c.all_gather_bytes;
+  t.reduce_scatter_bytes = c.reduce_scatter_bytes;
+  t.all_to_all_bytes = c.all_to_all_bytes;
+  t.rooted_bytes = c.broadcast_bytes;
+  t.p2p_bytes = c.p2p_bytes;
+  t.collective_calls = c.collective_calls;
+  t.p2p_calls = c.p2p_calls;
+  return t;
+}
+
+Expected<std::vector<Group>> merge_groups(int32_t world_size, const std::vector<CommunicatorTraffic>& comms) {
+  std::vector<Group> groups;
+  std::vector<double> busiest;  // bytes of the communicator whose member order a group keeps
+  std::map<std::vector<int32_t>, size_t> by_members;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    const CommunicatorTraffic& c = comms[i];
+    std::vector<int32_t> key = c.members;
+    std::sort(key.begin(), key.end());
+    Group probe{c.members, {}, c.comm_id, {}};
+    if (!key.empty() && (key.front() < 0 || key.back() >= world_size)) {
+      return Error{layout::describe(probe) + " names a rank outside 0.." + std::to_string(world_size - 1)};
+    }
+    if (std::adjacent_find(key.begin(), key.end()) != key.end()) {
+      return Error{layout::describe(probe) + " lists a rank twice"};
+    }
+    if (key.empty()) continue;
+    const auto [it, added] = by_members.try_emplace(std::move(key), groups.size());
+    if (added) {
+      groups.push_back(std::move(probe));
+      busiest.push_back(-1);
+    }
+    // Several communicators over the same ranks may number them differently (the world
+    // communicator in global order, a data-parallel one in its own): coordinates follow the
+    // one that carries the traffic.
+    const Traffic t = traffic_of(c);
+    const double bytes = t.collective_bytes() + static_cast<double>(t.p2p_bytes);
+    Group& group = groups[it->second];
+    if (bytes > busiest[it->second]) {
+      busiest[it->second] = bytes;
+      group.members = c.members;
+      group.comm_id = c.comm_id;
+    }
+    group.comms.push_back(i);
+    group.traffic.add(t);
+  }
+  return groups;
+}
+
+// Communicators of one size within a stage that are pairwise disjoint.
+struct Family {
+  std::vector<size_t> groups;  // by lowest member
+  int32_t size = 0;
+  bool complete = false;  // covers the stage
+  Traffic traffic;
+  int32_t span = 0;  // widest distance between a group's lowest and highest global rank
+  std::vector<int32_t> group_of, position;  // per global rank: index in `groups`, NCCL rank; -1 outside
+};
+
+struct Dims {
+  int32_t tp = 1, dp = 1, shard = 1, ep = 1;
+  bool operator==(const Dims&) const = default;
+  std::string str() const {
+    return "tp " + std::to_string(tp) + " x dp " + std::to_string(dp) + " (zero_shard " +
+           std::to_string(shard) + ", ep " + std::to_string(ep) + ")";
+  }
+};
+
+class Inference {
+ public:
+  Inference(int32_t world_size, const std::vector<Group>& groups, const std::optional<StatedLayout>& stated,
+            InferredLayout& out)
+      : world_(world_size), groups_(groups), stated_(stated), out_(out), role_(groups.size()) {}
+
+  void note(std::string text) {
+    if (std::find(out_.notes.begin(), out_.notes.end(), text) == out_.notes.end())
+      out_.notes.push_back(std::move(text));
+  }
+  void set_role(const Family& f, CommRole role) {
+    for (size_t g : f.groups) role_[g] = role;
+  }
+  const std::vector<std::optional<CommRole>>& roles() const { return role_; }
+
+  std::vector<Family> families(int32_t stage, const std::vector<int32_t>& ranks);
+  Expected<Dims> analyze(int32_t stage, const std::vector<int32_t>& ranks,
+                         const std::vector<Family>& families);
+
+ private:
+  bool orthogonal(const Family& a, const Family& b) const;
+  bool nested(const Family& inner, const Family& outer) const;
+  bool one_tp_rank(const Family& tp, const Family& f) const;
+  Error not_orthogonal(const Family& tp, const Family& other, int32_t dp) const;
+  void fallback(const std::vector<int32_t>& ranks, const Family* tp, const Family* dp, bool dp_found,
+                const Dims& dims);
+
+  int32_t world_;
+  const std::vector<Group>& groups_;
+  const std::optional<StatedLayout>& stated_;
+  InferredLayout& out_;
+  std::vector<std::optional<CommRole>> role_;
+};
+
+// Which collective a communicator mostly runs, to tell apart families of one size.
+int dominant_op(const Traffic& t) {
+  const uint64_t bytes[] = {t.all_reduce_bytes, t.all_gather_bytes, t.reduce_scatter_bytes,
+                            t.all_to_all_bytes, t.rooted_bytes};
+  return static_cast<int>(std::max_element(std::begin(bytes), std::end(bytes)) - std::begin(bytes));
+}
+
+double distance(const Traffic& a, const Traffic& b) {
+  return std::abs(std::log1p(a.collective_bytes()) - std::log1p(b.collective_bytes())) +
+         (dominant_op(a) == dominant_op(b) ? 0.0 : 100.0);
+}
+
+// Communicators of one role are pairwise disjoint and alike in traffic; those of another role
+// and the same size overlap them. So a family grows from the busiest communicator left, taking
+// the disjoint ones most like it first.
+std::vector<Family> Inference::families(int32_t stage, const std::vector<int32_t>& ranks) {
+  std::vector<int32_t> stage_of(at(world_), -1);
+  for (int32_t r : ranks) stage_of[at(r)] = stage;
+  std::map<int32_t, std::vector<size_t>> by_size;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const Group& group = groups_[g];
+    if (group.size() < 2 || group.traffic.p2p_only()) continue;
+    if (std::all_of(group.members.begin(), group.members.end(),
+                    [&](int32_t m) { return stage_of[at(m)] == stage; })) {
+      by_size[group.size()].push_back(g);
+    }
+  }
+  auto lowest = [&](size_t g) {
+    return *std::min_element(groups_[g].members.begin(), groups_[g].members.end());
+  };
+  std::vector<Family> out;
+  for (auto& [size, left] : by_size) {
+    while (!left.empty()) {
+      const size_t seed = *std::max_element(left.begin(), left.end(), [&](size_t a, size_t b) {
+        const double ba = groups_[a].traffic.collective_bytes(), bb = groups_[b].traffic.collective_bytes();
+        return ba < bb || (ba == bb && lowest(a) > lowest(b));
+      });
+      std::vector<std::pair<double, size_t>> order;
+      for (size_t g : left) order.emplace_back(distance(groups_[g].traffic, groups_[seed].traffic), g);
+      std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+        return a.first < b.first || (a.first == b.first && lowest(a.second) < lowest(b.second));
+      });
+      Family f;
+      f.size = size;
+      f.group_of.assign(at(world_), -1);
+      f.position.assign(at(world_), -1);
+      std::vector<size_t> rest;
+      for (const auto& [d, g] : order) {
+        const auto& ms = groups_[g].members;
+        if (g != seed &&
+            std::any_of(ms.begin(), ms.end(), [&](int32_t m) { return f.group_of[at(m)] >= 0; })) {
+          rest.push_back(g);
+          continue;
+        }
+        for (int32_t m : ms) f.group_of[at(m)] = 0;  // taken; numbered below
+        f.groups.push_back(g);
+      }
+      left = std::move(rest);
+      std::sort(f.groups.begin(), f.groups.end(), [&](size_t a, size_t b) { return lowest(a) < lowest(b); });
+      int32_t covered = 0;
+      for (size_t k = 0; k < f.groups.size(); ++k) {
+        const Group& g = groups_[f.groups[k]];
+        for (size_t p = 0; p < g.members.size(); ++p) {
+          f.group_of[at(g.members[p])] = static_cast<int32_t>(k);
+          f.position[at(g.members[p])] = static_cast<int32_t>(p);
+          ++covered;
+        }
+        const auto [lo, hi] = std::minmax_element(g.members.begin(), g.members.end());
+        f.span = std::max(f.span, *hi - *lo);
+        f.traffic.add(g.traffic);
+      }
+      f.complete = covered == static_cast<int32_t>(ranks.size());
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+// Every group of b meets distinct groups of a (a tensor group meets each data group once).
+bool Inference::orthogonal(const Family& a, const Family& b) const {
+  for (size_t g : b.groups) {
+    std::set<int32_t> met;
+    for (int32_t m : groups_[g].members) {
+      if (a.group_of[at(m)] < 0 || !met.insert(a.group_of[at(m)]).second) return false;
+    }
+  }
+  return true;
+}
+
+// The data-parallel groups must meet each tensor-parallel group once; name two that do not.
+Error Inference::not_orthogonal(const Family& tp, const Family& other, int32_t dp) const {
+  for (size_t g : other.groups) {
+    std::map<int32_t, int32_t> met;  // tensor group -> first member met there
+    for (int32_t m : groups_[g].members) {
+      const int32_t t = tp.group_of[at(m)];
+      const auto [it, added] = met.try_emplace(t, m);
+      if (!added) {
+        return Error{"communicators do not partition the ranks consistently: " +
+                     layout::describe(groups_[tp.groups[at(t)]]) + " (tensor parallel) and " +
+                     layout::describe(groups_[g]) + " share ranks " + std::to_string(it->second) + " and " +
+                     std::to_string(m) + ", but the " + std::to_string(dp) +
+                     "-rank groups beside tensor parallel must meet each tensor-parallel group once"};
+      }
+    }
+  }
+  return Error{"communicators of " + std::to_string(other.size) +
+               " ranks do not fit beside the tensor-parallel ones"};
+}
+
+// Data-parallel groups hold ranks of one tensor-parallel rank each.
+bool Inference::one_tp_rank(const Family& tp, const Family& f) const {
+  for (size_t g : f.groups) {
+    const auto& ms = groups_[g].members;
+    if (std::any_of(ms.begin(), ms.end(),
+                    [&](int32_t m) { return tp.position[at(m)] != tp.position[at(ms[0])]; })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Inference::nested(const Family& inner, const Family& outer) const {
+  for (size_t g : inner.groups) {
+    const auto& ms = groups_[g].members;
+    const int32_t home = outer.group_of[at(ms[0])];
+    if (home < 0 ||
+        std::any_of(ms.begin(), ms.end(), [&](int32_t m) { return outer.group_of[at(m)] != home; })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+const Family* most_traffic(const std::vector<const Family*>& candidates) {
+  const Family* best = nullptr;
+  for (const Family* f : candidates) {
+    if (best == nullptr || f->traffic.collective_bytes() > best->traffic.collective_bytes() ||
+        (f->traffic.collective_bytes() == best->traffic.collective_bytes() &&
+         (f->span < best->span || (f->span == best->span && f->size < best->size)))) {
+      best = f;
+    }
+  }
+  return best;
+}
+
+template <class Pred>
+std::vector<const Family*> select(const std::vector<const Family*>& in, Pred pred) {
+  std::vector<const Family*> out;
+  std::copy_if(in.begin(), in.end(), std::back_inserter(out), pred);
+  return out;
+}
+
+Expected<Dims> Inference::analyze(int32_t stage, const std::vector<int32_t>& ranks,
+                                  const std::vector<Family>& families) {
+  const auto per_stage = static_cast<int32_t>(ranks.size());
+  const std::string where = "stage " + std::to_string(stage) + ": ";
+  Dims dims;
+  std::vector<const Family*> complete;
+  for (const Family& f : families) {
+    if (f.complete) {
+      complete.push_back(&f);
+    } else {
+      set_role(f, CommRole::kOther);
+      note(std::to_string(f.groups.size()) + " communicators of " + std::to_string(f.size) +
+           " ranks cover only part of a stage; named other (first: " +
+           layout::describe(groups_[f.groups[0]]) + ")");
+    }
+  }
+  const auto no_all_to_all =
+      select(complete, [](const Family* f) { return !f->traffic.all_to_all_dominated(); });
+
+  if (const Family* expert =
+          most_traffic(select(complete, [](const Family* f) { return f->traffic.all_to_all_dominated(); }))) {
+    dims.ep = expert->size;
+    set_role(*expert, CommRole::kExpert);
+  }
+
+  const Family* tp = nullptr;
+  if (stated_) {
+    dims.tp = stated_->tp;
+    if (dims.tp > 1) {
+      auto sized = select(complete, [&](const Family* f) { return f->size == dims.tp; });
+      auto plain = select(sized, [](const Family* f) {
+        return !f->traffic.all_to_all_dominated() && !f->traffic.parameter_gather_dominated();
+      });
+      tp = most_traffic(plain.empty() ? sized : plain);
+      if (tp == nullptr)
+        note(where + "no communicators of tp = " + std::to_string(dims.tp) + " ranks partition it");
+    }
+  } else {
+    // Hierarchical ZeRO: parameter-gathering shard groups times the (lighter) groups across them
+    // make up the whole stage, and no family is left for tensor parallelism.
+    bool hierarchical = false;
+    for (const Family* shard : no_all_to_all) {
+      for (const Family* across : no_all_to_all) {
+        hierarchical |= shard != across && shard->traffic.parameter_gather_dominated() &&
+                        shard->size * across->size == per_stage &&
+                        shard->traffic.collective_bytes() > across->traffic.collective_bytes() &&
+                        orthogonal(*shard, *across);
+      }
+    }
+    auto candidates = select(no_all_to_all, [&](const Family* f) {
+      return !f->traffic.parameter_gather_dominated() && f->size < per_stage;
+    });
+    if (!hierarchical) tp = most_traffic(candidates);
+    if (tp != nullptr) {
+      dims.tp = tp->size;
+      for (const Family* f : candidates) {
+        if (f != tp && f->size != tp->size &&
+            f->traffic.collective_bytes() >= 0.9 * tp->traffic.collective_bytes()) {
+          note(where + "communicators of " + std::to_string(tp->size) + " and of " + std::to_string(f->size) +
+               " ranks carry about as many bytes; tensor parallel taken as the busier (" +
+               std::to_string(tp->size) + "); state --layout if that is wrong");
+        }
+      }
+    } else if (!hierarchical && per_stage > 1 && no_all_to_all.size() == 1 &&
+               no_all_to_all[0]->size == per_stage) {
+      note(
+          "one communicator family spans each stage; taken as data parallel (state --layout tp=... if it is "
+          "tensor parallel)");
+    }
+  }
+  if (tp != nullptr) set_role(*tp, CommRole::kTensor);
+
+  dims.dp = per_stage / dims.tp;
+  const Family* dp = nullptr;
+  const Family *inner = nullptr, *outer = nullptr;  // data parallel as two levels
+  if (dims.dp > 1) {
+    auto sized = select(complete, [&](const Family* f) {
+      return f != tp && f->size == dims.dp && (tp == nullptr || orthogonal(*tp, *f));
+    });
+    auto plain = select(sized, [](const Family* f) { return !f->traffic.all_to_all_dominated(); });
+    dp = most_traffic(plain.empty() ? sized : plain);
+  }
+  if (dp != nullptr) {
+    const bool flat_zero = dp->traffic.parameter_gather_dominated();
+    set_role(*dp, flat_zero ? CommRole::kShard : CommRole::kData);
+    if (flat_zero) dims.shard = dims.dp;
+    const Family* shard = nullptr;
+    for (const Family* f : no_all_to_all) {
+      if (f == tp || f == dp || f->size >= dims.dp || !nested(*f, *dp)) continue;
+      if (f->traffic.parameter_gather_dominated()) {
+        if (shard == nullptr || f->traffic.collective_bytes() > shard->traffic.collective_bytes()) shard = f;
+      } else {
+        set_role(*f, CommRole::kData);
+        note(where + "communicators of " + std::to_string(f->size) +
+             " ranks inside the data-parallel groups carry reductions; named data parallel");
+      }
+    }
+    if (shard != nullptr) {
+      set_role(*shard, CommRole::kShard);
+      dims.shard = shard->size;
+    }
+    for (int32_t r : ranks) {
+      out_.ranks[at(r)].dp_rank = dp->position[at(r)];
+      out_.ranks[at(r)].shard_rank = shard ? shard->position[at(r)] : flat_zero ? dp->position[at(r)] : 0;
+    }
+  } else if (dims.dp > 1 && (tp != nullptr || dims.tp == 1)) {
+    // No communicator spans the data-parallel dimension: look for shard groups times the groups
+    // across them (hierarchical ZeRO, FSDP hybrid sharding).
+    for (const Family* a : no_all_to_all) {
+      for (const Family* b : no_all_to_all) {
+        if (a == b || a == tp || b == tp || a->size * b->size != dims.dp || !orthogonal(*a, *b)) continue;
+        if (tp != nullptr && !(one_tp_rank(*tp, *a) && one_tp_rank(*tp, *b))) continue;
+        // The sharded level gathers parameters; without one, the busier level is the inner one.
+        const bool a_inner =
+            a->traffic.parameter_gather_dominated() != b->traffic.parameter_gather_dominated()
+                ? a->traffic.parameter_gather_dominated()
+                : a->traffic.collective_bytes() >= b->traffic.collective_bytes();
+        if (!a_inner) continue;
+        if (inner == nullptr || a->traffic.collective_bytes() + b->traffic.collective_bytes() >
+                                    inner->traffic.collective_bytes() + outer->traffic.collective_bytes()) {
+          inner = a;
+          outer = b;
+        }
+      }
+    }
+    if (inner != nullptr) {
+      const bool sharded = inner->traffic.parameter_gather_dominated();
+      dims.shard = sharded ? inner->size : 1;
+      set_role(*inner, sharded ? CommRole::kShard : CommRole::kData);
+      set_role(*outer, CommRole::kData);
+      for (int32_t r : ranks) {
+        out_.ranks[at(r)].dp_rank = outer->position[at(r)] * inner->size + inner->position[at(r)];
+        out_.ranks[at(r)].shard_rank = sharded ? inner->position[at(r)] : 0;
+      }
+      note("data parallel seen as groups of " + std::to_string(inner->size) + " times groups of " +
+           std::to_string(outer->size) + " across them: dp_rank = (rank across) * " +
+           std::to_string(inner->size) + " + (rank within)");
+      if (!sharded) {
+        note(
+            "two data-parallel levels without parameter all-gathers: if the stages of a pipeline talk "
+            "through "
+            "something other than NCCL, state --layout tp=T,pp=P,dp=D");
+      }
+    }
+  }
+  if (dims.dp > 1 && dp == nullptr && inner == nullptr && tp != nullptr) {
+    for (const Family* f : no_all_to_all) {
+      if (f != tp && f->size == dims.dp) return not_orthogonal(*tp, *f, dims.dp);
+    }
+  }
+  if (tp != nullptr) {
+    for (int32_t r : ranks) out_.ranks[at(r)].tp_rank = tp->position[at(r)];
+  }
+  fallback(ranks, tp, dp, dp != nullptr || inner != nullptr, dims);
+  return dims;
+}
+
+// Coordinates of a dimension no communicator shows: from the other dimension's groups, or from
+// the rank order (Megatron's, tensor-parallel fastest) when neither shows.
+void Inference::fallback(const std::vector<int32_t>& ranks, const Family* tp, const Family* dp, bool dp_found,
+                         const Dims& dims) {
+  const bool tp_missing = dims.tp > 1 && tp == nullptr;
+  const bool dp_missing = dims.dp > 1 && !dp_found;
+  if (!tp_missing && !dp_missing) return;
+  if (tp_missing && dp != nullptr) {
+    for (int32_t r : ranks) out_.ranks[at(r)].tp_rank = dp->group_of[at(r)];
+    note("tp_rank: the index of the rank's data-parallel group (no tensor-parallel communicator)");
+  } else if (dp_missing && !tp_missing && tp != nullptr) {
+    for (int32_t r : ranks) out_.ranks[at(r)].dp_rank = tp->group_of[at(r)];
+    note("dp_rank: the index of the rank's tensor-parallel group (no data-parallel communicator of " +
+         std::to_string(dims.dp) + " ranks)");
+  } else {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const auto index = static_cast<int32_t>(i);
+      out_.ranks[at(ranks[i])].tp_rank = index % dims.tp;
+      out_.ranks[at(ranks[i])].dp_rank = index / dims.tp;
+    }
+    note("tp_rank and dp_rank assumed from the rank order within each stage (tensor parallel fastest)");
+  }
+}
+
+}  // namespace
+
+Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
+                                      const std::vector<P2pFlow>& flows,
+                                      const std::optional<StatedLayout>& stated) {
+  if (world_size <= 0) return Error{"world size must be positive, got " + std::to_string(world_size)};
+  if (stated) {
+    const int64_t product = int64_t{stated->tp} * stated->pp * stated->dp;
+    if (stated->tp < 1 || stated->pp < 1 || stated->dp < 1 || product != world_size) {
+      return Error{"--layout tp=" + std::to_string(stated->tp) + ",pp=" + std::to_string(stated->pp) +
+                   ",dp=" + std::to_string(stated->dp) + " makes " + std::to_string(product) +
+                   " ranks, but the run has " + std::to_string(world_size)};
+    }
+  }
+  auto merged = merge_groups(world_size, comms);
+  if (!merged) return merged.error();
+  const std::vector<Group>& groups = *merged;
+  if (world_size > 1 && !stated && flows.empty() &&
+      std::none_of(groups.begin(), groups.end(), [](const Group& g) { return g.size() > 1; })) {
+    return Error{
+        "no NCCL communicator of two ranks or more in the traces: nothing shows the layout (state it "
+        "with --layout tp=T,pp=P,dp=D)"};
+  }
+
+  auto piped = layout::pipeline_from_flows(world_size, groups, flows);
+  if (!piped) return piped.error();
+  layout::PipelineStages stages = std::move(*piped);
+  if (stated && stages.pp > 1 && stages.pp != stated->pp) {
+    return Error{"--layout says pp=" + std::to_string(stated->pp) +
+                 " but the p2p flows form pipeline chains of " + std::to_string(stages.pp) + " stages"};
+  }
+  if (stated && stages.pp == 1 && stated->pp > 1) {
+    stages = layout::pipeline_from_groups(world_size, stated->pp, stated->tp, stated->dp, groups);
+  }
+
+  InferredLayout out;
+  out.world_size = world_size;
+  out.pp = stages.pp;
+  out.notes = stages.notes;
+  out.ranks.resize(at(world_size));
+  std::vector<std::vector<int32_t>> stage_ranks(at(stages.pp));
+  for (int32_t r = 0; r < world_size; ++r) {
+    out.ranks[at(r)].rank = r;
+    out.ranks[at(r)].stage = stages.stage[at(r)];
+    stage_ranks[at(stages.stage[at(r)])].push_back(r);
+  }
+
+  Inference inference(world_size, groups, stated, out);
+  Dims first;
+  for (int32_t s = 0; s < stages.pp; ++s) {
+    std::vector<Family> families = inference.families(s, stage_ranks[at(s)]);
+    const auto analyzed = inference.analyze(s, stage_ranks[at(s)], families);
+    if (!analyzed) return analyzed.error();
+    const Dims dims = *analyzed;
+    if (s == 0) first = dims;
+    if (!(dims == first)) {
+      return Error{"pipeline stages disagree: stage 0 has " + first.str() + ", stage " + std::to_string(s) +
+                   " has " + dims.str() + " (its communicators do not partition the stages alike)"};
+    }
+  }
+  out.tp = first.tp;
+  out.dp = first.dp;
+  out.zero_shard = first.shard;
+  out.ep = first.ep;
+
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Group& group = groups[g];
+    std::optional<CommRole> role = inference.roles()[g];
+    if (group.size() == world_size && world_size > 1) {
+      role = CommRole::kWorld;
+    } else if (!role && group.size() > 1 && stages.pp > 1) {
+      const int32_t chain = stages.chain[at(group.members[0])];
+      const bool one_chain =
+          chain >= 0 && std::all_of(group.members.begin(), group.members.end(),
+                                    [&](int32_t m) { return stages.chain[at(m)] == chain; });
+      if (one_chain && (group.traffic.p2p_calls > 0 || group.size() == stages.pp)) role = CommRole::kPipeline;
+    }
+    for (size_t c : group.comms) out.roles.emplace_back(comms[c].comm_id, role.value_or(CommRole::kOther));
+  }
+
+  std::set<std::tuple<int32_t, int32_t, int32_t>> seen;
+  for (const RankCoordinates& r : out.ranks) seen.insert({r.stage, r.tp_rank, r.dp_rank});
+  if (seen.size() != out.ranks.size()) {
+    out.notes.push_back(
+        "the communicators' rank orders disagree: " + std::to_string(out.ranks.size() - seen.size()) +
+        " ranks share (stage, tp_rank, dp_rank) with another");
+  }
+  out.notes.push_back("layout: tp " + std::to_string(out.tp) + " x pp " + std::to_string(out.pp) + " x dp " +
+                      std::to_string(out.dp) + ", zero_shard " + std::to_string(out.zero_shard) + ", ep " +
+                      std::to_string(out.ep) + (stated ? " (sizes stated)" : " (inferred)"));
+  return out;
+}
+
+}  // namespace pipescope::analysis
