@@ -215,12 +215,7 @@ void BM_CuptiKernelIntoTraceFile(benchmark::State& state) {
   std::error_code ec;
   std::filesystem::remove(path, ec);
 }
-BENCHMARK(BM_CuptiKernelIntoTraceFile)
-    ->ArgName("zstd")
-    ->Arg(0)
-    ->Arg(1)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_CuptiKernelIntoTraceFile)->ArgName("zstd")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

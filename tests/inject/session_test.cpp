@@ -228,6 +228,22 @@ TEST(Session, FullRingsDropAndTheTraceCountsTheDrops) {
   EXPECT_EQ(noticed, dropped);
 }
 
+TEST(Session, ADrainInlineThreadNeverDropsEvenWithAFullRing) {
+  const std::string dir = make_temp_dir("inline");
+  InjectConfig config = config_in(dir);
+  config.flush_ms = 3'600'000;
+  config.buffer_bytes = size_t{64} << 10;
+  Session session(config, LauncherInfo{});
+  trace::ThreadBuffer* buffer =
+      session.thread_buffer(Activation::kCuda, trace::FullBufferPolicy::kDrainInline);
+  ASSERT_NE(buffer, nullptr);
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(buffer->append(memcpy_record(i)));
+  session.finish();
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  EXPECT_EQ(loaded.all<trace::MemcpyRecord>().size(), 5000u);
+  EXPECT_TRUE(loaded.notices(NoticeCode::kRecordsDropped).empty());
+}
+
 TEST(Session, EmergencyWriteSavesWhatTheRingsHoldWithoutAFlush) {
   const std::string dir = make_temp_dir("emergency");
   InjectConfig config = config_in(dir);

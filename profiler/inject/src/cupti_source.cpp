@@ -427,7 +427,8 @@ void CuptiSource::give_back(uint8_t* buffer) noexcept {
 }
 
 void CuptiSource::process_buffer(uint8_t* buffer, size_t valid_bytes) noexcept {
-  trace::ThreadBuffer* out = session_.thread_buffer(Activation::kCuda);
+  // CUPTI hands over whole buffers at once: its thread drains into the file rather than drop.
+  trace::ThreadBuffer* out = session_.thread_buffer(Activation::kCuda, trace::FullBufferPolicy::kDrainInline);
   if (out != nullptr && valid_bytes > 0) {
     ConversionSettings settings;
     settings.record_bits = session_.config().kinds.record_bits;

@@ -139,7 +139,7 @@ uint32_t Session::thread_id() noexcept {
   return t_thread_id;
 }
 
-trace::ThreadBuffer* Session::thread_buffer(Activation /*why*/) noexcept {
+trace::ThreadBuffer* Session::thread_buffer(Activation /*why*/, trace::FullBufferPolicy when_full) noexcept {
   if (t_slot.serial == serial_ && t_slot.generation == generation_.load(std::memory_order_relaxed) &&
       t_slot.buffer != nullptr) [[likely]] {
     return t_slot.buffer;
@@ -147,10 +147,9 @@ trace::ThreadBuffer* Session::thread_buffer(Activation /*why*/) noexcept {
   State state = state_.load(std::memory_order_acquire);
   if (state == State::kIdle || state == State::kOpening) {
     if (!open_trace()) return nullptr;
-  } else if (state != State::kOpen) {
-    return nullptr;
   }
-  return buffer_for_this_thread();
+  // Past kOpen only while finish() still holds the writer: its last flush of CUPTI must find a ring.
+  return buffer_for_this_thread(when_full);
 }
 
 trace::ThreadBuffer* Session::thread_buffer_if_open() noexcept {
@@ -162,13 +161,13 @@ trace::ThreadBuffer* Session::thread_buffer_if_open() noexcept {
   return buffer_for_this_thread();
 }
 
-trace::ThreadBuffer* Session::buffer_for_this_thread() noexcept {
+trace::ThreadBuffer* Session::buffer_for_this_thread(trace::FullBufferPolicy when_full) noexcept {
   trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
   if (writer == nullptr) return nullptr;
   if (t_slot.serial == serial_ && t_slot.buffer != nullptr) t_slot.retire();
   trace::ThreadBuffer* buffer = nullptr;
   try {
-    buffer = writer->register_thread(trace::FullBufferPolicy::kDrop);
+    buffer = writer->register_thread(when_full);
   } catch (...) {
     buffer = nullptr;
   }

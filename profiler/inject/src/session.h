@@ -58,7 +58,12 @@ class Session {
   // The calling thread's buffer, opening the trace first when `why` is the process's first
   // activation. nullptr when tracing is off in this process (the output could not be created,
   // the thread limit is reached, the session has ended). Appends through it are lock-free.
-  trace::ThreadBuffer* thread_buffer(Activation why) noexcept;
+  trace::ThreadBuffer* thread_buffer(Activation why) noexcept {
+    return thread_buffer(why, trace::FullBufferPolicy::kDrop);
+  }
+  // The same with the policy of the thread's ring when this call registers it: kDrainInline for
+  // a thread that must not drop and may block on the file (CUPTI's delivery thread).
+  trace::ThreadBuffer* thread_buffer(Activation why, trace::FullBufferPolicy when_full) noexcept;
   // The calling thread's buffer if the trace is already open; never opens it.
   trace::ThreadBuffer* thread_buffer_if_open() noexcept;
   bool is_open() const noexcept { return state_.load(std::memory_order_acquire) == State::kOpen; }
@@ -124,7 +129,8 @@ class Session {
   };
 
   bool open_trace() noexcept;  // one thread runs it; others wait for the outcome
-  trace::ThreadBuffer* buffer_for_this_thread() noexcept;
+  trace::ThreadBuffer* buffer_for_this_thread(
+      trace::FullBufferPolicy when_full = trace::FullBufferPolicy::kDrop) noexcept;
   void write_process_info_locked() noexcept;
   void flusher_main();
   void set_capturing(bool on, uint64_t at_ns) noexcept;
