@@ -1,0 +1,197 @@
+// One pass over one rank's trace, keeping only what the report needs: totals, per-communicator
+// traffic, a bounded sample of collective instances, the last operations per communicator,
+// NVTX-derived steps and pipeline figures, a memory timeline and busy-time buckets. Memory is
+// bounded by the number of communicators, kernel names and steps, never by the trace length.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+#include "pipescope/trace/format.h"
+#include "pipescope/trace/process_info.h"
+#include "pipescope/trace/records.h"
+#include "pipescope/trace/trace_decoder.h"
+
+namespace pipescope::analysis {
+
+// The NVTX naming conventions of DESIGN.md, overridable by --nvtx-step/forward/backward.
+struct NvtxConventions {
+  std::string step = "step|iteration|train_step";
+  std::string forward = "forward|fwd";
+  std::string backward = "backward|bwd";
+};
+
+struct ScanOptions {
+  NvtxConventions nvtx;
+  // Collective instances kept per communicator for clock alignment and stragglers; beyond it
+  // only every 2^k-th sequence number is kept, the same ones on every member.
+  uint32_t instances_per_comm = 4096;
+  // Records may arrive this much later (trace time) than later-starting ones and still be
+  // ordered exactly (CUPTI delivers buffers late).
+  int64_t reorder_window_ns = 4'000'000'000;
+};
+
+// One member's view of one collective (or of one p2p operation when `p2p`).
+struct InstanceSample {
+  uint64_t sequence = 0;
+  int64_t enter_ns = 0;  // host call
+  int64_t exit_ns = 0;
+  int64_t start_ns = -1;  // the NCCL kernel; -1 when none was captured
+  int64_t end_ns = -1;
+  uint64_t bytes = 0;
+  uint8_t op = 0;  // NcclOpType
+};
+
+struct OpTotals {
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  int64_t time_ns = 0;         // host time of the calls (blocking calls: their whole duration)
+  uint64_t kernel_calls = 0;   // calls whose kernel was found
+  int64_t kernel_time_ns = 0;  // the kernels' time
+};
+
+// A point-to-point direction through one communicator, as this rank saw it.
+struct P2pDigest {
+  uint64_t comm_id = 0;
+  int32_t peer = 0;  // NCCL rank of the peer in that communicator
+  bool send = true;
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  int64_t time_ns = 0;  // host time
+  int64_t kernel_time_ns = 0;
+  int64_t first_enter_ns = -1;
+};
+
+struct CommDigest {
+  uint64_t comm_id = 0;
+  int32_t nccl_rank = -1;  // this rank's rank in the communicator
+  int32_t size = 0;
+  std::array<OpTotals, 11> ops{};  // by NcclOpType (index 0 unused)
+  // Sampled collective instances (seq % sample_stride == 0), by sequence.
+  uint32_t sample_stride = 1;
+  std::vector<InstanceSample> samples;
+  // Host entry times of the first collectives (at most 1,024): steps show as their rhythm when
+  // no NVTX step range marks them.
+  std::vector<int64_t> first_enters_ns;
+  // Progress, for the hang view, as counts (highest sequence + 1; sequences start at 0):
+  // collectives entered (an nccl_op record exists) and completed (its kernel ended, or the
+  // blocking call returned without error).
+  uint64_t collectives = 0;
+  uint64_t last_entered = 0;
+  uint64_t last_completed_host = 0;
+  uint64_t last_completed_kernel = 0;
+  uint8_t last_entered_op = 0;
+  int64_t last_entered_at_ns = 0;
+  bool last_entered_failed = false;
+};
+
+// Adaptive buckets: a fixed number of buckets whose width doubles (merging neighbours) when a
+// time falls past the end; so any trace length fits.
+class BucketSeries {
+ public:
+  explicit BucketSeries(int64_t initial_width_ns = 1'000'000, size_t capacity = 2048)
+      : width_ns_(initial_width_ns), capacity_(capacity) {}
+  // Adds `amount` spread over [start, end) (busy time), or a sample at `start` when end <= start.
+  void add_span(int64_t start_ns, int64_t end_ns);
+  void add_max(int64_t at_ns, double value);  // keeps the maximum per bucket
+  int64_t origin_ns() const { return origin_ns_; }
+  int64_t width_ns() const { return width_ns_; }
+  const std::vector<double>& values() const { return values_; }
+  bool empty() const { return values_.empty(); }
+
+ private:
+  bool place(int64_t at_ns, size_t& index, bool merge_as_max);
+  int64_t origin_ns_ = 0;
+  int64_t width_ns_;
+  size_t capacity_;
+  std::vector<double> values_;
+  bool max_mode_ = false;
+};
+
+// Per kernel name (string id of this file): count, total and a log histogram for percentiles.
+struct KernelNameStats {
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t max_ns = 0;
+  std::array<uint32_t, 96> histogram{};  // bucket i holds durations in [2^(i/3), 2^((i+1)/3)) ns
+  static size_t bucket_of(int64_t duration_ns);
+  static int64_t bucket_upper_ns(size_t bucket);
+};
+
+// One step (an NVTX step range) on this rank, with the pipeline figures inside it.
+struct StepDigest {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t forwards = 0, backwards = 0;
+  int64_t forward_ns = 0, backward_ns = 0;
+  int64_t first_forward_ns = -1;  // start of the first forward
+  int64_t first_backward_ns = -1;
+  int64_t last_forward_end_ns = -1;
+  int64_t last_backward_end_ns = -1;
+};
+
+struct RankDigest {
+  std::string path;
+  trace::FileHeader header;
+  std::optional<trace::ProcessInfo> process;
+  std::optional<trace::ClockAnchorPayload> anchor;  // the most precise anchor
+  std::optional<trace::EndPayload> end;
+  trace::StopReason stop_reason = trace::StopReason::kEndOfData;
+  std::string stop_detail;
+  uint64_t valid_bytes = 0, total_bytes = 0, record_bytes = 0;
+  uint64_t records = 0;
+  uint64_t records_dropped = 0;  // from drop notices (and the end chunk when it has more)
+  std::vector<std::string> notices;  // distinct notice texts, with counts, at most 32
+  int32_t global_rank_from_nccl = -1;
+
+  // Extent of every record with a time (this rank's trace clock).
+  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
+
+  // GPU time (sweep over kernel / copy intervals in start order).
+  bool gpu_captured = false;
+  int64_t gpu_first_ns = INT64_MAX, gpu_last_ns = INT64_MIN;
+  int64_t compute_union_ns = 0, comm_union_ns = 0, compute_or_comm_union_ns = 0, any_union_ns = 0;
+  uint64_t out_of_order_intervals = 0;
+  BucketSeries busy{};  // union of GPU activity per bucket, ns
+
+  // Kernels by this file's name id, and the names themselves (only those used).
+  std::vector<KernelNameStats> kernels;  // index = name id
+  std::vector<std::string> kernel_names;  // index = name id ("" when unused)
+  OpTotals memcpy_totals, memset_totals;
+
+  // NCCL.
+  std::vector<CommDigest> comms;
+  std::vector<P2pDigest> p2p;
+  bool nccl_kernels_seen = false;
+  uint64_t ops_without_kernel = 0;  // calls whose kernel was not found
+  int64_t p2p_ns = 0;
+
+  // Memory (device): level over time per figure.
+  bool memory_seen = false;
+  bool memory_from_pool = false;  // stream-ordered allocations: the "allocated" figure
+  uint64_t peak_memory_bytes = 0;
+  int64_t peak_memory_at_ns = 0;
+  BucketSeries memory{1'000'000, 1024};  // max level per bucket
+  std::vector<std::pair<int64_t, uint64_t>> memory_checkpoints;  // (time, level) at sparse moments
+
+  // NVTX.
+  uint64_t nvtx_ranges = 0;
+  std::vector<StepDigest> steps;  // closed step ranges, in order (at most 100,000)
+  StepDigest unstepped;           // forwards/backwards outside any step range
+  int64_t first_forward_ns = -1;
+  std::optional<int32_t> declared_stage;  // from a range named stage=<k>
+};
+
+// Reads the file at `path` (memory-mapped) in one pass. Fails only when it is not a trace.
+Expected<RankDigest> scan_rank_trace(const std::string& path, const ScanOptions& options);
+// The same over bytes in memory.
+Expected<RankDigest> scan_rank_bytes(std::span<const std::byte> data, const ScanOptions& options);
+
+// Memory level at `at_ns` from the checkpoints (the last checkpoint at or before it); 0 before all.
+uint64_t memory_level_at(const RankDigest& digest, int64_t at_ns);
+
+}  // namespace pipescope::analysis

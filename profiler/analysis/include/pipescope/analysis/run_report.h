@@ -1,0 +1,225 @@
+// What `pipescope report` found in one run: the plain data every output (terminal tables, JSON,
+// HTML) is drawn from. Built by build_run_report() (report_builder.h); renderers only format it.
+// Times are ns, sizes bytes; rank times are on the run's aligned clock, 0 = the run's first event.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipescope::analysis {
+
+inline constexpr int kRunReportSchemaVersion = 1;
+
+// One trace file that took part.
+struct RankFile {
+  int32_t rank = 0;
+  std::string path;
+  std::string host;
+  uint32_t pid = 0;
+  uint64_t valid_bytes = 0;
+  uint64_t total_bytes = 0;
+  uint64_t records = 0;
+  uint64_t records_dropped = 0;  // what the profiler said it lost (drop notices, end chunk)
+  bool closed_cleanly = false;   // the writer's end chunk is there
+  std::string stop;              // "end of data", "truncated", "corrupt"
+  std::string stop_detail;
+};
+
+struct ClockReport {
+  // "nccl kernels" (collective kernel ends), "nccl calls" (host return of blocking calls, when no
+  // kernel was captured), or "anchors" (header anchors only: no collective joins two ranks).
+  std::string source;
+  int32_t reference_rank = 0;
+  uint64_t instances_used = 0;
+  double residual_median_ns = 0;
+  double residual_p99_ns = 0;
+  double residual_max_ns = 0;
+  std::vector<int32_t> unaligned_ranks;  // kept on their anchors: no collective reached them
+};
+
+struct CommunicatorReport {
+  uint64_t comm_id = 0;
+  std::string role;              // comm_role_name()
+  std::vector<int32_t> members;  // global ranks in NCCL-rank order
+};
+
+struct LayoutReport {
+  std::string source;  // "inferred", "stated" (--layout), "none" (no communicator)
+  int32_t world_size = 0;
+  int32_t tp = 1, pp = 1, dp = 1, zero_shard = 1, ep = 1;
+  std::vector<CommunicatorReport> communicators;
+  std::vector<std::string> notes;
+};
+
+// Where one rank's GPU time went, over its span (first to last GPU activity). Communication
+// kernels overlapped by compute are hidden; the rest is exposed. Idle is time with nothing on the
+// GPU: the host did not feed it. Waiting on other ranks shows inside communication kernels.
+struct GpuBreakdown {
+  bool captured = false;  // the trace holds GPU activity (kernels, copies)
+  int64_t span_ns = 0;
+  int64_t compute_ns = 0;         // union of compute kernels
+  int64_t comm_exposed_ns = 0;    // communication kernels not overlapped by compute
+  int64_t comm_hidden_ns = 0;     // communication kernels overlapped by compute
+  int64_t copy_only_ns = 0;       // copies and memsets with no kernel beside them
+  int64_t idle_ns = 0;            // nothing on the GPU: waiting on the host
+  int64_t comm_wait_ns = 0;       // inside collectives, waiting for the last member to arrive
+  double gpu_busy_fraction = 0;   // union of all GPU activity / span (not SM activity)
+  uint64_t out_of_order_intervals = 0;  // arrived later than the reorder window; approximate
+};
+
+struct RankReport {
+  int32_t rank = 0;
+  int32_t stage = 0, tp_rank = 0, dp_rank = 0, shard_rank = 0;
+  std::string host;
+  GpuBreakdown gpu;
+  // Memory: the figure the trace holds ("reserved": cudaMalloc'ed by the allocator, "allocated":
+  // stream-ordered pool allocations, "none": no memory records).
+  std::string memory_figure = "none";
+  uint64_t peak_memory_bytes = 0;
+  int64_t peak_memory_at_ns = 0;
+  uint64_t static_memory_bytes = 0;  // held before the first forward
+  uint64_t peak_activation_bytes = 0;  // peak - static
+  // Pipeline (from NVTX forward/backward ranges; 0 when there are none).
+  uint64_t forward_ranges = 0, backward_ranges = 0;
+  int64_t forward_mean_ns = 0, backward_mean_ns = 0;
+  double bubble_fraction = 0;   // 1 - (forward + backward) / (first forward .. last backward), per step, mean
+  int64_t p2p_ns = 0;           // time in p2p operations (kernels, or blocking host calls)
+  int64_t collective_wait_ns = 0;  // waiting for other members in collectives (see GpuBreakdown)
+  // Steps seen by this rank.
+  uint64_t steps = 0;
+  int64_t step_mean_ns = 0;
+  // Trace extent on the aligned clock.
+  int64_t first_event_ns = 0;
+  int64_t last_event_ns = 0;
+};
+
+struct StageReport {
+  int32_t stage = 0;
+  int32_t ranks = 0;
+  int64_t forward_mean_ns = 0;   // per micro-batch
+  int64_t backward_mean_ns = 0;  // per micro-batch
+  int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;  // per step, mean
+  double bubble_fraction = 0;
+  int64_t p2p_ns = 0;  // per step, mean over the stage's ranks
+  uint64_t peak_memory_bytes = 0;      // max over the stage's ranks
+  uint64_t peak_activation_bytes = 0;  // max over the stage's ranks
+  double activation_vs_last_stage = 0;  // this stage's peak activations / the last stage's
+};
+
+struct NcclOpReport {
+  uint64_t comm_id = 0;
+  std::string role;
+  std::string op;  // "all_reduce", ...
+  int32_t comm_size = 0;
+  uint64_t calls = 0;          // per member (the mean over members)
+  uint64_t bytes = 0;          // per member, total
+  int64_t time_ns = 0;         // per member, total (kernel time, or host time of blocking calls)
+  double algbw_bytes_per_s = 0;  // nccl-tests: bytes / time
+  double busbw_bytes_per_s = 0;  // nccl-tests: algbw x the op's factor for n ranks
+  int32_t slowest_rank = -1;     // most often the last to arrive
+  uint64_t slowest_rank_count = 0;
+};
+
+struct Straggler {
+  int32_t rank = 0;
+  uint64_t instances_last = 0;   // collectives it arrived last at (sampled instances)
+  int64_t cost_ns = 0;           // time the other members waited for it, summed (scaled to all calls)
+  std::vector<std::string> roles;  // of the communicators where it was waited on
+};
+
+struct KernelStat {
+  std::string name;
+  std::string category;  // gemm, attention, elementwise, nccl, copy, other
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t mean_ns = 0, p50_ns = 0, p90_ns = 0, p99_ns = 0, max_ns = 0;
+};
+
+struct CategoryStat {
+  std::string category;
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+  double share = 0;  // of all kernel + copy time
+};
+
+struct StepReport {
+  std::string source = "none";  // "nvtx" (step ranges), "collectives" (periodic DP collectives), "none"
+  uint64_t count = 0;
+  int64_t mean_ns = 0, median_ns = 0, min_ns = 0, max_ns = 0;
+  double stdev_ns = 0;
+  std::vector<int64_t> step_ns;  // per step (median across ranks), at most the first 1,000
+};
+
+// Per communicator, in a run that died or hung: how far every member got.
+struct CommHang {
+  uint64_t comm_id = 0;
+  std::string role;
+  uint64_t last_completed_by_all = 0;  // operations every member completed = the next one's sequence
+  std::string next_op;                 // the operation after it
+  std::vector<int32_t> entered;        // ranks that entered the next operation
+  std::vector<int32_t> missing;        // members that never entered it: the ranks waited on
+  int64_t waited_ns = 0;               // longest wait of an entered member, until its trace ended
+};
+
+struct HangReport {
+  bool suspected = false;  // some rank's trace ends early, or a collective never completed
+  std::vector<CommHang> communicators;
+  std::vector<int32_t> ended_early;  // traces that stop well before the others
+  std::vector<int32_t> not_closed;   // traces without an end chunk (killed, crashed)
+};
+
+struct PlanStageComparison {
+  int32_t stage = 0;
+  double predicted_peak_memory_bytes = 0, measured_peak_memory_bytes = 0;
+  double predicted_forward_s = 0, measured_forward_s = 0;    // per micro-batch
+  double predicted_backward_s = 0, measured_backward_s = 0;  // per micro-batch
+};
+
+struct PlanComparison {
+  std::string plan_path;
+  std::string memory_figure;  // the figure both sides give ("reserved" or "allocated")
+  std::vector<PlanStageComparison> stages;
+  double predicted_bubble_fraction = 0, measured_bubble_fraction = 0;
+  double predicted_step_s = 0, measured_step_s = 0;
+  std::vector<std::string> notes;
+};
+
+// A time series with fixed-width buckets from `start_ns`.
+struct Series {
+  int64_t start_ns = 0;
+  int64_t bucket_ns = 0;
+  std::vector<double> values;
+};
+
+struct RankSeries {
+  int32_t rank = 0;
+  Series values;
+};
+
+struct RunReport {
+  std::string dir;
+  std::string run_id;
+  int32_t attempt = 0;
+  std::string source_format = "pipescope";  // or "kineto"
+  std::vector<RankFile> files;
+  std::vector<int32_t> missing_ranks;  // below the world size, without a trace
+  ClockReport clock;
+  LayoutReport layout;
+  std::vector<RankReport> ranks;  // by rank
+  std::vector<StageReport> stages;
+  StepReport steps;
+  std::vector<NcclOpReport> nccl;
+  std::vector<Straggler> stragglers;  // worst first
+  std::vector<KernelStat> kernels;    // top by total time
+  std::vector<CategoryStat> categories;
+  HangReport hang;
+  std::optional<PlanComparison> plan;
+  Series gpu_busy;                       // mean over ranks of the union of GPU activity
+  std::vector<RankSeries> memory_timelines;  // one rank per stage (the stage's peak), bytes
+  std::vector<std::string> findings;     // the headline lines, most important first
+  std::vector<std::string> warnings;     // truncated files, drops, unaligned ranks, ...
+};
+
+}  // namespace pipescope::analysis

@@ -1,0 +1,612 @@
+// One streaming pass over a rank's trace (rank_digest.h). Records are handled as they are
+// decoded; GPU intervals and memory events go through a reorder window because CUPTI delivers
+// them in buffers, late and interleaved with host records.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <regex>
+#include <unordered_map>
+
+#include "interval_sweep.h"
+#include "nccl_join.h"
+#include "pipescope/analysis/rank_digest.h"
+#include "pipescope/trace/trace_file.h"
+#include "pipescope/trace/trace_summary.h"
+
+namespace pipescope::analysis {
+namespace {
+
+using trace::RecordKind;
+
+enum class IntervalClass : uint8_t { kCompute, kComm, kCopy };
+
+struct GpuInterval {
+  int64_t start_ns;
+  int64_t end_ns;
+  IntervalClass cls;
+};
+
+struct MemoryEvent {
+  int64_t start_ns;  // the event's time (named for ReorderWindow)
+  int64_t delta_bytes;
+  bool from_pool;
+};
+
+enum class NameClass : uint8_t { kUnknown, kStep, kForward, kBackward, kStage, kOther };
+
+struct NcclOpRef {
+  uint32_t comm_index;
+  uint8_t op;
+  uint64_t sequence;
+  bool p2p;
+  uint32_t p2p_index;
+};
+
+struct OpenRange {
+  uint32_t name_id;
+  int64_t start_ns;
+};
+
+struct PipelineRange {
+  int64_t start_ns;
+  int64_t end_ns;
+  bool forward;
+};
+
+// What the profiler writes when a call's communicator was unknown to it.
+constexpr uint64_t kUnknownSequence = UINT64_MAX;
+
+int64_t as_ns(uint64_t t) { return static_cast<int64_t>(std::min<uint64_t>(t, INT64_MAX)); }
+
+bool is_nccl_kernel(std::string_view name) {
+  return name.starts_with("nccl") || name.find("ncclDevKernel") != std::string_view::npos ||
+         name.find("ncclKernel") != std::string_view::npos;
+}
+
+bool is_p2p(uint8_t op) {
+  return op == static_cast<uint8_t>(trace::NcclOpType::kSend) || op == static_cast<uint8_t>(trace::NcclOpType::kRecv);
+}
+
+class RankScanner;
+
+// The join's callback: hands a matched call back to the scanner.
+struct Matched {
+  RankScanner* scanner;
+  void operator()(const NcclOpRef& ref, const KernelSpan& span) const;
+};
+
+class RankScanner {
+ public:
+  explicit RankScanner(const ScanOptions& options)
+      : options_(options),
+        step_re_(options.nvtx.step, std::regex::icase | std::regex::optimize),
+        forward_re_(options.nvtx.forward, std::regex::icase | std::regex::optimize),
+        backward_re_(options.nvtx.backward, std::regex::icase | std::regex::optimize),
+        gpu_window_(options.reorder_window_ns),
+        memory_window_(options.reorder_window_ns),
+        join_(2 * options.reorder_window_ns) {}
+
+  Expected<RankDigest> scan(std::span<const std::byte> data) {
+    auto decoder = trace::TraceDecoder::open(data);
+    if (!decoder) return decoder.error();
+    d_.header = decoder->header();
+    d_.total_bytes = data.size();
+    trace::ChunkView chunk;
+    while (decoder->next_chunk(chunk)) on_chunk(chunk);
+    d_.stop_reason = decoder->stop_reason();
+    d_.stop_detail = decoder->stop_detail();
+    d_.valid_bytes = decoder->valid_bytes();
+    finish();
+    return std::move(d_);
+  }
+
+ private:
+  void on_chunk(const trace::ChunkView& chunk) {
+    switch (chunk.type) {
+      case trace::ChunkType::kRecords: {
+        trace::RecordCursor cursor(chunk.payload);
+        trace::RecordView record;
+        while (cursor.next(record)) on_record(record);
+        break;
+      }
+      case trace::ChunkType::kStrings:
+        trace::read_strings_chunk(chunk.payload, strings_);
+        break;
+      case trace::ChunkType::kProcessInfo:
+        if (auto info = trace::decode_process_info(chunk.payload)) d_.process = std::move(*info);
+        break;
+      case trace::ChunkType::kClockAnchor:
+        if (chunk.payload.size() >= sizeof(trace::ClockAnchorPayload)) {
+          trace::ClockAnchorPayload anchor;
+          std::memcpy(&anchor, chunk.payload.data(), sizeof(anchor));
+          if (!d_.anchor || anchor.uncertainty_ns < d_.anchor->uncertainty_ns) d_.anchor = anchor;
+        }
+        break;
+      case trace::ChunkType::kEnd:
+        if (chunk.payload.size() >= sizeof(trace::EndPayload)) {
+          trace::EndPayload end;
+          std::memcpy(&end, chunk.payload.data(), sizeof(end));
+          d_.end = end;
+        }
+        break;
+      default:
+        break;  // a newer minor version's chunk
+    }
+  }
+
+  void on_record(const trace::RecordView& record) {
+    ++d_.records;
+    d_.record_bytes += record.bytes.size();
+    switch (record.kind) {
+      case RecordKind::kKernel: {
+        trace::KernelRecord r;
+        record.decode(r);
+        on_kernel(r);
+        break;
+      }
+      case RecordKind::kMemcpy: {
+        trace::MemcpyRecord r;
+        record.decode(r);
+        on_copy(as_ns(r.start_ns), as_ns(r.end_ns), r.bytes, d_.memcpy_totals);
+        break;
+      }
+      case RecordKind::kMemset: {
+        trace::MemsetRecord r;
+        record.decode(r);
+        on_copy(as_ns(r.start_ns), as_ns(r.end_ns), r.bytes, d_.memset_totals);
+        break;
+      }
+      case RecordKind::kMemory: {
+        trace::MemoryRecord r;
+        record.decode(r);
+        on_memory(r);
+        break;
+      }
+      case RecordKind::kNcclOp: {
+        trace::NcclOpRecord r;
+        record.decode(r);
+        on_nccl_op(r);
+        break;
+      }
+      case RecordKind::kNcclComm: {
+        trace::NcclCommRecord r;
+        record.decode(r);
+        on_nccl_comm(r);
+        break;
+      }
+      case RecordKind::kNvtx: {
+        trace::NvtxRecord r;
+        record.decode(r);
+        on_nvtx(r);
+        break;
+      }
+      case RecordKind::kExternalCorrelation: {
+        trace::ExternalCorrelationRecord r;
+        record.decode(r);
+        if (r.external_kind == static_cast<uint8_t>(trace::ExternalCorrelationKind::kNccl))
+          join_.add_link(r.correlation_id, r.external_id, now_ns_, matched());
+        break;
+      }
+      case RecordKind::kNotice: {
+        trace::NoticeRecord r;
+        record.decode(r);
+        on_notice(r);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  void see_time(int64_t t) {
+    d_.first_ns = std::min(d_.first_ns, t);
+    d_.last_ns = std::max(d_.last_ns, t);
+    now_ns_ = std::max(now_ns_, t);
+  }
+
+  void on_kernel(const trace::KernelRecord& r) {
+    const int64_t start = as_ns(r.start_ns), end = std::max(as_ns(r.end_ns), as_ns(r.start_ns));
+    see_time(start);
+    see_time(end);
+    const bool nccl = kernel_is_nccl(r.name_id);
+    KernelNameStats& stats = kernel_stats(r.name_id);
+    ++stats.count;
+    stats.total_ns += end - start;
+    stats.max_ns = std::max(stats.max_ns, end - start);
+    ++stats.histogram[KernelNameStats::bucket_of(end - start)];
+    push_interval({start, end, nccl ? IntervalClass::kComm : IntervalClass::kCompute});
+    if (nccl) {
+      d_.nccl_kernels_seen = true;
+      join_.add_kernel(r.correlation_id, KernelSpan{start, end}, now_ns_, matched());
+    }
+  }
+
+  void on_copy(int64_t start, int64_t end, uint64_t bytes, OpTotals& totals) {
+    end = std::max(end, start);
+    see_time(start);
+    see_time(end);
+    ++totals.calls;
+    totals.bytes += bytes;
+    totals.time_ns += end - start;
+    push_interval({start, end, IntervalClass::kCopy});
+  }
+
+  void push_interval(const GpuInterval& interval) {
+    d_.gpu_captured = true;
+    d_.gpu_first_ns = std::min(d_.gpu_first_ns, interval.start_ns);
+    d_.gpu_last_ns = std::max(d_.gpu_last_ns, interval.end_ns);
+    if (!gpu_window_.push(interval, [this](const GpuInterval& i) { sweep(i); })) ++d_.out_of_order_intervals;
+  }
+
+  void sweep(const GpuInterval& i) {
+    if (i.cls == IntervalClass::kCompute) compute_.add(i.start_ns, i.end_ns);
+    if (i.cls == IntervalClass::kComm) comm_.add(i.start_ns, i.end_ns);
+    if (i.cls != IntervalClass::kCopy) compute_or_comm_.add(i.start_ns, i.end_ns);
+    int64_t from = 0;
+    if (any_.add(i.start_ns, i.end_ns, &from) > 0) d_.busy.add_span(from, i.end_ns);
+  }
+
+  void on_memory(const trace::MemoryRecord& r) {
+    const auto op = static_cast<trace::MemoryOperation>(r.operation);
+    if (op != trace::MemoryOperation::kAllocate && op != trace::MemoryOperation::kRelease) return;
+    const auto kind = static_cast<trace::MemoryKind>(r.memory_kind);
+    if (kind != trace::MemoryKind::kDevice && kind != trace::MemoryKind::kUnknown) return;
+    const int64_t t = as_ns(r.timestamp_ns);
+    see_time(t);
+    const int64_t bytes = static_cast<int64_t>(std::min<uint64_t>(r.bytes, INT64_MAX));
+    const MemoryEvent event{t, op == trace::MemoryOperation::kAllocate ? bytes : -bytes,
+                            (r.flags & trace::kMemoryFlagFromPool) != 0};
+    memory_window_.push(event, [this](const MemoryEvent& e) { apply_memory(e); });
+  }
+
+  void apply_memory(const MemoryEvent& e) {
+    d_.memory_seen = true;
+    if (e.from_pool) d_.memory_from_pool = true;
+    level_ = std::max<int64_t>(0, level_ + e.delta_bytes);
+    const auto level = static_cast<uint64_t>(level_);
+    if (level > d_.peak_memory_bytes) {
+      d_.peak_memory_bytes = level;
+      d_.peak_memory_at_ns = e.start_ns;
+    }
+    d_.memory.add_max(e.start_ns, static_cast<double>(level));
+    add_checkpoint(e.start_ns, level);
+  }
+
+  // Keeps at most 2,048 (time, level) points; when full, every other one goes, so the points
+  // thin out evenly over the run.
+  void add_checkpoint(int64_t t, uint64_t level) {
+    auto& points = d_.memory_checkpoints;
+    if (!points.empty() && t - points.back().first < checkpoint_spacing_ns_) {
+      points.back().second = level;  // the latest level of this neighbourhood
+      return;
+    }
+    points.emplace_back(t, level);
+    if (points.size() >= 2048) {
+      size_t kept = 0;
+      for (size_t i = 0; i < points.size(); i += 2) points[kept++] = points[i];
+      points.resize(kept);
+      checkpoint_spacing_ns_ = std::max<int64_t>(1, checkpoint_spacing_ns_ * 2);
+    }
+  }
+
+  uint32_t comm_index(uint64_t comm_id) {
+    auto [it, fresh] = comm_index_.try_emplace(comm_id, static_cast<uint32_t>(d_.comms.size()));
+    if (fresh) {
+      d_.comms.emplace_back();
+      d_.comms.back().comm_id = comm_id;
+    }
+    return it->second;
+  }
+
+  void on_nccl_comm(const trace::NcclCommRecord& r) {
+    see_time(as_ns(r.start_ns));
+    if (r.global_rank >= 0) d_.global_rank_from_nccl = r.global_rank;
+    const auto event = static_cast<trace::NcclCommEvent>(r.event);
+    if (event != trace::NcclCommEvent::kInit && event != trace::NcclCommEvent::kSplit &&
+        event != trace::NcclCommEvent::kShrink)
+      return;
+    if (r.comm_handle == 0) return;  // creation failed
+    CommDigest& comm = d_.comms[comm_index(r.comm_id)];
+    comm.nccl_rank = r.rank;
+    comm.size = r.size;
+  }
+
+  uint32_t p2p_index(uint64_t comm_id, int32_t peer, bool send) {
+    for (uint32_t i = 0; i < d_.p2p.size(); ++i) {
+      const P2pDigest& p = d_.p2p[i];
+      if (p.comm_id == comm_id && p.peer == peer && p.send == send) return i;
+    }
+    d_.p2p.push_back(P2pDigest{comm_id, peer, send});
+    return static_cast<uint32_t>(d_.p2p.size() - 1);
+  }
+
+  void on_nccl_op(const trace::NcclOpRecord& r) {
+    const int64_t enter = as_ns(r.host_enter_ns), exit = std::max(as_ns(r.host_exit_ns), enter);
+    see_time(enter);
+    see_time(exit);
+    const uint8_t op = r.op <= 10 ? r.op : 0;
+    const uint32_t ci = comm_index(r.comm_id);
+    CommDigest& comm = d_.comms[ci];
+    OpTotals& totals = comm.ops[op];
+    ++totals.calls;
+    totals.bytes += r.bytes;
+    totals.time_ns += exit - enter;
+    const bool failed = (r.flags & trace::kNcclFlagFailed) != 0;
+    NcclOpRef ref{ci, op, r.sequence, is_p2p(op), 0};
+    if (ref.p2p) {
+      const bool send = op == static_cast<uint8_t>(trace::NcclOpType::kSend);
+      ref.p2p_index = p2p_index(r.comm_id, r.peer, send);
+      P2pDigest& p = d_.p2p[ref.p2p_index];
+      ++p.calls;
+      p.bytes += r.bytes;
+      p.time_ns += exit - enter;
+      if (p.first_enter_ns < 0 || enter < p.first_enter_ns) p.first_enter_ns = enter;
+    } else if (r.sequence != kUnknownSequence) {
+      ++comm.collectives;
+      if (comm.first_enters_ns.size() < 1024) comm.first_enters_ns.push_back(enter);
+      if (r.sequence + 1 >= comm.last_entered) {
+        comm.last_entered = r.sequence + 1;
+        comm.last_entered_op = op;
+        comm.last_entered_at_ns = enter;
+        comm.last_entered_failed = failed;
+      }
+      if (!failed) comm.last_completed_host = std::max(comm.last_completed_host, r.sequence + 1);
+      if (!failed) add_sample(comm, InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
+    }
+    host_p2p_ns_ += ref.p2p ? exit - enter : 0;
+    if (r.external_correlation_id != 0) join_.add_op(r.external_correlation_id, ref, now_ns_, matched());
+  }
+
+  void add_sample(CommDigest& comm, const InstanceSample& sample) {
+    if (sample.sequence % comm.sample_stride != 0) return;
+    comm.samples.push_back(sample);
+    if (comm.samples.size() <= options_.instances_per_comm) return;
+    comm.sample_stride *= 2;
+    std::erase_if(comm.samples, [&](const InstanceSample& s) { return s.sequence % comm.sample_stride != 0; });
+  }
+
+  Matched matched() { return Matched{this}; }
+
+ public:
+  void on_matched(const NcclOpRef& ref, const KernelSpan& span) {
+    CommDigest& comm = d_.comms[ref.comm_index];
+    const int64_t duration = span.end_ns - span.start_ns;
+    ++comm.ops[ref.op].kernel_calls;
+    comm.ops[ref.op].kernel_time_ns += duration;
+    if (ref.p2p) {
+      kernel_p2p_ns_ += duration;
+      d_.p2p[ref.p2p_index].kernel_time_ns += duration;
+      return;
+    }
+    comm.last_completed_kernel = std::max(comm.last_completed_kernel, ref.sequence + 1);
+    auto it = std::lower_bound(comm.samples.begin(), comm.samples.end(), ref.sequence,
+                               [](const InstanceSample& s, uint64_t seq) { return s.sequence < seq; });
+    if (it != comm.samples.end() && it->sequence == ref.sequence) {
+      it->start_ns = span.start_ns;
+      it->end_ns = span.end_ns;
+    }
+  }
+
+
+ private:
+  NameClass classify(uint32_t name_id) {
+    if (name_id >= name_classes_.size()) name_classes_.resize(name_id + 1, NameClass::kUnknown);
+    NameClass& cls = name_classes_[name_id];
+    if (cls != NameClass::kUnknown) return cls;
+    const std::string name(strings_.get(name_id));
+    if (name.starts_with("stage=")) {
+      cls = NameClass::kStage;
+    } else if (std::regex_search(name, step_re_)) {
+      cls = NameClass::kStep;
+    } else if (std::regex_search(name, backward_re_)) {
+      cls = NameClass::kBackward;  // before forward: "backward" must not count as "forward"
+    } else if (std::regex_search(name, forward_re_)) {
+      cls = NameClass::kForward;
+    } else {
+      cls = NameClass::kOther;
+    }
+    return cls;
+  }
+
+  void on_nvtx(const trace::NvtxRecord& r) {
+    const int64_t t = as_ns(r.timestamp_ns);
+    see_time(t);
+    const auto event = static_cast<trace::NvtxEvent>(r.event);
+    switch (event) {
+      case trace::NvtxEvent::kPush:
+        open_by_thread_[r.thread_id].push_back(OpenRange{r.name_id, t});
+        break;
+      case trace::NvtxEvent::kPop: {
+        auto it = open_by_thread_.find(r.thread_id);
+        if (it == open_by_thread_.end() || it->second.empty()) break;
+        const OpenRange open = it->second.back();
+        it->second.pop_back();
+        on_range(open.name_id, open.start_ns, t);
+        break;
+      }
+      case trace::NvtxEvent::kStart:
+        open_by_id_[r.range_id] = OpenRange{r.name_id, t};
+        break;
+      case trace::NvtxEvent::kEnd: {
+        auto it = open_by_id_.find(r.range_id);
+        if (it == open_by_id_.end()) break;
+        on_range(it->second.name_id, it->second.start_ns, t);
+        open_by_id_.erase(it);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  void on_range(uint32_t name_id, int64_t start, int64_t end) {
+    ++d_.nvtx_ranges;
+    switch (classify(name_id)) {
+      case NameClass::kStep:
+        close_step(start, end);
+        break;
+      case NameClass::kForward:
+      case NameClass::kBackward: {
+        const bool forward = classify(name_id) == NameClass::kForward;
+        if (forward && (d_.first_forward_ns < 0 || start < d_.first_forward_ns)) d_.first_forward_ns = start;
+        pending_.push_back(PipelineRange{start, end, forward});
+        if (pending_.size() > 100'000) {
+          fold(d_.unstepped, pending_.front());
+          pending_.erase(pending_.begin());
+        }
+        break;
+      }
+      case NameClass::kStage: {
+        const std::string_view name = strings_.get(name_id);
+        int stage = -1;
+        if (std::sscanf(std::string(name.substr(6)).c_str(), "%d", &stage) == 1 && stage >= 0)
+          d_.declared_stage = stage;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  static void fold(StepDigest& step, const PipelineRange& r) {
+    if (r.forward) {
+      ++step.forwards;
+      step.forward_ns += r.end_ns - r.start_ns;
+      if (step.first_forward_ns < 0 || r.start_ns < step.first_forward_ns) step.first_forward_ns = r.start_ns;
+      step.last_forward_end_ns = std::max(step.last_forward_end_ns, r.end_ns);
+    } else {
+      ++step.backwards;
+      step.backward_ns += r.end_ns - r.start_ns;
+      if (step.first_backward_ns < 0 || r.start_ns < step.first_backward_ns) step.first_backward_ns = r.start_ns;
+      step.last_backward_end_ns = std::max(step.last_backward_end_ns, r.end_ns);
+    }
+  }
+
+  void close_step(int64_t start, int64_t end) {
+    StepDigest step;
+    step.start_ns = start;
+    step.end_ns = end;
+    std::vector<PipelineRange> keep;
+    for (const PipelineRange& r : pending_) {
+      if (r.start_ns >= start && r.end_ns <= end) {
+        fold(step, r);
+      } else if (r.end_ns < start) {
+        fold(d_.unstepped, r);
+      } else {
+        keep.push_back(r);
+      }
+    }
+    pending_.swap(keep);
+    if (d_.steps.size() < 100'000) d_.steps.push_back(step);
+  }
+
+  void on_notice(const trace::NoticeRecord& r) {
+    const auto code = static_cast<trace::NoticeCode>(r.code);
+    if (code == trace::NoticeCode::kRecordsDropped || code == trace::NoticeCode::kCuptiBufferDropped)
+      d_.records_dropped += r.count;
+    if (code == trace::NoticeCode::kWindowOpened || code == trace::NoticeCode::kWindowClosed ||
+        code == trace::NoticeCode::kClockOffsetApplied)
+      return;
+    std::string text = notice_text(code);
+    if (const std::string_view message = strings_.get(r.message_id); !message.empty())
+      text += ": " + std::string(message);
+    if (std::find(d_.notices.begin(), d_.notices.end(), text) == d_.notices.end() && d_.notices.size() < 32)
+      d_.notices.push_back(std::move(text));
+  }
+
+  static std::string notice_text(trace::NoticeCode code) {
+    switch (code) {
+      case trace::NoticeCode::kRecordsDropped: return "records dropped";
+      case trace::NoticeCode::kCuptiBufferDropped: return "CUPTI dropped records";
+      case trace::NoticeCode::kCaptureLost: return "capture lost to another tool";
+      case trace::NoticeCode::kCaptureResumed: return "capture resumed";
+      case trace::NoticeCode::kInjectionConflict: return "another tool's injection kept";
+      case trace::NoticeCode::kUnsupportedVersion: return "unsupported library version";
+      case trace::NoticeCode::kKindUnavailable: return "kind unavailable";
+      default: return "notice " + std::to_string(static_cast<int>(code));
+    }
+  }
+
+  bool kernel_is_nccl(uint32_t name_id) {
+    if (name_id >= kernel_nccl_.size()) kernel_nccl_.resize(name_id + 1, 0);
+    uint8_t& known = kernel_nccl_[name_id];
+    if (known == 0) known = is_nccl_kernel(strings_.get(name_id)) ? 2 : 1;
+    return known == 2;
+  }
+
+  KernelNameStats& kernel_stats(uint32_t name_id) {
+    if (name_id >= d_.kernels.size()) d_.kernels.resize(name_id + 1);
+    return d_.kernels[name_id];
+  }
+
+  void finish() {
+    gpu_window_.drain([this](const GpuInterval& i) { sweep(i); });
+    memory_window_.drain([this](const MemoryEvent& e) { apply_memory(e); });
+    d_.compute_union_ns = compute_.total();
+    d_.comm_union_ns = comm_.total();
+    d_.compute_or_comm_union_ns = compute_or_comm_.total();
+    d_.any_union_ns = any_.total();
+    d_.p2p_ns = d_.nccl_kernels_seen ? kernel_p2p_ns_ : host_p2p_ns_;
+    for (const PipelineRange& r : pending_) fold(d_.unstepped, r);
+    pending_.clear();
+    d_.kernel_names.resize(d_.kernels.size());
+    for (size_t id = 0; id < d_.kernels.size(); ++id)
+      if (d_.kernels[id].count > 0) d_.kernel_names[id] = std::string(strings_.get(static_cast<uint32_t>(id)));
+    if (d_.end && d_.end->records_dropped > d_.records_dropped) d_.records_dropped = d_.end->records_dropped;
+    d_.ops_without_kernel = join_.ops_without_kernel();
+  }
+
+  const ScanOptions& options_;
+  RankDigest d_;
+  trace::StringTable strings_;
+  std::regex step_re_, forward_re_, backward_re_;
+  std::vector<NameClass> name_classes_;
+  std::vector<uint8_t> kernel_nccl_;  // per name id: 0 unknown, 1 no, 2 yes
+  int64_t now_ns_ = INT64_MIN;
+
+  ReorderWindow<GpuInterval> gpu_window_;
+  UnionLength compute_, comm_, compute_or_comm_, any_;
+  ReorderWindow<MemoryEvent> memory_window_;
+  int64_t level_ = 0;
+  int64_t checkpoint_spacing_ns_ = 0;
+
+  std::unordered_map<uint64_t, uint32_t> comm_index_;
+  NcclKernelJoin<NcclOpRef> join_;
+  int64_t host_p2p_ns_ = 0, kernel_p2p_ns_ = 0;
+
+  std::unordered_map<uint32_t, std::vector<OpenRange>> open_by_thread_;
+  std::unordered_map<uint64_t, OpenRange> open_by_id_;
+  std::vector<PipelineRange> pending_;
+};
+
+void Matched::operator()(const NcclOpRef& ref, const KernelSpan& span) const { scanner->on_matched(ref, span); }
+
+}  // namespace
+
+Expected<RankDigest> scan_rank_bytes(std::span<const std::byte> data, const ScanOptions& options) {
+  try {
+    RankScanner scanner(options);
+    return scanner.scan(data);
+  } catch (const std::regex_error& e) {
+    return Error("invalid NVTX regular expression: " + std::string(e.what()));
+  }
+}
+
+Expected<RankDigest> scan_rank_trace(const std::string& path, const ScanOptions& options) {
+  auto file = trace::MappedFile::open(path);
+  if (!file) return file.error();
+  auto digest = scan_rank_bytes(file->bytes(), options);
+  if (!digest) return Error(path + ": " + digest.error().message);
+  digest->path = path;
+  return digest;
+}
+
+uint64_t memory_level_at(const RankDigest& digest, int64_t at_ns) {
+  const auto& points = digest.memory_checkpoints;
+  auto it = std::upper_bound(points.begin(), points.end(), at_ns,
+                             [](int64_t t, const std::pair<int64_t, uint64_t>& p) { return t < p.first; });
+  if (it == points.begin()) return 0;
+  return std::prev(it)->second;
+}
+
+}  // namespace pipescope::analysis

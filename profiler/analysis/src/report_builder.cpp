@@ -1,0 +1,419 @@
+// The report's spine: communicators across ranks, clock alignment, layout, per-rank figures,
+// then the analyses of report_nccl.cpp / report_pipeline.cpp / report_plan.cpp, and the findings.
+#include "pipescope/analysis/report_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "pipescope/analysis/clock_alignment.h"
+#include "report_context.h"
+#include "step_rhythm.h"
+
+namespace pipescope::analysis {
+namespace {
+
+const char* stop_name(trace::StopReason reason) {
+  switch (reason) {
+    case trace::StopReason::kEndOfData: return "end of data";
+    case trace::StopReason::kTruncated: return "truncated";
+    case trace::StopReason::kCorrupt: return "corrupt";
+  }
+  return "?";
+}
+
+// Raw trace clock to wall time, from the header's anchors (the first estimate).
+int64_t anchor_shift_ns(const RankDigest& d) {
+  if (d.anchor) return static_cast<int64_t>(d.anchor->realtime_ns) - static_cast<int64_t>(d.anchor->trace_clock_ns);
+  if (d.header.trace_clock == trace::TraceClock::kRealtime) return 0;
+  return static_cast<int64_t>(d.header.start_realtime_ns) - static_cast<int64_t>(d.header.start_monotonic_ns);
+}
+
+void collect_comms(const LoadedRun& run, std::vector<CommInfo>& comms,
+                   std::unordered_map<uint64_t, size_t>& comm_by_id) {
+  for (size_t i = 0; i < run.ranks.size(); ++i) {
+    for (const CommDigest& c : run.ranks[i].comms) {
+      auto [it, fresh] = comm_by_id.try_emplace(c.comm_id, comms.size());
+      if (fresh) comms.push_back(CommInfo{c.comm_id, c.size, std::vector<int32_t>(std::max(c.size, 0), -1)});
+      CommInfo& info = comms[it->second];
+      if (c.size > info.size) {
+        info.size = c.size;
+        info.members.resize(c.size, -1);
+      }
+      if (c.nccl_rank >= 0 && c.nccl_rank < info.size) info.members[c.nccl_rank] = static_cast<int32_t>(i);
+      info.sample_stride = std::max(info.sample_stride, c.sample_stride);
+    }
+  }
+}
+
+bool complete(const CommInfo& c) {
+  return c.size >= 2 && std::none_of(c.members.begin(), c.members.end(), [](int32_t m) { return m < 0; });
+}
+
+const CommDigest* digest_of(const RankDigest& d, uint64_t comm_id) {
+  for (const CommDigest& c : d.comms)
+    if (c.comm_id == comm_id) return &c;
+  return nullptr;
+}
+
+RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
+  const size_t n = run.ranks.size();
+  RunTimebase base;
+  std::vector<int64_t> first(n);
+  for (size_t i = 0; i < n; ++i) first[i] = anchor_shift_ns(run.ranks[i]);
+  base.kernel_mode =
+      std::any_of(run.ranks.begin(), run.ranks.end(), [](const RankDigest& d) { return d.nccl_kernels_seen; });
+  std::vector<CollectiveEnd> ends;
+  for (const CommInfo& comm : comms) {
+    if (!complete(comm)) continue;
+    for (int32_t m : comm.members) {
+      const CommDigest* c = digest_of(run.ranks[m], comm.comm_id);
+      if (c == nullptr) continue;
+      for (const InstanceSample& s : c->samples) {
+        if (s.sequence % comm.sample_stride != 0) continue;
+        const int64_t end = base.kernel_mode ? s.end_ns : s.exit_ns;
+        if (end < 0) continue;
+        ends.push_back(CollectiveEnd{static_cast<uint32_t>(m), comm.comm_id, s.sequence, end + first[m]});
+      }
+    }
+  }
+  const ClockAlignment a = align_clocks(static_cast<uint32_t>(n), ends);
+  base.shift_ns.resize(n);
+  for (size_t i = 0; i < n; ++i) base.shift_ns[i] = first[i] + a.offset_ns[i];
+  ClockReport& clock = base.clock;
+  clock.source = a.instances_used == 0 ? "anchors" : base.kernel_mode ? "nccl kernels" : "nccl calls";
+  clock.reference_rank = n > 0 ? run.global_rank[a.reference_rank] : 0;
+  clock.instances_used = a.instances_used;
+  clock.residual_median_ns = a.residual_median_ns;
+  clock.residual_p99_ns = a.residual_p99_ns;
+  clock.residual_max_ns = a.residual_max_ns;
+  for (size_t i = 0; i < n && n > 1; ++i)
+    if (!a.refined[i]) clock.unaligned_ranks.push_back(run.global_rank[i]);
+  int64_t origin = INT64_MAX;
+  for (size_t i = 0; i < n; ++i)
+    if (run.ranks[i].first_ns != INT64_MAX) origin = std::min(origin, run.ranks[i].first_ns + base.shift_ns[i]);
+  base.origin_ns = origin == INT64_MAX ? 0 : origin;
+  return base;
+}
+
+void infer(ReportContext& ctx, RunReport& report) {
+  LayoutReport& layout = report.layout;
+  layout.world_size = ctx.run.world_size;
+  std::vector<CommunicatorTraffic> traffic;
+  for (const CommInfo& comm : ctx.comms) {
+    if (!complete(comm)) continue;
+    CommunicatorTraffic t;
+    t.comm_id = comm.comm_id;
+    for (int32_t m : comm.members) t.members.push_back(ctx.run.global_rank[m]);
+    for (int32_t m : comm.members) {
+      const CommDigest* c = digest_of(ctx.run.ranks[m], comm.comm_id);
+      if (c == nullptr) continue;
+      using T = trace::NcclOpType;
+      auto bytes = [&](T op) { return c->ops[static_cast<size_t>(op)].bytes; };
+      auto calls = [&](T op) { return c->ops[static_cast<size_t>(op)].calls; };
+      t.all_reduce_bytes += bytes(T::kAllReduce);
+      t.all_gather_bytes += bytes(T::kAllGather);
+      t.reduce_scatter_bytes += bytes(T::kReduceScatter);
+      t.all_to_all_bytes += bytes(T::kAllToAll);
+      t.broadcast_bytes += bytes(T::kBroadcast) + bytes(T::kReduce);
+      t.p2p_bytes += bytes(T::kSend) + bytes(T::kRecv);
+      t.p2p_calls += calls(T::kSend) + calls(T::kRecv);
+      for (size_t op = 1; op < c->ops.size(); ++op)
+        if (op != static_cast<size_t>(T::kSend) && op != static_cast<size_t>(T::kRecv)) t.collective_calls += c->ops[op].calls;
+    }
+    traffic.push_back(std::move(t));
+  }
+  std::vector<P2pFlow> flows;
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    for (const P2pDigest& p : ctx.run.ranks[i].p2p) {
+      if (!p.send) continue;
+      auto it = ctx.comm_by_id.find(p.comm_id);
+      if (it == ctx.comm_by_id.end()) continue;
+      const CommInfo& comm = ctx.comms[it->second];
+      if (!complete(comm) || p.peer < 0 || p.peer >= comm.size) continue;
+      const int32_t dst = comm.members[p.peer];
+      P2pFlow flow{ctx.run.global_rank[i], ctx.run.global_rank[dst], p.bytes, p.calls, p.first_enter_ns, -1};
+      const CommDigest* mine = digest_of(ctx.run.ranks[i], p.comm_id);
+      for (const P2pDigest& q : ctx.run.ranks[dst].p2p)
+        if (!q.send && q.comm_id == p.comm_id && mine != nullptr && q.peer == mine->nccl_rank)
+          flow.first_recv_ns = q.first_enter_ns;
+      flows.push_back(flow);
+    }
+  }
+  if (traffic.empty() && !ctx.options.stated_layout) {
+    layout.source = "none";
+    layout.world_size = ctx.run.world_size;
+    layout.notes.push_back("no communicator joins two traced ranks: layout unknown");
+  } else {
+    auto inferred = infer_layout(ctx.run.world_size, traffic, flows, ctx.options.stated_layout);
+    if (!inferred) {
+      layout.source = "unknown";
+      report.warnings.push_back("layout: " + inferred.error().message +
+                                " (state it with --layout tp=T,pp=P,dp=D)");
+    } else {
+      layout.source = ctx.options.stated_layout ? "stated" : "inferred";
+      layout.tp = inferred->tp;
+      layout.pp = inferred->pp;
+      layout.dp = inferred->dp;
+      layout.zero_shard = inferred->zero_shard;
+      layout.ep = inferred->ep;
+      layout.notes = inferred->notes;
+      for (const auto& [id, role] : inferred->roles)
+        if (auto it = ctx.comm_by_id.find(id); it != ctx.comm_by_id.end()) ctx.comms[it->second].role = comm_role_name(role);
+      for (RankReport& r : report.ranks) {
+        if (r.rank < 0 || static_cast<size_t>(r.rank) >= inferred->ranks.size()) continue;
+        const RankCoordinates& c = inferred->ranks[r.rank];
+        r.stage = c.stage;
+        r.tp_rank = c.tp_rank;
+        r.dp_rank = c.dp_rank;
+        r.shard_rank = c.shard_rank;
+      }
+    }
+  }
+  // The NVTX stage convention: ranges named stage=<k> when no p2p showed a pipeline.
+  if (layout.pp == 1) {
+    int32_t stages = 0;
+    for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
+      if (ctx.run.ranks[i].declared_stage) stages = std::max(stages, *ctx.run.ranks[i].declared_stage + 1);
+    if (stages > 1) {
+      for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
+        report.ranks[i].stage = ctx.run.ranks[i].declared_stage.value_or(0);
+      layout.pp = stages;
+      layout.notes.push_back("pipeline stages from NVTX ranges named stage=<k>");
+    }
+  }
+  for (const CommInfo& comm : ctx.comms) {
+    if (!complete(comm)) continue;
+    CommunicatorReport c{comm.comm_id, comm.role, {}};
+    for (int32_t m : comm.members) c.members.push_back(ctx.run.global_rank[m]);
+    layout.communicators.push_back(std::move(c));
+  }
+}
+
+void fill_files(const ReportContext& ctx, RunReport& report) {
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    const RankDigest& d = ctx.run.ranks[i];
+    RankFile f;
+    f.rank = ctx.run.global_rank[i];
+    f.path = d.path;
+    f.host = d.header.host;
+    f.pid = d.header.pid;
+    f.valid_bytes = d.valid_bytes;
+    f.total_bytes = d.total_bytes;
+    f.records = d.records;
+    f.records_dropped = d.records_dropped;
+    f.closed_cleanly = d.end.has_value();
+    f.stop = stop_name(d.stop_reason);
+    f.stop_detail = d.stop_detail;
+    if (d.stop_reason != trace::StopReason::kEndOfData)
+      report.warnings.push_back("rank " + std::to_string(f.rank) + ": trace " + f.stop + " after " +
+                                std::to_string(d.valid_bytes) + " of " + std::to_string(d.total_bytes) +
+                                " bytes; used what was there (" + d.stop_detail + ")");
+    if (d.records_dropped > 0)
+      report.warnings.push_back("rank " + std::to_string(f.rank) + ": the profiler lost " +
+                                std::to_string(d.records_dropped) + " records");
+    for (const std::string& notice : d.notices)
+      report.warnings.push_back("rank " + std::to_string(f.rank) + ": " + notice);
+    report.files.push_back(std::move(f));
+  }
+}
+
+void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
+  const RankDigest& d = ctx.run.ranks[i];
+  r.rank = ctx.run.global_rank[i];
+  r.host = d.header.host;
+  if (d.first_ns != INT64_MAX) {
+    r.first_event_ns = ctx.aligned(i, d.first_ns);
+    r.last_event_ns = ctx.aligned(i, d.last_ns);
+  }
+  GpuBreakdown& g = r.gpu;
+  g.captured = d.gpu_captured;
+  if (d.gpu_captured) {
+    g.span_ns = d.gpu_last_ns - d.gpu_first_ns;
+    g.compute_ns = d.compute_union_ns;
+    g.comm_exposed_ns = d.compute_or_comm_union_ns - d.compute_union_ns;
+    g.comm_hidden_ns = d.comm_union_ns - g.comm_exposed_ns;
+    g.copy_only_ns = d.any_union_ns - d.compute_or_comm_union_ns;
+    g.idle_ns = std::max<int64_t>(0, g.span_ns - d.any_union_ns);
+    g.gpu_busy_fraction = g.span_ns > 0 ? static_cast<double>(d.any_union_ns) / static_cast<double>(g.span_ns) : 0;
+    g.out_of_order_intervals = d.out_of_order_intervals;
+  }
+  r.p2p_ns = d.p2p_ns;
+}
+
+int64_t step_duration(const StepDigest& s) { return s.end_ns - s.start_ns; }
+
+// Without NVTX steps: the rhythm of the data-parallel collectives (or shard / world ones) on
+// their lowest member, within the first 1,024 calls.
+void steps_from_collectives(const ReportContext& ctx, StepReport& steps) {
+  for (const char* role : {"data", "shard", "world"}) {
+    for (const CommInfo& comm : ctx.comms) {
+      if (comm.role != role || !complete(comm)) continue;
+      const CommDigest* c = digest_of(ctx.run.ranks[comm.members.front()], comm.comm_id);
+      if (c == nullptr) continue;
+      const std::vector<int64_t> starts = step_starts_from_rhythm(c->first_enters_ns);
+      if (starts.size() < 2) continue;
+      for (size_t k = 1; k < starts.size() && steps.step_ns.size() < 1000; ++k)
+        steps.step_ns.push_back(starts[k] - starts[k - 1]);
+      steps.source = "collectives";
+      return;
+    }
+  }
+}
+
+void fill_steps(const ReportContext& ctx, RunReport& report) {
+  size_t most = 0;
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    const RankDigest& d = ctx.run.ranks[i];
+    RankReport& r = report.ranks[i];
+    r.steps = d.steps.size();
+    int64_t total = 0;
+    for (const StepDigest& s : d.steps) total += step_duration(s);
+    r.step_mean_ns = d.steps.empty() ? 0 : total / static_cast<int64_t>(d.steps.size());
+    most = std::max(most, d.steps.size());
+  }
+  StepReport& steps = report.steps;
+  if (most > 0) {
+    steps.source = "nvtx";
+    std::vector<int64_t> across;
+    for (size_t k = 0; k < most; ++k) {
+      across.clear();
+      for (const RankDigest& d : ctx.run.ranks)
+        if (k < d.steps.size()) across.push_back(step_duration(d.steps[k]));
+      std::nth_element(across.begin(), across.begin() + across.size() / 2, across.end());
+      const int64_t median = across[across.size() / 2];
+      if (steps.step_ns.size() < 1000) steps.step_ns.push_back(median);
+    }
+  } else {
+    steps_from_collectives(ctx, steps);
+    if (steps.step_ns.empty()) return;
+    most = steps.step_ns.size();
+  }
+  std::vector<int64_t> sorted = steps.step_ns;
+  std::sort(sorted.begin(), sorted.end());
+  steps.count = most;
+  double sum = 0, sq = 0;
+  for (int64_t v : sorted) sum += static_cast<double>(v);
+  const double mean = sum / static_cast<double>(sorted.size());
+  for (int64_t v : sorted) sq += (static_cast<double>(v) - mean) * (static_cast<double>(v) - mean);
+  steps.mean_ns = static_cast<int64_t>(mean);
+  steps.median_ns = sorted[sorted.size() / 2];
+  steps.min_ns = sorted.front();
+  steps.max_ns = sorted.back();
+  steps.stdev_ns = std::sqrt(sq / static_cast<double>(sorted.size()));
+}
+
+std::string ms(int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f ms", static_cast<double>(ns) / 1e6);
+  return text;
+}
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.0f%%", fraction * 100);
+  return text;
+}
+
+void add_findings(RunReport& report) {
+  auto& f = report.findings;
+  const LayoutReport& l = report.layout;
+  if (l.source == "inferred" || l.source == "stated") {
+    std::string line = "layout (" + l.source + "): tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp) +
+                       " x dp " + std::to_string(l.dp);
+    if (l.zero_shard > 1) line += ", parameters sharded over " + std::to_string(l.zero_shard);
+    if (l.ep > 1) line += ", ep " + std::to_string(l.ep);
+    f.push_back(line + " on " + std::to_string(l.world_size) + " ranks");
+  }
+  if (report.hang.suspected) {
+    for (const CommHang& h : report.hang.communicators) {
+      std::string missing;
+      for (int32_t r : h.missing) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      f.push_back("hang: " + std::to_string(h.entered.size()) + " ranks of a " + h.role + " communicator entered " +
+                  h.next_op + " #" + std::to_string(h.last_completed_by_all) + " and waited " + ms(h.waited_ns) +
+                  " for rank(s) " + missing + ", which never entered it");
+    }
+    if (!report.hang.ended_early.empty()) {
+      std::string ranks;
+      for (int32_t r : report.hang.ended_early) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+      f.push_back("trace ends early on rank(s) " + ranks);
+    }
+  }
+  if (report.steps.count > 0)
+    f.push_back("step time " + ms(report.steps.median_ns) + " (median of " + std::to_string(report.steps.count) +
+                " steps, min " + ms(report.steps.min_ns) + ", max " + ms(report.steps.max_ns) + ")");
+  if (report.stages.size() > 1) {
+    std::string bubbles;
+    for (const StageReport& s : report.stages) bubbles += (bubbles.empty() ? "" : " ") + percent(s.bubble_fraction);
+    f.push_back("pipeline bubble per stage: " + bubbles);
+    const StageReport& first = report.stages.front();
+    if (first.activation_vs_last_stage > 1.05) {
+      char text[160];
+      std::snprintf(text, sizeof(text), "memory imbalance: stage 0 holds %.1fx the activations of stage %d (1F1B)",
+                    first.activation_vs_last_stage, report.stages.back().stage);
+      f.push_back(text);
+    }
+  }
+  for (const Straggler& s : report.stragglers)
+    f.push_back("straggler: rank " + std::to_string(s.rank) + " arrived last at " + std::to_string(s.instances_last) +
+                " sampled collectives; the others waited " + ms(s.cost_ns) + " in all");
+  int64_t compute = 0, exposed = 0, idle = 0, span = 0;
+  for (const RankReport& r : report.ranks) {
+    compute += r.gpu.compute_ns;
+    exposed += r.gpu.comm_exposed_ns;
+    idle += r.gpu.idle_ns;
+    span += r.gpu.span_ns;
+  }
+  if (span > 0)
+    f.push_back("GPU time: compute " + percent(static_cast<double>(compute) / static_cast<double>(span)) +
+                ", exposed communication " + percent(static_cast<double>(exposed) / static_cast<double>(span)) +
+                ", idle " + percent(static_cast<double>(idle) / static_cast<double>(span)) + " (all ranks)");
+  if (!report.clock.unaligned_ranks.empty())
+    report.warnings.push_back(std::to_string(report.clock.unaligned_ranks.size()) +
+                              " rank(s) share no collective with the others: their clocks rest on the header anchors");
+}
+
+}  // namespace
+
+RunTimebase align_run_clocks(const LoadedRun& run) {
+  std::vector<CommInfo> comms;
+  std::unordered_map<uint64_t, size_t> comm_by_id;
+  collect_comms(run, comms, comm_by_id);
+  return align(run, comms);
+}
+
+Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& options) {
+  RunReport report;
+  report.dir = run.dir;
+  report.run_id = run.run_id;
+  report.attempt = run.attempt;
+  report.missing_ranks = run.missing_ranks;
+  report.warnings = run.warnings;
+  if (!run.missing_ranks.empty())
+    report.warnings.push_back(std::to_string(run.missing_ranks.size()) + " of " + std::to_string(run.world_size) +
+                              " ranks have no trace (first: rank " + std::to_string(run.missing_ranks.front()) + ")");
+  ReportContext ctx{run, options, {}, 0, false, {}, {}, {}};
+  for (size_t i = 0; i < run.ranks.size(); ++i) ctx.index_of_rank[run.global_rank[i]] = i;
+  collect_comms(run, ctx.comms, ctx.comm_by_id);
+  RunTimebase base = align(run, ctx.comms);
+  ctx.shift_ns = std::move(base.shift_ns);
+  ctx.origin_ns = base.origin_ns;
+  ctx.kernel_mode = base.kernel_mode;
+  report.clock = std::move(base.clock);
+  fill_files(ctx, report);
+  report.ranks.resize(run.ranks.size());
+  for (size_t i = 0; i < run.ranks.size(); ++i) fill_rank(ctx, i, report.ranks[i]);
+  infer(ctx, report);
+  fill_steps(ctx, report);
+  add_nccl_reports(ctx, report);
+  add_hang_report(ctx, report);
+  add_pipeline_reports(ctx, report);
+  add_kernel_reports(ctx, report);
+  add_series(ctx, report);
+  if (!options.plan_json.empty())
+    if (Status s = add_plan_comparison(ctx, report); !s) return s.error();
+  add_findings(report);
+  return report;
+}
+
+}  // namespace pipescope::analysis

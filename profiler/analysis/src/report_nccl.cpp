@@ -1,0 +1,235 @@
+// NCCL per communicator and operation (nccl-tests bandwidth definitions), who everyone waited
+// on in collectives (stragglers), and the hang view: how far each member of each communicator got.
+#include <algorithm>
+#include <unordered_map>
+
+#include "report_context.h"
+
+namespace pipescope::analysis {
+namespace {
+
+using trace::NcclOpType;
+
+// nccl-tests (doc/PERFORMANCE.md): algbw = S / t with S the operation's size as nccl-tests counts
+// it, busbw = algbw x a factor of the rank count. The profiler records this rank's buffer bytes
+// (count x datatype), which for all-gather, reduce-scatter and all-to-all is S / n.
+double size_factor(uint8_t op, int32_t n) {
+  switch (static_cast<NcclOpType>(op)) {
+    case NcclOpType::kAllGather:
+    case NcclOpType::kReduceScatter:
+    case NcclOpType::kAllToAll:
+      return n;
+    default:
+      return 1;
+  }
+}
+
+double bus_factor(uint8_t op, int32_t n) {
+  const double ranks = n;
+  switch (static_cast<NcclOpType>(op)) {
+    case NcclOpType::kAllReduce: return 2 * (ranks - 1) / ranks;
+    case NcclOpType::kAllGather:
+    case NcclOpType::kReduceScatter:
+    case NcclOpType::kAllToAll: return (ranks - 1) / ranks;
+    default: return 1;
+  }
+}
+
+struct Arrival {
+  int32_t member;  // index into LoadedRun::ranks
+  int64_t arrive_ns;
+  uint8_t op;
+};
+
+// A rank is a straggler on a communicator when it arrives last far more often than chance
+// (1/n) would have it, and the wait it causes dwarfs what the others cause.
+bool is_straggler(uint64_t last, uint64_t instances, int32_t n, int64_t cost_ns, int64_t others_mean_ns) {
+  if (instances < 2 || n < 2) return false;
+  const double share = static_cast<double>(last) / static_cast<double>(instances);
+  return share >= (1.0 + 1.0 / n) / 2.0 && cost_ns >= 1'000'000 && cost_ns > 4 * others_mean_ns;
+}
+
+}  // namespace
+
+const char* nccl_op_name(uint8_t op) {
+  switch (static_cast<NcclOpType>(op)) {
+    case NcclOpType::kAllReduce: return "all_reduce";
+    case NcclOpType::kAllGather: return "all_gather";
+    case NcclOpType::kReduceScatter: return "reduce_scatter";
+    case NcclOpType::kBroadcast: return "broadcast";
+    case NcclOpType::kReduce: return "reduce";
+    case NcclOpType::kAllToAll: return "all_to_all";
+    case NcclOpType::kGather: return "gather";
+    case NcclOpType::kScatter: return "scatter";
+    case NcclOpType::kSend: return "send";
+    case NcclOpType::kRecv: return "recv";
+  }
+  return "unknown";
+}
+
+void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
+  const size_t n_ranks = ctx.run.ranks.size();
+  std::vector<int64_t> cost(n_ranks, 0), waited(n_ranks, 0);
+  std::vector<uint64_t> last_count(n_ranks, 0);
+  std::vector<std::vector<std::string>> roles(n_ranks);
+  std::vector<bool> flagged(n_ranks, false);
+
+  for (const CommInfo& comm : ctx.comms) {
+    if (comm.size < 2) continue;
+    std::vector<const CommDigest*> digests;
+    std::vector<int32_t> present;
+    for (int32_t m : comm.members) {
+      if (m < 0) continue;
+      for (const CommDigest& c : ctx.run.ranks[m].comms)
+        if (c.comm_id == comm.comm_id) {
+          digests.push_back(&c);
+          present.push_back(m);
+        }
+    }
+    if (digests.empty()) continue;
+
+    // Who arrived last at each sampled instance every member reached.
+    std::unordered_map<uint64_t, std::vector<Arrival>> instances;
+    for (size_t k = 0; k < digests.size(); ++k) {
+      for (const InstanceSample& s : digests[k]->samples) {
+        if (s.sequence % comm.sample_stride != 0) continue;
+        const int64_t arrive = ctx.kernel_mode ? s.start_ns : s.enter_ns;
+        if (arrive < 0) continue;
+        instances[s.sequence].push_back(Arrival{present[k], ctx.aligned(present[k], arrive), s.op});
+      }
+    }
+    std::array<std::unordered_map<int32_t, uint64_t>, 11> slowest_by_op;
+    std::unordered_map<int32_t, uint64_t> comm_last;
+    std::unordered_map<int32_t, int64_t> comm_cost;
+    uint64_t complete_instances = 0;
+    const auto stride = static_cast<int64_t>(comm.sample_stride);
+    for (auto& [seq, arrivals] : instances) {
+      if (static_cast<int32_t>(arrivals.size()) != comm.size) continue;
+      ++complete_instances;
+      const auto last = std::max_element(arrivals.begin(), arrivals.end(),
+                                         [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
+      int64_t caused = 0;
+      for (const Arrival& a : arrivals) {
+        const int64_t wait = last->arrive_ns - a.arrive_ns;
+        waited[a.member] += wait * stride;
+        caused += wait * stride;
+      }
+      cost[last->member] += caused;
+      comm_cost[last->member] += caused;
+      ++comm_last[last->member];
+      ++last_count[last->member];
+      ++slowest_by_op[std::min<uint8_t>(last->op, 10)][last->member];
+    }
+    int64_t total_cost = 0;
+    for (const auto& [m, c] : comm_cost) total_cost += c;
+    for (const auto& [m, c] : comm_cost) {
+      const int64_t others_mean = comm.size > 1 ? (total_cost - c) / (comm.size - 1) : 0;
+      if (is_straggler(comm_last[m], complete_instances, comm.size, c, others_mean)) {
+        flagged[m] = true;
+        if (std::find(roles[m].begin(), roles[m].end(), comm.role) == roles[m].end()) roles[m].push_back(comm.role);
+      }
+    }
+
+    for (uint8_t op = 1; op <= 10; ++op) {
+      OpTotals sum;
+      for (const CommDigest* c : digests) {
+        const OpTotals& t = c->ops[op];
+        sum.calls += t.calls;
+        sum.bytes += t.bytes;
+        sum.time_ns += t.time_ns;
+        sum.kernel_calls += t.kernel_calls;
+        sum.kernel_time_ns += t.kernel_time_ns;
+      }
+      if (sum.calls == 0) continue;
+      const auto members = static_cast<int64_t>(digests.size());
+      NcclOpReport r;
+      r.comm_id = comm.comm_id;
+      r.role = comm.role;
+      r.op = nccl_op_name(op);
+      r.comm_size = comm.size;
+      r.calls = sum.calls / static_cast<uint64_t>(members);
+      r.bytes = sum.bytes / static_cast<uint64_t>(members);
+      r.time_ns = (sum.kernel_calls > 0 ? sum.kernel_time_ns : sum.time_ns) / members;
+      if (r.time_ns > 0) {
+        r.algbw_bytes_per_s = static_cast<double>(r.bytes) * size_factor(op, comm.size) / (static_cast<double>(r.time_ns) * 1e-9);
+        r.busbw_bytes_per_s = r.algbw_bytes_per_s * bus_factor(op, comm.size);
+      }
+      for (const auto& [m, count] : slowest_by_op[op]) {
+        if (count > r.slowest_rank_count) {
+          r.slowest_rank_count = count;
+          r.slowest_rank = ctx.run.global_rank[m];
+        }
+      }
+      report.nccl.push_back(std::move(r));
+    }
+  }
+  std::sort(report.nccl.begin(), report.nccl.end(),
+            [](const NcclOpReport& a, const NcclOpReport& b) { return a.time_ns > b.time_ns; });
+
+  for (size_t i = 0; i < n_ranks; ++i) {
+    report.ranks[i].collective_wait_ns = waited[i];
+    if (ctx.kernel_mode) report.ranks[i].gpu.comm_wait_ns = waited[i];
+    if (flagged[i])
+      report.stragglers.push_back(Straggler{ctx.run.global_rank[i], last_count[i], cost[i], roles[i]});
+  }
+  std::sort(report.stragglers.begin(), report.stragglers.end(),
+            [](const Straggler& a, const Straggler& b) { return a.cost_ns > b.cost_ns; });
+}
+
+void add_hang_report(const ReportContext& ctx, RunReport& report) {
+  HangReport& hang = report.hang;
+  const size_t n = ctx.run.ranks.size();
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const RankReport& r : report.ranks) {
+    first = std::min(first, r.first_event_ns);
+    last = std::max(last, r.last_event_ns);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!ctx.run.ranks[i].end) hang.not_closed.push_back(ctx.run.global_rank[i]);
+    const int64_t slack = std::max<int64_t>(1'000'000'000, (last - first) / 20);
+    if (n > 1 && report.ranks[i].last_event_ns < last - slack) hang.ended_early.push_back(ctx.run.global_rank[i]);
+  }
+  for (const CommInfo& comm : ctx.comms) {
+    if (comm.size < 2 || std::any_of(comm.members.begin(), comm.members.end(), [](int32_t m) { return m < 0; }))
+      continue;
+    struct Progress {
+      int32_t member;
+      const CommDigest* digest;
+      uint64_t completed;
+    };
+    std::vector<Progress> progress;
+    for (int32_t m : comm.members) {
+      const RankDigest& d = ctx.run.ranks[m];
+      for (const CommDigest& c : d.comms) {
+        if (c.comm_id != comm.comm_id) continue;
+        const uint64_t done = ctx.kernel_mode && d.nccl_kernels_seen ? c.last_completed_kernel : c.last_completed_host;
+        progress.push_back(Progress{m, &c, done});
+      }
+    }
+    if (progress.size() != comm.members.size()) continue;
+    uint64_t done_by_all = UINT64_MAX;
+    for (const Progress& p : progress) done_by_all = std::min(done_by_all, p.completed);
+    CommHang h;
+    h.comm_id = comm.comm_id;
+    h.role = comm.role;
+    h.last_completed_by_all = done_by_all;
+    for (const Progress& p : progress) {
+      const int32_t rank = ctx.run.global_rank[p.member];
+      if (p.digest->last_entered > done_by_all) {
+        h.entered.push_back(rank);
+        if (p.digest->last_entered == done_by_all + 1) h.next_op = nccl_op_name(p.digest->last_entered_op);
+        const int64_t since = ctx.aligned(p.member, p.digest->last_entered_at_ns);
+        h.waited_ns = std::max(h.waited_ns, report.ranks[p.member].last_event_ns - since);
+      } else {
+        h.missing.push_back(rank);
+      }
+    }
+    if (h.entered.empty() || h.missing.empty()) continue;
+    hang.communicators.push_back(std::move(h));
+  }
+  std::sort(hang.communicators.begin(), hang.communicators.end(),
+            [](const CommHang& a, const CommHang& b) { return a.waited_ns > b.waited_ns; });
+  hang.suspected = !hang.communicators.empty() || !hang.ended_early.empty();
+}
+
+}  // namespace pipescope::analysis

@@ -1,0 +1,232 @@
+// Per rank and per pipeline stage: forward/backward time per micro-batch, warm-up / steady /
+// cool-down, the measured bubble, memory (peak, static, activations) and the 1F1B imbalance;
+// the top kernels by category; the busy and memory time series.
+#include <algorithm>
+#include <map>
+#include <regex>
+
+#include "report_context.h"
+
+namespace pipescope::analysis {
+namespace {
+
+struct PipelineFigures {
+  uint64_t forwards = 0, backwards = 0;
+  int64_t forward_ns = 0, backward_ns = 0;
+  double bubble_sum = 0;
+  int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;
+  uint64_t steps = 0;  // steps with both forwards and backwards
+};
+
+PipelineFigures pipeline_of(const RankDigest& d) {
+  PipelineFigures p;
+  auto add_counts = [&p](const StepDigest& s) {
+    p.forwards += s.forwards;
+    p.backwards += s.backwards;
+    p.forward_ns += s.forward_ns;
+    p.backward_ns += s.backward_ns;
+  };
+  for (const StepDigest& s : d.steps) {
+    add_counts(s);
+    if (s.forwards == 0 || s.backwards == 0) continue;
+    // The pipeline's span: first forward to last backward. What the stage did not compute in it
+    // is its bubble (p2p waits, warm-up and cool-down idling); 1F1B's ideal is (p-1)/(m+p-1).
+    const int64_t span = s.last_backward_end_ns - s.first_forward_ns;
+    if (span <= 0) continue;
+    ++p.steps;
+    p.bubble_sum += std::clamp(1.0 - static_cast<double>(s.forward_ns + s.backward_ns) / static_cast<double>(span), 0.0, 1.0);
+    const int64_t warmup = std::max<int64_t>(0, s.first_backward_ns - s.first_forward_ns);
+    const int64_t cooldown = std::max<int64_t>(0, s.last_backward_end_ns - s.last_forward_end_ns);
+    p.warmup_ns += warmup;
+    p.cooldown_ns += cooldown;
+    p.steady_ns += std::max<int64_t>(0, span - warmup - cooldown);
+  }
+  add_counts(d.unstepped);
+  return p;
+}
+
+int64_t mean(int64_t total, uint64_t count) { return count == 0 ? 0 : total / static_cast<int64_t>(count); }
+
+void fill_memory(const ReportContext& ctx, size_t i, RankReport& r) {
+  const RankDigest& d = ctx.run.ranks[i];
+  if (!d.memory_seen) return;
+  r.memory_figure = d.memory_from_pool ? "allocated" : "reserved";
+  r.peak_memory_bytes = d.peak_memory_bytes;
+  r.peak_memory_at_ns = ctx.aligned(i, d.peak_memory_at_ns);
+  int64_t before = d.first_forward_ns;
+  if (before < 0 && !d.steps.empty()) before = d.steps.front().start_ns;
+  if (before < 0) return;  // nothing marks where the model's static memory ends
+  r.static_memory_bytes = memory_level_at(d, before - 1);
+  r.peak_activation_bytes = d.peak_memory_bytes - std::min(d.peak_memory_bytes, r.static_memory_bytes);
+}
+
+const char* category_of(const std::string& name) {
+  static const std::regex nccl("nccl", std::regex::icase | std::regex::optimize);
+  static const std::regex attention("flash|fmha|attention|attn|sdpa|softmax", std::regex::icase | std::regex::optimize);
+  static const std::regex gemm("gemm|cutlass|xmma|cublas|matmul|wgmma|mma_|sm[0-9]+_[a-z]", std::regex::icase | std::regex::optimize);
+  static const std::regex elementwise("elementwise|vectorized|unrolled|reduce|norm|copy_kernel|fill|cat|index",
+                                      std::regex::icase | std::regex::optimize);
+  if (std::regex_search(name, nccl)) return "nccl";
+  if (std::regex_search(name, attention)) return "attention";
+  if (std::regex_search(name, gemm)) return "gemm";
+  if (std::regex_search(name, elementwise)) return "elementwise";
+  return "other";
+}
+
+int64_t percentile_ns(const MergedKernel& k, double q) {
+  const auto target = static_cast<uint64_t>(q * static_cast<double>(k.count - 1));
+  uint64_t seen = 0;
+  for (size_t b = 0; b < k.histogram.size(); ++b) {
+    seen += k.histogram[b];
+    if (seen > target) return std::min(KernelNameStats::bucket_upper_ns(b), k.max_ns);
+  }
+  return k.max_ns;
+}
+
+}  // namespace
+
+void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
+  std::map<int32_t, std::vector<size_t>> by_stage;
+  std::vector<PipelineFigures> figures(ctx.run.ranks.size());
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    RankReport& r = report.ranks[i];
+    figures[i] = pipeline_of(ctx.run.ranks[i]);
+    const PipelineFigures& p = figures[i];
+    r.forward_ranges = p.forwards;
+    r.backward_ranges = p.backwards;
+    r.forward_mean_ns = mean(p.forward_ns, p.forwards);
+    r.backward_mean_ns = mean(p.backward_ns, p.backwards);
+    r.bubble_fraction = p.steps == 0 ? 0 : p.bubble_sum / static_cast<double>(p.steps);
+    fill_memory(ctx, i, r);
+    by_stage[r.stage].push_back(i);
+  }
+  for (const auto& [stage, members] : by_stage) {
+    StageReport s;
+    s.stage = stage;
+    s.ranks = static_cast<int32_t>(members.size());
+    PipelineFigures sum;
+    int64_t p2p = 0;
+    uint64_t steps = 0;
+    for (size_t i : members) {
+      const PipelineFigures& p = figures[i];
+      sum.forwards += p.forwards;
+      sum.backwards += p.backwards;
+      sum.forward_ns += p.forward_ns;
+      sum.backward_ns += p.backward_ns;
+      sum.bubble_sum += p.bubble_sum;
+      sum.steps += p.steps;
+      sum.warmup_ns += p.warmup_ns;
+      sum.steady_ns += p.steady_ns;
+      sum.cooldown_ns += p.cooldown_ns;
+      p2p += report.ranks[i].p2p_ns;
+      steps += std::max<uint64_t>(1, report.ranks[i].steps);
+      s.peak_memory_bytes = std::max(s.peak_memory_bytes, report.ranks[i].peak_memory_bytes);
+      s.peak_activation_bytes = std::max(s.peak_activation_bytes, report.ranks[i].peak_activation_bytes);
+    }
+    s.forward_mean_ns = mean(sum.forward_ns, sum.forwards);
+    s.backward_mean_ns = mean(sum.backward_ns, sum.backwards);
+    s.warmup_ns = mean(sum.warmup_ns, sum.steps);
+    s.steady_ns = mean(sum.steady_ns, sum.steps);
+    s.cooldown_ns = mean(sum.cooldown_ns, sum.steps);
+    s.bubble_fraction = sum.steps == 0 ? 0 : sum.bubble_sum / static_cast<double>(sum.steps);
+    s.p2p_ns = mean(p2p, steps);
+    report.stages.push_back(s);
+  }
+  if (!report.stages.empty()) {
+    const double last = static_cast<double>(report.stages.back().peak_activation_bytes);
+    for (StageReport& s : report.stages)
+      s.activation_vs_last_stage = last > 0 ? static_cast<double>(s.peak_activation_bytes) / last : 0;
+  }
+}
+
+void add_kernel_reports(const ReportContext& ctx, RunReport& report) {
+  std::vector<const MergedKernel*> order;
+  for (const MergedKernel& k : ctx.run.kernels) order.push_back(&k);
+  std::sort(order.begin(), order.end(), [](const MergedKernel* a, const MergedKernel* b) { return a->total_ns > b->total_ns; });
+  std::map<std::string, CategoryStat> categories;
+  int64_t all = 0;
+  for (const MergedKernel* k : order) {
+    const char* category = category_of(k->name);
+    CategoryStat& c = categories[category];
+    c.category = category;
+    c.count += k->count;
+    c.total_ns += k->total_ns;
+    all += k->total_ns;
+    if (report.kernels.size() >= ctx.options.top_kernels) continue;
+    KernelStat s{k->name, category, k->count, k->total_ns, 0, 0, 0, 0, k->max_ns};
+    s.mean_ns = mean(k->total_ns, k->count);
+    s.p50_ns = percentile_ns(*k, 0.5);
+    s.p90_ns = percentile_ns(*k, 0.9);
+    s.p99_ns = percentile_ns(*k, 0.99);
+    report.kernels.push_back(std::move(s));
+  }
+  CategoryStat copy{"copy", 0, 0, 0};
+  for (const RankDigest& d : ctx.run.ranks) {
+    copy.count += d.memcpy_totals.calls + d.memset_totals.calls;
+    copy.total_ns += d.memcpy_totals.time_ns + d.memset_totals.time_ns;
+  }
+  all += copy.total_ns;
+  if (copy.count > 0) categories["copy"] = copy;
+  for (auto& [name, c] : categories) {
+    c.share = all > 0 ? static_cast<double>(c.total_ns) / static_cast<double>(all) : 0;
+    report.categories.push_back(c);
+  }
+  std::sort(report.categories.begin(), report.categories.end(),
+            [](const CategoryStat& a, const CategoryStat& b) { return a.total_ns > b.total_ns; });
+}
+
+namespace {
+
+// Re-buckets one rank's series onto a common grid on the aligned clock.
+void resample(const BucketSeries& from, int64_t shift_ns, Series& into, bool as_max) {
+  for (size_t b = 0; b < from.values().size(); ++b) {
+    const int64_t at = from.origin_ns() + static_cast<int64_t>(b) * from.width_ns() + shift_ns - into.start_ns;
+    if (at < 0) continue;
+    const auto index = static_cast<size_t>(at / into.bucket_ns);
+    if (index >= into.values.size()) continue;
+    const double v = from.values()[b];
+    into.values[index] = as_max ? std::max(into.values[index], v) : into.values[index] + v;
+  }
+}
+
+}  // namespace
+
+void add_series(const ReportContext& ctx, RunReport& report) {
+  int64_t end = 0, width = 0;
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    end = std::max(end, report.ranks[i].last_event_ns);
+    width = std::max(width, ctx.run.ranks[i].busy.width_ns());
+  }
+  if (end <= 0 || width <= 0) return;
+  width = std::max(width, end / 400 + 1);  // a chart's worth of points
+  const auto buckets = static_cast<size_t>(end / width + 1);
+  report.gpu_busy = Series{0, width, std::vector<double>(buckets, 0.0)};
+  size_t gpu_ranks = 0;
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    if (ctx.run.ranks[i].busy.empty()) continue;
+    ++gpu_ranks;
+    resample(ctx.run.ranks[i].busy, ctx.shift_ns[i] - ctx.origin_ns, report.gpu_busy, false);
+  }
+  if (gpu_ranks == 0) {
+    report.gpu_busy = {};
+  } else {
+    for (double& v : report.gpu_busy.values) v = std::min(1.0, v / (static_cast<double>(gpu_ranks) * static_cast<double>(width)));
+  }
+  // Memory: per stage, the rank with the highest peak.
+  std::map<int32_t, size_t> peak_of_stage;
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    if (!ctx.run.ranks[i].memory_seen) continue;
+    auto [it, fresh] = peak_of_stage.try_emplace(report.ranks[i].stage, i);
+    if (!fresh && report.ranks[i].peak_memory_bytes > report.ranks[it->second].peak_memory_bytes) it->second = i;
+  }
+  for (const auto& [stage, i] : peak_of_stage) {
+    RankSeries series{report.ranks[i].rank, Series{0, width, std::vector<double>(buckets, 0.0)}};
+    resample(ctx.run.ranks[i].memory, ctx.shift_ns[i] - ctx.origin_ns, series.values, true);
+    // Buckets without an event hold the level of the one before.
+    for (size_t b = 1; b < series.values.values.size(); ++b)
+      if (series.values.values[b] == 0) series.values.values[b] = series.values.values[b - 1];
+    report.memory_timelines.push_back(std::move(series));
+  }
+}
+
+}  // namespace pipescope::analysis
