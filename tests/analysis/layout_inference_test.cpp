@@ -144,6 +144,27 @@ TEST(LayoutInference, StageOrderComesFromFirstSendsNotFromRankNumbers) {
   }
 }
 
+TEST(LayoutInference, P2pThroughItsOwnCommunicatorIsPipelineBesideAWorldAllToAll) {
+  // Every rank also joins a world all-to-all: flows between its members look like expert traffic
+  // unless they name the communicator they went through.
+  Spec spec{.tp = 2, .pp = 2, .dp = 2, .order = Order::kMegatron};
+  Generator gen(5);
+  SyntheticRun run = gen.build(spec);
+  CommunicatorTraffic world{.comm_id = 0x77, .members = {0, 1, 2, 3, 4, 5, 6, 7}};
+  world.all_to_all_bytes = 1 << 10;
+  world.collective_calls = 1;
+  run.comms.push_back(world);
+  const auto without_ids = infer_layout(run.world, run.comms, run.flows);
+  ASSERT_TRUE(without_ids.ok()) << without_ids.error().message;
+  EXPECT_EQ(without_ids->pp, 1);
+  for (auto& f : run.flows) f.comm_id = 0x1000 + static_cast<uint64_t>(std::min(f.src, f.dst));
+  const auto with_ids = infer_layout(run.world, run.comms, run.flows);
+  ASSERT_TRUE(with_ids.ok()) << with_ids.error().message;
+  EXPECT_EQ(with_ids->pp, 2);
+  for (int32_t r = 0; r < run.world; ++r)
+    EXPECT_EQ(with_ids->ranks[static_cast<size_t>(r)].stage, run.truth[static_cast<size_t>(r)].stage);
+}
+
 TEST(LayoutInference, InterleavedRingStartsAtTheRankThatSendsFirst) {
   Spec spec{.tp = 2, .pp = 4, .dp = 2, .order = Order::kRandom, .interleaved = true};
   Generator gen(11);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 
 #include "layout_groups.h"
@@ -501,7 +502,10 @@ Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<Comm
         "with --layout tp=T,pp=P,dp=D)"};
   }
 
-  auto piped = layout::pipeline_from_flows(world_size, groups, flows);
+  std::unordered_set<uint64_t> all_to_all_comms;
+  for (const CommunicatorTraffic& c : comms)
+    if (c.all_to_all_bytes > 0) all_to_all_comms.insert(c.comm_id);
+  auto piped = layout::pipeline_from_flows(world_size, groups, flows, all_to_all_comms);
   if (!piped) return piped.error();
   layout::PipelineStages stages = std::move(*piped);
   if (stated && stages.pp > 1 && stages.pp != stated->pp) {

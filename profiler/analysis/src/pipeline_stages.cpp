@@ -89,7 +89,8 @@ std::vector<Orientation> keep(const std::vector<Orientation>& in, Pred pred) {
 }  // namespace
 
 Expected<PipelineStages> pipeline_from_flows(int32_t world_size, const std::vector<Group>& groups,
-                                             const std::vector<P2pFlow>& flows) {
+                                             const std::vector<P2pFlow>& flows,
+                                             const std::unordered_set<uint64_t>& all_to_all_comms) {
   const auto world = static_cast<size_t>(world_size);
   PipelineStages out;
   out.stage.assign(world, 0);
@@ -107,6 +108,7 @@ Expected<PipelineStages> pipeline_from_flows(int32_t world_size, const std::vect
     m.calls += f.calls;
     m.first_send_ns = earliest(m.first_send_ns, f.first_send_ns);
     m.first_recv_ns = earliest(m.first_recv_ns, f.first_recv_ns);
+    if (f.comm_id != 0 && all_to_all_comms.count(f.comm_id) == 0) m.comm_id = f.comm_id;  // surely not expert
   }
 
   std::vector<std::vector<size_t>> expert_groups_of(world);
@@ -118,8 +120,9 @@ Expected<PipelineStages> pipeline_from_flows(int32_t world_size, const std::vect
   for (auto it = merged.begin(); it != merged.end();) {
     const auto& a = expert_groups_of[static_cast<size_t>(it->first.first)];
     const auto& b = expert_groups_of[static_cast<size_t>(it->first.second)];
-    const bool shared =
-        std::any_of(a.begin(), a.end(), [&](size_t g) { return std::count(b.begin(), b.end(), g) > 0; });
+    const bool shared = it->second.comm_id == 0 && std::any_of(a.begin(), a.end(), [&](size_t g) {
+                          return std::count(b.begin(), b.end(), g) > 0;
+                        });
     if (shared) {
       ++expert_flows;
       it = merged.erase(it);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "layout_groups.h"
@@ -20,9 +21,11 @@ struct PipelineStages {
 };
 
 // Every connected set of p2p flows must be a chain or a ring, all of one length. Flows between
-// members of an all-to-all communicator are expert traffic and left out. pp = 1 without flows.
+// members of an all-to-all communicator are expert traffic and left out, unless they went
+// through a known communicator outside `all_to_all_comms`. pp = 1 without flows.
 Expected<PipelineStages> pipeline_from_flows(int32_t world_size, const std::vector<Group>& groups,
-                                             const std::vector<P2pFlow>& flows);
+                                             const std::vector<P2pFlow>& flows,
+                                             const std::unordered_set<uint64_t>& all_to_all_comms = {});
 
 // `pp` stages of world_size / pp ranks each, found as the connected sets of the communicators of
 // `tp` or `dp` ranks; ordered by their lowest global rank (traffic cannot order them).

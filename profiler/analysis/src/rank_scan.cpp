@@ -64,7 +64,8 @@ bool is_nccl_kernel(std::string_view name) {
 }
 
 bool is_p2p(uint8_t op) {
-  return op == static_cast<uint8_t>(trace::NcclOpType::kSend) || op == static_cast<uint8_t>(trace::NcclOpType::kRecv);
+  return op == static_cast<uint8_t>(trace::NcclOpType::kSend) ||
+         op == static_cast<uint8_t>(trace::NcclOpType::kRecv);
 }
 
 class RankScanner;
@@ -109,9 +110,7 @@ class RankScanner {
         while (cursor.next(record)) on_record(record);
         break;
       }
-      case trace::ChunkType::kStrings:
-        trace::read_strings_chunk(chunk.payload, strings_);
-        break;
+      case trace::ChunkType::kStrings: trace::read_strings_chunk(chunk.payload, strings_); break;
       case trace::ChunkType::kProcessInfo:
         if (auto info = trace::decode_process_info(chunk.payload)) d_.process = std::move(*info);
         break;
@@ -129,8 +128,7 @@ class RankScanner {
           d_.end = end;
         }
         break;
-      default:
-        break;  // a newer minor version's chunk
+      default: break;  // a newer minor version's chunk
     }
   }
 
@@ -193,8 +191,7 @@ class RankScanner {
         on_notice(r);
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -362,7 +359,8 @@ class RankScanner {
     comm.samples.push_back(sample);
     if (comm.samples.size() <= options_.instances_per_comm) return;
     comm.sample_stride *= 2;
-    std::erase_if(comm.samples, [&](const InstanceSample& s) { return s.sequence % comm.sample_stride != 0; });
+    std::erase_if(comm.samples,
+                  [&](const InstanceSample& s) { return s.sequence % comm.sample_stride != 0; });
   }
 
   Matched matched() { return Matched{this}; }
@@ -386,7 +384,6 @@ class RankScanner {
       it->end_ns = span.end_ns;
     }
   }
-
 
  private:
   NameClass classify(uint32_t name_id) {
@@ -413,9 +410,7 @@ class RankScanner {
     see_time(t);
     const auto event = static_cast<trace::NvtxEvent>(r.event);
     switch (event) {
-      case trace::NvtxEvent::kPush:
-        open_by_thread_[r.thread_id].push_back(OpenRange{r.name_id, t});
-        break;
+      case trace::NvtxEvent::kPush: open_by_thread_[r.thread_id].push_back(OpenRange{r.name_id, t}); break;
       case trace::NvtxEvent::kPop: {
         auto it = open_by_thread_.find(r.thread_id);
         if (it == open_by_thread_.end() || it->second.empty()) break;
@@ -424,9 +419,7 @@ class RankScanner {
         on_range(open.name_id, open.start_ns, t);
         break;
       }
-      case trace::NvtxEvent::kStart:
-        open_by_id_[r.range_id] = OpenRange{r.name_id, t};
-        break;
+      case trace::NvtxEvent::kStart: open_by_id_[r.range_id] = OpenRange{r.name_id, t}; break;
       case trace::NvtxEvent::kEnd: {
         auto it = open_by_id_.find(r.range_id);
         if (it == open_by_id_.end()) break;
@@ -434,17 +427,14 @@ class RankScanner {
         open_by_id_.erase(it);
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 
   void on_range(uint32_t name_id, int64_t start, int64_t end) {
     ++d_.nvtx_ranges;
     switch (classify(name_id)) {
-      case NameClass::kStep:
-        close_step(start, end);
-        break;
+      case NameClass::kStep: close_step(start, end); break;
       case NameClass::kForward:
       case NameClass::kBackward: {
         const bool forward = classify(name_id) == NameClass::kForward;
@@ -463,8 +453,7 @@ class RankScanner {
           d_.declared_stage = stage;
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -477,7 +466,8 @@ class RankScanner {
     } else {
       ++step.backwards;
       step.backward_ns += r.end_ns - r.start_ns;
-      if (step.first_backward_ns < 0 || r.start_ns < step.first_backward_ns) step.first_backward_ns = r.start_ns;
+      if (step.first_backward_ns < 0 || r.start_ns < step.first_backward_ns)
+        step.first_backward_ns = r.start_ns;
       step.last_backward_end_ns = std::max(step.last_backward_end_ns, r.end_ns);
     }
   }
@@ -551,7 +541,8 @@ class RankScanner {
     pending_.clear();
     d_.kernel_names.resize(d_.kernels.size());
     for (size_t id = 0; id < d_.kernels.size(); ++id)
-      if (d_.kernels[id].count > 0) d_.kernel_names[id] = std::string(strings_.get(static_cast<uint32_t>(id)));
+      if (d_.kernels[id].count > 0)
+        d_.kernel_names[id] = std::string(strings_.get(static_cast<uint32_t>(id)));
     if (d_.end && d_.end->records_dropped > d_.records_dropped) d_.records_dropped = d_.end->records_dropped;
     d_.ops_without_kernel = join_.ops_without_kernel();
   }
@@ -579,7 +570,9 @@ class RankScanner {
   std::vector<PipelineRange> pending_;
 };
 
-void Matched::operator()(const NcclOpRef& ref, const KernelSpan& span) const { scanner->on_matched(ref, span); }
+void Matched::operator()(const NcclOpRef& ref, const KernelSpan& span) const {
+  scanner->on_matched(ref, span);
+}
 
 }  // namespace
 

@@ -24,7 +24,8 @@ const char* stop_name(trace::StopReason reason) {
 
 // Raw trace clock to wall time, from the header's anchors (the first estimate).
 int64_t anchor_shift_ns(const RankDigest& d) {
-  if (d.anchor) return static_cast<int64_t>(d.anchor->realtime_ns) - static_cast<int64_t>(d.anchor->trace_clock_ns);
+  if (d.anchor)
+    return static_cast<int64_t>(d.anchor->realtime_ns) - static_cast<int64_t>(d.anchor->trace_clock_ns);
   if (d.header.trace_clock == trace::TraceClock::kRealtime) return 0;
   return static_cast<int64_t>(d.header.start_realtime_ns) - static_cast<int64_t>(d.header.start_monotonic_ns);
 }
@@ -61,8 +62,8 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
   RunTimebase base;
   std::vector<int64_t> first(n);
   for (size_t i = 0; i < n; ++i) first[i] = anchor_shift_ns(run.ranks[i]);
-  base.kernel_mode =
-      std::any_of(run.ranks.begin(), run.ranks.end(), [](const RankDigest& d) { return d.nccl_kernels_seen; });
+  base.kernel_mode = std::any_of(run.ranks.begin(), run.ranks.end(),
+                                 [](const RankDigest& d) { return d.nccl_kernels_seen; });
   std::vector<CollectiveEnd> ends;
   for (const CommInfo& comm : comms) {
     if (!complete(comm)) continue;
@@ -91,7 +92,8 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
     if (!a.refined[i]) clock.unaligned_ranks.push_back(run.global_rank[i]);
   int64_t origin = INT64_MAX;
   for (size_t i = 0; i < n; ++i)
-    if (run.ranks[i].first_ns != INT64_MAX) origin = std::min(origin, run.ranks[i].first_ns + base.shift_ns[i]);
+    if (run.ranks[i].first_ns != INT64_MAX)
+      origin = std::min(origin, run.ranks[i].first_ns + base.shift_ns[i]);
   base.origin_ns = origin == INT64_MAX ? 0 : origin;
   return base;
 }
@@ -119,7 +121,8 @@ void infer(ReportContext& ctx, RunReport& report) {
       t.p2p_bytes += bytes(T::kSend) + bytes(T::kRecv);
       t.p2p_calls += calls(T::kSend) + calls(T::kRecv);
       for (size_t op = 1; op < c->ops.size(); ++op)
-        if (op != static_cast<size_t>(T::kSend) && op != static_cast<size_t>(T::kRecv)) t.collective_calls += c->ops[op].calls;
+        if (op != static_cast<size_t>(T::kSend) && op != static_cast<size_t>(T::kRecv))
+          t.collective_calls += c->ops[op].calls;
     }
     traffic.push_back(std::move(t));
   }
@@ -132,7 +135,13 @@ void infer(ReportContext& ctx, RunReport& report) {
       const CommInfo& comm = ctx.comms[it->second];
       if (!complete(comm) || p.peer < 0 || p.peer >= comm.size) continue;
       const int32_t dst = comm.members[p.peer];
-      P2pFlow flow{ctx.run.global_rank[i], ctx.run.global_rank[dst], p.bytes, p.calls, p.first_enter_ns, -1};
+      P2pFlow flow{ctx.run.global_rank[i],
+                   ctx.run.global_rank[dst],
+                   p.bytes,
+                   p.calls,
+                   p.first_enter_ns,
+                   -1,
+                   p.comm_id};
       const CommDigest* mine = digest_of(ctx.run.ranks[i], p.comm_id);
       for (const P2pDigest& q : ctx.run.ranks[dst].p2p)
         if (!q.send && q.comm_id == p.comm_id && mine != nullptr && q.peer == mine->nccl_rank)
@@ -159,7 +168,8 @@ void infer(ReportContext& ctx, RunReport& report) {
       layout.ep = inferred->ep;
       layout.notes = inferred->notes;
       for (const auto& [id, role] : inferred->roles)
-        if (auto it = ctx.comm_by_id.find(id); it != ctx.comm_by_id.end()) ctx.comms[it->second].role = comm_role_name(role);
+        if (auto it = ctx.comm_by_id.find(id); it != ctx.comm_by_id.end())
+          ctx.comms[it->second].role = comm_role_name(role);
       for (RankReport& r : report.ranks) {
         if (r.rank < 0 || static_cast<size_t>(r.rank) >= inferred->ranks.size()) continue;
         const RankCoordinates& c = inferred->ranks[r.rank];
@@ -235,7 +245,8 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
     g.comm_hidden_ns = d.comm_union_ns - g.comm_exposed_ns;
     g.copy_only_ns = d.any_union_ns - d.compute_or_comm_union_ns;
     g.idle_ns = std::max<int64_t>(0, g.span_ns - d.any_union_ns);
-    g.gpu_busy_fraction = g.span_ns > 0 ? static_cast<double>(d.any_union_ns) / static_cast<double>(g.span_ns) : 0;
+    g.gpu_busy_fraction =
+        g.span_ns > 0 ? static_cast<double>(d.any_union_ns) / static_cast<double>(g.span_ns) : 0;
     g.out_of_order_intervals = d.out_of_order_intervals;
   }
   r.p2p_ns = d.p2p_ns;
@@ -319,8 +330,8 @@ void add_findings(RunReport& report) {
   auto& f = report.findings;
   const LayoutReport& l = report.layout;
   if (l.source == "inferred" || l.source == "stated") {
-    std::string line = "layout (" + l.source + "): tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp) +
-                       " x dp " + std::to_string(l.dp);
+    std::string line = "layout (" + l.source + "): tp " + std::to_string(l.tp) + " x pp " +
+                       std::to_string(l.pp) + " x dp " + std::to_string(l.dp);
     if (l.zero_shard > 1) line += ", parameters sharded over " + std::to_string(l.zero_shard);
     if (l.ep > 1) line += ", ep " + std::to_string(l.ep);
     f.push_back(line + " on " + std::to_string(l.world_size) + " ranks");
@@ -329,9 +340,9 @@ void add_findings(RunReport& report) {
     for (const CommHang& h : report.hang.communicators) {
       std::string missing;
       for (int32_t r : h.missing) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-      f.push_back("hang: " + std::to_string(h.entered.size()) + " ranks of a " + h.role + " communicator entered " +
-                  h.next_op + " #" + std::to_string(h.last_completed_by_all) + " and waited " + ms(h.waited_ns) +
-                  " for rank(s) " + missing + ", which never entered it");
+      f.push_back("hang: " + std::to_string(h.entered.size()) + " ranks of a " + h.role +
+                  " communicator entered " + h.next_op + " #" + std::to_string(h.last_completed_by_all) +
+                  " and waited " + ms(h.waited_ns) + " for rank(s) " + missing + ", which never entered it");
     }
     if (!report.hang.ended_early.empty()) {
       std::string ranks;
@@ -340,23 +351,27 @@ void add_findings(RunReport& report) {
     }
   }
   if (report.steps.count > 0)
-    f.push_back("step time " + ms(report.steps.median_ns) + " (median of " + std::to_string(report.steps.count) +
-                " steps, min " + ms(report.steps.min_ns) + ", max " + ms(report.steps.max_ns) + ")");
+    f.push_back("step time " + ms(report.steps.median_ns) + " (median of " +
+                std::to_string(report.steps.count) + " steps, min " + ms(report.steps.min_ns) + ", max " +
+                ms(report.steps.max_ns) + ")");
   if (report.stages.size() > 1) {
     std::string bubbles;
-    for (const StageReport& s : report.stages) bubbles += (bubbles.empty() ? "" : " ") + percent(s.bubble_fraction);
+    for (const StageReport& s : report.stages)
+      bubbles += (bubbles.empty() ? "" : " ") + percent(s.bubble_fraction);
     f.push_back("pipeline bubble per stage: " + bubbles);
     const StageReport& first = report.stages.front();
     if (first.activation_vs_last_stage > 1.05) {
       char text[160];
-      std::snprintf(text, sizeof(text), "memory imbalance: stage 0 holds %.1fx the activations of stage %d (1F1B)",
+      std::snprintf(text, sizeof(text),
+                    "memory imbalance: stage 0 holds %.1fx the activations of stage %d (1F1B)",
                     first.activation_vs_last_stage, report.stages.back().stage);
       f.push_back(text);
     }
   }
   for (const Straggler& s : report.stragglers)
-    f.push_back("straggler: rank " + std::to_string(s.rank) + " arrived last at " + std::to_string(s.instances_last) +
-                " sampled collectives; the others waited " + ms(s.cost_ns) + " in all");
+    f.push_back("straggler: rank " + std::to_string(s.rank) + " arrived last at " +
+                std::to_string(s.instances_last) + " sampled collectives; the others waited " +
+                ms(s.cost_ns) + " in all");
   int64_t compute = 0, exposed = 0, idle = 0, span = 0;
   for (const RankReport& r : report.ranks) {
     compute += r.gpu.compute_ns;
@@ -366,11 +381,13 @@ void add_findings(RunReport& report) {
   }
   if (span > 0)
     f.push_back("GPU time: compute " + percent(static_cast<double>(compute) / static_cast<double>(span)) +
-                ", exposed communication " + percent(static_cast<double>(exposed) / static_cast<double>(span)) +
-                ", idle " + percent(static_cast<double>(idle) / static_cast<double>(span)) + " (all ranks)");
+                ", exposed communication " +
+                percent(static_cast<double>(exposed) / static_cast<double>(span)) + ", idle " +
+                percent(static_cast<double>(idle) / static_cast<double>(span)) + " (all ranks)");
   if (!report.clock.unaligned_ranks.empty())
-    report.warnings.push_back(std::to_string(report.clock.unaligned_ranks.size()) +
-                              " rank(s) share no collective with the others: their clocks rest on the header anchors");
+    report.warnings.push_back(
+        std::to_string(report.clock.unaligned_ranks.size()) +
+        " rank(s) share no collective with the others: their clocks rest on the header anchors");
 }
 
 }  // namespace
@@ -390,8 +407,9 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   report.missing_ranks = run.missing_ranks;
   report.warnings = run.warnings;
   if (!run.missing_ranks.empty())
-    report.warnings.push_back(std::to_string(run.missing_ranks.size()) + " of " + std::to_string(run.world_size) +
-                              " ranks have no trace (first: rank " + std::to_string(run.missing_ranks.front()) + ")");
+    report.warnings.push_back(std::to_string(run.missing_ranks.size()) + " of " +
+                              std::to_string(run.world_size) + " ranks have no trace (first: rank " +
+                              std::to_string(run.missing_ranks.front()) + ")");
   ReportContext ctx{run, options, {}, 0, false, {}, {}, {}};
   for (size_t i = 0; i < run.ranks.size(); ++i) ctx.index_of_rank[run.global_rank[i]] = i;
   collect_comms(run, ctx.comms, ctx.comm_by_id);

@@ -17,10 +17,8 @@ double size_factor(uint8_t op, int32_t n) {
   switch (static_cast<NcclOpType>(op)) {
     case NcclOpType::kAllGather:
     case NcclOpType::kReduceScatter:
-    case NcclOpType::kAllToAll:
-      return n;
-    default:
-      return 1;
+    case NcclOpType::kAllToAll: return n;
+    default: return 1;
   }
 }
 
@@ -106,8 +104,9 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
     for (auto& [seq, arrivals] : instances) {
       if (static_cast<int32_t>(arrivals.size()) != comm.size) continue;
       ++complete_instances;
-      const auto last = std::max_element(arrivals.begin(), arrivals.end(),
-                                         [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
+      const auto last =
+          std::max_element(arrivals.begin(), arrivals.end(),
+                           [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
       int64_t caused = 0;
       for (const Arrival& a : arrivals) {
         const int64_t wait = last->arrive_ns - a.arrive_ns;
@@ -126,7 +125,8 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
       const int64_t others_mean = comm.size > 1 ? (total_cost - c) / (comm.size - 1) : 0;
       if (is_straggler(comm_last[m], complete_instances, comm.size, c, others_mean)) {
         flagged[m] = true;
-        if (std::find(roles[m].begin(), roles[m].end(), comm.role) == roles[m].end()) roles[m].push_back(comm.role);
+        if (std::find(roles[m].begin(), roles[m].end(), comm.role) == roles[m].end())
+          roles[m].push_back(comm.role);
       }
     }
 
@@ -151,7 +151,8 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
       r.bytes = sum.bytes / static_cast<uint64_t>(members);
       r.time_ns = (sum.kernel_calls > 0 ? sum.kernel_time_ns : sum.time_ns) / members;
       if (r.time_ns > 0) {
-        r.algbw_bytes_per_s = static_cast<double>(r.bytes) * size_factor(op, comm.size) / (static_cast<double>(r.time_ns) * 1e-9);
+        r.algbw_bytes_per_s = static_cast<double>(r.bytes) * size_factor(op, comm.size) /
+                              (static_cast<double>(r.time_ns) * 1e-9);
         r.busbw_bytes_per_s = r.algbw_bytes_per_s * bus_factor(op, comm.size);
       }
       for (const auto& [m, count] : slowest_by_op[op]) {
@@ -187,10 +188,12 @@ void add_hang_report(const ReportContext& ctx, RunReport& report) {
   for (size_t i = 0; i < n; ++i) {
     if (!ctx.run.ranks[i].end) hang.not_closed.push_back(ctx.run.global_rank[i]);
     const int64_t slack = std::max<int64_t>(1'000'000'000, (last - first) / 20);
-    if (n > 1 && report.ranks[i].last_event_ns < last - slack) hang.ended_early.push_back(ctx.run.global_rank[i]);
+    if (n > 1 && report.ranks[i].last_event_ns < last - slack)
+      hang.ended_early.push_back(ctx.run.global_rank[i]);
   }
   for (const CommInfo& comm : ctx.comms) {
-    if (comm.size < 2 || std::any_of(comm.members.begin(), comm.members.end(), [](int32_t m) { return m < 0; }))
+    if (comm.size < 2 ||
+        std::any_of(comm.members.begin(), comm.members.end(), [](int32_t m) { return m < 0; }))
       continue;
     struct Progress {
       int32_t member;
@@ -202,7 +205,8 @@ void add_hang_report(const ReportContext& ctx, RunReport& report) {
       const RankDigest& d = ctx.run.ranks[m];
       for (const CommDigest& c : d.comms) {
         if (c.comm_id != comm.comm_id) continue;
-        const uint64_t done = ctx.kernel_mode && d.nccl_kernels_seen ? c.last_completed_kernel : c.last_completed_host;
+        const uint64_t done =
+            ctx.kernel_mode && d.nccl_kernels_seen ? c.last_completed_kernel : c.last_completed_host;
         progress.push_back(Progress{m, &c, done});
       }
     }

@@ -34,7 +34,8 @@ PipelineFigures pipeline_of(const RankDigest& d) {
     const int64_t span = s.last_backward_end_ns - s.first_forward_ns;
     if (span <= 0) continue;
     ++p.steps;
-    p.bubble_sum += std::clamp(1.0 - static_cast<double>(s.forward_ns + s.backward_ns) / static_cast<double>(span), 0.0, 1.0);
+    p.bubble_sum += std::clamp(
+        1.0 - static_cast<double>(s.forward_ns + s.backward_ns) / static_cast<double>(span), 0.0, 1.0);
     const int64_t warmup = std::max<int64_t>(0, s.first_backward_ns - s.first_forward_ns);
     const int64_t cooldown = std::max<int64_t>(0, s.last_backward_end_ns - s.last_forward_end_ns);
     p.warmup_ns += warmup;
@@ -62,10 +63,13 @@ void fill_memory(const ReportContext& ctx, size_t i, RankReport& r) {
 
 const char* category_of(const std::string& name) {
   static const std::regex nccl("nccl", std::regex::icase | std::regex::optimize);
-  static const std::regex attention("flash|fmha|attention|attn|sdpa|softmax", std::regex::icase | std::regex::optimize);
-  static const std::regex gemm("gemm|cutlass|xmma|cublas|matmul|wgmma|mma_|sm[0-9]+_[a-z]", std::regex::icase | std::regex::optimize);
-  static const std::regex elementwise("elementwise|vectorized|unrolled|reduce|norm|copy_kernel|fill|cat|index",
-                                      std::regex::icase | std::regex::optimize);
+  static const std::regex attention("flash|fmha|attention|attn|sdpa|softmax",
+                                    std::regex::icase | std::regex::optimize);
+  static const std::regex gemm("gemm|cutlass|xmma|cublas|matmul|wgmma|mma_|sm[0-9]+_[a-z]",
+                               std::regex::icase | std::regex::optimize);
+  static const std::regex elementwise(
+      "elementwise|vectorized|unrolled|reduce|norm|copy_kernel|fill|cat|index",
+      std::regex::icase | std::regex::optimize);
   if (std::regex_search(name, nccl)) return "nccl";
   if (std::regex_search(name, attention)) return "attention";
   if (std::regex_search(name, gemm)) return "gemm";
@@ -142,7 +146,8 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
 void add_kernel_reports(const ReportContext& ctx, RunReport& report) {
   std::vector<const MergedKernel*> order;
   for (const MergedKernel& k : ctx.run.kernels) order.push_back(&k);
-  std::sort(order.begin(), order.end(), [](const MergedKernel* a, const MergedKernel* b) { return a->total_ns > b->total_ns; });
+  std::sort(order.begin(), order.end(),
+            [](const MergedKernel* a, const MergedKernel* b) { return a->total_ns > b->total_ns; });
   std::map<std::string, CategoryStat> categories;
   int64_t all = 0;
   for (const MergedKernel* k : order) {
@@ -180,7 +185,8 @@ namespace {
 // Re-buckets one rank's series onto a common grid on the aligned clock.
 void resample(const BucketSeries& from, int64_t shift_ns, Series& into, bool as_max) {
   for (size_t b = 0; b < from.values().size(); ++b) {
-    const int64_t at = from.origin_ns() + static_cast<int64_t>(b) * from.width_ns() + shift_ns - into.start_ns;
+    const int64_t at =
+        from.origin_ns() + static_cast<int64_t>(b) * from.width_ns() + shift_ns - into.start_ns;
     if (at < 0) continue;
     const auto index = static_cast<size_t>(at / into.bucket_ns);
     if (index >= into.values.size()) continue;
@@ -210,14 +216,16 @@ void add_series(const ReportContext& ctx, RunReport& report) {
   if (gpu_ranks == 0) {
     report.gpu_busy = {};
   } else {
-    for (double& v : report.gpu_busy.values) v = std::min(1.0, v / (static_cast<double>(gpu_ranks) * static_cast<double>(width)));
+    for (double& v : report.gpu_busy.values)
+      v = std::min(1.0, v / (static_cast<double>(gpu_ranks) * static_cast<double>(width)));
   }
   // Memory: per stage, the rank with the highest peak.
   std::map<int32_t, size_t> peak_of_stage;
   for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
     if (!ctx.run.ranks[i].memory_seen) continue;
     auto [it, fresh] = peak_of_stage.try_emplace(report.ranks[i].stage, i);
-    if (!fresh && report.ranks[i].peak_memory_bytes > report.ranks[it->second].peak_memory_bytes) it->second = i;
+    if (!fresh && report.ranks[i].peak_memory_bytes > report.ranks[it->second].peak_memory_bytes)
+      it->second = i;
   }
   for (const auto& [stage, i] : peak_of_stage) {
     RankSeries series{report.ranks[i].rank, Series{0, width, std::vector<double>(buckets, 0.0)}};

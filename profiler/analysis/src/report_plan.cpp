@@ -18,11 +18,13 @@ double number(const nlohmann::json& j, const char* key) {
 Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   const nlohmann::json doc = nlohmann::json::parse(ctx.options.plan_json, nullptr, false);
   const std::string where = ctx.options.plan_path.empty() ? "--plan" : ctx.options.plan_path;
-  if (doc.is_discarded() || !doc.is_object()) return Error(where + " is not JSON (expected 'pipescope plan --json' output)");
+  if (doc.is_discarded() || !doc.is_object())
+    return Error(where + " is not JSON (expected 'pipescope plan --json' output)");
   const auto side = doc.find("suggested");
-  if (!doc.contains("schema_version") || side == doc.end() || !side->is_object() || !side->contains("stages") ||
-      !(*side)["stages"].is_array())
-    return Error(where + " is not the output of 'pipescope plan --json' (no schema_version / suggested.stages)");
+  if (!doc.contains("schema_version") || side == doc.end() || !side->is_object() ||
+      !side->contains("stages") || !(*side)["stages"].is_array())
+    return Error(where +
+                 " is not the output of 'pipescope plan --json' (no schema_version / suggested.stages)");
   PlanComparison plan;
   plan.plan_path = ctx.options.plan_path;
   plan.notes.push_back("compared with the plan's suggested split");
@@ -36,15 +38,18 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   const nlohmann::json& stages = (*side)["stages"];
   if (stages.size() != report.stages.size())
     plan.notes.push_back("the plan has " + std::to_string(stages.size()) + " stages, the run " +
-                         std::to_string(report.stages.size()) + "; compared stage by stage as far as both go");
+                         std::to_string(report.stages.size()) +
+                         "; compared stage by stage as far as both go");
   for (size_t k = 0; k < stages.size() && k < report.stages.size(); ++k) {
     const nlohmann::json& s = stages[k];
-    if (!s.is_object()) return Error(where + ": suggested.stages[" + std::to_string(k) + "] is not an object");
+    if (!s.is_object())
+      return Error(where + ": suggested.stages[" + std::to_string(k) + "] is not an object");
     const StageReport& measured = report.stages[k];
     PlanStageComparison c;
     c.stage = measured.stage;
     if (figure != "none") {
-      c.predicted_peak_memory_bytes = number(s, figure == "allocated" ? "allocated_bytes" : "peak_memory_bytes");
+      c.predicted_peak_memory_bytes =
+          number(s, figure == "allocated" ? "allocated_bytes" : "peak_memory_bytes");
       c.measured_peak_memory_bytes = static_cast<double>(measured.peak_memory_bytes);
     }
     c.predicted_forward_s = number(s, "forward_s");
@@ -56,7 +61,8 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   plan.predicted_bubble_fraction = number(*side, "bubble_fraction");
   double bubble = 0;
   for (const StageReport& s : report.stages) bubble += s.bubble_fraction;
-  plan.measured_bubble_fraction = report.stages.empty() ? 0 : bubble / static_cast<double>(report.stages.size());
+  plan.measured_bubble_fraction =
+      report.stages.empty() ? 0 : bubble / static_cast<double>(report.stages.size());
   plan.predicted_step_s = number(*side, "iteration_s");
   plan.measured_step_s = static_cast<double>(report.steps.median_ns) * 1e-9;
   if (report.steps.count == 0) plan.notes.push_back("no step ranges in the traces: step time not measured");

@@ -24,13 +24,16 @@ Expected<std::vector<std::string>> list_traces(const std::string& dir, std::vect
     std::error_code size_ec;
     if (!entry.is_regular_file(size_ec)) continue;
     if (entry.file_size(size_ec) == 0 && !size_ec) {
-      warnings.push_back(entry.path().filename().string() + " is empty (its process ended before writing); skipped");
+      warnings.push_back(entry.path().filename().string() +
+                         " is empty (its process ended before writing); skipped");
       continue;
     }
     paths.push_back(entry.path().string());
   }
   std::sort(paths.begin(), paths.end());
-  if (paths.empty()) return Error("no *.pst traces in " + dir + " (record a run with 'pipescope record -o " + dir + " -- ...')");
+  if (paths.empty())
+    return Error("no *.pst traces in " + dir + " (record a run with 'pipescope record -o " + dir +
+                 " -- ...')");
   return paths;
 }
 
@@ -100,14 +103,15 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
   std::vector<RankDigest> digests;
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i]->ok())
-      return Error(file_name((*paths)[i]) + " is not a readable pipescope trace (" + results[i]->error().message +
-                   "); move it out of " + dir);
+      return Error(file_name((*paths)[i]) + " is not a readable pipescope trace (" +
+                   results[i]->error().message + "); move it out of " + dir);
     digests.push_back(std::move(results[i]->value()));
   }
 
   // One run and attempt.
   std::map<std::pair<std::string, int32_t>, std::vector<size_t>> groups;
-  for (size_t i = 0; i < digests.size(); ++i) groups[{run_of(digests[i]), attempt_of(digests[i])}].push_back(i);
+  for (size_t i = 0; i < digests.size(); ++i)
+    groups[{run_of(digests[i]), attempt_of(digests[i])}].push_back(i);
   std::vector<std::pair<std::string, int32_t>> chosen;
   for (const auto& [key, members] : groups) {
     if (options.run_id && key.first != *options.run_id) continue;
@@ -125,8 +129,8 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
                  (options.attempt ? " --attempt " + std::to_string(*options.attempt) : "") + "; it holds " +
                  list_groups());
   if (chosen.size() > 1)
-    return Error(dir + " holds traces of " + std::to_string(chosen.size()) + " runs or attempts: " + list_groups() +
-                 "; choose one with --run ID and/or --attempt N");
+    return Error(dir + " holds traces of " + std::to_string(chosen.size()) +
+                 " runs or attempts: " + list_groups() + "; choose one with --run ID and/or --attempt N");
   run.run_id = chosen.front().first;
   run.attempt = chosen.front().second;
   std::vector<size_t> members = groups[chosen.front()];
@@ -160,9 +164,9 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
     run.global_rank.push_back(rank);
     run.record_bytes += digests[i].record_bytes;
     run.records += digests[i].records;
-    run.world_size = std::max(run.world_size, digests[i].process && digests[i].process->world_size
-                                                  ? *digests[i].process->world_size
-                                                  : 0);
+    run.world_size =
+        std::max(run.world_size,
+                 digests[i].process && digests[i].process->world_size ? *digests[i].process->world_size : 0);
     run.ranks.push_back(std::move(digests[i]));
   }
   run.world_size = std::max(run.world_size, run.global_rank.back() + 1);

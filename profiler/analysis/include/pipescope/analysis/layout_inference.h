@@ -40,6 +40,9 @@ struct P2pFlow {
   uint64_t calls = 0;
   int64_t first_send_ns = -1;  // host time of src's first send to dst, on src's clock; -1 unknown
   int64_t first_recv_ns = -1;  // host time of dst's first recv from src, on dst's clock; -1 unknown
+  // The communicator it went through; 0 when unknown. A flow through a communicator that carries
+  // no all-to-all is never expert traffic, even between members of an all-to-all communicator.
+  uint64_t comm_id = 0;
 };
 
 enum class CommRole : uint8_t {

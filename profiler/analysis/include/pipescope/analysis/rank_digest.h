@@ -144,7 +144,7 @@ struct RankDigest {
   std::string stop_detail;
   uint64_t valid_bytes = 0, total_bytes = 0, record_bytes = 0;
   uint64_t records = 0;
-  uint64_t records_dropped = 0;  // from drop notices (and the end chunk when it has more)
+  uint64_t records_dropped = 0;      // from drop notices (and the end chunk when it has more)
   std::vector<std::string> notices;  // distinct notice texts, with counts, at most 32
   int32_t global_rank_from_nccl = -1;
 
@@ -159,7 +159,7 @@ struct RankDigest {
   BucketSeries busy{};  // union of GPU activity per bucket, ns
 
   // Kernels by this file's name id, and the names themselves (only those used).
-  std::vector<KernelNameStats> kernels;  // index = name id
+  std::vector<KernelNameStats> kernels;   // index = name id
   std::vector<std::string> kernel_names;  // index = name id ("" when unused)
   OpTotals memcpy_totals, memset_totals;
 
@@ -175,7 +175,7 @@ struct RankDigest {
   bool memory_from_pool = false;  // stream-ordered allocations: the "allocated" figure
   uint64_t peak_memory_bytes = 0;
   int64_t peak_memory_at_ns = 0;
-  BucketSeries memory{1'000'000, 1024};  // max level per bucket
+  BucketSeries memory{1'000'000, 1024};                          // max level per bucket
   std::vector<std::pair<int64_t, uint64_t>> memory_checkpoints;  // (time, level) at sparse moments
 
   // NVTX.

@@ -34,8 +34,8 @@ struct LoadedRun {
   std::string dir;
   std::string run_id;
   int32_t attempt = 0;
-  int32_t world_size = 0;          // the largest world size a trace states, or the rank count
-  std::vector<RankDigest> ranks;   // sorted by global rank
+  int32_t world_size = 0;            // the largest world size a trace states, or the rank count
+  std::vector<RankDigest> ranks;     // sorted by global rank
   std::vector<int32_t> global_rank;  // of ranks[i]
   std::vector<int32_t> missing_ranks;
   std::vector<MergedKernel> kernels;  // every kernel name of the run

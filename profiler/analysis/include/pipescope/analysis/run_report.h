@@ -59,13 +59,13 @@ struct LayoutReport {
 struct GpuBreakdown {
   bool captured = false;  // the trace holds GPU activity (kernels, copies)
   int64_t span_ns = 0;
-  int64_t compute_ns = 0;         // union of compute kernels
-  int64_t comm_exposed_ns = 0;    // communication kernels not overlapped by compute
-  int64_t comm_hidden_ns = 0;     // communication kernels overlapped by compute
-  int64_t copy_only_ns = 0;       // copies and memsets with no kernel beside them
-  int64_t idle_ns = 0;            // nothing on the GPU: waiting on the host
-  int64_t comm_wait_ns = 0;       // inside collectives, waiting for the last member to arrive
-  double gpu_busy_fraction = 0;   // union of all GPU activity / span (not SM activity)
+  int64_t compute_ns = 0;               // union of compute kernels
+  int64_t comm_exposed_ns = 0;          // communication kernels not overlapped by compute
+  int64_t comm_hidden_ns = 0;           // communication kernels overlapped by compute
+  int64_t copy_only_ns = 0;             // copies and memsets with no kernel beside them
+  int64_t idle_ns = 0;                  // nothing on the GPU: waiting on the host
+  int64_t comm_wait_ns = 0;             // inside collectives, waiting for the last member to arrive
+  double gpu_busy_fraction = 0;         // union of all GPU activity / span (not SM activity)
   uint64_t out_of_order_intervals = 0;  // arrived later than the reorder window; approximate
 };
 
@@ -79,13 +79,13 @@ struct RankReport {
   std::string memory_figure = "none";
   uint64_t peak_memory_bytes = 0;
   int64_t peak_memory_at_ns = 0;
-  uint64_t static_memory_bytes = 0;  // held before the first forward
+  uint64_t static_memory_bytes = 0;    // held before the first forward
   uint64_t peak_activation_bytes = 0;  // peak - static
   // Pipeline (from NVTX forward/backward ranges; 0 when there are none).
   uint64_t forward_ranges = 0, backward_ranges = 0;
   int64_t forward_mean_ns = 0, backward_mean_ns = 0;
-  double bubble_fraction = 0;   // 1 - (forward + backward) / (first forward .. last backward), per step, mean
-  int64_t p2p_ns = 0;           // time in p2p operations (kernels, or blocking host calls)
+  double bubble_fraction = 0;  // 1 - (forward + backward) / (first forward .. last backward), per step, mean
+  int64_t p2p_ns = 0;          // time in p2p operations (kernels, or blocking host calls)
   int64_t collective_wait_ns = 0;  // waiting for other members in collectives (see GpuBreakdown)
   // Steps seen by this rank.
   uint64_t steps = 0;
@@ -98,13 +98,13 @@ struct RankReport {
 struct StageReport {
   int32_t stage = 0;
   int32_t ranks = 0;
-  int64_t forward_mean_ns = 0;   // per micro-batch
-  int64_t backward_mean_ns = 0;  // per micro-batch
+  int64_t forward_mean_ns = 0;                            // per micro-batch
+  int64_t backward_mean_ns = 0;                           // per micro-batch
   int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;  // per step, mean
   double bubble_fraction = 0;
-  int64_t p2p_ns = 0;  // per step, mean over the stage's ranks
-  uint64_t peak_memory_bytes = 0;      // max over the stage's ranks
-  uint64_t peak_activation_bytes = 0;  // max over the stage's ranks
+  int64_t p2p_ns = 0;                   // per step, mean over the stage's ranks
+  uint64_t peak_memory_bytes = 0;       // max over the stage's ranks
+  uint64_t peak_activation_bytes = 0;   // max over the stage's ranks
   double activation_vs_last_stage = 0;  // this stage's peak activations / the last stage's
 };
 
@@ -113,9 +113,9 @@ struct NcclOpReport {
   std::string role;
   std::string op;  // "all_reduce", ...
   int32_t comm_size = 0;
-  uint64_t calls = 0;          // per member (the mean over members)
-  uint64_t bytes = 0;          // per member, total
-  int64_t time_ns = 0;         // per member, total (kernel time, or host time of blocking calls)
+  uint64_t calls = 0;            // per member (the mean over members)
+  uint64_t bytes = 0;            // per member, total
+  int64_t time_ns = 0;           // per member, total (kernel time, or host time of blocking calls)
   double algbw_bytes_per_s = 0;  // nccl-tests: bytes / time
   double busbw_bytes_per_s = 0;  // nccl-tests: algbw x the op's factor for n ranks
   int32_t slowest_rank = -1;     // most often the last to arrive
@@ -124,8 +124,8 @@ struct NcclOpReport {
 
 struct Straggler {
   int32_t rank = 0;
-  uint64_t instances_last = 0;   // collectives it arrived last at (sampled instances)
-  int64_t cost_ns = 0;           // time the other members waited for it, summed (scaled to all calls)
+  uint64_t instances_last = 0;     // collectives it arrived last at (sampled instances)
+  int64_t cost_ns = 0;             // time the other members waited for it, summed (scaled to all calls)
   std::vector<std::string> roles;  // of the communicators where it was waited on
 };
 
@@ -216,10 +216,10 @@ struct RunReport {
   std::vector<CategoryStat> categories;
   HangReport hang;
   std::optional<PlanComparison> plan;
-  Series gpu_busy;                       // mean over ranks of the union of GPU activity
+  Series gpu_busy;                           // mean over ranks of the union of GPU activity
   std::vector<RankSeries> memory_timelines;  // one rank per stage (the stage's peak), bytes
-  std::vector<std::string> findings;     // the headline lines, most important first
-  std::vector<std::string> warnings;     // truncated files, drops, unaligned ranks, ...
+  std::vector<std::string> findings;         // the headline lines, most important first
+  std::vector<std::string> warnings;         // truncated files, drops, unaligned ranks, ...
 };
 
 }  // namespace pipescope::analysis
