@@ -5,7 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <queue>
+#include <deque>
+#include <iterator>
 #include <vector>
 
 namespace pipescope::analysis {
@@ -30,39 +31,39 @@ class UnionLength {
 };
 
 // Holds items until no earlier-starting one can arrive any more (the newest start seen minus
-// `window_ns`), then hands them out in start order.
+// `window_ns`), then hands them out in start order. Input is nearly sorted (CUPTI writes records
+// in completion order), so an item is inserted by a short walk back from the newest one.
 template <class Item>
 class ReorderWindow {
  public:
   explicit ReorderWindow(int64_t window_ns) : window_ns_(window_ns) {}
 
-  // Returns false when the item starts before one already handed out (it is handed out at once
-  // by the caller, out of order).
+  // Returns false when the item starts before one already handed out: it is handed out at once,
+  // out of order.
   template <class Sink>
   bool push(const Item& item, Sink&& sink) {
     if (item.start_ns < released_up_to_) {
       sink(item);
       return false;
     }
-    heap_.push(item);
+    auto at = held_.end();
+    while (at != held_.begin() && std::prev(at)->start_ns > item.start_ns) --at;
+    held_.insert(at, item);
     newest_start_ = std::max(newest_start_, item.start_ns);
-    while (!heap_.empty() && heap_.top().start_ns <= newest_start_ - window_ns_) release_top(sink);
+    while (!held_.empty() && held_.front().start_ns <= newest_start_ - window_ns_) release_front(sink);
     return true;
   }
 
   template <class Sink>
   void drain(Sink&& sink) {
-    while (!heap_.empty()) release_top(sink);
+    while (!held_.empty()) release_front(sink);
   }
 
  private:
-  struct LaterFirst {
-    bool operator()(const Item& a, const Item& b) const { return a.start_ns > b.start_ns; }
-  };
   template <class Sink>
-  void release_top(Sink& sink) {
-    const Item item = heap_.top();
-    heap_.pop();
+  void release_front(Sink& sink) {
+    const Item item = held_.front();
+    held_.pop_front();
     released_up_to_ = item.start_ns;
     sink(item);
   }
@@ -70,7 +71,7 @@ class ReorderWindow {
   int64_t window_ns_;
   int64_t newest_start_ = INT64_MIN;
   int64_t released_up_to_ = INT64_MIN;
-  std::priority_queue<Item, std::vector<Item>, LaterFirst> heap_;
+  std::deque<Item> held_;
 };
 
 }  // namespace pipescope::analysis

@@ -85,7 +85,7 @@ class RankScanner {
         backward_re_(options.nvtx.backward, std::regex::icase | std::regex::optimize),
         gpu_window_(options.reorder_window_ns),
         memory_window_(options.reorder_window_ns),
-        join_(2 * options.reorder_window_ns) {}
+        join_(options.join_horizon_ns) {}
 
   Expected<RankDigest> scan(std::span<const std::byte> data) {
     auto decoder = trace::TraceDecoder::open(data);

@@ -30,9 +30,13 @@ struct ScanOptions {
   // Collective instances kept per communicator for clock alignment and stragglers; beyond it
   // only every 2^k-th sequence number is kept, the same ones on every member.
   uint32_t instances_per_comm = 4096;
-  // Records may arrive this much later (trace time) than later-starting ones and still be
-  // ordered exactly (CUPTI delivers buffers late).
-  int64_t reorder_window_ns = 4'000'000'000;
+  // GPU intervals and memory events may arrive this much later (trace time) than later-starting
+  // ones and still be ordered exactly. CUPTI writes them in completion order, so starts run
+  // backwards by about the longest kernel that overlapped a shorter one.
+  int64_t reorder_window_ns = 500'000'000;
+  // An NCCL call waits this long (trace time) for its kernel record, which CUPTI may deliver
+  // seconds after the call's own record.
+  int64_t join_horizon_ns = 20'000'000'000;
 };
 
 // One member's view of one collective (or of one p2p operation when `p2p`).
