@@ -1,13 +1,19 @@
 // `pipescope report DIR [--json] [--html FILE] [--plan PLAN.json] [--layout tp=T,pp=P,dp=D]`
+#include <fstream>
+#include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "arg_specs.h"
 #include "command.h"
+#include "pipescope/analysis/report_builder.h"
+#include "pipescope/analysis/run_loader.h"
+#include "pipescope/report/report_output.h"
+#include "trace_dir.h"
 
 namespace pipescope::cli {
 namespace {
 
-const CLI::Validator kCount(whole_number_at_least(1), "N");
 const CLI::Validator kIndex(whole_number_at_least(0), "N");
 
 struct ReportArgs {
@@ -21,24 +27,87 @@ struct ReportArgs {
   int64_t attempt = -1;
 };
 
+Expected<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int run_report(const ReportArgs& args) {
+  const std::string command = "pipescope report";
+  analysis::LoadOptions load;
+  if (!args.nvtx_step.empty()) load.scan.nvtx.step = args.nvtx_step;
+  if (!args.nvtx_forward.empty()) load.scan.nvtx.forward = args.nvtx_forward;
+  if (!args.nvtx_backward.empty()) load.scan.nvtx.backward = args.nvtx_backward;
+  if (!args.run_id.empty()) load.run_id = args.run_id;
+  if (args.attempt >= 0) load.attempt = static_cast<int32_t>(args.attempt);
+
+  auto traces = prepare_trace_dir(args.dir);
+  if (!traces) return usage_error(command, traces.error().message);
+  auto run = analysis::load_run(traces->dir, load);
+  if (!run) return usage_error(command, run.error().message);
+  run->dir = args.dir;
+
+  analysis::ReportOptions options;
+  if (!args.layout.empty()) {
+    auto spec = parse_layout_spec(args.layout);
+    if (!spec) return usage_error(command, spec.error().message);
+    options.stated_layout = analysis::StatedLayout{
+        static_cast<int32_t>(spec->tp), static_cast<int32_t>(spec->pp), static_cast<int32_t>(spec->dp)};
+  }
+  if (!args.plan_file.empty()) {
+    auto text = read_text(args.plan_file);
+    if (!text) return usage_error(command, text.error().message);
+    options.plan_json = std::move(*text);
+    options.plan_path = args.plan_file;
+  }
+  auto report = analysis::build_run_report(*run, options);
+  if (!report) return usage_error(command, report.error().message);
+  report->source_format = traces->source_format;
+
+  if (!args.html_file.empty()) {
+    std::ofstream out(args.html_file, std::ios::binary | std::ios::trunc);
+    out << report::report_html(*report);
+    out.close();
+    if (!out) {
+      std::cerr << command << ": cannot write " << args.html_file << '\n';
+      return kExitFailure;
+    }
+  }
+  if (args.json) {
+    std::cout << report::report_json(*report);
+  } else {
+    report::write_report_text(std::cout, *report);
+  }
+  std::cout.flush();
+  return std::cout ? kExitOk : kExitFailure;
+}
+
 }  // namespace
 
 Command add_report_command(CLI::App& root) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* app = root.add_subcommand("report", "Merge every rank's trace and show where time and memory go");
-  app->add_option("dir", args->dir, "Directory of *.pst traces")->required()->check(CLI::ExistingDirectory);
+  app->add_option("dir", args->dir, "Directory of *.pst traces (or PyTorch profiler JSON traces)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   app->add_flag("--json", args->json, "Print the report as JSON");
   app->add_option("--html", args->html_file, "Also write a self-contained HTML report to FILE");
   app->add_option("--plan", args->plan_file, "Compare with a plan (output of 'pipescope plan --json')")
       ->check(CLI::ExistingFile);
   app->add_option("--layout", args->layout, "State the parallel layout, e.g. tp=8,pp=4,dp=2")
       ->check(CLI::Validator(validator_of(parse_layout_spec), "tp=T,pp=P,dp=D"));
-  app->add_option("--nvtx-step", args->nvtx_step, "Regex of NVTX step ranges");
-  app->add_option("--nvtx-forward", args->nvtx_forward, "Regex of NVTX forward ranges");
-  app->add_option("--nvtx-backward", args->nvtx_backward, "Regex of NVTX backward ranges");
+  app->add_option("--nvtx-step", args->nvtx_step, "Regex of NVTX step ranges")
+      ->check(CLI::Validator(validator_of(parse_regex), "REGEX"));
+  app->add_option("--nvtx-forward", args->nvtx_forward, "Regex of NVTX forward ranges")
+      ->check(CLI::Validator(validator_of(parse_regex), "REGEX"));
+  app->add_option("--nvtx-backward", args->nvtx_backward, "Regex of NVTX backward ranges")
+      ->check(CLI::Validator(validator_of(parse_regex), "REGEX"));
   app->add_option("--run", args->run_id, "Pick one run when DIR holds several");
   app->add_option("--attempt", args->attempt, "Pick one restart attempt")->check(kIndex);
-  return {app, [args] { return not_built_yet("pipescope report"); }};
+  return {app, [args] { return run_report(*args); }};
 }
 
 }  // namespace pipescope::cli

@@ -10,6 +10,8 @@ find_package(nlohmann_json 3.10 REQUIRED CONFIG)
 find_package(Eigen3 3.4 REQUIRED CONFIG)
 # profiler/export: the SQLite export.
 find_package(SQLite3 REQUIRED)
+# profiler/analysis: gzip-compressed PyTorch profiler traces.
+find_package(ZLIB REQUIRED)
 # profiler/inject (CUPTI, NVTX3, NCCL) and benches/gpu (cudart, cuBLASLt, NCCL). The library
 # is opened with dlopen at run time; a machine without a GPU or driver still builds and tests.
 find_package(CUDAToolkit 13 REQUIRED)

@@ -15,7 +15,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   libeigen3-dev                              # calibrate: fits
   nlohmann-json3-dev libcli11-dev            # JSON, command line
-  libzstd-dev libsqlite3-dev                 # trace compression, SQLite export
+  libzstd-dev libsqlite3-dev zlib1g-dev      # trace compression, SQLite export, gzip'ed Kineto traces
   clang-14 libclang-rt-14-dev                # sanitizer and libFuzzer build
   clang-format clang-tidy                    # style checks
 )

@@ -83,7 +83,7 @@ TEST(CliContract, MissingRequiredPiecesAreBadUsage) {
 }
 
 TEST(CliContract, CommandsNotInThisBuildSaySoAndFail) {
-  const CommandResult r = run_pipescope({"export", ".", "--format", "sqlite"});
+  const CommandResult r = run_pipescope({"calibrate", "run"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(line_count(r.err), 1);
   EXPECT_NE(r.err.find("not available"), std::string::npos);

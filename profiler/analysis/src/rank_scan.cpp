@@ -433,7 +433,14 @@ class RankScanner {
 
   void on_range(uint32_t name_id, int64_t start, int64_t end) {
     ++d_.nvtx_ranges;
-    switch (classify(name_id)) {
+    const NameClass cls = classify(name_id);
+    if (d_.steps.size() < 2 && d_.excerpt.size() < 512 &&
+        (cls == NameClass::kStep || cls == NameClass::kForward || cls == NameClass::kBackward))
+      d_.excerpt.push_back({start, end,
+                            static_cast<uint8_t>(cls == NameClass::kStep      ? 0
+                                                 : cls == NameClass::kForward ? 1
+                                                                              : 2)});
+    switch (cls) {
       case NameClass::kStep: close_step(start, end); break;
       case NameClass::kForward:
       case NameClass::kBackward: {
@@ -457,20 +464,22 @@ class RankScanner {
     }
   }
 
-  static void fold(StepDigest& step, const PipelineRange& r) {
+  // Adds `count` ranges of `total_ns` spanning r (one range: r itself) to the step.
+  static void fold(StepDigest& step, const PipelineRange& r, uint32_t count, int64_t total_ns) {
     if (r.forward) {
-      ++step.forwards;
-      step.forward_ns += r.end_ns - r.start_ns;
+      step.forwards += count;
+      step.forward_ns += total_ns;
       if (step.first_forward_ns < 0 || r.start_ns < step.first_forward_ns) step.first_forward_ns = r.start_ns;
       step.last_forward_end_ns = std::max(step.last_forward_end_ns, r.end_ns);
     } else {
-      ++step.backwards;
-      step.backward_ns += r.end_ns - r.start_ns;
+      step.backwards += count;
+      step.backward_ns += total_ns;
       if (step.first_backward_ns < 0 || r.start_ns < step.first_backward_ns)
         step.first_backward_ns = r.start_ns;
       step.last_backward_end_ns = std::max(step.last_backward_end_ns, r.end_ns);
     }
   }
+  static void fold(StepDigest& step, const PipelineRange& r) { fold(step, r, 1, r.end_ns - r.start_ns); }
 
   void close_step(int64_t start, int64_t end) {
     StepDigest step;
@@ -487,6 +496,18 @@ class RankScanner {
       }
     }
     pending_.swap(keep);
+    // A step range inside another (Optimizer.step inside ProfilerStep#N) is part of it: the
+    // outermost range is the step.
+    while (!d_.steps.empty() && d_.steps.back().start_ns >= start && d_.steps.back().end_ns <= end) {
+      const StepDigest inner = d_.steps.back();
+      d_.steps.pop_back();
+      if (inner.forwards > 0)
+        fold(step, PipelineRange{inner.first_forward_ns, inner.last_forward_end_ns, true}, inner.forwards,
+             inner.forward_ns);
+      if (inner.backwards > 0)
+        fold(step, PipelineRange{inner.first_backward_ns, inner.last_backward_end_ns, false}, inner.backwards,
+             inner.backward_ns);
+    }
     if (d_.steps.size() < 100'000) d_.steps.push_back(step);
   }
 

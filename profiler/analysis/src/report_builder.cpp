@@ -66,8 +66,9 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
                                  [](const RankDigest& d) { return d.nccl_kernels_seen; });
   std::vector<CollectiveEnd> ends;
   for (const CommInfo& comm : comms) {
-    if (!complete(comm)) continue;
+    if (comm.size < 2) continue;  // members without a trace leave the others' equations valid
     for (int32_t m : comm.members) {
+      if (m < 0) continue;
       const CommDigest* c = digest_of(run.ranks[m], comm.comm_id);
       if (c == nullptr) continue;
       for (const InstanceSample& s : c->samples) {

@@ -49,21 +49,7 @@ bool is_straggler(uint64_t last, uint64_t instances, int32_t n, int64_t cost_ns,
 
 }  // namespace
 
-const char* nccl_op_name(uint8_t op) {
-  switch (static_cast<NcclOpType>(op)) {
-    case NcclOpType::kAllReduce: return "all_reduce";
-    case NcclOpType::kAllGather: return "all_gather";
-    case NcclOpType::kReduceScatter: return "reduce_scatter";
-    case NcclOpType::kBroadcast: return "broadcast";
-    case NcclOpType::kReduce: return "reduce";
-    case NcclOpType::kAllToAll: return "all_to_all";
-    case NcclOpType::kGather: return "gather";
-    case NcclOpType::kScatter: return "scatter";
-    case NcclOpType::kSend: return "send";
-    case NcclOpType::kRecv: return "recv";
-  }
-  return "unknown";
-}
+const char* nccl_op_name(uint8_t op) { return trace::nccl_op_name(op); }
 
 void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
   const size_t n_ranks = ctx.run.ranks.size();

@@ -65,7 +65,7 @@ const char* category_of(const std::string& name) {
   static const std::regex nccl("nccl", std::regex::icase | std::regex::optimize);
   static const std::regex attention("flash|fmha|attention|attn|sdpa|softmax",
                                     std::regex::icase | std::regex::optimize);
-  static const std::regex gemm("gemm|cutlass|xmma|cublas|matmul|wgmma|mma_|sm[0-9]+_[a-z]",
+  static const std::regex gemm("gemm|gemv|cutlass|xmma|cublas|matmul|wgmma",
                                std::regex::icase | std::regex::optimize);
   static const std::regex elementwise(
       "elementwise|vectorized|unrolled|reduce|norm|copy_kernel|fill|cat|index",
@@ -197,7 +197,22 @@ void resample(const BucketSeries& from, int64_t shift_ns, Series& into, bool as_
 
 }  // namespace
 
+void add_timeline_excerpt(const ReportContext& ctx, RunReport& report) {
+  std::map<int32_t, size_t> first_of_stage;
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
+    if (!ctx.run.ranks[i].excerpt.empty()) first_of_stage.try_emplace(report.ranks[i].stage, i);
+  static const char* kNames[] = {"step", "forward", "backward"};
+  for (const auto& [stage, i] : first_of_stage) {
+    TimelineLane lane{report.ranks[i].rank, stage, {}};
+    for (const RankDigest::ExcerptSpan& s : ctx.run.ranks[i].excerpt)
+      lane.spans.push_back(TimelineSpan{ctx.aligned(i, s.start_ns), ctx.aligned(i, s.end_ns),
+                                        kNames[std::min<uint8_t>(s.kind, 2)]});
+    report.timeline_excerpt.push_back(std::move(lane));
+  }
+}
+
 void add_series(const ReportContext& ctx, RunReport& report) {
+  add_timeline_excerpt(ctx, report);
   int64_t end = 0, width = 0;
   for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
     end = std::max(end, report.ranks[i].last_event_ns);

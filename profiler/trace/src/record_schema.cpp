@@ -163,6 +163,34 @@ const char* record_kind_name(RecordKind kind) {
   return s != nullptr ? s->name : "unknown";
 }
 
+const char* nccl_op_name(uint8_t op) {
+  switch (static_cast<NcclOpType>(op)) {
+    case NcclOpType::kAllReduce: return "all_reduce";
+    case NcclOpType::kAllGather: return "all_gather";
+    case NcclOpType::kReduceScatter: return "reduce_scatter";
+    case NcclOpType::kBroadcast: return "broadcast";
+    case NcclOpType::kReduce: return "reduce";
+    case NcclOpType::kAllToAll: return "all_to_all";
+    case NcclOpType::kGather: return "gather";
+    case NcclOpType::kScatter: return "scatter";
+    case NcclOpType::kSend: return "send";
+    case NcclOpType::kRecv: return "recv";
+  }
+  return "unknown";
+}
+
+const char* copy_kind_name(uint8_t kind) {
+  switch (static_cast<CopyKind>(kind)) {
+    case CopyKind::kHostToDevice: return "HtoD";
+    case CopyKind::kDeviceToHost: return "DtoH";
+    case CopyKind::kDeviceToDevice: return "DtoD";
+    case CopyKind::kHostToHost: return "HtoH";
+    case CopyKind::kPeerToPeer: return "PtoP";
+    case CopyKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
 size_t field_size_bytes(FieldType type) {
   switch (type) {
     case FieldType::kU8: return 1;

@@ -187,7 +187,15 @@ struct RankDigest {
   std::vector<StepDigest> steps;  // closed step ranges, in order (at most 100,000)
   StepDigest unstepped;           // forwards/backwards outside any step range
   int64_t first_forward_ns = -1;
-  std::optional<int32_t> declared_stage;  // from a range named stage=<k>
+  std::optional<int32_t> declared_stage;
+  // Step, forward and backward ranges until the second step closes (at most 512), for a
+  // timeline excerpt. kind: 0 step, 1 forward, 2 backward.
+  struct ExcerptSpan {
+    int64_t start_ns;
+    int64_t end_ns;
+    uint8_t kind;
+  };
+  std::vector<ExcerptSpan> excerpt;  // from a range named stage=<k>
 };
 
 // Reads the file at `path` (memory-mapped) in one pass. Fails only when it is not a trace.

@@ -198,6 +198,20 @@ struct RankSeries {
   Series values;
 };
 
+// A few seconds of one rank's pipeline work (its first two steps' NVTX ranges), for the HTML
+// timeline excerpt.
+struct TimelineSpan {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::string category;  // "step", "forward", "backward"
+};
+
+struct TimelineLane {
+  int32_t rank = 0;
+  int32_t stage = 0;
+  std::vector<TimelineSpan> spans;
+};
+
 struct RunReport {
   std::string dir;
   std::string run_id;
@@ -216,10 +230,11 @@ struct RunReport {
   std::vector<CategoryStat> categories;
   HangReport hang;
   std::optional<PlanComparison> plan;
-  Series gpu_busy;                           // mean over ranks of the union of GPU activity
-  std::vector<RankSeries> memory_timelines;  // one rank per stage (the stage's peak), bytes
-  std::vector<std::string> findings;         // the headline lines, most important first
-  std::vector<std::string> warnings;         // truncated files, drops, unaligned ranks, ...
+  Series gpu_busy;                             // mean over ranks of the union of GPU activity
+  std::vector<RankSeries> memory_timelines;    // one rank per stage (the stage's peak), bytes
+  std::vector<TimelineLane> timeline_excerpt;  // one rank per stage (its lowest rank)
+  std::vector<std::string> findings;           // the headline lines, most important first
+  std::vector<std::string> warnings;           // truncated files, drops, unaligned ranks, ...
 };
 
 }  // namespace pipescope::analysis

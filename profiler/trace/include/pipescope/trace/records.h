@@ -363,5 +363,9 @@ constexpr R make_record() {
 }
 
 const char* record_kind_name(RecordKind kind);
+// "all_reduce", "send", ... ("unknown" for a value this build does not know).
+const char* nccl_op_name(uint8_t op);
+// "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "unknown".
+const char* copy_kind_name(uint8_t kind);
 
 }  // namespace pipescope::trace

@@ -1,0 +1,21 @@
+// The directory `pipescope report` / `export` read: the user's own when it holds *.pst traces;
+// otherwise, when it holds PyTorch profiler (Kineto) JSON traces, a private temporary directory
+// of those traces converted (removed when the command ends). The user's files are never touched.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "pipescope/common/expected.h"
+
+namespace pipescope::cli {
+
+struct TraceDir {
+  std::string dir;
+  std::string source_format;      // "pipescope" or "kineto"
+  std::shared_ptr<void> cleanup;  // removes the temporary directory
+};
+
+Expected<TraceDir> prepare_trace_dir(const std::string& dir);
+
+}  // namespace pipescope::cli

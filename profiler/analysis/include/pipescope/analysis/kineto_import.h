@@ -1,0 +1,34 @@
+// Reads a PyTorch profiler (Kineto) trace, Chrome trace-event JSON (plain or gzip), and writes
+// it as a pipescope trace, so that report and export run on it unchanged (docs/kineto.md).
+//
+// What maps to what:
+//   distributedInfo.rank / world_size  -> process info rank, world size; run id
+//                                         "kineto:<backend>:<world_size>" (shared by a job's ranks)
+//   cat kernel                          -> kernel records (device, stream, correlation, grid, block,
+//                                         registers, shared memory)
+//   cat gpu_memcpy / gpu_memset         -> memcpy / memset records (copy kind from the name)
+//   user_annotation "nccl:<op>" (else record_param_comms / c10d:: cpu ops) -> nccl_op records on
+//                                         one world communicator, numbered per rank, bytes from
+//                                         the input dims and type; the NCCL kernel launched inside
+//                                         the call (a cuda_runtime launch on the same thread) is
+//                                         linked by an external_correlation record
+//   user_annotation (incl. ProfilerStep#N) -> NVTX push/pop ranges per thread
+//   "[memory]" instant events           -> memory records (tensor allocations: the "allocated"
+//                                         figure, flagged as pool allocations)
+// Lost: CPU ops (other than the NCCL ones), runtime calls, process-group identities (Kineto
+// traces of this vintage do not name them, so every collective is taken to be on the world
+// communicator and collectives are paired across ranks by their order).
+#pragma once
+
+#include <string>
+
+#include "pipescope/common/expected.h"
+
+namespace pipescope::analysis {
+
+Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path);
+
+// A cheap sniff: a .json / .json.gz file whose first bytes hold a trace-event document.
+bool looks_like_kineto_trace(const std::string& path);
+
+}  // namespace pipescope::analysis

@@ -1,0 +1,43 @@
+// The engines of `pipescope export`: they stream each rank's trace (a few chunks in memory at a
+// time, never the whole file) into Chrome trace-event JSON or a SQLite database. Which ranks,
+// and the clock offsets that put them on the run's common clock, come from the caller.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+
+namespace pipescope::exporter {
+
+struct ExportRank {
+  std::string path;         // the rank's .pst file
+  int32_t rank = 0;         // global rank: the process in the output
+  int64_t clock_offset_ns;  // added to the file's timestamps: the run's common clock, 0 = first event
+};
+
+struct ExportOptions {
+  std::vector<ExportRank> ranks;
+  // [t0, t1) on the common clock: records overlapping it are kept whole, the others dropped.
+  std::optional<std::pair<int64_t, int64_t>> window_ns;
+  std::string output_path;
+};
+
+struct ExportSummary {
+  uint64_t records_written = 0;
+  uint64_t bytes_written = 0;
+  std::vector<std::string> warnings;  // truncated inputs, a very large output
+};
+
+// Fails when the output cannot be written or an input is not a trace.
+Expected<ExportSummary> export_perfetto(const ExportOptions& options);
+// Refuses to replace an existing file unless it is an earlier pipescope export.
+Expected<ExportSummary> export_sqlite(const ExportOptions& options);
+
+// Above this many bytes the Perfetto export warns: viewers slow down (use --ranks / --window).
+inline constexpr uint64_t kLargeExportBytes = uint64_t{300} << 20;
+
+}  // namespace pipescope::exporter

@@ -1,0 +1,227 @@
+// The HTML report: one file, inline CSS and SVG, nothing fetched, no script; opens offline.
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "pipescope/report/report_output.h"
+#include "svg_chart.h"
+#include "text_cells.h"
+
+namespace pipescope::report {
+namespace {
+
+using namespace analysis;  // NOLINT(google-build-using-namespace): the report's types
+
+constexpr const char* kCompute = "#4c78a8";
+constexpr const char* kExposed = "#e45756";
+constexpr const char* kHidden = "#f2a65a";
+constexpr const char* kCopy = "#72b7b2";
+constexpr const char* kIdle = "#d9d9d9";
+
+BarRow breakdown_row(const std::string& label, const GpuBreakdown& g) {
+  const double span = static_cast<double>(std::max<int64_t>(g.span_ns, 1));
+  return BarRow{label,
+                {{static_cast<double>(g.compute_ns), kCompute},
+                 {static_cast<double>(g.comm_exposed_ns), kExposed},
+                 {static_cast<double>(g.comm_hidden_ns), kHidden},
+                 {static_cast<double>(g.copy_only_ns), kCopy},
+                 {static_cast<double>(g.idle_ns), kIdle}},
+                "busy " + pct(static_cast<double>(g.span_ns - g.idle_ns) / span)};
+}
+
+std::string breakdown_chart(const RunReport& r) {
+  std::vector<BarRow> rows;
+  if (r.ranks.size() <= 64) {
+    for (const RankReport& k : r.ranks)
+      if (k.gpu.captured) rows.push_back(breakdown_row("rank " + std::to_string(k.rank), k.gpu));
+  } else {  // many ranks: one bar per stage, the stage's ranks added up
+    std::map<int32_t, GpuBreakdown> stages;
+    for (const RankReport& k : r.ranks) {
+      if (!k.gpu.captured) continue;
+      GpuBreakdown& s = stages[k.stage];
+      s.captured = true;
+      s.span_ns += k.gpu.span_ns;
+      s.compute_ns += k.gpu.compute_ns;
+      s.comm_exposed_ns += k.gpu.comm_exposed_ns;
+      s.comm_hidden_ns += k.gpu.comm_hidden_ns;
+      s.copy_only_ns += k.gpu.copy_only_ns;
+      s.idle_ns += k.gpu.idle_ns;
+    }
+    for (const auto& [stage, g] : stages) rows.push_back(breakdown_row("stage " + std::to_string(stage), g));
+  }
+  if (rows.empty()) return "<p>No GPU activity in the traces (no CUPTI kernel records).</p>";
+  return stacked_bars(rows, {{"compute", kCompute},
+                             {"exposed communication", kExposed},
+                             {"hidden communication", kHidden},
+                             {"copies only", kCopy},
+                             {"idle", kIdle}});
+}
+
+std::string memory_stage_chart(const RunReport& r) {
+  std::vector<BarRow> rows;
+  for (const StageReport& s : r.stages) {
+    if (s.peak_memory_bytes == 0) continue;
+    const uint64_t static_bytes =
+        s.peak_memory_bytes - std::min(s.peak_memory_bytes, s.peak_activation_bytes);
+    rows.push_back(BarRow{"stage " + std::to_string(s.stage),
+                          {{gib(static_bytes), "#9ecae9"}, {gib(s.peak_activation_bytes), "#3182bd"}},
+                          fixed(gib(s.peak_memory_bytes), 2) + " GiB (activations " +
+                              fixed(s.activation_vs_last_stage, 1) + "x last stage)"});
+  }
+  if (rows.empty()) return "<p>No memory records in the traces.</p>";
+  return stacked_bars(rows,
+                      {{"static (before the first forward)", "#9ecae9"}, {"activations (peak)", "#3182bd"}});
+}
+
+std::string memory_timeline_chart(const RunReport& r) {
+  if (r.memory_timelines.empty()) return "<p>No memory records in the traces.</p>";
+  static const char* kColors[] = {"#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#d6616b"};
+  std::vector<Line> lines;
+  double x0 = 0, dx = 0;
+  for (size_t i = 0; i < r.memory_timelines.size() && i < 6; ++i) {
+    const RankSeries& m = r.memory_timelines[i];
+    std::vector<double> gibs;
+    for (double v : m.values.values) gibs.push_back(v / (1024.0 * 1024 * 1024));
+    lines.push_back(Line{"rank " + std::to_string(m.rank), kColors[i], gibs});
+    x0 = static_cast<double>(m.values.start_ns) * 1e-9;
+    dx = static_cast<double>(m.values.bucket_ns) * 1e-9;
+  }
+  return line_chart(lines, x0, dx, 0, "GiB");
+}
+
+std::string busy_chart(const RunReport& r) {
+  if (r.gpu_busy.values.empty()) return "<p>No GPU activity in the traces.</p>";
+  std::vector<double> percent;
+  for (double v : r.gpu_busy.values) percent.push_back(v * 100);
+  return line_chart({Line{"GPU busy (kernel union), mean over ranks", kCompute, percent}},
+                    static_cast<double>(r.gpu_busy.start_ns) * 1e-9,
+                    static_cast<double>(r.gpu_busy.bucket_ns) * 1e-9, 100, "%", true);
+}
+
+std::string timeline_chart(const RunReport& r) {
+  if (r.timeline_excerpt.empty()) return "<p>No NVTX step / forward / backward ranges in the traces.</p>";
+  std::vector<Lane> lanes;
+  for (const TimelineLane& t : r.timeline_excerpt) {
+    Lane lane{"stage " + std::to_string(t.stage) + " (rank " + std::to_string(t.rank) + ")", {}};
+    std::vector<TimelineSpan> spans = t.spans;
+    std::stable_sort(spans.begin(), spans.end(), [](const TimelineSpan& a, const TimelineSpan& b) {
+      return (a.category == "step") > (b.category == "step");  // steps underneath
+    });
+    for (const TimelineSpan& s : spans) {
+      const char* color = s.category == "forward"    ? "#4c78a8"
+                          : s.category == "backward" ? "#f58518"
+                                                     : "#eeeeee";
+      lane.spans.push_back(LaneSpan{static_cast<double>(s.start_ns) * 1e-9,
+                                    static_cast<double>(s.end_ns) * 1e-9, color,
+                                    s.category + " " + fixed(ms(s.end_ns - s.start_ns), 2) + " ms"});
+    }
+    lanes.push_back(std::move(lane));
+  }
+  return lane_timeline(lanes, {{"forward", "#4c78a8"}, {"backward", "#f58518"}, {"step", "#eeeeee"}});
+}
+
+void table_row(std::ostringstream& out, const std::vector<std::string>& cells, const char* tag = "td") {
+  out << "<tr>";
+  for (const std::string& c : cells) out << '<' << tag << '>' << escape_html(c) << "</" << tag << '>';
+  out << "</tr>\n";
+}
+
+}  // namespace
+
+std::string report_html(const RunReport& r) {
+  std::ostringstream out;
+  out << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>pipescope report: "
+      << escape_html(r.dir) << "</title>\n<style>\n"
+      << "body{font-family:sans-serif;margin:24px;max-width:1000px;color:#222}"
+         "h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}"
+         "table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;text-align:right}"
+         "td:first-child,th:first-child{text-align:left}tr:nth-child(even){background:#f6f6f6}"
+         ".warn{color:#a33}code{font-size:12px}\n</style></head><body>\n";
+  out << "<h1>pipescope report: " << escape_html(r.dir) << "</h1>\n<p>run '" << escape_html(r.run_id)
+      << "', attempt " << r.attempt << ", " << r.files.size() << " rank traces ("
+      << escape_html(r.source_format) << ")</p>\n";
+
+  out << "<h2>Findings</h2>\n<ul>\n";
+  for (const std::string& f : r.findings) out << "<li>" << escape_html(f) << "</li>\n";
+  if (r.findings.empty()) out << "<li>nothing stands out</li>\n";
+  out << "</ul>\n";
+  if (!r.warnings.empty()) {
+    out << "<ul class=\"warn\">\n";
+    for (const std::string& w : r.warnings) out << "<li>" << escape_html(w) << "</li>\n";
+    out << "</ul>\n";
+  }
+
+  const LayoutReport& l = r.layout;
+  out << "<h2>Layout</h2>\n<p>" << escape_html(l.source) << ": world " << l.world_size << " = tp " << l.tp
+      << " x pp " << l.pp << " x dp " << l.dp
+      << (l.zero_shard > 1 ? ", ZeRO shard groups of " + std::to_string(l.zero_shard) : "") << "</p>\n";
+
+  out << "<h2>GPU time per rank</h2>\n" << breakdown_chart(r) << '\n';
+  out << "<h2>GPU busy over time</h2>\n<p>The union of kernel and copy intervals (not the SM activity the "
+         "hardware counts), as a share of each bucket, averaged over ranks.</p>\n"
+      << busy_chart(r) << '\n';
+  out << "<h2>Memory per stage</h2>\n" << memory_stage_chart(r) << '\n';
+  out << "<h2>Memory over time</h2>\n<p>The rank with the highest peak of each stage.</p>\n"
+      << memory_timeline_chart(r) << '\n';
+  out << "<h2>Timeline excerpt</h2>\n<p>The first two steps of one rank per stage (NVTX ranges).</p>\n"
+      << timeline_chart(r) << '\n';
+
+  if (!r.stages.empty()) {
+    out << "<h2>Pipeline stages</h2>\n<table>\n";
+    table_row(
+        out,
+        {"stage", "ranks", "fwd ms", "bwd ms", "bubble", "p2p ms", "peak GiB", "activations GiB", "x last"},
+        "th");
+    for (const StageReport& s : r.stages)
+      table_row(out, {std::to_string(s.stage), std::to_string(s.ranks), fixed(ms(s.forward_mean_ns), 2),
+                      fixed(ms(s.backward_mean_ns), 2), pct(s.bubble_fraction), fixed(ms(s.p2p_ns), 2),
+                      fixed(gib(s.peak_memory_bytes), 2), fixed(gib(s.peak_activation_bytes), 2),
+                      fixed(s.activation_vs_last_stage, 2)});
+    out << "</table>\n";
+  }
+  if (!r.stragglers.empty()) {
+    out << "<h2>Stragglers</h2>\n<table>\n";
+    table_row(out, {"rank", "last at (sampled)", "others waited ms"}, "th");
+    for (const Straggler& s : r.stragglers)
+      table_row(out, {std::to_string(s.rank), std::to_string(s.instances_last), fixed(ms(s.cost_ns), 1)});
+    out << "</table>\n";
+  }
+  if (r.hang.suspected) {
+    out << "<h2>Hang / failure view</h2>\n<table>\n";
+    table_row(
+        out, {"communicator", "role", "completed by all", "next op", "entered", "never entered", "waited ms"},
+        "th");
+    for (const CommHang& h : r.hang.communicators)
+      table_row(out, {hex(h.comm_id), h.role, std::to_string(h.last_completed_by_all), h.next_op,
+                      rank_list(h.entered), rank_list(h.missing), fixed(ms(h.waited_ns), 1)});
+    out << "</table>\n";
+    if (!r.hang.ended_early.empty())
+      out << "<p>Traces ending early: " << rank_list(r.hang.ended_early) << "</p>\n";
+  }
+  if (!r.nccl.empty()) {
+    out << "<h2>NCCL</h2>\n<table>\n";
+    table_row(out, {"role", "op", "n", "calls", "MiB", "time ms", "algbw GB/s", "busbw GB/s", "slowest"},
+              "th");
+    for (const NcclOpReport& n : r.nccl)
+      table_row(out, {n.role, n.op, std::to_string(n.comm_size), std::to_string(n.calls),
+                      fixed(static_cast<double>(n.bytes) / (1 << 20), 1), fixed(ms(n.time_ns), 2),
+                      fixed(n.algbw_bytes_per_s / 1e9, 1), fixed(n.busbw_bytes_per_s / 1e9, 1),
+                      n.slowest_rank >= 0 ? std::to_string(n.slowest_rank) : "-"});
+    out << "</table>\n";
+  }
+  if (!r.kernels.empty()) {
+    out << "<h2>Kernels</h2>\n<table>\n";
+    table_row(out, {"name", "category", "count", "total ms", "mean us", "p50 us", "p99 us"}, "th");
+    for (const KernelStat& k : r.kernels)
+      table_row(out, {shorten(k.name, 80), k.category, std::to_string(k.count), fixed(ms(k.total_ns), 1),
+                      fixed(k.mean_ns / 1e3, 1), fixed(k.p50_ns / 1e3, 1), fixed(k.p99_ns / 1e3, 1)});
+    out << "</table>\n";
+  }
+  out << "<h2>Clock alignment</h2>\n<p>" << escape_html(r.clock.source) << ": residual skew median "
+      << fixed(r.clock.residual_median_ns / 1e3, 1) << " us, p99 " << fixed(r.clock.residual_p99_ns / 1e3, 1)
+      << " us over " << r.clock.instances_used << " collective instances.</p>\n";
+  out << "</body></html>\n";
+  return out.str();
+}
+
+}  // namespace pipescope::report

@@ -1,0 +1,215 @@
+// The stable JSON document of `pipescope report --json` (docs/report-json.md). Keys are
+// snake_case with units in their names; new keys may be added, none renamed without a
+// schema_version bump.
+#include <nlohmann/json.hpp>
+
+#include "pipescope/report/report_output.h"
+
+namespace pipescope::report {
+namespace {
+
+using nlohmann::ordered_json;
+using namespace analysis;  // NOLINT(google-build-using-namespace): the report's types
+
+ordered_json series_json(const Series& s) {
+  return ordered_json{{"start_ns", s.start_ns}, {"bucket_ns", s.bucket_ns}, {"values", s.values}};
+}
+
+ordered_json layout_json(const LayoutReport& l) {
+  ordered_json comms = ordered_json::array();
+  for (const CommunicatorReport& c : l.communicators)
+    comms.push_back(ordered_json{
+        {"comm_id", c.comm_id}, {"role", c.role}, {"size", c.members.size()}, {"members", c.members}});
+  return ordered_json{
+      {"source", l.source}, {"world_size", l.world_size}, {"tp", l.tp}, {"pp", l.pp},
+      {"dp", l.dp},         {"zero_shard", l.zero_shard}, {"ep", l.ep}, {"communicators", comms},
+      {"notes", l.notes}};
+}
+
+ordered_json gpu_json(const GpuBreakdown& g) {
+  return ordered_json{{"captured", g.captured},
+                      {"span_ns", g.span_ns},
+                      {"compute_ns", g.compute_ns},
+                      {"comm_exposed_ns", g.comm_exposed_ns},
+                      {"comm_hidden_ns", g.comm_hidden_ns},
+                      {"copy_only_ns", g.copy_only_ns},
+                      {"idle_ns", g.idle_ns},
+                      {"comm_wait_ns", g.comm_wait_ns},
+                      {"gpu_busy_fraction", g.gpu_busy_fraction},
+                      {"out_of_order_intervals", g.out_of_order_intervals}};
+}
+
+ordered_json rank_json(const RankReport& r) {
+  return ordered_json{{"rank", r.rank},
+                      {"stage", r.stage},
+                      {"tp_rank", r.tp_rank},
+                      {"dp_rank", r.dp_rank},
+                      {"shard_rank", r.shard_rank},
+                      {"host", r.host},
+                      {"peak_memory_bytes", r.peak_memory_bytes},
+                      {"peak_memory_at_ns", r.peak_memory_at_ns},
+                      {"static_memory_bytes", r.static_memory_bytes},
+                      {"peak_activation_bytes", r.peak_activation_bytes},
+                      {"memory_figure", r.memory_figure},
+                      {"gpu", gpu_json(r.gpu)},
+                      {"forward_ranges", r.forward_ranges},
+                      {"backward_ranges", r.backward_ranges},
+                      {"forward_mean_ns", r.forward_mean_ns},
+                      {"backward_mean_ns", r.backward_mean_ns},
+                      {"bubble_fraction", r.bubble_fraction},
+                      {"p2p_ns", r.p2p_ns},
+                      {"collective_wait_ns", r.collective_wait_ns},
+                      {"steps", r.steps},
+                      {"step_mean_ns", r.step_mean_ns},
+                      {"first_event_ns", r.first_event_ns},
+                      {"last_event_ns", r.last_event_ns}};
+}
+
+ordered_json stage_json(const StageReport& s) {
+  return ordered_json{{"stage", s.stage},
+                      {"ranks", s.ranks},
+                      {"forward_mean_ns", s.forward_mean_ns},
+                      {"backward_mean_ns", s.backward_mean_ns},
+                      {"warmup_ns", s.warmup_ns},
+                      {"steady_ns", s.steady_ns},
+                      {"cooldown_ns", s.cooldown_ns},
+                      {"bubble_fraction", s.bubble_fraction},
+                      {"p2p_ns", s.p2p_ns},
+                      {"peak_memory_bytes", s.peak_memory_bytes},
+                      {"peak_activation_bytes", s.peak_activation_bytes},
+                      {"activation_vs_last_stage", s.activation_vs_last_stage}};
+}
+
+ordered_json nccl_json(const NcclOpReport& n) {
+  return ordered_json{{"comm_id", n.comm_id},
+                      {"role", n.role},
+                      {"op", n.op},
+                      {"comm_size", n.comm_size},
+                      {"calls", n.calls},
+                      {"bytes", n.bytes},
+                      {"time_ns", n.time_ns},
+                      {"algbw_bytes_per_s", n.algbw_bytes_per_s},
+                      {"busbw_bytes_per_s", n.busbw_bytes_per_s},
+                      {"slowest_rank", n.slowest_rank},
+                      {"slowest_rank_count", n.slowest_rank_count}};
+}
+
+ordered_json hang_json(const HangReport& h) {
+  ordered_json comms = ordered_json::array();
+  for (const CommHang& c : h.communicators)
+    comms.push_back(ordered_json{{"comm_id", c.comm_id},
+                                 {"role", c.role},
+                                 {"completed_by_all", c.last_completed_by_all},
+                                 {"next_op", c.next_op},
+                                 {"entered", c.entered},
+                                 {"missing", c.missing},
+                                 {"waited_ns", c.waited_ns}});
+  return ordered_json{{"suspected", h.suspected},
+                      {"communicators", comms},
+                      {"ended_early", h.ended_early},
+                      {"not_closed", h.not_closed}};
+}
+
+ordered_json plan_json(const PlanComparison& p) {
+  ordered_json stages = ordered_json::array();
+  for (const PlanStageComparison& s : p.stages)
+    stages.push_back(ordered_json{{"stage", s.stage},
+                                  {"predicted_peak_memory_bytes", s.predicted_peak_memory_bytes},
+                                  {"measured_peak_memory_bytes", s.measured_peak_memory_bytes},
+                                  {"predicted_forward_s", s.predicted_forward_s},
+                                  {"measured_forward_s", s.measured_forward_s},
+                                  {"predicted_backward_s", s.predicted_backward_s},
+                                  {"measured_backward_s", s.measured_backward_s}});
+  return ordered_json{{"plan_path", p.plan_path},
+                      {"memory_figure", p.memory_figure},
+                      {"stages", stages},
+                      {"predicted_bubble_fraction", p.predicted_bubble_fraction},
+                      {"measured_bubble_fraction", p.measured_bubble_fraction},
+                      {"predicted_step_s", p.predicted_step_s},
+                      {"measured_step_s", p.measured_step_s},
+                      {"notes", p.notes}};
+}
+
+}  // namespace
+
+std::string report_json(const RunReport& report) {
+  ordered_json doc;
+  doc["schema_version"] = kRunReportSchemaVersion;
+  doc["dir"] = report.dir;
+  doc["run_id"] = report.run_id;
+  doc["attempt"] = report.attempt;
+  doc["source_format"] = report.source_format;
+  doc["findings"] = report.findings;
+  doc["warnings"] = report.warnings;
+  doc["layout"] = layout_json(report.layout);
+  const ClockReport& c = report.clock;
+  doc["clock"] = ordered_json{{"source", c.source},
+                              {"reference_rank", c.reference_rank},
+                              {"instances_used", c.instances_used},
+                              {"residual_median_ns", c.residual_median_ns},
+                              {"residual_p99_ns", c.residual_p99_ns},
+                              {"residual_max_ns", c.residual_max_ns},
+                              {"unaligned_ranks", c.unaligned_ranks}};
+  const StepReport& s = report.steps;
+  doc["steps"] = ordered_json{{"source", s.source},       {"count", s.count},    {"mean_ns", s.mean_ns},
+                              {"median_ns", s.median_ns}, {"min_ns", s.min_ns},  {"max_ns", s.max_ns},
+                              {"stdev_ns", s.stdev_ns},   {"step_ns", s.step_ns}};
+  ordered_json ranks = ordered_json::array();
+  for (const RankReport& r : report.ranks) ranks.push_back(rank_json(r));
+  doc["ranks"] = ranks;
+  ordered_json stages = ordered_json::array();
+  for (const StageReport& st : report.stages) stages.push_back(stage_json(st));
+  doc["stages"] = stages;
+  ordered_json nccl = ordered_json::array();
+  for (const NcclOpReport& n : report.nccl) nccl.push_back(nccl_json(n));
+  doc["nccl"] = nccl;
+  ordered_json stragglers = ordered_json::array();
+  for (const Straggler& st : report.stragglers)
+    stragglers.push_back(ordered_json{{"rank", st.rank},
+                                      {"instances_last", st.instances_last},
+                                      {"cost_ns", st.cost_ns},
+                                      {"roles", st.roles}});
+  doc["stragglers"] = stragglers;
+  ordered_json kernels = ordered_json::array();
+  for (const KernelStat& k : report.kernels)
+    kernels.push_back(ordered_json{{"name", k.name},
+                                   {"category", k.category},
+                                   {"count", k.count},
+                                   {"total_ns", k.total_ns},
+                                   {"mean_ns", k.mean_ns},
+                                   {"p50_ns", k.p50_ns},
+                                   {"p90_ns", k.p90_ns},
+                                   {"p99_ns", k.p99_ns},
+                                   {"max_ns", k.max_ns}});
+  doc["kernels"] = kernels;
+  ordered_json categories = ordered_json::array();
+  for (const CategoryStat& k : report.categories)
+    categories.push_back(ordered_json{
+        {"category", k.category}, {"count", k.count}, {"total_ns", k.total_ns}, {"share", k.share}});
+  doc["kernel_categories"] = categories;
+  doc["hang"] = hang_json(report.hang);
+  doc["plan"] = report.plan ? plan_json(*report.plan) : ordered_json(nullptr);
+  doc["gpu_busy"] = series_json(report.gpu_busy);
+  ordered_json memory = ordered_json::array();
+  for (const RankSeries& m : report.memory_timelines)
+    memory.push_back(ordered_json{{"rank", m.rank}, {"bytes", series_json(m.values)}});
+  doc["memory_timelines"] = memory;
+  ordered_json files = ordered_json::array();
+  for (const RankFile& f : report.files)
+    files.push_back(ordered_json{{"rank", f.rank},
+                                 {"path", f.path},
+                                 {"host", f.host},
+                                 {"pid", f.pid},
+                                 {"valid_bytes", f.valid_bytes},
+                                 {"total_bytes", f.total_bytes},
+                                 {"records", f.records},
+                                 {"records_dropped", f.records_dropped},
+                                 {"closed_cleanly", f.closed_cleanly},
+                                 {"stop", f.stop},
+                                 {"stop_detail", f.stop_detail}});
+  doc["files"] = files;
+  doc["missing_ranks"] = report.missing_ranks;
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace pipescope::report

@@ -1,0 +1,271 @@
+// The terminal report: findings and warnings first, then one compact table per analysis.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "pipescope/report/report_output.h"
+#include "text_cells.h"
+
+namespace pipescope::report {
+namespace {
+
+using namespace analysis;  // NOLINT(google-build-using-namespace): the report's types
+
+void heading(std::ostream& out, const std::string& title) { out << '\n' << title << '\n'; }
+
+void write_layout(std::ostream& out, const RunReport& r) {
+  const LayoutReport& l = r.layout;
+  heading(out, "layout (" + l.source + ")");
+  out << "  world " << l.world_size << ": tp " << l.tp << " x pp " << l.pp << " x dp " << l.dp;
+  if (l.zero_shard > 1) out << ", ZeRO shard groups of " << l.zero_shard;
+  if (l.ep > 1) out << ", ep " << l.ep;
+  out << '\n';
+  std::map<std::string, std::pair<size_t, size_t>> by_role;  // role -> (count, size)
+  for (const CommunicatorReport& c : l.communicators) {
+    auto& [count, size] = by_role[c.role];
+    ++count;
+    size = std::max(size, c.members.size());
+  }
+  for (const auto& [role, cs] : by_role)
+    out << "  " << left(role, 10) << cs.first << " communicator(s) of " << cs.second << " ranks\n";
+  for (const std::string& note : l.notes) out << "  note: " << note << '\n';
+}
+
+void write_stages(std::ostream& out, const RunReport& r) {
+  if (r.stages.empty()) return;
+  heading(out, "pipeline stages");
+  out << "  " << right("stage", 5) << right("ranks", 6) << right("fwd ms", 9) << right("bwd ms", 9)
+      << right("bubble", 8) << right("p2p ms", 9) << right("peak GiB", 10) << right("act GiB", 9)
+      << right("x last", 8) << '\n';
+  for (const StageReport& s : r.stages)
+    out << "  " << right(std::to_string(s.stage), 5) << right(std::to_string(s.ranks), 6)
+        << right(fixed(ms(s.forward_mean_ns), 2), 9) << right(fixed(ms(s.backward_mean_ns), 2), 9)
+        << right(pct(s.bubble_fraction), 8) << right(fixed(ms(s.p2p_ns), 2), 9)
+        << right(fixed(gib(s.peak_memory_bytes), 2), 10) << right(fixed(gib(s.peak_activation_bytes), 2), 9)
+        << right(fixed(s.activation_vs_last_stage, 2) + "x", 8) << '\n';
+}
+
+void write_rank_row(std::ostream& out, const RankReport& k) {
+  const GpuBreakdown& g = k.gpu;
+  const double span = g.span_ns > 0 ? static_cast<double>(g.span_ns) : 1.0;
+  auto share = [span](int64_t v) { return pct(static_cast<double>(v) / span); };
+  out << "  " << right(std::to_string(k.rank), 5) << right(std::to_string(k.stage), 6)
+      << right(std::to_string(k.tp_rank), 4) << right(std::to_string(k.dp_rank), 5)
+      << right(fixed(ms(g.span_ns), 1), 10) << right(share(g.compute_ns), 8)
+      << right(share(g.comm_exposed_ns), 8) << right(share(g.comm_hidden_ns), 8)
+      << right(share(g.copy_only_ns), 6) << right(share(g.idle_ns), 6)
+      << right(fixed(ms(k.collective_wait_ns), 1), 10) << right(fixed(gib(k.peak_memory_bytes), 2), 9)
+      << '\n';
+}
+
+void write_ranks(std::ostream& out, const RunReport& r) {
+  if (r.ranks.empty()) return;
+  if (std::none_of(r.ranks.begin(), r.ranks.end(), [](const RankReport& k) { return k.gpu.captured; })) {
+    heading(out, "GPU time per rank");
+    out << "  no GPU activity in the traces (no CUPTI kernel or copy records)\n";
+    return;
+  }
+  heading(out, "GPU time per rank (shares of the rank's GPU span; wait = in collectives, for others)");
+  out << "  " << right("rank", 5) << right("stage", 6) << right("tp", 4) << right("dp", 5)
+      << right("span ms", 10) << right("compute", 8) << right("exp.com", 8) << right("hid.com", 8)
+      << right("copy", 6) << right("idle", 6) << right("wait ms", 10) << right("peak GiB", 9) << '\n';
+  if (r.ranks.size() <= 32) {
+    for (const RankReport& k : r.ranks) write_rank_row(out, k);
+    return;
+  }
+  // Many ranks: the first rank of each stage, then the ranks that waited or idled most.
+  std::vector<const RankReport*> shown;
+  std::map<int32_t, bool> stage_seen;
+  for (const RankReport& k : r.ranks)
+    if (!stage_seen[k.stage]) {
+      stage_seen[k.stage] = true;
+      shown.push_back(&k);
+    }
+  std::vector<const RankReport*> worst;
+  for (const RankReport& k : r.ranks) worst.push_back(&k);
+  std::sort(worst.begin(), worst.end(), [](const RankReport* a, const RankReport* b) {
+    return a->gpu.idle_ns + a->collective_wait_ns > b->gpu.idle_ns + b->collective_wait_ns;
+  });
+  for (const RankReport* k : worst) {
+    if (shown.size() >= 24) break;
+    if (std::find(shown.begin(), shown.end(), k) == shown.end()) shown.push_back(k);
+  }
+  for (const RankReport* k : shown) write_rank_row(out, *k);
+  out << "  (" << shown.size() << " of " << r.ranks.size()
+      << " ranks: the first of each stage and those that idled or waited most; --json has all)\n";
+}
+
+void write_steps(std::ostream& out, const RunReport& r) {
+  const StepReport& s = r.steps;
+  if (s.count == 0) return;
+  heading(out, "steps (" + s.source + ")");
+  out << "  " << s.count << " steps: median " << fixed(ms(s.median_ns), 2) << " ms, mean "
+      << fixed(ms(s.mean_ns), 2) << " ms, min " << fixed(ms(s.min_ns), 2) << " ms, max "
+      << fixed(ms(s.max_ns), 2) << " ms, stdev " << fixed(s.stdev_ns / 1e6, 2) << " ms\n";
+}
+
+void write_nccl(std::ostream& out, const RunReport& r) {
+  if (r.nccl.empty()) return;
+  // Communicators of one role and size are a family (the 64 data-parallel groups of a run):
+  // one row per family and operation, per member; --json has every communicator.
+  struct Family {
+    std::string role, op;
+    int32_t size = 0;
+    size_t comms = 0;
+    uint64_t calls = 0, bytes = 0;
+    int64_t time_ns = 0;
+    double algbw_weighted = 0, busbw_weighted = 0;
+    std::map<int32_t, uint64_t> slowest;
+  };
+  std::vector<Family> families;
+  for (const NcclOpReport& n : r.nccl) {
+    auto it = std::find_if(families.begin(), families.end(), [&](const Family& f) {
+      return f.role == n.role && f.op == n.op && f.size == n.comm_size;
+    });
+    if (it == families.end()) {
+      Family fresh;
+      fresh.role = n.role;
+      fresh.op = n.op;
+      fresh.size = n.comm_size;
+      families.push_back(std::move(fresh));
+      it = std::prev(families.end());
+    }
+    ++it->comms;
+    it->calls += n.calls;
+    it->bytes += n.bytes;
+    it->time_ns += n.time_ns;
+    it->algbw_weighted += n.algbw_bytes_per_s * static_cast<double>(n.time_ns);
+    it->busbw_weighted += n.busbw_bytes_per_s * static_cast<double>(n.time_ns);
+    if (n.slowest_rank >= 0) it->slowest[n.slowest_rank] += n.slowest_rank_count;
+  }
+  std::sort(families.begin(), families.end(),
+            [](const Family& a, const Family& b) { return a.time_ns > b.time_ns; });
+  heading(out, "NCCL by communicator family and operation (per member; nccl-tests bandwidths)");
+  out << "  " << left("role", 9) << left("op", 15) << right("n", 5) << right("comms", 6) << right("calls", 8)
+      << right("MiB", 10) << right("time ms", 10) << right("algbw GB/s", 11) << right("busbw GB/s", 11)
+      << right("slowest", 9) << '\n';
+  for (const Family& f : families) {
+    const auto comms = static_cast<double>(f.comms);
+    const double weight = f.time_ns > 0 ? static_cast<double>(f.time_ns) : 1.0;
+    int32_t slowest = -1;
+    uint64_t most = 0;
+    for (const auto& [rank, count] : f.slowest)
+      if (count > most) {
+        most = count;
+        slowest = rank;
+      }
+    out << "  " << left(f.role, 9) << left(f.op, 15) << right(std::to_string(f.size), 5)
+        << right(std::to_string(f.comms), 6) << right(fixed(static_cast<double>(f.calls) / comms, 0), 8)
+        << right(fixed(static_cast<double>(f.bytes) / comms / (1 << 20), 1), 10)
+        << right(fixed(ms(f.time_ns) / comms, 2), 10) << right(fixed(f.algbw_weighted / weight / 1e9, 1), 11)
+        << right(fixed(f.busbw_weighted / weight / 1e9, 1), 11)
+        << right(slowest >= 0 ? std::to_string(slowest) : "-", 9) << '\n';
+  }
+}
+
+void write_stragglers(std::ostream& out, const RunReport& r) {
+  if (r.stragglers.empty()) return;
+  heading(out, "stragglers (ranks the others waited on)");
+  for (const Straggler& s : r.stragglers) {
+    std::string roles;
+    for (const std::string& role : s.roles) roles += (roles.empty() ? "" : ",") + role;
+    out << "  rank " << s.rank << ": last at " << s.instances_last << " sampled collectives (" << roles
+        << "), others waited " << fixed(ms(s.cost_ns), 1) << " ms\n";
+  }
+}
+
+void write_kernels(std::ostream& out, const RunReport& r) {
+  if (r.categories.empty()) return;
+  heading(out, "GPU work by category");
+  for (const CategoryStat& c : r.categories)
+    out << "  " << left(c.category, 12) << right(pct(c.share), 6)
+        << right(fixed(ms(c.total_ns), 1) + " ms", 14) << right(std::to_string(c.count), 10) << " launches\n";
+  heading(out, "top kernels (all ranks)");
+  out << "  " << right("total ms", 10) << right("count", 9) << right("mean us", 9) << right("p50 us", 8)
+      << right("p99 us", 8) << "  " << left("category", 12) << "name\n";
+  for (const KernelStat& k : r.kernels)
+    out << "  " << right(fixed(ms(k.total_ns), 1), 10) << right(std::to_string(k.count), 9)
+        << right(fixed(k.mean_ns / 1e3, 1), 9) << right(fixed(k.p50_ns / 1e3, 1), 8)
+        << right(fixed(k.p99_ns / 1e3, 1), 8) << "  " << left(k.category, 12) << shorten(k.name, 44) << '\n';
+}
+
+void write_hang(std::ostream& out, const RunReport& r) {
+  const HangReport& h = r.hang;
+  if (!h.suspected) return;
+  heading(out, "hang / failure view");
+  for (const CommHang& c : h.communicators)
+    out << "  " << c.role << " communicator " << hex(c.comm_id) << ": all completed "
+        << c.last_completed_by_all << "; entered " << (c.next_op.empty() ? "the next" : c.next_op) << " #"
+        << c.last_completed_by_all << ": " << rank_list(c.entered)
+        << "; never entered: " << rank_list(c.missing) << "; waited " << fixed(ms(c.waited_ns), 1) << " ms\n";
+  if (!h.ended_early.empty()) out << "  traces ending early: " << rank_list(h.ended_early) << '\n';
+  if (!h.not_closed.empty())
+    out << "  traces not closed (killed or crashed): " << rank_list(h.not_closed) << '\n';
+}
+
+void write_plan(std::ostream& out, const RunReport& r) {
+  if (!r.plan) return;
+  const PlanComparison& p = *r.plan;
+  heading(out, "planned vs measured (" + p.plan_path + "; memory figure: " + p.memory_figure + ")");
+  out << "  " << right("stage", 5) << right("peak GiB plan", 14) << right("meas", 7) << right("err", 7)
+      << right("fwd ms plan", 12) << right("meas", 7) << right("err", 7) << right("bwd ms plan", 12)
+      << right("meas", 7) << right("err", 7) << '\n';
+  for (const PlanStageComparison& s : p.stages)
+    out << "  " << right(std::to_string(s.stage), 5)
+        << right(fixed(s.predicted_peak_memory_bytes / (1024.0 * 1024 * 1024), 2), 14)
+        << right(fixed(s.measured_peak_memory_bytes / (1024.0 * 1024 * 1024), 2), 7)
+        << right(error_pct(s.predicted_peak_memory_bytes, s.measured_peak_memory_bytes), 7)
+        << right(fixed(s.predicted_forward_s * 1e3, 2), 12) << right(fixed(s.measured_forward_s * 1e3, 2), 7)
+        << right(error_pct(s.predicted_forward_s, s.measured_forward_s), 7)
+        << right(fixed(s.predicted_backward_s * 1e3, 2), 12)
+        << right(fixed(s.measured_backward_s * 1e3, 2), 7)
+        << right(error_pct(s.predicted_backward_s, s.measured_backward_s), 7) << '\n';
+  out << "  bubble: plan " << pct(p.predicted_bubble_fraction) << ", measured "
+      << pct(p.measured_bubble_fraction) << "; step: plan " << fixed(p.predicted_step_s * 1e3, 1)
+      << " ms, measured " << fixed(p.measured_step_s * 1e3, 1) << " ms ("
+      << error_pct(p.predicted_step_s, p.measured_step_s) << ")\n";
+  for (const std::string& note : p.notes) out << "  note: " << note << '\n';
+}
+
+void write_clock(std::ostream& out, const RunReport& r) {
+  const ClockReport& c = r.clock;
+  heading(out, "clock alignment (" + c.source + ")");
+  out << "  reference rank " << c.reference_rank << ", " << c.instances_used
+      << " collective instances; residual skew "
+      << "median " << fixed(c.residual_median_ns / 1e3, 1) << " us, p99 " << fixed(c.residual_p99_ns / 1e3, 1)
+      << " us, max " << fixed(c.residual_max_ns / 1e3, 1) << " us\n";
+}
+
+}  // namespace
+
+void write_report_text(std::ostream& out, const RunReport& r) {
+  out << "pipescope report: " << r.dir << " (run '" << r.run_id << "' attempt " << r.attempt << ", "
+      << r.files.size() << " rank traces"
+      << (r.source_format == "pipescope" ? "" : ", from " + r.source_format + " traces") << ")\n";
+  heading(out, "findings");
+  if (r.findings.empty()) out << "  nothing stands out\n";
+  for (const std::string& f : r.findings) out << "  - " << f << '\n';
+  if (!r.warnings.empty()) {
+    heading(out, "warnings");
+    size_t shown = 0;
+    for (const std::string& w : r.warnings) {
+      if (++shown > 12) {
+        out << "  (" << r.warnings.size() - 12 << " more in --json)\n";
+        break;
+      }
+      out << "  ! " << w << '\n';
+    }
+  }
+  write_hang(out, r);
+  write_layout(out, r);
+  write_steps(out, r);
+  write_stages(out, r);
+  write_ranks(out, r);
+  write_stragglers(out, r);
+  write_nccl(out, r);
+  write_kernels(out, r);
+  write_plan(out, r);
+  write_clock(out, r);
+}
+
+}  // namespace pipescope::report

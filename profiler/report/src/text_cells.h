@@ -1,0 +1,49 @@
+// Cell formatting for the report's tables and charts: units, padding, escaping.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace pipescope::report {
+
+inline double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+inline double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024 * 1024); }
+
+inline std::string fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+  return text;
+}
+inline std::string pct(double fraction) { return fixed(fraction * 100, 0) + "%"; }
+// Relative error of a prediction against the measurement, "+12%"; "-" without a measurement.
+inline std::string error_pct(double predicted, double measured) {
+  if (measured == 0) return "-";
+  const double e = (predicted - measured) / measured * 100;
+  return (e >= 0 ? "+" : "") + fixed(e, 0) + "%";
+}
+inline std::string hex(uint64_t v) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+inline std::string right(const std::string& text, size_t width) {
+  return text.size() >= width ? " " + text : std::string(width - text.size(), ' ') + text;
+}
+inline std::string left(const std::string& text, size_t width) {
+  return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
+}
+inline std::string shorten(const std::string& text, size_t width) {
+  return text.size() <= width ? text : text.substr(0, width - 3) + "...";
+}
+inline std::string rank_list(const std::vector<int32_t>& ranks) {
+  std::string text;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i == 16) return text + ", ... (" + std::to_string(ranks.size()) + " ranks)";
+    text += (i ? "," : "") + std::to_string(ranks[i]);
+  }
+  return text.empty() ? "none" : text;
+}
+
+}  // namespace pipescope::report
