@@ -313,7 +313,11 @@ class RankScanner {
       const P2pDigest& p = d_.p2p[i];
       if (p.comm_id == comm_id && p.peer == peer && p.send == send) return i;
     }
-    d_.p2p.push_back(P2pDigest{comm_id, peer, send});
+    P2pDigest fresh;
+    fresh.comm_id = comm_id;
+    fresh.peer = peer;
+    fresh.send = send;
+    d_.p2p.push_back(std::move(fresh));
     return static_cast<uint32_t>(d_.p2p.size() - 1);
   }
 
@@ -338,6 +342,8 @@ class RankScanner {
       p.bytes += r.bytes;
       p.time_ns += exit - enter;
       if (p.first_enter_ns < 0 || enter < p.first_enter_ns) p.first_enter_ns = enter;
+      if (!failed && r.sequence != kUnknownSequence)
+        add_sample(p.sample_stride, p.samples, InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
     } else if (r.sequence != kUnknownSequence) {
       ++comm.collectives;
       if (comm.first_enters_ns.size() < 1024) comm.first_enters_ns.push_back(enter);
@@ -348,19 +354,29 @@ class RankScanner {
         comm.last_entered_failed = failed;
       }
       if (!failed) comm.last_completed_host = std::max(comm.last_completed_host, r.sequence + 1);
-      if (!failed) add_sample(comm, InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
+      if (!failed)
+        add_sample(comm.sample_stride, comm.samples,
+                   InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
     }
     host_p2p_ns_ += ref.p2p ? exit - enter : 0;
     if (r.external_correlation_id != 0) join_.add_op(r.external_correlation_id, ref, now_ns_, matched());
   }
 
-  void add_sample(CommDigest& comm, const InstanceSample& sample) {
-    if (sample.sequence % comm.sample_stride != 0) return;
-    comm.samples.push_back(sample);
-    if (comm.samples.size() <= options_.instances_per_comm) return;
-    comm.sample_stride *= 2;
-    std::erase_if(comm.samples,
-                  [&](const InstanceSample& s) { return s.sequence % comm.sample_stride != 0; });
+  void add_sample(uint32_t& stride, std::vector<InstanceSample>& samples, const InstanceSample& sample) {
+    if (sample.sequence % stride != 0) return;
+    samples.push_back(sample);
+    if (samples.size() <= options_.instances_per_comm) return;
+    stride *= 2;
+    std::erase_if(samples, [&](const InstanceSample& s) { return s.sequence % stride != 0; });
+  }
+
+  static void set_kernel(std::vector<InstanceSample>& samples, uint64_t sequence, const KernelSpan& span) {
+    auto it = std::lower_bound(samples.begin(), samples.end(), sequence,
+                               [](const InstanceSample& s, uint64_t seq) { return s.sequence < seq; });
+    if (it != samples.end() && it->sequence == sequence) {
+      it->start_ns = span.start_ns;
+      it->end_ns = span.end_ns;
+    }
   }
 
   Matched matched() { return Matched{this}; }
@@ -373,16 +389,13 @@ class RankScanner {
     comm.ops[ref.op].kernel_time_ns += duration;
     if (ref.p2p) {
       kernel_p2p_ns_ += duration;
-      d_.p2p[ref.p2p_index].kernel_time_ns += duration;
+      P2pDigest& p = d_.p2p[ref.p2p_index];
+      p.kernel_time_ns += duration;
+      set_kernel(p.samples, ref.sequence, span);
       return;
     }
     comm.last_completed_kernel = std::max(comm.last_completed_kernel, ref.sequence + 1);
-    auto it = std::lower_bound(comm.samples.begin(), comm.samples.end(), ref.sequence,
-                               [](const InstanceSample& s, uint64_t seq) { return s.sequence < seq; });
-    if (it != comm.samples.end() && it->sequence == ref.sequence) {
-      it->start_ns = span.start_ns;
-      it->end_ns = span.end_ns;
-    }
+    set_kernel(comm.samples, ref.sequence, span);
   }
 
  private:

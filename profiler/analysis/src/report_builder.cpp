@@ -57,6 +57,50 @@ const CommDigest* digest_of(const RankDigest& d, uint64_t comm_id) {
   return nullptr;
 }
 
+// A p2p transfer as a two-member collective: identified by its communicator, sender and
+// receiver (NCCL ranks) and sequence, which both sides know.
+uint64_t transfer_key(uint64_t comm_id, int32_t src, int32_t dst) {
+  uint64_t h = comm_id;
+  for (uint64_t v :
+       {static_cast<uint64_t>(static_cast<uint32_t>(src)), static_cast<uint64_t>(static_cast<uint32_t>(dst))})
+    h = (h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdULL;
+  return h | 1;
+}
+
+const P2pDigest* p2p_of(const RankDigest& d, uint64_t comm_id, int32_t peer, bool send) {
+  for (const P2pDigest& p : d.p2p)
+    if (p.comm_id == comm_id && p.peer == peer && p.send == send) return &p;
+  return nullptr;
+}
+
+void add_transfer_ends(const LoadedRun& run, const std::vector<CommInfo>& comms,
+                       const std::vector<int64_t>& first, bool kernel_mode,
+                       std::vector<CollectiveEnd>& ends) {
+  std::unordered_map<uint64_t, size_t> by_id;
+  for (size_t c = 0; c < comms.size(); ++c) by_id[comms[c].comm_id] = c;
+  for (size_t i = 0; i < run.ranks.size(); ++i) {
+    for (const P2pDigest& p : run.ranks[i].p2p) {
+      const auto it = by_id.find(p.comm_id);
+      if (it == by_id.end()) continue;
+      const CommInfo& comm = comms[it->second];
+      const CommDigest* mine = digest_of(run.ranks[i], p.comm_id);
+      if (mine == nullptr || p.peer < 0 || p.peer >= comm.size || comm.members[p.peer] < 0) continue;
+      const RankDigest& other = run.ranks[comm.members[p.peer]];
+      const P2pDigest* q = p2p_of(other, p.comm_id, mine->nccl_rank, !p.send);
+      if (q == nullptr) continue;
+      const uint32_t stride = std::max(p.sample_stride, q->sample_stride);
+      const uint64_t key = p.send ? transfer_key(p.comm_id, mine->nccl_rank, p.peer)
+                                  : transfer_key(p.comm_id, p.peer, mine->nccl_rank);
+      for (const InstanceSample& s : p.samples) {
+        if (s.sequence % stride != 0) continue;
+        const int64_t end = kernel_mode ? s.end_ns : s.exit_ns;
+        if (end < 0) continue;
+        ends.push_back(CollectiveEnd{static_cast<uint32_t>(i), key, s.sequence, end + first[i]});
+      }
+    }
+  }
+}
+
 RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
   const size_t n = run.ranks.size();
   RunTimebase base;
@@ -79,6 +123,7 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
       }
     }
   }
+  add_transfer_ends(run, comms, first, base.kernel_mode, ends);
   const ClockAlignment a = align_clocks(static_cast<uint32_t>(n), ends);
   base.shift_ns.resize(n);
   for (size_t i = 0; i < n; ++i) base.shift_ns[i] = first[i] + a.offset_ns[i];

@@ -68,6 +68,10 @@ struct P2pDigest {
   int64_t time_ns = 0;  // host time
   int64_t kernel_time_ns = 0;
   int64_t first_enter_ns = -1;
+  // Sampled transfers (as CommDigest's samples): the send and the recv of one transfer end
+  // together, which ties the clocks of pipeline neighbours that share no collective.
+  uint32_t sample_stride = 1;
+  std::vector<InstanceSample> samples;
 };
 
 struct CommDigest {

@@ -1,0 +1,70 @@
+// Writes the traces of a whole simulated training run, one .pst per rank with the project's own
+// TraceWriter, shaped like what libpipescope.so leaves: communicator records (world + splits),
+// NCCL calls joined to their kernels through external correlation records, compute kernels,
+// NVTX step / forward / backward ranges and device memory records. The timeline comes from a
+// small simulation on one true clock (1F1B per pipeline, p2p transfers, collectives that end
+// when their last member has arrived), so a report's answers can be checked exactly against
+// SyntheticRunTruth. Each rank writes on its own clock (true time + an offset), host records in
+// time order and GPU records a step later, as CUPTI delivers them.
+//
+// Used by the report's tests (known answers) and by benches/cpu/report_benchmark.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+
+namespace pipescope::synthetic {
+
+struct SyntheticRunSpec {
+  // Megatron order: rank = tp_rank + tp * (dp_rank + dp * stage).
+  int tp = 2, pp = 4, dp = 2;
+  // > 1 (with tp = pp = 1): hierarchical ZeRO over shard groups of this many consecutive ranks,
+  // replica groups across them (equal rank % zero_shard); parameters all-gathered in forward and
+  // backward, gradients reduce-scattered in the shard group and all-reduced across replicas.
+  int zero_shard = 1;
+  int steps = 3;
+  int microbatches = 8;
+  int64_t forward_ns = 2'000'000;   // per micro-batch and stage
+  int64_t backward_ns = 4'000'000;  // per micro-batch and stage
+  int kernels_per_microbatch = 8;   // compute kernels a forward is split into (backward: twice)
+  int64_t p2p_transfer_ns = 50'000;
+  int64_t allreduce_ns = 1'000'000;          // data-parallel gradient reduction once all arrived
+  int64_t optimizer_ns = 500'000;            // after the reduction, before the next step
+  uint64_t activation_bytes = 256ull << 20;  // allocated at a forward, released at its backward
+  uint64_t static_bytes = 8ull << 30;        // allocated before the first step
+  std::vector<int64_t> clock_offset_ns;      // per rank; empty: seeded, within +-5 ms
+  uint64_t seed = 1;
+  int straggler_rank = -1;  // arrives this late at every data-parallel gradient reduction
+  int64_t straggler_delay_ns = 0;
+  // The hang rank stops before step hang_step's gradient reduction and writes nothing after;
+  // the others enter the reduction (their NCCL kernel never ends) and their traces end too,
+  // none of them closed (no end chunk), as when a job is killed at a NCCL timeout.
+  int hang_rank = -1;
+  int hang_step = -1;
+  bool gpu = true;  // kernel, memcpy-free GPU records (CUPTI); false: host records only
+  bool nvtx = true;
+  bool memory = true;
+  bool compress = false;
+  std::string run_id = "synthetic";
+  int attempt = 0;
+};
+
+struct SyntheticRunTruth {
+  int world = 0;
+  std::vector<int64_t> clock_offset_ns;  // per rank
+  std::vector<int> stage, tp_rank, dp_rank;
+  std::vector<uint64_t> peak_memory_bytes;      // per rank
+  std::vector<double> bubble_fraction;          // per stage, mean over the completed steps
+  std::vector<int64_t> step_ns;                 // per completed step
+  std::vector<uint64_t> peak_activation_bytes;  // per stage
+  uint64_t records = 0;
+  uint64_t record_bytes = 0;  // uncompressed record bytes, all ranks
+};
+
+// Writes rank-<r>.<pid>.pst files into `dir` (which must exist).
+Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, const std::string& dir);
+
+}  // namespace pipescope::synthetic
