@@ -1,0 +1,233 @@
+// The report on simulated runs whose answers are known by construction (benches/support/
+// synthetic_run.h): layout and coordinates, clock offsets, 1F1B bubble and memory per stage,
+// step time, stragglers, the hang view, hierarchical ZeRO.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "pipescope/analysis/report_builder.h"
+#include "pipescope/analysis/run_loader.h"
+#include "synthetic_run.h"
+#include "trace_test_support.h"
+
+namespace pipescope::analysis {
+namespace {
+
+using synthetic::SyntheticRunSpec;
+using synthetic::SyntheticRunTruth;
+using trace::test::ScratchDir;
+
+struct Reported {
+  SyntheticRunTruth truth;
+  RunReport report;
+};
+
+Reported report_of(const SyntheticRunSpec& spec, const ScratchDir& dir, const ReportOptions& options = {}) {
+  auto truth = synthetic::write_synthetic_run(spec, dir.path());
+  EXPECT_TRUE(truth.ok()) << truth.error().message;
+  auto run = load_run(dir.path(), {});
+  EXPECT_TRUE(run.ok()) << run.error().message;
+  auto report = build_run_report(*run, options);
+  EXPECT_TRUE(report.ok()) << report.error().message;
+  return {std::move(*truth), std::move(*report)};
+}
+
+TEST(ReportOnSyntheticRun, InfersThe3dLayoutAndEveryRanksCoordinates) {
+  ScratchDir dir;
+  const auto [truth, report] = report_of(SyntheticRunSpec{}, dir);
+  EXPECT_EQ(report.layout.source, "inferred");
+  EXPECT_EQ(report.layout.tp, 2);
+  EXPECT_EQ(report.layout.pp, 4);
+  EXPECT_EQ(report.layout.dp, 2);
+  EXPECT_EQ(report.layout.zero_shard, 1);
+  ASSERT_EQ(report.ranks.size(), 16u);
+  for (const RankReport& r : report.ranks) {
+    EXPECT_EQ(r.stage, truth.stage[static_cast<size_t>(r.rank)]) << r.rank;
+    EXPECT_EQ(r.tp_rank, truth.tp_rank[static_cast<size_t>(r.rank)]) << r.rank;
+    EXPECT_EQ(r.dp_rank, truth.dp_rank[static_cast<size_t>(r.rank)]) << r.rank;
+  }
+  EXPECT_TRUE(report.stragglers.empty());
+  EXPECT_FALSE(report.hang.suspected);
+}
+
+TEST(ReportOnSyntheticRun, RecoversClockOffsetsOfMillisecondsToTheNanosecond) {
+  // Every rank's first record is at the same true time; offsets up to +-5 ms hide that.
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.seed = 17;
+  const auto [truth, report] = report_of(spec, dir);
+  EXPECT_EQ(report.clock.source, "nccl kernels");
+  EXPECT_TRUE(report.clock.unaligned_ranks.empty());
+  EXPECT_LT(report.clock.residual_p99_ns, 2000);
+  for (const RankReport& r : report.ranks) EXPECT_LE(std::abs(r.first_event_ns), 2000) << r.rank;
+}
+
+TEST(ReportOnSyntheticRun, BubbleAndActivationMemoryPerStageMatchThe1F1BSchedule) {
+  ScratchDir dir;
+  const auto [truth, report] = report_of(SyntheticRunSpec{}, dir);
+  ASSERT_EQ(report.stages.size(), 4u);
+  for (const StageReport& s : report.stages) {
+    const auto k = static_cast<size_t>(s.stage);
+    EXPECT_NEAR(s.bubble_fraction, truth.bubble_fraction[k], 1e-3) << s.stage;
+    EXPECT_EQ(s.peak_activation_bytes, truth.peak_activation_bytes[k]) << s.stage;
+    EXPECT_EQ(s.forward_mean_ns, 2'000'000);
+    EXPECT_EQ(s.backward_mean_ns, 4'000'000);
+  }
+  // 1F1B with 4 stages and 8 micro-batches: stage 0 holds 4 micro-batches, the last one 1.
+  EXPECT_DOUBLE_EQ(report.stages.front().activation_vs_last_stage, 4.0);
+  for (const RankReport& r : report.ranks) {
+    EXPECT_EQ(r.peak_memory_bytes, truth.peak_memory_bytes[static_cast<size_t>(r.rank)]) << r.rank;
+    EXPECT_EQ(r.static_memory_bytes, 8ull << 30) << r.rank;
+    EXPECT_EQ(r.memory_figure, "reserved");
+  }
+}
+
+TEST(ReportOnSyntheticRun, StepTimeIsTheSimulatedOne) {
+  ScratchDir dir;
+  const auto [truth, report] = report_of(SyntheticRunSpec{}, dir);
+  EXPECT_EQ(report.steps.source, "nvtx");
+  ASSERT_EQ(report.steps.count, truth.step_ns.size());
+  for (size_t k = 0; k < truth.step_ns.size(); ++k) EXPECT_EQ(report.steps.step_ns[k], truth.step_ns[k]);
+}
+
+TEST(ReportOnSyntheticRun, StepsFromTheDataParallelRhythmWithoutNvtx) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.nvtx = false;
+  spec.steps = 5;
+  const auto [truth, report] = report_of(spec, dir);
+  EXPECT_EQ(report.steps.source, "collectives");
+  ASSERT_EQ(report.steps.step_ns.size(), 4u);  // between the 5 reductions
+  for (int64_t s : report.steps.step_ns)
+    EXPECT_NEAR(static_cast<double>(s), static_cast<double>(truth.step_ns[1]), 1e3);
+}
+
+TEST(ReportOnSyntheticRun, NamesThePlantedStragglerAndWhatItCost) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.straggler_rank = 5;
+  spec.straggler_delay_ns = 20'000'000;
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_EQ(report.stragglers.size(), 1u);
+  EXPECT_EQ(report.stragglers[0].rank, 5);
+  // Its data-parallel peer (rank 7: same stage and tp rank) waited 20 ms at each of 3 steps.
+  EXPECT_NEAR(static_cast<double>(report.stragglers[0].cost_ns), 3 * 20e6, 1e5);
+  EXPECT_EQ(report.stragglers[0].roles, std::vector<std::string>{"data"});
+  EXPECT_NEAR(static_cast<double>(report.ranks[7].collective_wait_ns), 3 * 20e6, 1e5);
+  EXPECT_EQ(report.ranks[5].collective_wait_ns, 0);
+}
+
+TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOn) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.hang_rank = 6;
+  spec.hang_step = 2;
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_TRUE(report.hang.suspected);
+  ASSERT_EQ(report.hang.communicators.size(), 1u);
+  const CommHang& h = report.hang.communicators[0];
+  EXPECT_EQ(h.role, "data");
+  EXPECT_EQ(h.last_completed_by_all, 2u);  // steps 0 and 1 reduced
+  EXPECT_EQ(h.next_op, "all_reduce");
+  EXPECT_EQ(h.missing, std::vector<int32_t>{6});
+  EXPECT_EQ(h.entered, std::vector<int32_t>{4});  // rank 6's data-parallel peer
+  EXPECT_EQ(report.hang.not_closed.size(), 16u);
+}
+
+TEST(ReportOnSyntheticRun, HierarchicalZeroShardGroups) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.tp = 1;
+  spec.pp = 1;
+  spec.dp = 16;
+  spec.zero_shard = 4;
+  const auto [truth, report] = report_of(spec, dir);
+  EXPECT_EQ(report.layout.tp, 1);
+  EXPECT_EQ(report.layout.pp, 1);
+  EXPECT_EQ(report.layout.dp, 16);
+  EXPECT_EQ(report.layout.zero_shard, 4);
+  for (const RankReport& r : report.ranks) {
+    EXPECT_EQ(r.stage, 0);
+    EXPECT_EQ(r.shard_rank, r.rank % 4) << r.rank;
+  }
+  ASSERT_EQ(report.stages.size(), 1u);
+  EXPECT_NEAR(report.stages[0].bubble_fraction, truth.bubble_fraction[0], 1e-3);
+}
+
+TEST(ReportOnSyntheticRun, GpuBreakdownAddsUpAndShowsHiddenCommunication) {
+  ScratchDir dir;
+  const auto [truth, report] = report_of(SyntheticRunSpec{}, dir);
+  for (const RankReport& r : report.ranks) {
+    const GpuBreakdown& g = r.gpu;
+    ASSERT_TRUE(g.captured);
+    EXPECT_EQ(g.compute_ns + g.comm_exposed_ns + g.copy_only_ns + g.idle_ns, g.span_ns) << r.rank;
+    // The tensor-parallel all-reduce runs under the last 100 us of each of the 16 forward and
+    // backward ranges of a step (sends that overlap the next micro-batch are hidden too).
+    EXPECT_GE(g.comm_hidden_ns, 16 * 3 * 100'000) << r.rank;
+    // The data-parallel reduction (1 ms per step) has no compute beside it.
+    EXPECT_GE(g.comm_exposed_ns, 3 * 1'000'000) << r.rank;
+    EXPECT_EQ(g.compute_ns, 3 * 8 * 6'000'000) << r.rank;
+  }
+  const auto nccl = std::find_if(report.categories.begin(), report.categories.end(),
+                                 [](const CategoryStat& c) { return c.category == "nccl"; });
+  EXPECT_NE(nccl, report.categories.end());
+}
+
+TEST(ReportOnSyntheticRun, PlannedVersusMeasuredComparesLikeWithLike) {
+  ScratchDir dir;
+  ReportOptions options;
+  options.plan_path = "plan.json";
+  options.plan_json = R"({"schema_version": 1, "suggested": {"bubble_fraction": 0.27, "iteration_s": 0.07,
+      "stages": [{"peak_memory_bytes": 9663676416, "allocated_bytes": 1, "forward_s": 0.0025, "backward_s": 0.004},
+                 {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004},
+                 {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004},
+                 {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004}]}})";
+  const auto [truth, report] = report_of(SyntheticRunSpec{}, dir, options);
+  ASSERT_TRUE(report.plan.has_value());
+  EXPECT_EQ(report.plan->memory_figure, "reserved");
+  ASSERT_EQ(report.plan->stages.size(), 4u);
+  EXPECT_EQ(report.plan->stages[0].predicted_peak_memory_bytes, 9663676416.0);  // reserved vs reserved
+  EXPECT_EQ(report.plan->stages[0].measured_peak_memory_bytes,
+            static_cast<double>(truth.peak_memory_bytes[0]));
+  EXPECT_DOUBLE_EQ(report.plan->stages[0].measured_forward_s, 0.002);
+  EXPECT_DOUBLE_EQ(report.plan->predicted_step_s, 0.07);
+  EXPECT_NEAR(report.plan->measured_step_s, static_cast<double>(truth.step_ns[0]) * 1e-9, 1e-9);
+}
+
+TEST(ReportOnSyntheticRun, ABadPlanIsAnError) {
+  ScratchDir dir;
+  ASSERT_TRUE(synthetic::write_synthetic_run(SyntheticRunSpec{}, dir.path()).ok());
+  auto run = load_run(dir.path(), {});
+  ASSERT_TRUE(run.ok());
+  for (const char* plan : {"not json", "{}", R"({"schema_version": 1, "suggested": {"stages": 3}})"}) {
+    ReportOptions options;
+    options.plan_json = plan;
+    options.plan_path = "p.json";
+    const auto report = build_run_report(*run, options);
+    ASSERT_FALSE(report.ok()) << plan;
+    EXPECT_NE(report.error().message.find("p.json"), std::string::npos);
+  }
+}
+
+TEST(ReportOnSyntheticRun, StatedLayoutIsTakenAndChecked) {
+  ScratchDir dir;
+  ASSERT_TRUE(synthetic::write_synthetic_run(SyntheticRunSpec{}, dir.path()).ok());
+  auto run = load_run(dir.path(), {});
+  ASSERT_TRUE(run.ok());
+  ReportOptions options;
+  options.stated_layout = StatedLayout{2, 4, 2};
+  const auto ok = build_run_report(*run, options);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->layout.source, "stated");
+  options.stated_layout = StatedLayout{4, 2, 2};  // the p2p chains have 4 stages
+  const auto refuted = build_run_report(*run, options);
+  ASSERT_TRUE(refuted.ok());
+  EXPECT_EQ(refuted->layout.source, "unknown");
+  EXPECT_FALSE(refuted->warnings.empty());
+}
+
+}  // namespace
+}  // namespace pipescope::analysis
