@@ -380,6 +380,7 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     options.host = "node" + std::to_string(r / 8);
     options.pid = pid;
     options.compress = spec.compress;
+    options.max_chunk_bytes = size_t{64} << 10;  // a chunk per flush of a busy rank, as the profiler writes
     const std::string path = dir + "/rank-" + std::to_string(r) + "." + std::to_string(pid) + ".pst";
     auto writer = TraceWriter::create(path, options);
     if (!writer) return writer.error();
