@@ -54,6 +54,7 @@ RigRun run_nccl_ranks(const RigOptions& options) {
                                      "--call-log",
                                      run.calls_dir + "/program." + std::to_string(rank) + ".log"};
     if (options.nvtx) argv.push_back("--nvtx");
+    argv.insert(argv.end(), options.program_args.begin(), options.program_args.end());
     return argv;
   };
   launch.env = {{"FAKE_NCCL_RENDEZVOUS", run.id_dir},

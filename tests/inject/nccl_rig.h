@@ -27,6 +27,7 @@ struct RigOptions {
   int steps = 1;
   int world_size = 8;
   std::vector<std::pair<std::string, std::string>> env;  // more variables for every rank
+  std::vector<std::string> program_args;                 // more arguments for every rank
 };
 
 struct RigRun {

@@ -39,12 +39,11 @@ struct Arrival {
   uint8_t op;
 };
 
-// A rank is a straggler on a communicator when it arrives last far more often than chance
-// (1/n) would have it, and the wait it causes dwarfs what the others cause.
-bool is_straggler(uint64_t last, uint64_t instances, int32_t n, int64_t cost_ns, int64_t others_mean_ns) {
-  if (instances < 2 || n < 2) return false;
-  const double share = static_cast<double>(last) / static_cast<double>(instances);
-  return share >= (1.0 + 1.0 / n) / 2.0 && cost_ns >= 1'000'000 && cost_ns > 4 * others_mean_ns;
+// A rank is a straggler on a communicator when the waiting it caused there is most of the
+// waiting anyone caused (at least half), at least 1 ms in all, more than 4x what the average
+// other member caused, and it came last more than once.
+bool is_straggler(uint64_t last, int64_t cost_ns, int64_t total_ns, int64_t others_mean_ns) {
+  return last >= 2 && cost_ns >= 1'000'000 && 2 * cost_ns >= total_ns && cost_ns > 4 * others_mean_ns;
 }
 
 }  // namespace
@@ -85,31 +84,36 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
     std::array<std::unordered_map<int32_t, uint64_t>, 11> slowest_by_op;
     std::unordered_map<int32_t, uint64_t> comm_last;
     std::unordered_map<int32_t, int64_t> comm_cost;
-    uint64_t complete_instances = 0;
     const auto stride = static_cast<int64_t>(comm.sample_stride);
     for (auto& [seq, arrivals] : instances) {
       if (static_cast<int32_t>(arrivals.size()) != comm.size) continue;
-      ++complete_instances;
-      const auto last =
-          std::max_element(arrivals.begin(), arrivals.end(),
-                           [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
+      const auto [first, last] =
+          std::minmax_element(arrivals.begin(), arrivals.end(),
+                              [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
+      // Members that came within a hair of the last share the blame: a delay that spread from
+      // one rank to its peers reaches the next collective on all of them at once.
+      const int64_t hair = std::max<int64_t>(200'000, (last->arrive_ns - first->arrive_ns) / 20);
       int64_t caused = 0;
+      std::vector<int32_t> late;
       for (const Arrival& a : arrivals) {
         const int64_t wait = last->arrive_ns - a.arrive_ns;
         waited[a.member] += wait * stride;
         caused += wait * stride;
+        if (wait <= hair) late.push_back(a.member);
       }
-      cost[last->member] += caused;
-      comm_cost[last->member] += caused;
-      ++comm_last[last->member];
-      ++last_count[last->member];
+      for (int32_t m : late) {
+        cost[m] += caused / static_cast<int64_t>(late.size());
+        comm_cost[m] += caused / static_cast<int64_t>(late.size());
+        ++comm_last[m];
+        ++last_count[m];
+      }
       ++slowest_by_op[std::min<uint8_t>(last->op, 10)][last->member];
     }
     int64_t total_cost = 0;
     for (const auto& [m, c] : comm_cost) total_cost += c;
     for (const auto& [m, c] : comm_cost) {
       const int64_t others_mean = comm.size > 1 ? (total_cost - c) / (comm.size - 1) : 0;
-      if (is_straggler(comm_last[m], complete_instances, comm.size, c, others_mean)) {
+      if (is_straggler(comm_last[m], c, total_cost, others_mean)) {
         flagged[m] = true;
         if (std::find(roles[m].begin(), roles[m].end(), comm.role) == roles[m].end())
           roles[m].push_back(comm.role);
@@ -156,7 +160,9 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
   for (size_t i = 0; i < n_ranks; ++i) {
     report.ranks[i].collective_wait_ns = waited[i];
     if (ctx.kernel_mode) report.ranks[i].gpu.comm_wait_ns = waited[i];
-    if (flagged[i])
+    // A rank that spent about as long waiting for others as it made others wait passed a
+    // delay on rather than causing it.
+    if (flagged[i] && 2 * waited[i] < cost[i])
       report.stragglers.push_back(Straggler{ctx.run.global_rank[i], last_count[i], cost[i], roles[i]});
   }
   std::sort(report.stragglers.begin(), report.stragglers.end(),

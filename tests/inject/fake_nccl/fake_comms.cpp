@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fake_state.h"
+#include "op_rendezvous.h"
 #include "split_rendezvous.h"
 
 namespace pipescope::fake_nccl {
@@ -306,10 +307,13 @@ FAKE_NCCL_API ncclResult_t pncclGroupEnd() {
   ncclResult_t rc = ncclSuccess;
   if (group_depth() == 0) {
     rc = fail(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
-  } else if (--group_depth() == 0 && !t_pending_splits.empty()) {
-    const std::vector<PendingSplit> splits = std::move(t_pending_splits);
-    t_pending_splits.clear();
-    rc = complete_splits(splits);
+  } else if (--group_depth() == 0) {
+    if (!t_pending_splits.empty()) {
+      const std::vector<PendingSplit> splits = std::move(t_pending_splits);
+      t_pending_splits.clear();
+      rc = complete_splits(splits);
+    }
+    if (rc == ncclSuccess) rc = finish_group_waits();
   }
   log_call(describe_group("ncclGroupEnd", rc));
   return rc;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fake_state.h"
+#include "op_rendezvous.h"
 
 namespace pipescope::fake_nccl {
 namespace {
@@ -44,6 +45,14 @@ ncclResult_t check_op(const ncclComm* comm, const char* function, ncclDataType_t
   return ncclSuccess;
 }
 
+// A valid call waits for its counterparts when FAKE_NCCL_WAIT asks for it (op_rendezvous.h).
+ncclResult_t meet(ncclResult_t rc, ncclComm* comm, const char* function) {
+  return rc == ncclSuccess && waiting_enabled() ? arrive_collective(comm, function) : rc;
+}
+ncclResult_t meet_p2p(ncclResult_t rc, ncclComm* comm, bool send, int peer, const char* function) {
+  return rc == ncclSuccess && waiting_enabled() ? arrive_p2p(comm, send, peer, function) : rc;
+}
+
 constexpr ncclRedOp_t kNoOp = ncclSum;
 constexpr std::nullopt_t kNoRank = std::nullopt;
 
@@ -55,21 +64,24 @@ using namespace pipescope::fake_nccl;
 FAKE_NCCL_API ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                           cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclAllReduce", datatype, true, op, kNoRank);
+  const ncclResult_t rc =
+      meet(check_op(comm, "ncclAllReduce", datatype, true, op, kNoRank), comm, "ncclAllReduce");
   log_call(describe_all_reduce(sendbuff, recvbuff, count, datatype, op, comm, stream, rc));
   return rc;
 }
 
 FAKE_NCCL_API ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclAllGather", datatype, false, kNoOp, kNoRank);
+  const ncclResult_t rc =
+      meet(check_op(comm, "ncclAllGather", datatype, false, kNoOp, kNoRank), comm, "ncclAllGather");
   log_call(describe_unrooted("ncclAllGather", sendbuff, recvbuff, sendcount, datatype, comm, stream, rc));
   return rc;
 }
 
 FAKE_NCCL_API ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclAlltoAll", datatype, false, kNoOp, kNoRank);
+  const ncclResult_t rc =
+      meet(check_op(comm, "ncclAlltoAll", datatype, false, kNoOp, kNoRank), comm, "ncclAlltoAll");
   log_call(describe_unrooted("ncclAlltoAll", sendbuff, recvbuff, count, datatype, comm, stream, rc));
   return rc;
 }
@@ -77,7 +89,8 @@ FAKE_NCCL_API ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, s
 FAKE_NCCL_API ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                               cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclReduceScatter", datatype, true, op, kNoRank);
+  const ncclResult_t rc =
+      meet(check_op(comm, "ncclReduceScatter", datatype, true, op, kNoRank), comm, "ncclReduceScatter");
   log_call(describe_reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, rc));
   return rc;
 }
@@ -85,14 +98,15 @@ FAKE_NCCL_API ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbu
 FAKE_NCCL_API ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                           ncclDataType_t datatype, int root, ncclComm_t comm,
                                           cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclBroadcast", datatype, false, kNoOp, root);
+  const ncclResult_t rc =
+      meet(check_op(comm, "ncclBroadcast", datatype, false, kNoOp, root), comm, "ncclBroadcast");
   log_call(describe_rooted("ncclBroadcast", sendbuff, recvbuff, count, datatype, root, comm, stream, rc));
   return rc;
 }
 
 FAKE_NCCL_API ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
                                       ncclComm_t comm, cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclBcast", datatype, false, kNoOp, root);
+  const ncclResult_t rc = meet(check_op(comm, "ncclBcast", datatype, false, kNoOp, root), comm, "ncclBcast");
   log_call(describe_bcast(buff, count, datatype, root, comm, stream, rc));
   return rc;
 }
@@ -100,7 +114,7 @@ FAKE_NCCL_API ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t d
 FAKE_NCCL_API ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                                        cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclReduce", datatype, true, op, root);
+  const ncclResult_t rc = meet(check_op(comm, "ncclReduce", datatype, true, op, root), comm, "ncclReduce");
   log_call(describe_reduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream, rc));
   return rc;
 }
@@ -108,7 +122,8 @@ FAKE_NCCL_API ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, siz
 FAKE_NCCL_API ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count,
                                        ncclDataType_t datatype, int root, ncclComm_t comm,
                                        cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclGather", datatype, false, kNoOp, root);
+  const ncclResult_t rc =
+      meet(check_op(comm, "ncclGather", datatype, false, kNoOp, root), comm, "ncclGather");
   log_call(describe_rooted("ncclGather", sendbuff, recvbuff, count, datatype, root, comm, stream, rc));
   return rc;
 }
@@ -116,21 +131,24 @@ FAKE_NCCL_API ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, siz
 FAKE_NCCL_API ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                                         ncclDataType_t datatype, int root, ncclComm_t comm,
                                         cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclScatter", datatype, false, kNoOp, root);
+  const ncclResult_t rc =
+      meet(check_op(comm, "ncclScatter", datatype, false, kNoOp, root), comm, "ncclScatter");
   log_call(describe_rooted("ncclScatter", sendbuff, recvbuff, count, datatype, root, comm, stream, rc));
   return rc;
 }
 
 FAKE_NCCL_API ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                      ncclComm_t comm, cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclSend", datatype, false, kNoOp, peer);
+  const ncclResult_t rc =
+      meet_p2p(check_op(comm, "ncclSend", datatype, false, kNoOp, peer), comm, true, peer, "ncclSend");
   log_call(describe_p2p("ncclSend", sendbuff, count, datatype, peer, comm, stream, rc));
   return rc;
 }
 
 FAKE_NCCL_API ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                      ncclComm_t comm, cudaStream_t stream) {
-  const ncclResult_t rc = check_op(comm, "ncclRecv", datatype, false, kNoOp, peer);
+  const ncclResult_t rc =
+      meet_p2p(check_op(comm, "ncclRecv", datatype, false, kNoOp, peer), comm, false, peer, "ncclRecv");
   log_call(describe_p2p("ncclRecv", recvbuff, count, datatype, peer, comm, stream, rc));
   return rc;
 }

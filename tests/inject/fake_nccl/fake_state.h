@@ -8,7 +8,9 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "call_text.h"
 
@@ -23,6 +25,9 @@ struct ncclComm {
   uint32_t shrinks = 0;
   bool finalized = false;
   bool revoked = false;
+  // For FAKE_NCCL_WAIT (op_rendezvous.h): the next collective, and next send/recv per (peer, direction).
+  uint64_t collectives = 0;
+  std::map<std::pair<int, int>, uint64_t> p2p_sequences;
 };
 
 #define FAKE_NCCL_API extern "C" __attribute__((visibility("default")))

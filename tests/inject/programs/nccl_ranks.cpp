@@ -3,7 +3,9 @@
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,10 @@ struct Options {
   int steps = 1;
   int tp = 2;
   int pp = 2;
+  int straggler_rank = -1;  // --straggler R:MS: R sleeps MS before every data-parallel all-reduce
+  int straggler_ms = 0;
+  int hang_rank = -1;  // --hang R:STEP: R stops before step STEP's data-parallel all-reduce
+  int hang_step = -1;
 };
 
 struct Layout {
@@ -73,6 +79,14 @@ Options parse_options(int argc, char** argv) {
       options.tp = parse_int(value(), "--tp");
     } else if (arg == "--pp") {
       options.pp = parse_int(value(), "--pp");
+    } else if (arg == "--straggler" || arg == "--hang") {
+      const std::string pair = value();
+      const size_t colon = pair.find(':');
+      if (colon == std::string::npos) throw UsageError{arg + " needs R:N, got '" + pair + "'"};
+      const int first = parse_int(pair.substr(0, colon).c_str(), arg.c_str());
+      const int second = parse_int(pair.substr(colon + 1).c_str(), arg.c_str());
+      (arg == "--hang" ? options.hang_rank : options.straggler_rank) = first;
+      (arg == "--hang" ? options.hang_step : options.straggler_ms) = second;
     } else {
       throw UsageError{"unknown argument " + arg};
     }
@@ -301,13 +315,26 @@ void pipeline_exchange(Nccl& nccl, const Comms& comms, const Layout& layout, Buf
   }
 }
 
-void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buffers, bool nvtx) {
+// A rank that stops answering: it sleeps, then ends the way a scheduler ends a hung job, by
+// SIGTERM, once the others have given up on it (FAKE_NCCL_TIMEOUT_MS).
+[[noreturn]] void hang_until_killed() {
+  const int wait_ms =
+      2 * std::max(1, std::atoi(std::getenv("FAKE_NCCL_TIMEOUT_MS") ? std::getenv("FAKE_NCCL_TIMEOUT_MS")
+                                                                    : "1000"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+  std::raise(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+  std::_Exit(3);
+}
+
+void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buffers, bool nvtx, int step,
+              const Options& options) {
   const auto stream =
       reinterpret_cast<cudaStream_t>(uintptr_t{0x5000} + static_cast<uintptr_t>(layout.local_rank));
   const int stage = layout.pp_rank();
   std::byte* send = buffers.send.data();
   std::byte* recv = buffers.recv.data();
-  NvtxRange step(nvtx, "train_step");
+  NvtxRange step_range(nvtx, "train_step");
   {
     NvtxRange forward(nvtx, "forward");
     nccl.all_reduce(send, recv, 1024, ncclFloat32, ncclSum, comms.tp, stream);
@@ -317,6 +344,9 @@ void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buf
     NvtxRange backward(nvtx, "backward");
     if (stage + 1 < layout.pp) nccl.send(send, 128, ncclFloat32, stage + 1, comms.pp, stream);
     if (stage > 0) nccl.recv(recv, 128, ncclFloat32, stage - 1, comms.pp, stream);
+    if (layout.rank == options.hang_rank && step == options.hang_step) hang_until_killed();
+    if (layout.rank == options.straggler_rank)
+      std::this_thread::sleep_for(std::chrono::milliseconds(options.straggler_ms));
     nccl.all_reduce(send, recv, 4096, ncclFloat32, ncclSum, comms.dp, stream);
     nccl.all_gather(send, recv, 512, ncclBfloat16, comms.dp, stream);
     nccl.reduce_scatter(send, recv, 256, ncclFloat32, ncclSum, comms.dp, stream);
@@ -356,7 +386,8 @@ int run(const Options& options) {
                            " device " + std::to_string(device) + " nccl " + std::to_string(version);
 
   Buffers buffers;
-  for (int step = 0; step < options.steps; ++step) one_step(nccl, comms, layout, buffers, options.nvtx);
+  for (int step = 0; step < options.steps; ++step)
+    one_step(nccl, comms, layout, buffers, options.nvtx, step, options);
 
   nccl.finalize(comms.world);
   if (comms.stage != nullptr) nccl.destroy(comms.stage);

@@ -4,6 +4,7 @@
 // with RTLD_LOCAL the way Python opens torch's extension modules.
 //
 //   nccl_ranks_program --id-dir DIR [--nvtx] [--steps N] [--tp T] [--pp P] [--call-log FILE]
+//                      [--straggler R:MS] [--hang R:STEP]
 //
 // Reads RANK, WORLD_SIZE and LOCAL_RANK as torchrun sets them. Rank 0 makes the unique id and
 // hands it over in DIR/nccl-id; everyone builds the world communicator and splits it, in this
@@ -25,6 +26,9 @@
 // --nvtx wraps each step in NVTX ranges: push "train_step" { push "forward" { TP, PP groups }
 // pop; push "backward" { ungrouped p2p, DP, stage } pop; world } pop.
 // --call-log FILE writes each NCCL call as the fake library's call log would (call_text.h).
+// --straggler R:MS: rank R sleeps MS ms before every data-parallel ncclAllReduce. --hang R:STEP:
+// rank R stops before step STEP's data-parallel ncclAllReduce and ends by SIGTERM after twice
+// FAKE_NCCL_TIMEOUT_MS. Under FAKE_NCCL_WAIT=1 the others wait for it (and time out).
 #pragma once
 
 namespace pipescope::test_programs {

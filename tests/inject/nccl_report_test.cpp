@@ -1,0 +1,81 @@
+// `pipescope report` on traces the profiler itself wrote: an 8-rank job (tp=2, pp=2, dp=2,
+// Megatron's order) under LD_PRELOAD=libpipescope.so on the fake NCCL whose ranks really wait
+// for each other (FAKE_NCCL_WAIT=1), with a planted straggler and a planted hang.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "nccl_rig.h"
+#include "pipescope/analysis/report_builder.h"
+#include "pipescope/analysis/run_loader.h"
+
+#ifndef PIPESCOPE_INJECT_SO
+#error "PIPESCOPE_INJECT_SO must name libpipescope.so"
+#endif
+
+namespace pipescope::inject::testing {
+namespace {
+
+analysis::RunReport report_of(const std::vector<std::string>& program_args, RigRun& run) {
+  RigOptions options = rig_options(RigVariant::kLinked, 4, true);
+  options.preload = PIPESCOPE_INJECT_SO;
+  options.env.emplace_back("FAKE_NCCL_WAIT", "1");
+  options.env.emplace_back("FAKE_NCCL_TIMEOUT_MS", "1500");
+  options.program_args = program_args;
+  run = run_nccl_ranks(options);
+  auto loaded = analysis::load_run(run.trace_dir, {});
+  EXPECT_TRUE(loaded.ok()) << loaded.error().message;
+  if (!loaded.ok()) return {};
+  auto report = analysis::build_run_report(*loaded, {});
+  EXPECT_TRUE(report.ok()) << report.error().message;
+  return report.ok() ? std::move(*report) : analysis::RunReport{};
+}
+
+TEST(NcclReport, LayoutAndStageOrderOfAWaitingJob) {
+  RigRun run;
+  const analysis::RunReport report = report_of({}, run);
+  for (const RankResult& r : run.result.ranks) EXPECT_EQ(r.exit_code, 0) << r.rank;
+  EXPECT_EQ(report.layout.source, "inferred");
+  EXPECT_EQ(report.layout.tp, 2);
+  EXPECT_EQ(report.layout.pp, 2);
+  EXPECT_EQ(report.layout.dp, 2);
+  ASSERT_EQ(report.ranks.size(), 8u);
+  for (const analysis::RankReport& r : report.ranks) EXPECT_EQ(r.stage, r.rank / 4) << r.rank;
+  EXPECT_EQ(report.clock.source, "nccl calls");  // no GPU: the blocking calls' returns
+  EXPECT_TRUE(report.clock.unaligned_ranks.empty());
+  EXPECT_EQ(report.steps.source, "nvtx");
+  EXPECT_EQ(report.steps.count, 4u);
+  EXPECT_FALSE(report.hang.suspected);
+}
+
+TEST(NcclReport, PlantedStragglerIsTheOneNamed) {
+  RigRun run;
+  const analysis::RunReport report = report_of({"--straggler", "5:40"}, run);
+  ASSERT_FALSE(report.stragglers.empty());
+  EXPECT_EQ(report.stragglers[0].rank, 5);
+  // Its data-parallel peer (rank 7) waited about 40 ms at each of the 4 steps.
+  EXPECT_GE(report.ranks[7].collective_wait_ns, 4 * 35'000'000);
+  for (const analysis::Straggler& s : report.stragglers) EXPECT_NE(s.rank, 7);
+}
+
+TEST(NcclReport, PlantedHangNamesTheRankEveryoneWaitedOn) {
+  RigRun run;
+  const analysis::RunReport report = report_of({"--hang", "6:2"}, run);
+  ASSERT_TRUE(report.hang.suspected);
+  // Rank 6 stops before step 2's data-parallel all-reduce; its peer there, rank 4, entered it
+  // and gave up after the timeout.
+  const auto dp =
+      std::find_if(report.hang.communicators.begin(), report.hang.communicators.end(),
+                   [](const analysis::CommHang& h) { return h.entered == std::vector<int32_t>{4}; });
+  ASSERT_NE(dp, report.hang.communicators.end());
+  EXPECT_EQ(dp->missing, std::vector<int32_t>{6});
+  EXPECT_EQ(dp->next_op, "all_reduce");
+  EXPECT_GE(dp->waited_ns, 1'000'000'000);
+  EXPECT_NE(std::find(report.hang.ended_early.begin(), report.hang.ended_early.end(), 6),
+            report.hang.ended_early.end());
+  EXPECT_NE(std::find(report.hang.not_closed.begin(), report.hang.not_closed.end(), 6),
+            report.hang.not_closed.end());
+}
+
+}  // namespace
+}  // namespace pipescope::inject::testing
