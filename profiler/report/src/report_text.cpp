@@ -13,6 +13,23 @@ using namespace analysis;  // NOLINT(google-build-using-namespace): the report's
 
 void heading(std::ostream& out, const std::string& title) { out << '\n' << title << '\n'; }
 
+// `prefix` then `text`, broken at spaces so that no line passes 100 columns; continuation lines
+// are indented under the text.
+void wrapped(std::ostream& out, const std::string& prefix, const std::string& text) {
+  constexpr size_t kWidth = 100;
+  const std::string indent(prefix.size(), ' ');
+  std::string rest = text;
+  std::string lead = prefix;
+  while (lead.size() + rest.size() > kWidth) {
+    size_t cut = rest.rfind(' ', kWidth - lead.size());
+    if (cut == std::string::npos || cut == 0) cut = kWidth - lead.size();
+    out << lead << rest.substr(0, cut) << '\n';
+    rest = rest.substr(cut + (rest[cut] == ' ' ? 1 : 0));
+    lead = indent;
+  }
+  out << lead << rest << '\n';
+}
+
 void write_layout(std::ostream& out, const RunReport& r) {
   const LayoutReport& l = r.layout;
   heading(out, "layout (" + l.source + ")");
@@ -28,7 +45,7 @@ void write_layout(std::ostream& out, const RunReport& r) {
   }
   for (const auto& [role, cs] : by_role)
     out << "  " << left(role, 10) << cs.first << " communicator(s) of " << cs.second << " ranks\n";
-  for (const std::string& note : l.notes) out << "  note: " << note << '\n';
+  for (const std::string& note : l.notes) wrapped(out, "  note: ", note);
 }
 
 void write_stages(std::ostream& out, const RunReport& r) {
@@ -186,7 +203,7 @@ void write_kernels(std::ostream& out, const RunReport& r) {
   for (const KernelStat& k : r.kernels)
     out << "  " << right(fixed(ms(k.total_ns), 1), 10) << right(std::to_string(k.count), 9)
         << right(fixed(k.mean_ns / 1e3, 1), 9) << right(fixed(k.p50_ns / 1e3, 1), 8)
-        << right(fixed(k.p99_ns / 1e3, 1), 8) << "  " << left(k.category, 12) << shorten(k.name, 44) << '\n';
+        << right(fixed(k.p99_ns / 1e3, 1), 8) << "  " << left(k.category, 12) << shorten(k.name, 40) << '\n';
 }
 
 void write_hang(std::ostream& out, const RunReport& r) {
@@ -194,10 +211,12 @@ void write_hang(std::ostream& out, const RunReport& r) {
   if (!h.suspected) return;
   heading(out, "hang / failure view");
   for (const CommHang& c : h.communicators)
-    out << "  " << c.role << " communicator " << hex(c.comm_id) << ": all completed "
-        << c.last_completed_by_all << "; entered " << (c.next_op.empty() ? "the next" : c.next_op) << " #"
-        << c.last_completed_by_all << ": " << rank_list(c.entered)
-        << "; never entered: " << rank_list(c.missing) << "; waited " << fixed(ms(c.waited_ns), 1) << " ms\n";
+    wrapped(out, "  ",
+            c.role + " communicator " + hex(c.comm_id) + ": all completed " +
+                std::to_string(c.last_completed_by_all) + "; entered " +
+                (c.next_op.empty() ? std::string("the next") : c.next_op) + " #" +
+                std::to_string(c.last_completed_by_all) + ": " + rank_list(c.entered) +
+                "; never entered: " + rank_list(c.missing) + "; waited " + fixed(ms(c.waited_ns), 1) + " ms");
   if (!h.ended_early.empty()) out << "  traces ending early: " << rank_list(h.ended_early) << '\n';
   if (!h.not_closed.empty())
     out << "  traces not closed (killed or crashed): " << rank_list(h.not_closed) << '\n';
@@ -224,16 +243,15 @@ void write_plan(std::ostream& out, const RunReport& r) {
       << pct(p.measured_bubble_fraction) << "; step: plan " << fixed(p.predicted_step_s * 1e3, 1)
       << " ms, measured " << fixed(p.measured_step_s * 1e3, 1) << " ms ("
       << error_pct(p.predicted_step_s, p.measured_step_s) << ")\n";
-  for (const std::string& note : p.notes) out << "  note: " << note << '\n';
+  for (const std::string& note : p.notes) wrapped(out, "  note: ", note);
 }
 
 void write_clock(std::ostream& out, const RunReport& r) {
   const ClockReport& c = r.clock;
   heading(out, "clock alignment (" + c.source + ")");
   out << "  reference rank " << c.reference_rank << ", " << c.instances_used
-      << " collective instances; residual skew "
-      << "median " << fixed(c.residual_median_ns / 1e3, 1) << " us, p99 " << fixed(c.residual_p99_ns / 1e3, 1)
-      << " us, max " << fixed(c.residual_max_ns / 1e3, 1) << " us\n";
+      << " instances; residual skew median " << fixed(c.residual_median_ns / 1e3, 1) << " us, p99 "
+      << fixed(c.residual_p99_ns / 1e3, 1) << " us, max " << fixed(c.residual_max_ns / 1e3, 1) << " us\n";
 }
 
 }  // namespace
@@ -244,7 +262,7 @@ void write_report_text(std::ostream& out, const RunReport& r) {
       << (r.source_format == "pipescope" ? "" : ", from " + r.source_format + " traces") << ")\n";
   heading(out, "findings");
   if (r.findings.empty()) out << "  nothing stands out\n";
-  for (const std::string& f : r.findings) out << "  - " << f << '\n';
+  for (const std::string& f : r.findings) wrapped(out, "  - ", f);
   if (!r.warnings.empty()) {
     heading(out, "warnings");
     size_t shown = 0;
@@ -253,7 +271,7 @@ void write_report_text(std::ostream& out, const RunReport& r) {
         out << "  (" << r.warnings.size() - 12 << " more in --json)\n";
         break;
       }
-      out << "  ! " << w << '\n';
+      wrapped(out, "  ! ", w);
     }
   }
   write_hang(out, r);

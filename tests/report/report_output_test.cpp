@@ -1,0 +1,92 @@
+// The renderings of a hand-built report: the JSON keys the issue names, the terminal order
+// (findings first), escaping in HTML, and an empty report that still renders.
+#include "pipescope/report/report_output.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace pipescope::report {
+namespace {
+
+using namespace analysis;  // NOLINT(google-build-using-namespace): the report's types
+
+RunReport two_stage_run() {
+  RunReport r;
+  r.dir = "/runs/7";
+  r.run_id = "job-7";
+  r.layout = LayoutReport{"inferred", 4, 1, 2, 2, 1, 1, {{11, "pipeline", {0, 2}}}, {}};
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    RankReport k;
+    k.rank = rank;
+    k.stage = rank / 2;
+    k.dp_rank = rank % 2;
+    k.peak_memory_bytes = 1000 + static_cast<uint64_t>(rank);
+    k.gpu = GpuBreakdown{true, 100, 60, 10, 5, 5, 25, 3, 0.75, 0};
+    r.ranks.push_back(k);
+  }
+  r.stages = {StageReport{0, 2, 2'000'000, 4'000'000, 0, 0, 0, 0.3, 0, 9u << 30, 2u << 30, 2.0},
+              StageReport{1, 2, 2'000'000, 4'000'000, 0, 0, 0, 0.1, 0, 8u << 30, 1u << 30, 1.0}};
+  r.stragglers = {Straggler{3, 6, 120'000'000, {"data"}}};
+  r.kernels = {KernelStat{"void gemm<float, 128>(Params<a&b>)", "gemm", 10, 1000, 100, 90, 120, 130, 140}};
+  r.hang.suspected = true;
+  r.hang.communicators = {CommHang{42, "data", 17, "all_reduce", {1}, {3}, 1'500'000'000}};
+  r.findings = {"layout (inferred): tp 1 x pp 2 x dp 2 on 4 ranks", "straggler: rank 3"};
+  r.gpu_busy = Series{0, 1000, {0.5, 0.75}};
+  r.memory_timelines = {RankSeries{0, Series{0, 1000, {1e9, 2e9}}}};
+  r.timeline_excerpt = {TimelineLane{0, 0, {{0, 1000, "step"}, {0, 400, "forward"}, {500, 900, "backward"}}}};
+  return r;
+}
+
+TEST(ReportJson, CarriesTheKeysTheIssueNames) {
+  const auto doc = nlohmann::json::parse(report_json(two_stage_run()));
+  EXPECT_EQ(doc["schema_version"], kRunReportSchemaVersion);
+  EXPECT_EQ(doc["layout"]["tp"], 1);
+  EXPECT_EQ(doc["layout"]["pp"], 2);
+  EXPECT_EQ(doc["layout"]["dp"], 2);
+  EXPECT_EQ(doc["layout"]["zero_shard"], 1);
+  ASSERT_EQ(doc["ranks"].size(), 4u);
+  EXPECT_EQ(doc["ranks"][3]["rank"], 3);
+  EXPECT_EQ(doc["ranks"][3]["stage"], 1);
+  EXPECT_EQ(doc["ranks"][3]["tp_rank"], 0);
+  EXPECT_EQ(doc["ranks"][3]["dp_rank"], 1);
+  EXPECT_EQ(doc["ranks"][3]["peak_memory_bytes"], 1003);
+  EXPECT_EQ(doc["stragglers"][0]["rank"], 3);
+  EXPECT_EQ(doc["hang"]["communicators"][0]["missing"], nlohmann::json::array({3}));
+  EXPECT_TRUE(doc["plan"].is_null());
+}
+
+TEST(ReportText, FindingsComeFirstThenTheTables) {
+  std::ostringstream out;
+  write_report_text(out, two_stage_run());
+  const std::string text = out.str();
+  const size_t findings = text.find("findings");
+  EXPECT_LT(findings, text.find("hang / failure view"));
+  EXPECT_LT(text.find("hang / failure view"), text.find("pipeline stages"));
+  EXPECT_NE(text.find("never entered"), std::string::npos);
+  EXPECT_NE(text.find("waited 1500.0 ms"), std::string::npos);
+  EXPECT_NE(text.find("rank 3: last at 6 sampled collectives"), std::string::npos);
+  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+    EXPECT_LE(end - start, 100u) << text.substr(start, end - start);
+}
+
+TEST(ReportHtml, EscapesNamesAndFetchesNothing) {
+  const std::string html = report_html(two_stage_run());
+  EXPECT_EQ(html.find("<a&b>"), std::string::npos);
+  EXPECT_NE(html.find("Params&lt;a&amp;b&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+}
+
+TEST(ReportOutputs, AnEmptyReportStillRenders) {
+  const RunReport empty;
+  std::ostringstream out;
+  write_report_text(out, empty);
+  EXPECT_NE(out.str().find("nothing stands out"), std::string::npos);
+  EXPECT_NO_THROW(nlohmann::json::parse(report_json(empty)));
+  EXPECT_NE(report_html(empty).find("</html>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pipescope::report
