@@ -97,7 +97,11 @@ class NcclKernelJoin {
     const int64_t cutoff = now_ns - horizon_ns_;
     std::erase_if(external_by_correlation_, [cutoff](const auto& e) { return e.second.seen_ns < cutoff; });
     std::erase_if(kernels_by_correlation_, [cutoff](const auto& e) { return e.second.seen_ns < cutoff; });
-    std::erase_if(kernels_by_external_, [cutoff](const auto& e) { return e.second.seen_ns < cutoff; });
+    // A kernel already joined waits only for the rest of its group and for calls whose host
+    // record comes a flush later than CUPTI's: seconds, not the whole horizon.
+    const int64_t joined_cutoff = now_ns - std::min<int64_t>(horizon_ns_, 3'000'000'000);
+    std::erase_if(kernels_by_external_,
+                  [joined_cutoff](const auto& e) { return e.second.seen_ns < joined_cutoff; });
     // A call older than the horizon will not see its kernel any more (or it never ran: the
     // communicator's progress in CommDigest keeps what the hang view needs).
     const size_t before = ops_by_external_.size();

@@ -53,6 +53,9 @@ struct PipelineRange {
   bool forward;
 };
 
+// Steps kept one by one per rank; the report lists at most this many.
+constexpr size_t kMaxSteps = 1000;
+
 // What the profiler writes when a call's communicator was unknown to it.
 constexpr uint64_t kUnknownSequence = UINT64_MAX;
 
@@ -269,7 +272,7 @@ class RankScanner {
     add_checkpoint(e.start_ns, level);
   }
 
-  // Keeps at most 2,048 (time, level) points; when full, every other one goes, so the points
+  // Keeps at most 512 (time, level) points; when full, every other one goes, so the points
   // thin out evenly over the run.
   void add_checkpoint(int64_t t, uint64_t level) {
     auto& points = d_.memory_checkpoints;
@@ -278,7 +281,7 @@ class RankScanner {
       return;
     }
     points.emplace_back(t, level);
-    if (points.size() >= 2048) {
+    if (points.size() >= 512) {
       size_t kept = 0;
       for (size_t i = 0; i < points.size(); i += 2) points[kept++] = points[i];
       points.resize(kept);
@@ -346,7 +349,7 @@ class RankScanner {
         add_sample(p.sample_stride, p.samples, InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
     } else if (r.sequence != kUnknownSequence) {
       ++comm.collectives;
-      if (comm.first_enters_ns.size() < 1024) comm.first_enters_ns.push_back(enter);
+      if (comm.first_enters_ns.size() < 256) comm.first_enters_ns.push_back(enter);
       if (r.sequence + 1 >= comm.last_entered) {
         comm.last_entered = r.sequence + 1;
         comm.last_entered_op = op;
@@ -447,7 +450,7 @@ class RankScanner {
   void on_range(uint32_t name_id, int64_t start, int64_t end) {
     ++d_.nvtx_ranges;
     const NameClass cls = classify(name_id);
-    if (d_.steps.size() < 2 && d_.excerpt.size() < 512 &&
+    if (d_.steps.size() < 2 && d_.excerpt.size() < 256 &&
         (cls == NameClass::kStep || cls == NameClass::kForward || cls == NameClass::kBackward))
       d_.excerpt.push_back({start, end,
                             static_cast<uint8_t>(cls == NameClass::kStep      ? 0
@@ -521,7 +524,15 @@ class RankScanner {
         fold(step, PipelineRange{inner.first_backward_ns, inner.last_backward_end_ns, false}, inner.backwards,
              inner.backward_ns);
     }
-    if (d_.steps.size() < 100'000) d_.steps.push_back(step);
+    if (d_.steps.size() < kMaxSteps) {
+      d_.steps.push_back(step);
+    } else {  // past the cap, steps still count in the pipeline figures, not one by one
+      fold(d_.unstepped, PipelineRange{step.first_forward_ns, step.last_forward_end_ns, true}, step.forwards,
+           step.forward_ns);
+      fold(d_.unstepped, PipelineRange{step.first_backward_ns, step.last_backward_end_ns, false},
+           step.backwards, step.backward_ns);
+      ++d_.steps_beyond_cap;
+    }
   }
 
   void on_notice(const trace::NoticeRecord& r) {

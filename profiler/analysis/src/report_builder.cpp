@@ -301,7 +301,7 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
 int64_t step_duration(const StepDigest& s) { return s.end_ns - s.start_ns; }
 
 // Without NVTX steps: the rhythm of the data-parallel collectives (or shard / world ones) on
-// their lowest member, within the first 1,024 calls.
+// their lowest member, within the first 256 calls.
 void steps_from_collectives(const ReportContext& ctx, StepReport& steps) {
   for (const char* role : {"data", "shard", "world"}) {
     for (const CommInfo& comm : ctx.comms) {
@@ -323,7 +323,7 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
   for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
     const RankDigest& d = ctx.run.ranks[i];
     RankReport& r = report.ranks[i];
-    r.steps = d.steps.size();
+    r.steps = d.steps.size() + d.steps_beyond_cap;
     int64_t total = 0;
     for (const StepDigest& s : d.steps) total += step_duration(s);
     r.step_mean_ns = d.steps.empty() ? 0 : total / static_cast<int64_t>(d.steps.size());
@@ -349,6 +349,7 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
   std::vector<int64_t> sorted = steps.step_ns;
   std::sort(sorted.begin(), sorted.end());
   steps.count = most;
+  for (const RankReport& r : report.ranks) steps.count = std::max<uint64_t>(steps.count, r.steps);
   double sum = 0, sq = 0;
   for (int64_t v : sorted) sum += static_cast<double>(v);
   const double mean = sum / static_cast<double>(sorted.size());

@@ -80,10 +80,11 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
   auto paths = list_traces(dir, run.warnings);
   if (!paths) return paths.error();
 
-  // Bounded memory: fewer sampled instances per communicator the more ranks there are.
+  // Bounded memory: about 128 Ki sampled instances per communicator over all ranks (64 to 1,024
+  // per rank), so the digests of 1,024 ranks stay within tens of MB however long the run was.
   ScanOptions scan = options.scan;
-  scan.instances_per_comm = static_cast<uint32_t>(
-      std::clamp<size_t>((size_t{1} << 19) / paths->size(), 128, scan.instances_per_comm));
+  scan.instances_per_comm = static_cast<uint32_t>(std::clamp<size_t>(
+      (size_t{1} << 17) / paths->size(), 64, std::min<size_t>(1024, scan.instances_per_comm)));
 
   std::vector<std::optional<Expected<RankDigest>>> results(paths->size());
   const unsigned threads = std::max(

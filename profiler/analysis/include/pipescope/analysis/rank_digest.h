@@ -82,7 +82,7 @@ struct CommDigest {
   // Sampled collective instances (seq % sample_stride == 0), by sequence.
   uint32_t sample_stride = 1;
   std::vector<InstanceSample> samples;
-  // Host entry times of the first collectives (at most 1,024): steps show as their rhythm when
+  // Host entry times of the first collectives (at most 256): steps show as their rhythm when
   // no NVTX step range marks them.
   std::vector<int64_t> first_enters_ns;
   // Progress, for the hang view, as counts (highest sequence + 1; sequences start at 0):
@@ -101,7 +101,7 @@ struct CommDigest {
 // time falls past the end; so any trace length fits.
 class BucketSeries {
  public:
-  explicit BucketSeries(int64_t initial_width_ns = 1'000'000, size_t capacity = 2048)
+  explicit BucketSeries(int64_t initial_width_ns = 1'000'000, size_t capacity = 1024)
       : width_ns_(initial_width_ns), capacity_(capacity) {}
   // Adds `amount` spread over [start, end) (busy time), or a sample at `start` when end <= start.
   void add_span(int64_t start_ns, int64_t end_ns);
@@ -188,11 +188,12 @@ struct RankDigest {
 
   // NVTX.
   uint64_t nvtx_ranges = 0;
-  std::vector<StepDigest> steps;  // closed step ranges, in order (at most 100,000)
+  std::vector<StepDigest> steps;  // closed step ranges, in order (the first 1,000)
+  uint64_t steps_beyond_cap = 0;  // later ones: counted, their ranges folded into `unstepped`
   StepDigest unstepped;           // forwards/backwards outside any step range
   int64_t first_forward_ns = -1;
   std::optional<int32_t> declared_stage;
-  // Step, forward and backward ranges until the second step closes (at most 512), for a
+  // Step, forward and backward ranges until the second step closes (at most 256), for a
   // timeline excerpt. kind: 0 step, 1 forward, 2 backward.
   struct ExcerptSpan {
     int64_t start_ns;
