@@ -6,7 +6,6 @@
 #include "arg_specs.h"
 #include "command.h"
 #include "pipescope/analysis/report_builder.h"
-#include "pipescope/analysis/run_loader.h"
 #include "pipescope/export/export.h"
 #include "trace_dir.h"
 
@@ -40,14 +39,10 @@ int run_export(const ExportArgs& args) {
     if (!parsed) return usage_error(command, parsed.error().message);
     ranges = std::move(*parsed);
   }
-  analysis::LoadOptions load;
-  if (!args.run_id.empty()) load.run_id = args.run_id;
-  if (args.attempt >= 0) load.attempt = static_cast<int32_t>(args.attempt);
-  auto traces = prepare_trace_dir(args.dir);
-  if (!traces) return usage_error(command, traces.error().message);
   // One pass over every rank for the clock alignment; the export reads the files again.
-  auto run = analysis::load_run(traces->dir, load);
-  if (!run) return usage_error(command, run.error().message);
+  auto chosen = load_chosen_run(args.dir, {}, args.run_id, args.attempt);
+  if (!chosen) return usage_error(command, chosen.error().message);
+  const analysis::LoadedRun* run = &chosen->run;
   const analysis::RunTimebase base = analysis::align_run_clocks(*run);
 
   exporter::ExportOptions options;

@@ -7,7 +7,6 @@
 #include "arg_specs.h"
 #include "command.h"
 #include "pipescope/analysis/report_builder.h"
-#include "pipescope/analysis/run_loader.h"
 #include "pipescope/report/report_output.h"
 #include "trace_dir.h"
 
@@ -41,14 +40,9 @@ int run_report(const ReportArgs& args) {
   if (!args.nvtx_step.empty()) load.scan.nvtx.step = args.nvtx_step;
   if (!args.nvtx_forward.empty()) load.scan.nvtx.forward = args.nvtx_forward;
   if (!args.nvtx_backward.empty()) load.scan.nvtx.backward = args.nvtx_backward;
-  if (!args.run_id.empty()) load.run_id = args.run_id;
-  if (args.attempt >= 0) load.attempt = static_cast<int32_t>(args.attempt);
-
-  auto traces = prepare_trace_dir(args.dir);
-  if (!traces) return usage_error(command, traces.error().message);
-  auto run = analysis::load_run(traces->dir, load);
-  if (!run) return usage_error(command, run.error().message);
-  run->dir = args.dir;
+  auto chosen = load_chosen_run(args.dir, load, args.run_id, args.attempt);
+  if (!chosen) return usage_error(command, chosen.error().message);
+  const analysis::LoadedRun& run = chosen->run;
 
   analysis::ReportOptions options;
   if (!args.layout.empty()) {
@@ -63,9 +57,9 @@ int run_report(const ReportArgs& args) {
     options.plan_json = std::move(*text);
     options.plan_path = args.plan_file;
   }
-  auto report = analysis::build_run_report(*run, options);
+  auto report = analysis::build_run_report(run, options);
   if (!report) return usage_error(command, report.error().message);
-  report->source_format = traces->source_format;
+  report->source_format = chosen->traces.source_format;
 
   if (!args.html_file.empty()) {
     std::ofstream out(args.html_file, std::ios::binary | std::ios::trunc);

@@ -48,4 +48,16 @@ Expected<TraceDir> prepare_trace_dir(const std::string& dir) {
   return TraceDir{pattern, "kineto", cleanup};
 }
 
+Expected<ChosenRun> load_chosen_run(const std::string& dir, analysis::LoadOptions options,
+                                    const std::string& run_id, int64_t attempt) {
+  if (!run_id.empty()) options.run_id = run_id;
+  if (attempt >= 0) options.attempt = static_cast<int32_t>(attempt);
+  auto traces = prepare_trace_dir(dir);
+  if (!traces) return traces.error();
+  auto run = analysis::load_run(traces->dir, options);
+  if (!run) return run.error();
+  run->dir = dir;
+  return ChosenRun{std::move(*traces), std::move(*run)};
+}
+
 }  // namespace pipescope::cli

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "pipescope/analysis/run_loader.h"
 #include "pipescope/common/expected.h"
 
 namespace pipescope::cli {
@@ -17,5 +18,14 @@ struct TraceDir {
 };
 
 Expected<TraceDir> prepare_trace_dir(const std::string& dir);
+
+// The run `report` and `export` work on: DIR prepared, its traces scanned, one run chosen
+// (`run_id` empty and `attempt` < 0: the only one).
+struct ChosenRun {
+  TraceDir traces;
+  analysis::LoadedRun run;
+};
+Expected<ChosenRun> load_chosen_run(const std::string& dir, analysis::LoadOptions options,
+                                    const std::string& run_id, int64_t attempt);
 
 }  // namespace pipescope::cli

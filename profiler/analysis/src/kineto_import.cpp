@@ -146,6 +146,19 @@ struct Converter {
   }
 };
 
+// The fields a memcpy and a memset event share.
+template <class R>
+R gpu_activity(const json& args, double ts_us, double dur_us) {
+  auto r = trace::make_record<R>();
+  r.device = static_cast<uint32_t>(number_or(args, "device", 0));
+  r.start_ns = ns_of(ts_us);
+  r.end_ns = ns_of(ts_us + dur_us);
+  r.stream = static_cast<uint32_t>(number_or(args, "stream", 0));
+  r.correlation_id = id_of(args, "correlation");
+  r.bytes = static_cast<uint64_t>(std::max(0.0, number_or(args, "bytes", 0)));
+  return r;
+}
+
 trace::CopyKind copy_kind_of(const std::string& name) {
   if (name.find("HtoD") != std::string::npos) return trace::CopyKind::kHostToDevice;
   if (name.find("DtoH") != std::string::npos) return trace::CopyKind::kDeviceToHost;
@@ -252,24 +265,12 @@ Status convert_kineto_trace(const std::string& json_path, const std::string& pst
           name.find("ncclKernel") != std::string::npos)
         nccl_kernel_by_correlation[k.correlation_id] = true;
     } else if (cat == "gpu_memcpy") {
-      auto m = trace::make_record<trace::MemcpyRecord>();
-      m.device = static_cast<uint32_t>(number_or(args, "device", 0));
-      m.start_ns = ns_of(ts);
-      m.end_ns = ns_of(ts + dur);
-      m.stream = static_cast<uint32_t>(number_or(args, "stream", 0));
-      m.correlation_id = id_of(args, "correlation");
-      m.bytes = static_cast<uint64_t>(std::max(0.0, number_or(args, "bytes", 0)));
+      auto m = gpu_activity<trace::MemcpyRecord>(args, ts, dur);
       m.copy_kind = static_cast<uint8_t>(copy_kind_of(name));
       m.peer_device = trace::kUnknownDevice;
       c.out.append(m);
     } else if (cat == "gpu_memset") {
-      auto m = trace::make_record<trace::MemsetRecord>();
-      m.device = static_cast<uint32_t>(number_or(args, "device", 0));
-      m.start_ns = ns_of(ts);
-      m.end_ns = ns_of(ts + dur);
-      m.stream = static_cast<uint32_t>(number_or(args, "stream", 0));
-      m.correlation_id = id_of(args, "correlation");
-      m.bytes = static_cast<uint64_t>(std::max(0.0, number_or(args, "bytes", 0)));
+      auto m = gpu_activity<trace::MemsetRecord>(args, ts, dur);
       m.memory_kind = static_cast<uint8_t>(trace::MemoryKind::kDevice);
       c.out.append(m);
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
