@@ -400,7 +400,11 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     const int64_t t0 = kRunStartNs - 5'000'000;
     w.comm_record(comms.world, 0, r, t0);
     if (comms.tp.size > 1) w.comm_record(comms.tp, comms.world.id, r, t0 + 10'000);
-    if (comms.pp.size > 1) w.comm_record(comms.pp, comms.world.id, r, t0 + 20'000);
+    if (comms.pp.size > 1 && spec.pipeline_p2p) w.comm_record(comms.pp, comms.world.id, r, t0 + 20'000);
+    if (spec.stage_ranges) {
+      auto stage_name = (*writer)->intern("stage=" + std::to_string(stage));
+      w.range(t0 + 40'000, t0 + 50'000, stage_name);
+    }
     if (comms.dp.size > 1) w.comm_record(comms.dp, comms.world.id, r, t0 + 30'000);
     if (spec.memory) w.memory(t0 + 100'000, MemoryOperation::kAllocate, 0x10000000, spec.static_bytes);
     uint64_t seq_tp = 0, seq_dp = 0, seq_send_next = 0, seq_recv_prev = 0, seq_send_prev = 0,
@@ -416,10 +420,11 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       for (const Op& op : ops) {
         const int64_t start = base + op.start, end = base + op.end;
         const uint64_t act = 0x20000000 + static_cast<uint64_t>(op.microbatch) * spec.activation_bytes;
-        if (!zero && op.forward && stage > 0)  // receive the activation from the previous stage
+        const bool p2p = !zero && spec.pipeline_p2p;
+        if (p2p && op.forward && stage > 0)  // receive the activation from the previous stage
           w.nccl(comms.pp, NcclOpType::kRecv, seq_recv_prev++, stage - 1, 1 << 20, base + op.wait_from, start,
                  base + op.wait_from, start, n.sendrecv, spec.gpu);
-        if (!zero && !op.forward && !last_stage)  // the gradient from the next stage
+        if (p2p && !op.forward && !last_stage)  // the gradient from the next stage
           w.nccl(comms.pp, NcclOpType::kRecv, seq_recv_next++, stage + 1, 1 << 20, base + op.wait_from, start,
                  base + op.wait_from, start, n.sendrecv, spec.gpu);
         if (spec.nvtx) w.range(start, end, op.forward ? n.forward : n.backward);
@@ -448,10 +453,10 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
           else
             w.memory(end, MemoryOperation::kRelease, act, spec.activation_bytes);
         }
-        if (!zero && op.forward && !last_stage)
+        if (p2p && op.forward && !last_stage)
           w.nccl(comms.pp, NcclOpType::kSend, seq_send_next++, stage + 1, 1 << 20, end, end + 10'000, end,
                  base + start_of(stage + 1, true, op.microbatch), n.sendrecv, spec.gpu);
-        if (!zero && !op.forward && stage > 0)
+        if (p2p && !op.forward && stage > 0)
           w.nccl(comms.pp, NcclOpType::kSend, seq_send_prev++, stage - 1, 1 << 20, end, end + 10'000, end,
                  base + start_of(stage - 1, false, op.microbatch), n.sendrecv, spec.gpu);
       }

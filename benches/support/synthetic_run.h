@@ -45,6 +45,10 @@ struct SyntheticRunSpec {
   int hang_rank = -1;
   int hang_step = -1;
   bool gpu = true;  // kernel, memcpy-free GPU records (CUPTI); false: host records only
+  // false: the stages talk through something other than NCCL (no send/recv records), and
+  // `stage_ranges` can declare them with DESIGN.md's NVTX convention (a range "stage=<k>").
+  bool pipeline_p2p = true;
+  bool stage_ranges = false;
   bool nvtx = true;
   bool memory = true;
   bool compress = false;

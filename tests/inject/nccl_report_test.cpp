@@ -77,5 +77,16 @@ TEST(NcclReport, PlantedHangNamesTheRankEveryoneWaitedOn) {
             report.hang.not_closed.end());
 }
 
+TEST(NcclReport, HierarchicalZeroShardGroupsFromTheirTraffic) {
+  RigRun run;
+  const analysis::RunReport report = report_of({"--zero", "4"}, run);
+  for (const RankResult& r : run.result.ranks) EXPECT_EQ(r.exit_code, 0) << r.rank;
+  EXPECT_EQ(report.layout.tp, 1);
+  EXPECT_EQ(report.layout.pp, 1);
+  EXPECT_EQ(report.layout.dp, 8);
+  EXPECT_EQ(report.layout.zero_shard, 4);
+  for (const analysis::RankReport& r : report.ranks) EXPECT_EQ(r.shard_rank, r.rank % 4) << r.rank;
+}
+
 }  // namespace
 }  // namespace pipescope::inject::testing

@@ -212,6 +212,19 @@ TEST(ReportOnSyntheticRun, ABadPlanIsAnError) {
   }
 }
 
+TEST(ReportOnSyntheticRun, NvtxStageRangesDeclareStagesWithoutP2p) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.pipeline_p2p = false;
+  spec.stage_ranges = true;
+  const auto [truth, report] = report_of(spec, dir);
+  EXPECT_EQ(report.layout.pp, 4);
+  for (const RankReport& r : report.ranks)
+    EXPECT_EQ(r.stage, truth.stage[static_cast<size_t>(r.rank)]) << r.rank;
+  ASSERT_EQ(report.stages.size(), 4u);
+  EXPECT_EQ(report.stages[0].peak_activation_bytes, truth.peak_activation_bytes[0]);
+}
+
 TEST(ReportOnSyntheticRun, StatedLayoutIsTakenAndChecked) {
   ScratchDir dir;
   ASSERT_TRUE(synthetic::write_synthetic_run(SyntheticRunSpec{}, dir.path()).ok());

@@ -33,6 +33,7 @@ struct Options {
   int straggler_ms = 0;
   int hang_rank = -1;  // --hang R:STEP: R stops before step STEP's data-parallel all-reduce
   int hang_step = -1;
+  int zero_shard = 0;  // --zero K: hierarchical ZeRO over shard groups of K ranks instead of 3D
 };
 
 struct Layout {
@@ -79,6 +80,8 @@ Options parse_options(int argc, char** argv) {
       options.tp = parse_int(value(), "--tp");
     } else if (arg == "--pp") {
       options.pp = parse_int(value(), "--pp");
+    } else if (arg == "--zero") {
+      options.zero_shard = parse_int(value(), "--zero");
     } else if (arg == "--straggler" || arg == "--hang") {
       const std::string pair = value();
       const size_t colon = pair.find(':');
@@ -356,11 +359,59 @@ void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buf
   nccl.all_to_all(send, recv, 16, ncclInt32, comms.world, stream);
 }
 
+// Hierarchical ZeRO, no pipeline: parameters all-gathered within shard groups of K consecutive
+// ranks for forward and backward, gradients reduce-scattered there, then all-reduced across the
+// groups (ranks with equal rank % K).
+void zero_step(Nccl& nccl, ncclComm_t shard, ncclComm_t replica, const Layout& layout, Buffers& buffers,
+               bool nvtx, int step, const Options& options) {
+  const auto stream =
+      reinterpret_cast<cudaStream_t>(uintptr_t{0x5000} + static_cast<uintptr_t>(layout.local_rank));
+  std::byte* send = buffers.send.data();
+  std::byte* recv = buffers.recv.data();
+  NvtxRange step_range(nvtx, "train_step");
+  {
+    NvtxRange forward(nvtx, "forward");
+    nccl.all_gather(send, recv, 8192, ncclBfloat16, shard, stream);
+    nccl.all_gather(send, recv, 8192, ncclBfloat16, shard, stream);
+  }
+  {
+    NvtxRange backward(nvtx, "backward");
+    nccl.all_gather(send, recv, 8192, ncclBfloat16, shard, stream);
+    nccl.all_gather(send, recv, 8192, ncclBfloat16, shard, stream);
+    nccl.reduce_scatter(send, recv, 1024, ncclFloat32, ncclSum, shard, stream);
+  }
+  if (layout.rank == options.hang_rank && step == options.hang_step) hang_until_killed();
+  if (layout.rank == options.straggler_rank)
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.straggler_ms));
+  nccl.all_reduce(send, recv, 1024, ncclFloat32, ncclSum, replica, stream);
+}
+
+int run_zero(const Options& options, const Layout& layout, Nccl& nccl, const ncclUniqueId& id) {
+  const int k = options.zero_shard;
+  if (layout.world % k != 0) throw UsageError{"--zero " + std::to_string(k) + " does not divide WORLD_SIZE"};
+  ncclComm_t world = nccl.init_rank(layout.world, id, layout.rank);
+  ncclComm_t shard = nccl.split(world, layout.rank / k, layout.rank);
+  ncclComm_t replica = nccl.split(world, layout.rank % k, layout.rank);
+  const std::string shard_place = nccl.place(shard);
+  const std::string replica_place = nccl.place(replica);
+  Buffers buffers;
+  for (int step = 0; step < options.steps; ++step)
+    zero_step(nccl, shard, replica, layout, buffers, options.nvtx, step, options);
+  nccl.finalize(world);
+  nccl.destroy(replica);
+  nccl.destroy(shard);
+  nccl.destroy(world);
+  std::printf("rank %d/%d: shard %s replica %s\n", layout.rank, layout.world, shard_place.c_str(),
+              replica_place.c_str());
+  return 0;
+}
+
 int run(const Options& options) {
   const Layout layout = layout_from_env(options);
   Nccl nccl(options.call_log);
   const int version = nccl.version();
   const ncclUniqueId id = share_unique_id(nccl, options, layout);
+  if (options.zero_shard > 0) return run_zero(options, layout, nccl, id);
 
   Comms comms;
   comms.world = nccl.init_rank(layout.world, id, layout.rank);

@@ -4,7 +4,7 @@
 // with RTLD_LOCAL the way Python opens torch's extension modules.
 //
 //   nccl_ranks_program --id-dir DIR [--nvtx] [--steps N] [--tp T] [--pp P] [--call-log FILE]
-//                      [--straggler R:MS] [--hang R:STEP]
+//                      [--straggler R:MS] [--hang R:STEP] [--zero K]
 //
 // Reads RANK, WORLD_SIZE and LOCAL_RANK as torchrun sets them. Rank 0 makes the unique id and
 // hands it over in DIR/nccl-id; everyone builds the world communicator and splits it, in this
@@ -29,6 +29,11 @@
 // --straggler R:MS: rank R sleeps MS ms before every data-parallel ncclAllReduce. --hang R:STEP:
 // rank R stops before step STEP's data-parallel ncclAllReduce and ends by SIGTERM after twice
 // FAKE_NCCL_TIMEOUT_MS. Under FAKE_NCCL_WAIT=1 the others wait for it (and time out).
+// --zero K: hierarchical ZeRO instead (no tp/pp): world split into shard groups of K consecutive
+// ranks and replica groups (equal rank % K); per step on the shard group 2 ncclAllGather 8192
+// bf16 in "forward", 2 more and a ncclReduceScatter 1024 float in "backward", then ncclAllReduce
+// 1024 float on the replica group (where --straggler and --hang act); prints
+//   rank R/W: shard r/s replica r/s
 #pragma once
 
 namespace pipescope::test_programs {
