@@ -36,6 +36,8 @@ struct ReportContext {
 // report_nccl.cpp
 void add_nccl_reports(const ReportContext& ctx, RunReport& report);
 void add_hang_report(const ReportContext& ctx, RunReport& report);
+// report_stragglers.cpp
+void add_stragglers(const ReportContext& ctx, RunReport& report);
 // report_pipeline.cpp
 void add_pipeline_reports(const ReportContext& ctx, RunReport& report);
 void add_kernel_reports(const ReportContext& ctx, RunReport& report);

@@ -39,24 +39,11 @@ struct Arrival {
   uint8_t op;
 };
 
-// A rank is a straggler on a communicator when the waiting it caused there is most of the
-// waiting anyone caused (at least half), at least 1 ms in all, more than 4x what the average
-// other member caused, and it came last more than once.
-bool is_straggler(uint64_t last, int64_t cost_ns, int64_t total_ns, int64_t others_mean_ns) {
-  return last >= 2 && cost_ns >= 1'000'000 && 2 * cost_ns >= total_ns && cost_ns > 4 * others_mean_ns;
-}
-
 }  // namespace
 
 const char* nccl_op_name(uint8_t op) { return trace::nccl_op_name(op); }
 
 void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
-  const size_t n_ranks = ctx.run.ranks.size();
-  std::vector<int64_t> cost(n_ranks, 0), waited(n_ranks, 0);
-  std::vector<uint64_t> last_count(n_ranks, 0);
-  std::vector<std::vector<std::string>> roles(n_ranks);
-  std::vector<bool> flagged(n_ranks, false);
-
   for (const CommInfo& comm : ctx.comms) {
     if (comm.size < 2) continue;
     std::vector<const CommDigest*> digests;
@@ -82,42 +69,12 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
       }
     }
     std::array<std::unordered_map<int32_t, uint64_t>, 11> slowest_by_op;
-    std::unordered_map<int32_t, uint64_t> comm_last;
-    std::unordered_map<int32_t, int64_t> comm_cost;
-    const auto stride = static_cast<int64_t>(comm.sample_stride);
     for (auto& [seq, arrivals] : instances) {
       if (static_cast<int32_t>(arrivals.size()) != comm.size) continue;
-      const auto [first, last] =
-          std::minmax_element(arrivals.begin(), arrivals.end(),
-                              [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
-      // Members that came within a hair of the last share the blame: a delay that spread from
-      // one rank to its peers reaches the next collective on all of them at once.
-      const int64_t hair = std::max<int64_t>(200'000, (last->arrive_ns - first->arrive_ns) / 20);
-      int64_t caused = 0;
-      std::vector<int32_t> late;
-      for (const Arrival& a : arrivals) {
-        const int64_t wait = last->arrive_ns - a.arrive_ns;
-        waited[a.member] += wait * stride;
-        caused += wait * stride;
-        if (wait <= hair) late.push_back(a.member);
-      }
-      for (int32_t m : late) {
-        cost[m] += caused / static_cast<int64_t>(late.size());
-        comm_cost[m] += caused / static_cast<int64_t>(late.size());
-        ++comm_last[m];
-        ++last_count[m];
-      }
+      const auto last =
+          std::max_element(arrivals.begin(), arrivals.end(),
+                           [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
       ++slowest_by_op[std::min<uint8_t>(last->op, 10)][last->member];
-    }
-    int64_t total_cost = 0;
-    for (const auto& [m, c] : comm_cost) total_cost += c;
-    for (const auto& [m, c] : comm_cost) {
-      const int64_t others_mean = comm.size > 1 ? (total_cost - c) / (comm.size - 1) : 0;
-      if (is_straggler(comm_last[m], c, total_cost, others_mean)) {
-        flagged[m] = true;
-        if (std::find(roles[m].begin(), roles[m].end(), comm.role) == roles[m].end())
-          roles[m].push_back(comm.role);
-      }
     }
 
     for (uint8_t op = 1; op <= 10; ++op) {
@@ -156,17 +113,6 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
   }
   std::sort(report.nccl.begin(), report.nccl.end(),
             [](const NcclOpReport& a, const NcclOpReport& b) { return a.time_ns > b.time_ns; });
-
-  for (size_t i = 0; i < n_ranks; ++i) {
-    report.ranks[i].collective_wait_ns = waited[i];
-    if (ctx.kernel_mode) report.ranks[i].gpu.comm_wait_ns = waited[i];
-    // A rank that spent about as long waiting for others as it made others wait passed a
-    // delay on rather than causing it.
-    if (flagged[i] && 2 * waited[i] < cost[i])
-      report.stragglers.push_back(Straggler{ctx.run.global_rank[i], last_count[i], cost[i], roles[i]});
-  }
-  std::sort(report.stragglers.begin(), report.stragglers.end(),
-            [](const Straggler& a, const Straggler& b) { return a.cost_ns > b.cost_ns; });
 }
 
 void add_hang_report(const ReportContext& ctx, RunReport& report) {

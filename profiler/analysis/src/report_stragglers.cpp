@@ -1,0 +1,163 @@
+// Who the others waited on. Every sampled collective instance that all members reached costs
+// each member (last arrival - its arrival); the members that came within a hair of the last are
+// the late group and share that cost. A late member that had just come out of waiting in another
+// collective (within its own lateness) only passed a delay on: its share goes to whoever it
+// waited for there. That is how
+// a slow rank's delay, which reaches the next world-wide collective on all its peers at once, is
+// still blamed on the slow rank.
+#include <algorithm>
+#include <unordered_map>
+
+#include "report_context.h"
+
+namespace pipescope::analysis {
+namespace {
+
+struct Member {
+  int32_t rank;  // index into LoadedRun::ranks
+  int64_t arrive_ns;
+  int64_t done_ns;  // kernel end, or the blocking call's return
+};
+
+struct Instance {
+  size_t comm;  // index into ReportContext::comms
+  int64_t stride;
+  std::vector<Member> members;
+  int64_t first_ns = 0, last_ns = 0, hair_ns = 0;
+  std::vector<int32_t> late;
+};
+
+// One rank's finished collectives, to find what it did just before arriving somewhere late.
+struct Done {
+  int64_t done_ns;
+  int64_t waited_ns;
+  size_t instance;
+};
+
+std::vector<Instance> collect_instances(const ReportContext& ctx) {
+  std::vector<Instance> out;
+  for (size_t c = 0; c < ctx.comms.size(); ++c) {
+    const CommInfo& comm = ctx.comms[c];
+    if (comm.size < 2 ||
+        std::any_of(comm.members.begin(), comm.members.end(), [](int32_t m) { return m < 0; }))
+      continue;
+    std::unordered_map<uint64_t, Instance> by_sequence;
+    for (int32_t m : comm.members) {
+      for (const CommDigest& d : ctx.run.ranks[m].comms) {
+        if (d.comm_id != comm.comm_id) continue;
+        for (const InstanceSample& s : d.samples) {
+          if (s.sequence % comm.sample_stride != 0) continue;
+          const int64_t arrive = ctx.kernel_mode ? s.start_ns : s.enter_ns;
+          const int64_t done = ctx.kernel_mode ? s.end_ns : s.exit_ns;
+          if (arrive < 0 || done < 0) continue;
+          Instance& instance = by_sequence[s.sequence];
+          instance.comm = c;
+          instance.stride = comm.sample_stride;
+          instance.members.push_back(Member{m, ctx.aligned(m, arrive), ctx.aligned(m, done)});
+        }
+      }
+    }
+    for (auto& [sequence, instance] : by_sequence) {
+      if (static_cast<int32_t>(instance.members.size()) != comm.size) continue;
+      const auto [first, last] =
+          std::minmax_element(instance.members.begin(), instance.members.end(),
+                              [](const Member& a, const Member& b) { return a.arrive_ns < b.arrive_ns; });
+      instance.first_ns = first->arrive_ns;
+      instance.last_ns = last->arrive_ns;
+      instance.hair_ns = std::max<int64_t>(200'000, (instance.last_ns - instance.first_ns) / 20);
+      for (const Member& member : instance.members)
+        if (instance.last_ns - member.arrive_ns <= instance.hair_ns) instance.late.push_back(member.rank);
+      out.push_back(std::move(instance));
+    }
+  }
+  return out;
+}
+
+// A rank is a straggler on a communicator when the waiting it caused there is most of the
+// waiting anyone caused (at least half), at least 1 ms in all, more than 4x what the average
+// other member caused, and it came last more than once.
+bool is_straggler(uint64_t last, int64_t cost_ns, int64_t total_ns, int64_t others_mean_ns) {
+  return last >= 2 && cost_ns >= 1'000'000 && 2 * cost_ns >= total_ns && cost_ns > 4 * others_mean_ns;
+}
+
+}  // namespace
+
+void add_stragglers(const ReportContext& ctx, RunReport& report) {
+  const size_t n = ctx.run.ranks.size();
+  const std::vector<Instance> instances = collect_instances(ctx);
+  std::vector<int64_t> waited(n, 0);
+  std::vector<std::vector<Done>> history(n);
+  for (size_t i = 0; i < instances.size(); ++i) {
+    for (const Member& m : instances[i].members) {
+      const int64_t wait = instances[i].last_ns - m.arrive_ns;
+      waited[static_cast<size_t>(m.rank)] += wait * instances[i].stride;
+      history[static_cast<size_t>(m.rank)].push_back(Done{m.done_ns, wait, i});
+    }
+  }
+  for (auto& h : history)
+    std::sort(h.begin(), h.end(), [](const Done& a, const Done& b) { return a.done_ns < b.done_ns; });
+
+  // Blame per (communicator, rank), after passing on what was only passed on.
+  std::vector<std::unordered_map<int32_t, int64_t>> comm_cost(ctx.comms.size());
+  std::vector<std::unordered_map<int32_t, uint64_t>> comm_last(ctx.comms.size());
+  std::vector<int64_t> cost(n, 0);
+  std::vector<uint64_t> last_count(n, 0);
+  for (const Instance& instance : instances) {
+    int64_t caused = 0;
+    for (const Member& m : instance.members) caused += (instance.last_ns - m.arrive_ns) * instance.stride;
+    const int64_t share = caused / static_cast<int64_t>(instance.late.size());
+    for (const Member& m : instance.members) {
+      if (std::find(instance.late.begin(), instance.late.end(), m.rank) == instance.late.end()) continue;
+      ++comm_last[instance.comm][m.rank];
+      ++last_count[static_cast<size_t>(m.rank)];
+      // Did it arrive late because it had waited for someone shortly before? Look back through
+      // what it finished within its own lateness for a wait that explains it.
+      const int64_t lateness = m.arrive_ns - instance.first_ns;
+      const auto& h = history[static_cast<size_t>(m.rank)];
+      auto it = std::upper_bound(h.begin(), h.end(), m.arrive_ns,
+                                 [](int64_t t, const Done& d) { return t < d.done_ns; });
+      std::vector<int32_t> culprits;
+      const auto self = static_cast<size_t>(&instance - instances.data());
+      while (it != h.begin()) {
+        const Done& before = *--it;
+        if (m.arrive_ns - before.done_ns > lateness + instance.hair_ns) break;
+        if (before.instance == self || 2 * before.waited_ns < lateness) continue;
+        for (int32_t r : instances[before.instance].late)
+          if (r != m.rank) culprits.push_back(r);
+        break;
+      }
+      if (culprits.empty()) culprits.push_back(m.rank);
+      for (int32_t r : culprits) {
+        comm_cost[instance.comm][r] += share / static_cast<int64_t>(culprits.size());
+        cost[static_cast<size_t>(r)] += share / static_cast<int64_t>(culprits.size());
+      }
+    }
+  }
+
+  std::vector<std::vector<std::string>> roles(n);
+  for (size_t c = 0; c < ctx.comms.size(); ++c) {
+    int64_t total = 0;
+    for (const auto& [m, v] : comm_cost[c]) total += v;
+    const int32_t size = ctx.comms[c].size;
+    for (const auto& [m, v] : comm_cost[c]) {
+      const int64_t others_mean = size > 1 ? (total - v) / (size - 1) : 0;
+      const auto last = comm_last[c].count(m) ? comm_last[c].at(m) : 0;
+      if (is_straggler(last, v, total, others_mean)) {
+        auto& r = roles[static_cast<size_t>(m)];
+        if (std::find(r.begin(), r.end(), ctx.comms[c].role) == r.end()) r.push_back(ctx.comms[c].role);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    report.ranks[i].collective_wait_ns = waited[i];
+    if (ctx.kernel_mode) report.ranks[i].gpu.comm_wait_ns = waited[i];
+    // A rank that spent about as long waiting for others as it made others wait passed a
+    // delay on rather than causing it.
+    if (!roles[i].empty() && 2 * waited[i] < cost[i])
+      report.stragglers.push_back(Straggler{ctx.run.global_rank[i], last_count[i], cost[i], roles[i]});
+  }
+  std::sort(report.stragglers.begin(), report.stragglers.end(),
+            [](const Straggler& a, const Straggler& b) { return a.cost_ns > b.cost_ns; });
+}
+
+}  // namespace pipescope::analysis
