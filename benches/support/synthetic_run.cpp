@@ -98,8 +98,7 @@ struct RankComms {
 // order first, then the step's GPU records, the way CUPTI buffers arrive after the calls.
 class RankWriter {
  public:
-  RankWriter(TraceWriter& writer, ThreadBuffer& out, int64_t offset_ns)
-      : writer_(writer), out_(out), offset_(offset_ns) {
+  RankWriter(TraceWriter& writer, ThreadBuffer& out, int64_t offset_ns) : out_(out), offset_(offset_ns) {
     names_.gemm =
         writer.intern("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1");
     names_.attention = writer.intern("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>");
@@ -256,7 +255,6 @@ class RankWriter {
     bytes += b.size;
   }
 
-  TraceWriter& writer_;
   ThreadBuffer& out_;
   int64_t offset_;
   Names names_{};

@@ -84,7 +84,7 @@ TEST(ReportOutputs, AnEmptyReportStillRenders) {
   std::ostringstream out;
   write_report_text(out, empty);
   EXPECT_NE(out.str().find("nothing stands out"), std::string::npos);
-  EXPECT_NO_THROW(nlohmann::json::parse(report_json(empty)));
+  EXPECT_TRUE(nlohmann::json::parse(report_json(empty)).is_object());
   EXPECT_NE(report_html(empty).find("</html>"), std::string::npos);
 }
 

@@ -9,6 +9,9 @@
 namespace pipescope {
 
 struct Error {
+  Error() = default;
+  // Implicit, so that `return Error("...")` and `return Error{"..."}` both read naturally.
+  Error(std::string text) : message(std::move(text)) {}  // NOLINT(google-explicit-constructor)
   std::string message;
 };
 
