@@ -10,6 +10,7 @@
 
 #include "pipescope/analysis/report_builder.h"
 #include "pipescope/analysis/run_loader.h"
+#include "pipescope/trace/trace_writer.h"
 #include "synthetic_run.h"
 #include "trace_test_support.h"
 
@@ -223,6 +224,30 @@ TEST(ReportOnSyntheticRun, NvtxStageRangesDeclareStagesWithoutP2p) {
     EXPECT_EQ(r.stage, truth.stage[static_cast<size_t>(r.rank)]) << r.rank;
   ASSERT_EQ(report.stages.size(), 4u);
   EXPECT_EQ(report.stages[0].peak_activation_bytes, truth.peak_activation_bytes[0]);
+}
+
+TEST(RankScan, UndefinedNameIdsCountAsNoName) {
+  // A record naming a string the table never defined must not size any table by its id.
+  ScratchDir dir;
+  const std::string path = dir.file("rank-0.1.pst");
+  auto writer = trace::TraceWriter::create(path, {});
+  ASSERT_TRUE(writer.ok());
+  trace::ThreadBuffer* out = (*writer)->register_thread(trace::FullBufferPolicy::kDrainInline);
+  auto k = trace::make_record<trace::KernelRecord>();
+  k.start_ns = 1000;
+  k.end_ns = 2000;
+  k.name_id = 0xFFFFFF00u;
+  out->append(k);
+  auto push = trace::make_record<trace::NvtxRecord>();
+  push.event = static_cast<uint8_t>(trace::NvtxEvent::kPush);
+  push.timestamp_ns = 1000;
+  push.name_id = 0xFFFFFFF0u;
+  out->append(push);
+  ASSERT_TRUE((*writer)->close().ok());
+  auto digest = scan_rank_trace(path, {});
+  ASSERT_TRUE(digest.ok()) << digest.error().message;
+  EXPECT_EQ(digest->compute_union_ns, 1000);
+  EXPECT_LE(digest->kernels.size(), 1u);
 }
 
 TEST(ReportOnSyntheticRun, StatedLayoutIsTakenAndChecked) {

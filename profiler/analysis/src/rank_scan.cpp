@@ -53,6 +53,9 @@ struct PipelineRange {
   bool forward;
 };
 
+// Start/end ranges left open at once; more (ranges never ended) are not followed.
+constexpr size_t kMaxOpenRanges = 100'000;
+
 // Steps kept one by one per rank; the report lists at most this many.
 constexpr size_t kMaxSteps = 1000;
 
@@ -402,7 +405,12 @@ class RankScanner {
   }
 
  private:
+  // A name id the string table never defined (a damaged record) counts as no name, so that no
+  // table grows to the id's size.
+  uint32_t known_name(uint32_t name_id) const { return name_id <= strings_.size() ? name_id : 0; }
+
   NameClass classify(uint32_t name_id) {
+    name_id = known_name(name_id);
     if (name_id >= name_classes_.size()) name_classes_.resize(name_id + 1, NameClass::kUnknown);
     NameClass& cls = name_classes_[name_id];
     if (cls != NameClass::kUnknown) return cls;
@@ -435,7 +443,9 @@ class RankScanner {
         on_range(open.name_id, open.start_ns, t);
         break;
       }
-      case trace::NvtxEvent::kStart: open_by_id_[r.range_id] = OpenRange{r.name_id, t}; break;
+      case trace::NvtxEvent::kStart:
+        if (open_by_id_.size() < kMaxOpenRanges) open_by_id_[r.range_id] = OpenRange{r.name_id, t};
+        break;
       case trace::NvtxEvent::kEnd: {
         auto it = open_by_id_.find(r.range_id);
         if (it == open_by_id_.end()) break;
@@ -563,6 +573,7 @@ class RankScanner {
   }
 
   bool kernel_is_nccl(uint32_t name_id) {
+    name_id = known_name(name_id);
     if (name_id >= kernel_nccl_.size()) kernel_nccl_.resize(name_id + 1, 0);
     uint8_t& known = kernel_nccl_[name_id];
     if (known == 0) known = is_nccl_kernel(strings_.get(name_id)) ? 2 : 1;
@@ -570,6 +581,7 @@ class RankScanner {
   }
 
   KernelNameStats& kernel_stats(uint32_t name_id) {
+    name_id = known_name(name_id);
     if (name_id >= d_.kernels.size()) d_.kernels.resize(name_id + 1);
     return d_.kernels[name_id];
   }
