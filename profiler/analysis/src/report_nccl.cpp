@@ -71,10 +71,12 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
     std::array<std::unordered_map<int32_t, uint64_t>, 11> slowest_by_op;
     for (auto& [seq, arrivals] : instances) {
       if (static_cast<int32_t>(arrivals.size()) != comm.size) continue;
-      const auto last =
-          std::max_element(arrivals.begin(), arrivals.end(),
-                           [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
-      ++slowest_by_op[std::min<uint8_t>(last->op, 10)][last->member];
+      const auto [first, last] =
+          std::minmax_element(arrivals.begin(), arrivals.end(),
+                              [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
+      // A tie (every member within 0.2 ms) has no slowest member.
+      if (last->arrive_ns - first->arrive_ns > 200'000)
+        ++slowest_by_op[std::min<uint8_t>(last->op, 10)][last->member];
     }
 
     for (uint8_t op = 1; op <= 10; ++op) {

@@ -13,6 +13,9 @@
 namespace pipescope::analysis {
 namespace {
 
+// Arrivals closer than this are a tie: nobody waited for anybody.
+constexpr int64_t kTieNs = 200'000;
+
 struct Member {
   int32_t rank;  // index into LoadedRun::ranks
   int64_t arrive_ns;
@@ -64,7 +67,7 @@ std::vector<Instance> collect_instances(const ReportContext& ctx) {
                               [](const Member& a, const Member& b) { return a.arrive_ns < b.arrive_ns; });
       instance.first_ns = first->arrive_ns;
       instance.last_ns = last->arrive_ns;
-      instance.hair_ns = std::max<int64_t>(200'000, (instance.last_ns - instance.first_ns) / 20);
+      instance.hair_ns = std::max<int64_t>(kTieNs, (instance.last_ns - instance.first_ns) / 20);
       for (const Member& member : instance.members)
         if (instance.last_ns - member.arrive_ns <= instance.hair_ns) instance.late.push_back(member.rank);
       out.push_back(std::move(instance));
@@ -108,8 +111,10 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
     const int64_t share = caused / static_cast<int64_t>(instance.late.size());
     for (const Member& m : instance.members) {
       if (std::find(instance.late.begin(), instance.late.end(), m.rank) == instance.late.end()) continue;
-      ++comm_last[instance.comm][m.rank];
-      ++last_count[static_cast<size_t>(m.rank)];
+      if (instance.last_ns - instance.first_ns > kTieNs) {  // someone really waited
+        ++comm_last[instance.comm][m.rank];
+        ++last_count[static_cast<size_t>(m.rank)];
+      }
       // Did it arrive late because it had waited for someone shortly before? Look back through
       // what it finished within its own lateness for a wait that explains it.
       const int64_t lateness = m.arrive_ns - instance.first_ns;
