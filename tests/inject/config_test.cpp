@@ -83,6 +83,16 @@ TEST(InjectConfig, EveryInvalidValueWarnsOnceAndKeepsTheDefault) {
   EXPECT_TRUE(r.config.compress);
 }
 
+TEST(InjectConfig, DeclaredPipelineStage) {
+  const ConfigResult ok = read({{"PIPESCOPE_STAGE", "3"}});
+  EXPECT_TRUE(ok.warnings.empty());
+  EXPECT_EQ(ok.config.declared_stage, 3);
+  const ConfigResult bad = read({{"PIPESCOPE_STAGE", "-1"}});
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("PIPESCOPE_STAGE='-1'"), std::string::npos);
+  EXPECT_FALSE(bad.config.declared_stage.has_value());
+}
+
 TEST(InjectConfig, StepsWinOverAWindow) {
   const ConfigResult r = read({{"PIPESCOPE_WINDOW", "1:2"}, {"PIPESCOPE_STEPS", "1:2"}});
   EXPECT_EQ(r.warnings.size(), 1u);

@@ -1,4 +1,5 @@
 #include "session.h"
+#include "pipescope/analysis/rank_digest.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -122,6 +123,18 @@ TEST(Session, NoticesSaidBeforeOpeningAreWrittenWhenItOpens) {
   const auto conflicts = loaded.notices(NoticeCode::kInjectionConflict);
   ASSERT_EQ(conflicts.size(), 1u);
   EXPECT_EQ(loaded.text(conflicts[0].message_id), "CUDA_INJECTION64_PATH is set by another tool");
+}
+
+TEST(Session, DeclaredStageIsAStageMarkAtTheStartOfTheTrace) {
+  const std::string dir = make_temp_dir("stage");
+  InjectConfig config = config_in(dir);
+  config.declared_stage = 2;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  session.finish();
+  auto digest = analysis::scan_rank_trace(trace_files_in(dir).at(0), {});
+  ASSERT_TRUE(digest.ok()) << digest.error().message;
+  EXPECT_EQ(digest->declared_stage, 2);
 }
 
 TEST(Session, RankLearnedFromNcclIsRecordedInsideAnRankXFile) {

@@ -446,6 +446,9 @@ class RankScanner {
       case trace::NvtxEvent::kStart:
         if (open_by_id_.size() < kMaxOpenRanges) open_by_id_[r.range_id] = OpenRange{r.name_id, t};
         break;
+      case trace::NvtxEvent::kMark:  // PIPESCOPE_STAGE's declaration is a mark "stage=<k>"
+        if (classify(r.name_id) == NameClass::kStage) declare_stage(r.name_id);
+        break;
       case trace::NvtxEvent::kEnd: {
         auto it = open_by_id_.find(r.range_id);
         if (it == open_by_id_.end()) break;
@@ -479,18 +482,19 @@ class RankScanner {
         }
         break;
       }
-      case NameClass::kStage: {
-        const std::string_view name = strings_.get(name_id);
-        int stage = -1;
-        if (std::sscanf(std::string(name.substr(6)).c_str(), "%d", &stage) == 1 && stage >= 0)
-          d_.declared_stage = stage;
-        break;
-      }
+      case NameClass::kStage: declare_stage(name_id); break;
       default: break;
     }
   }
 
   // Adds `count` ranges of `total_ns` spanning r (one range: r itself) to the step.
+  void declare_stage(uint32_t name_id) {
+    const std::string_view name = strings_.get(known_name(name_id));
+    int stage = -1;
+    if (name.size() > 6 && std::sscanf(std::string(name.substr(6)).c_str(), "%d", &stage) == 1 && stage >= 0)
+      d_.declared_stage = stage;
+  }
+
   static void fold(StepDigest& step, const PipelineRange& r, uint32_t count, int64_t total_ns) {
     if (r.forward) {
       step.forwards += count;

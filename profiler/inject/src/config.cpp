@@ -134,6 +134,14 @@ ConfigResult read_config(const EnvLookup& env) {
       r.reject("PIPESCOPE_NVTX_STEP", v, "a valid regular expression", "'" + c.nvtx_step_regex + "'");
     }
   }
+  if (const char* v = r.get("PIPESCOPE_STAGE")) {
+    const auto stage = parse_int(v);
+    if (stage && *stage >= 0 && *stage < (int64_t{1} << 20)) {
+      c.declared_stage = static_cast<int32_t>(*stage);
+    } else {
+      r.reject("PIPESCOPE_STAGE", v, "a pipeline stage number >= 0", "no declared stage");
+    }
+  }
   if (c.window && c.steps) {
     result.warnings.push_back("PIPESCOPE_WINDOW and PIPESCOPE_STEPS are both set; using PIPESCOPE_STEPS");
     c.window.reset();

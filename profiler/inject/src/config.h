@@ -30,8 +30,11 @@ struct InjectConfig {
   std::optional<CaptureWindow> window;                        // PIPESCOPE_WINDOW
   std::optional<StepWindow> steps;                            // PIPESCOPE_STEPS
   std::string nvtx_step_regex = "step|iteration|train_step";  // PIPESCOPE_NVTX_STEP
-  bool compress = true;                                       // PIPESCOPE_COMPRESS (0/1)
-  bool disabled = false;                                      // PIPESCOPE_DISABLE=1: load, record nothing
+  // PIPESCOPE_STAGE: the pipeline stage of this process, for runs whose stages do not talk
+  // through NCCL; written into the trace as an NVTX mark "stage=<k>" (DESIGN.md's convention).
+  std::optional<int32_t> declared_stage;
+  bool compress = true;   // PIPESCOPE_COMPRESS (0/1)
+  bool disabled = false;  // PIPESCOPE_DISABLE=1: load, record nothing
 };
 
 struct ConfigResult {

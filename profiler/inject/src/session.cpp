@@ -253,6 +253,7 @@ bool Session::open_trace() noexcept {
     pending.swap(pending_notices_);
   }
   for (const PendingNotice& notice : pending) append_notice(notice);
+  if (config_.declared_stage) declare_stage(*config_.declared_stage);
   if (capturing() && (config_.window || config_.steps)) {
     append_notice({NoticeCode::kWindowOpened, 0, capture_open_ns(), "capture window open at trace start"});
   }
@@ -286,6 +287,19 @@ void Session::append_notice(const PendingNotice& notice) noexcept {
   record.count = notice.count;
   record.message_id = notice.message.empty() ? 0 : intern(notice.message);
   buffer->append(record);
+}
+
+void Session::declare_stage(int32_t stage) noexcept {
+  trace::ThreadBuffer* buffer = thread_buffer_if_open();
+  if (buffer == nullptr) return;
+  try {
+    auto record = trace::make_record<trace::NvtxRecord>();
+    record.event = static_cast<uint8_t>(trace::NvtxEvent::kMark);
+    record.timestamp_ns = now_ns();
+    record.name_id = intern("stage=" + std::to_string(stage));
+    buffer->append(record);
+  } catch (...) {
+  }
 }
 
 void Session::notice(NoticeCode code, uint64_t count, std::string_view message) noexcept {

@@ -138,6 +138,8 @@ class Session {
   void report_drops() noexcept;
   void warn(const std::string& message) noexcept;
   void append_notice(const PendingNotice& notice) noexcept;
+  // PIPESCOPE_STAGE: an NVTX mark "stage=<k>" at the start of the trace.
+  void declare_stage(int32_t stage) noexcept;
   void flush_sources(bool final) noexcept;
   void stop_flusher() noexcept;
 
