@@ -23,9 +23,80 @@ double interpolate_clamped(const std::vector<std::pair<double, double>>& knots, 
 
 }  // namespace
 
+double GemmWaves::factor(int64_t m, int64_t n) const {
+  if (!enabled()) return 1;
+  const double tiles = std::ceil(static_cast<double>(m) / static_cast<double>(tile_m)) *
+                       std::ceil(static_cast<double>(n) / static_cast<double>(tile_n));
+  const double waves = tiles / static_cast<double>(sm_count);
+  return waves / std::ceil(waves);
+}
+
+namespace {
+
+// A full grid in (m, n, k) lexicographic order (the reader sorts it): point (i, j, l) sits at
+// (i * ns + j) * ks + l. Walked in place, without allocating: the planner prices many GEMMs.
+class GemmGrid {
+ public:
+  explicit GemmGrid(const std::vector<GemmPoint>& points) : p_(points) {
+    while (ks_ < p_.size() && p_[ks_].m == p_[0].m && p_[ks_].n == p_[0].n) ++ks_;
+    size_t same_m = 0;
+    while (same_m < p_.size() && p_[same_m].m == p_[0].m) ++same_m;
+    ns_ = same_m / ks_;
+    ms_ = p_.size() / same_m;
+  }
+
+  double efficiency(double ln_m, double ln_n, double ln_k) const {
+    const Bracket bm = bracket(ms_, ln_m, [&](size_t i) { return p_[i * ns_ * ks_].m; });
+    const Bracket bn = bracket(ns_, ln_n, [&](size_t j) { return p_[j * ks_].n; });
+    const Bracket bk = bracket(ks_, ln_k, [&](size_t l) { return p_[l].k; });
+    double sum = 0;
+    for (int di = 0; di < 2; ++di) {
+      for (int dj = 0; dj < 2; ++dj) {
+        for (int dl = 0; dl < 2; ++dl) {
+          const double w = (di ? bm.t : 1 - bm.t) * (dj ? bn.t : 1 - bn.t) * (dl ? bk.t : 1 - bk.t);
+          if (w == 0) continue;
+          const size_t i = di ? bm.upper : bm.lower, j = dj ? bn.upper : bn.lower, l = dl ? bk.upper : bk.lower;
+          sum += w * p_[(i * ns_ + j) * ks_ + l].efficiency;
+        }
+      }
+    }
+    return sum;
+  }
+
+ private:
+  struct Bracket {
+    size_t lower = 0, upper = 0;
+    double t = 0;  // weight of the upper value
+  };
+  template <class Value>
+  static Bracket bracket(size_t count, double x, Value value) {
+    auto ln = [&](size_t i) { return std::log(static_cast<double>(value(i))); };
+    if (x <= ln(0)) return {0, 0, 0};
+    if (x >= ln(count - 1)) return {count - 1, count - 1, 0};
+    size_t upper = 1;
+    while (ln(upper) < x) ++upper;
+    return {upper - 1, upper, (x - ln(upper - 1)) / (ln(upper) - ln(upper - 1))};
+  }
+
+  const std::vector<GemmPoint>& p_;
+  size_t ms_ = 0, ns_ = 0, ks_ = 0;
+};
+
+}  // namespace
+
 double CalibrationProfile::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
   assert(!gemm.empty() && m > 0 && n > 0 && k > 0);
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (gemm_interpolation == GemmInterpolation::kLogShapeGrid) {
+    const GemmPoint& corner = gemm.front();  // the reader puts the smallest corner first
+    // Below the whole grid, hold the smallest corner's time, as for the 1-D table.
+    if (m <= corner.m && n <= corner.n && k <= corner.k) {
+      return corner.efficiency * gemm_waves.factor(corner.m, corner.n) * flops / corner.flops();
+    }
+    const double e = GemmGrid(gemm).efficiency(std::log(static_cast<double>(m)),
+                                               std::log(static_cast<double>(n)), std::log(static_cast<double>(k)));
+    return std::min(1.0, e * gemm_waves.factor(m, n));
+  }
   const GemmPoint& smallest = gemm.front();
   // Below the table a GEMM takes the smallest point's time: launch and tail costs dominate there,
   // so efficiency falls in proportion to the work instead of staying at the smallest value.
@@ -59,9 +130,35 @@ const CollectiveCost& CalibrationProfile::collective(CollectiveKind kind, LinkTi
   return collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
 }
 
+std::string_view copy_kind_name(CopyKind kind) {
+  switch (kind) {
+    case CopyKind::kHostToDevice: return "host_to_device";
+    case CopyKind::kDeviceToHost: return "device_to_host";
+    case CopyKind::kDeviceToDevice: return "device_to_device";
+  }
+  return "?";
+}
+
 double CalibrationProfile::collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
                                              double link_bytes_per_s) const {
   if (ranks <= 1 || bytes <= 0) return 0;
+  const auto& measured = measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
+  if (!measured.empty()) {
+    const MeasuredCollective* nearest = &measured.front();
+    for (const auto& entry : measured) {
+      if (std::abs(std::log2(static_cast<double>(entry.ranks) / ranks)) <
+          std::abs(std::log2(static_cast<double>(nearest->ranks) / ranks)))
+        nearest = &entry;
+    }
+    const CollectiveSegment* regime = &nearest->segments.back();
+    for (const auto& segment : nearest->segments) {
+      if (segment.max_bytes > 0 && bytes <= segment.max_bytes) {
+        regime = &segment;
+        break;
+      }
+    }
+    return regime->latency_s + bytes * bus_bandwidth_factor(kind, ranks) / regime->bus_bandwidth_bytes_per_s;
+  }
   const CollectiveCost& cost = collective(kind, tier);
   const double bus_bytes_per_s = cost.bus_bandwidth_fraction > 0
                                      ? cost.bus_bandwidth_fraction * link_bytes_per_s

@@ -1,5 +1,7 @@
 // Reading and writing calibration profile JSON (docs/calibration-format.md).
+#include <algorithm>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "bundled_data.h"
@@ -15,7 +17,8 @@ using detail::json;
 using detail::JsonReader;
 using detail::Range;
 
-constexpr std::string_view kGemmInterpolation = "linear_in_log_flops";
+constexpr std::string_view kLogFlopsInterpolation = "linear_in_log_flops";
+constexpr std::string_view kShapeGridInterpolation = "grid_in_log_mnk";
 
 SourcedValue read_sourced(JsonReader& reader, const json& parent, std::string_view key,
                           const std::string& path, Range range) {
@@ -29,14 +32,64 @@ SourcedValue read_sourced(JsonReader& reader, const json& parent, std::string_vi
   return out;
 }
 
-std::vector<GemmPoint> read_gemm(JsonReader& reader, const json& root) {
+GemmWaves read_waves(JsonReader& reader, const json& gemm) {
+  GemmWaves waves;
+  if (!gemm.contains("wave_quantization")) return waves;
+  const json* object = reader.object(gemm, "wave_quantization", "gemm");
+  if (object == nullptr) return waves;
+  const std::string here = "gemm.wave_quantization";
+  reader.only_fields(*object, here, {"sm_count", "tile_m", "tile_n", "source"});
+  waves.sm_count = reader.integer(*object, "sm_count", here, Range::kPositive);
+  waves.tile_m = reader.integer(*object, "tile_m", here, Range::kPositive);
+  waves.tile_n = reader.integer(*object, "tile_n", here, Range::kPositive);
+  waves.source = reader.string(*object, "source", here);
+  return waves;
+}
+
+// The shape grid must hold every (m, n, k) combination of the values it uses, once; it is kept in
+// lexicographic order, which the interpolation walks.
+void check_shape_grid(JsonReader& reader, std::vector<GemmPoint>& points) {
+  std::set<int64_t> ms, ns, ks;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  for (const auto& p : points) {
+    ms.insert(p.m);
+    ns.insert(p.n);
+    ks.insert(p.k);
+    if (!seen.emplace(p.m, p.n, p.k).second) {
+      reader.fail("field 'gemm.points' repeats m " + std::to_string(p.m) + ", n " + std::to_string(p.n) +
+                  ", k " + std::to_string(p.k));
+      return;
+    }
+  }
+  if (points.size() != ms.size() * ns.size() * ks.size()) {
+    reader.fail("field 'gemm.points' must hold every (m, n, k) combination of the values it uses for " +
+                std::string(kShapeGridInterpolation) + ": " + std::to_string(ms.size()) + " x " +
+                std::to_string(ns.size()) + " x " + std::to_string(ks.size()) + " points, found " +
+                std::to_string(points.size()));
+    return;
+  }
+  std::sort(points.begin(), points.end(), [](const GemmPoint& a, const GemmPoint& b) {
+    return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
+  });
+}
+
+std::vector<GemmPoint> read_gemm(JsonReader& reader, const json& root, CalibrationProfile& profile) {
   std::vector<GemmPoint> points;
   const json* gemm = reader.object(root, "gemm", "");
   if (gemm == nullptr) return points;
-  reader.only_fields(*gemm, "gemm", {"interpolation", "points"});
-  if (reader.string(*gemm, "interpolation", "gemm") != kGemmInterpolation && reader.ok()) {
-    reader.fail("field 'gemm.interpolation' must be \"" + std::string(kGemmInterpolation) + "\"");
+  reader.only_fields(*gemm, "gemm", {"interpolation", "wave_quantization", "points"});
+  const std::string interpolation = reader.string(*gemm, "interpolation", "gemm");
+  const bool grid = interpolation == kShapeGridInterpolation;
+  if (!grid && interpolation != kLogFlopsInterpolation && reader.ok()) {
+    reader.fail("field 'gemm.interpolation' must be \"" + std::string(kLogFlopsInterpolation) + "\" or \"" +
+                std::string(kShapeGridInterpolation) + "\"");
   }
+  if (!grid && gemm->contains("wave_quantization") && reader.ok()) {
+    reader.fail("field 'gemm.wave_quantization' needs \"interpolation\": \"" +
+                std::string(kShapeGridInterpolation) + "\"");
+  }
+  profile.gemm_interpolation = grid ? GemmInterpolation::kLogShapeGrid : GemmInterpolation::kLogFlops;
+  profile.gemm_waves = read_waves(reader, *gemm);
   const json* list = reader.array(*gemm, "points", "gemm");
   if (list == nullptr) return points;
   for (size_t i = 0; i < list->size() && reader.ok(); ++i) {
@@ -51,11 +104,13 @@ std::vector<GemmPoint> read_gemm(JsonReader& reader, const json& root) {
     point.efficiency = reader.number(item, "efficiency", here, Range::kFraction);
     point.source = reader.string(item, "source", here);
     // Interpolation walks the points in FLOP order; an unordered table is a mistake in the file.
-    if (reader.ok() && !points.empty() && point.flops() <= points.back().flops()) {
+    if (!grid && reader.ok() && !points.empty() && point.flops() <= points.back().flops()) {
       reader.fail("field '" + here + "': points must be in strictly increasing 2*m*n*k order");
     }
     points.push_back(std::move(point));
   }
+  if (grid && reader.ok()) check_shape_grid(reader, points);
+  if (points.empty() && reader.ok()) reader.fail("field 'gemm.points' must not be empty");
   return points;
 }
 
@@ -99,14 +154,59 @@ std::vector<AttentionPoint> read_attention_pass(JsonReader& reader, const json& 
   return points;
 }
 
+std::vector<MeasuredCollective> read_measured(JsonReader& reader, const json& object, const std::string& path) {
+  std::vector<MeasuredCollective> out;
+  if (!object.contains("measured")) return out;
+  const json* list = reader.array(object, "measured", path);
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size() && reader.ok(); ++i) {
+    const std::string here = index_path(field_path(path, "measured"), i);
+    const json& item = (*list)[i];
+    if (!reader.expect_object(item, here)) break;
+    reader.only_fields(item, here, {"ranks", "segments", "source"});
+    MeasuredCollective entry;
+    entry.ranks = static_cast<int>(reader.integer(item, "ranks", here, Range::kPositive, 1 << 24));
+    if (reader.ok() && !out.empty() && entry.ranks <= out.back().ranks) {
+      reader.fail("field '" + here + "': entries must be in strictly increasing 'ranks' order");
+    }
+    entry.source = reader.string(item, "source", here);
+    const json* segments = reader.array(item, "segments", here);
+    for (size_t j = 0; segments != nullptr && j < segments->size() && reader.ok(); ++j) {
+      const std::string at = index_path(field_path(here, "segments"), j);
+      const json& s = (*segments)[j];
+      if (!reader.expect_object(s, at)) break;
+      reader.only_fields(s, at, {"max_bytes", "latency_s", "bus_bandwidth_bytes_per_s", "source"});
+      CollectiveSegment segment;
+      const bool last = j + 1 == segments->size();
+      // The last regime is open-ended; the others end where the next begins.
+      if (!last) segment.max_bytes = reader.number(s, "max_bytes", at, Range::kPositive);
+      if (last && s.contains("max_bytes") && reader.ok()) {
+        reader.fail("field '" + at + ".max_bytes': the last segment has no upper bound; leave it out");
+      }
+      segment.latency_s = reader.number(s, "latency_s", at, Range::kNonNegative);
+      segment.bus_bandwidth_bytes_per_s = reader.number(s, "bus_bandwidth_bytes_per_s", at, Range::kPositive);
+      segment.source = reader.string(s, "source", at);
+      if (reader.ok() && !entry.segments.empty() && !last &&
+          segment.max_bytes <= entry.segments.back().max_bytes) {
+        reader.fail("field '" + at + ".max_bytes' must grow from one segment to the next");
+      }
+      entry.segments.push_back(std::move(segment));
+    }
+    if (reader.ok() && entry.segments.empty()) reader.fail("field '" + here + ".segments' must not be empty");
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 CollectiveCost read_collective(JsonReader& reader, const json& tier, std::string_view kind,
-                               const std::string& path) {
+                               const std::string& path, std::vector<MeasuredCollective>& measured) {
   CollectiveCost cost;
   const json* object = reader.object(tier, kind, path);
   if (object == nullptr) return cost;
   const std::string here = field_path(path, kind);
   reader.only_fields(*object, here,
-                     {"latency_s", "bus_bandwidth_bytes_per_s", "bus_bandwidth_fraction", "source"});
+                     {"latency_s", "bus_bandwidth_bytes_per_s", "bus_bandwidth_fraction", "source", "measured"});
+  measured = read_measured(reader, *object, here);
   cost.latency_s = reader.number(*object, "latency_s", here, Range::kPositive);
   const bool absolute = object->contains("bus_bandwidth_bytes_per_s");
   const bool fraction = object->contains("bus_bandwidth_fraction");
@@ -126,15 +226,60 @@ CollectiveCost read_collective(JsonReader& reader, const json& tier, std::string
   return cost;
 }
 
+void read_copies(JsonReader& reader, const json& root, CalibrationProfile& profile) {
+  const json* copies = reader.object(root, "copies", "");
+  if (copies == nullptr) return;
+  reader.only_fields(*copies, "copies", {"host_to_device", "device_to_host", "device_to_device"});
+  for (CopyKind kind : kCopyKinds) {
+    if (!copies->contains(copy_kind_name(kind))) continue;
+    const json* object = reader.object(*copies, copy_kind_name(kind), "copies");
+    if (object == nullptr) return;
+    const std::string here = field_path("copies", copy_kind_name(kind));
+    reader.only_fields(*object, here, {"latency_s", "bytes_per_s", "source"});
+    CopyCost& cost = profile.copies[static_cast<size_t>(kind)];
+    cost.latency_s = reader.number(*object, "latency_s", here, Range::kNonNegative);
+    cost.bytes_per_s = reader.number(*object, "bytes_per_s", here, Range::kPositive);
+    cost.source = reader.string(*object, "source", here);
+  }
+}
+
+// Provenance fields in file order; strings only (nothing here is a number the planner uses).
+std::vector<std::pair<std::string_view, std::string Provenance::*>> provenance_fields() {
+  return {{"gpu_device_name", &Provenance::gpu_device_name},
+          {"driver_version", &Provenance::driver_version},
+          {"cuda_runtime_version", &Provenance::cuda_runtime_version},
+          {"cublaslt_version", &Provenance::cublaslt_version},
+          {"nccl_version", &Provenance::nccl_version},
+          {"torch_version", &Provenance::torch_version},
+          {"date", &Provenance::date},
+          {"host", &Provenance::host},
+          {"command", &Provenance::command},
+          {"tool", &Provenance::tool}};
+}
+
+void read_provenance(JsonReader& reader, const json& root, Provenance& out) {
+  const json* object = reader.object(root, "provenance", "");
+  if (object == nullptr) return;
+  for (const auto& [key, value] : object->items()) {
+    bool known = false;
+    for (const auto& [name, field] : provenance_fields()) {
+      if (key != name) continue;
+      known = true;
+      out.*field = reader.string(*object, name, "provenance");
+    }
+    if (!known && reader.ok()) reader.fail("field 'provenance." + key + "' is not part of the format");
+  }
+}
+
 CalibrationProfile read_profile(JsonReader& reader, const json& root) {
   CalibrationProfile profile;
   reader.check_schema_version(root, kCalibrationSchemaVersion);
   reader.only_fields(root, "",
                      {"schema_version", "gpu", "description", "gemm", "attention", "memory_bound",
-                      "collectives", "memory_overheads"});
+                      "collectives", "copies", "memory_overheads", "provenance"});
   profile.gpu = reader.string(root, "gpu", "");
   profile.description = reader.optional_string(root, "description", "").value_or("");
-  profile.gemm = read_gemm(reader, root);
+  profile.gemm = read_gemm(reader, root, profile);
   if (const json* attention = reader.object(root, "attention", "")) {
     reader.only_fields(*attention, "attention", {"forward", "backward"});
     profile.attention_forward = read_attention_pass(reader, *attention, "forward");
@@ -155,10 +300,13 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
                          {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"});
       for (CollectiveKind kind : kCollectiveKinds) {
         profile.collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)] =
-            read_collective(reader, *tier_object, collective_kind_name(kind), tier_path);
+            read_collective(reader, *tier_object, collective_kind_name(kind), tier_path,
+                            profile.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)]);
       }
     }
   }
+  if (root.contains("copies")) read_copies(reader, root, profile);
+  if (root.contains("provenance")) read_provenance(reader, root, profile.provenance);
   if (const json* overheads = reader.object(root, "memory_overheads", "")) {
     const std::string path = "memory_overheads";
     reader.only_fields(*overheads, path,
@@ -174,6 +322,24 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
         read_sourced(reader, *overheads, "memory_headroom_fraction", path, Range::kOpenFraction);
   }
   return profile;
+}
+
+json measured_json(const std::vector<MeasuredCollective>& measured) {
+  json list = json::array();
+  for (const auto& entry : measured) {
+    json segments = json::array();
+    for (size_t i = 0; i < entry.segments.size(); ++i) {
+      const CollectiveSegment& s = entry.segments[i];
+      json segment = json::object();
+      if (i + 1 < entry.segments.size()) segment["max_bytes"] = s.max_bytes;
+      segment["latency_s"] = s.latency_s;
+      segment["bus_bandwidth_bytes_per_s"] = s.bus_bandwidth_bytes_per_s;
+      segment["source"] = s.source;
+      segments.push_back(std::move(segment));
+    }
+    list.push_back({{"ranks", entry.ranks}, {"segments", segments}, {"source", entry.source}});
+  }
+  return list;
 }
 
 json sourced_json(const SourcedValue& value) { return {{"value", value.value}, {"source", value.source}}; }
@@ -253,14 +419,25 @@ std::string write_calibration_profile(const CalibrationProfile& profile) {
       } else {
         entry["bus_bandwidth_bytes_per_s"] = cost.bus_bandwidth_bytes_per_s;
       }
+      const auto& measured = profile.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
+      if (!measured.empty()) entry["measured"] = measured_json(measured);
       tier_json[std::string(collective_kind_name(kind))] = std::move(entry);
     }
     collectives[std::string(link_tier_name(tier))] = std::move(tier_json);
   }
   const MemoryOverheads& o = profile.overheads;
+  json gemm = {{"interpolation", profile.gemm_interpolation == GemmInterpolation::kLogShapeGrid
+                                      ? kShapeGridInterpolation
+                                      : kLogFlopsInterpolation}};
+  if (profile.gemm_waves.enabled()) {
+    const GemmWaves& w = profile.gemm_waves;
+    gemm["wave_quantization"] = {
+        {"sm_count", w.sm_count}, {"tile_m", w.tile_m}, {"tile_n", w.tile_n}, {"source", w.source}};
+  }
+  gemm["points"] = gemm_points;
   json root = {{"schema_version", kCalibrationSchemaVersion},
                {"gpu", profile.gpu},
-               {"gemm", {{"interpolation", kGemmInterpolation}, {"points", gemm_points}}},
+               {"gemm", gemm},
                {"attention",
                 {{"forward", attention_json(profile.attention_forward)},
                  {"backward", attention_json(profile.attention_backward)}}},
@@ -272,6 +449,21 @@ std::string write_calibration_profile(const CalibrationProfile& profile) {
                  {"nccl_buffer_bytes_per_communicator", sourced_json(o.nccl_buffer_bytes_per_communicator)},
                  {"memory_headroom_fraction", sourced_json(o.memory_headroom_fraction)}}}};
   if (!profile.description.empty()) root["description"] = profile.description;
+  json copies = json::object();
+  for (CopyKind kind : kCopyKinds) {
+    const CopyCost& c = profile.copy(kind);
+    if (c.bytes_per_s <= 0) continue;
+    copies[std::string(copy_kind_name(kind))] = {
+        {"latency_s", c.latency_s}, {"bytes_per_s", c.bytes_per_s}, {"source", c.source}};
+  }
+  if (!copies.empty()) root["copies"] = copies;
+  if (!profile.provenance.empty()) {
+    json provenance = json::object();
+    for (const auto& [name, field] : provenance_fields()) {
+      if (!(profile.provenance.*field).empty()) provenance[std::string(name)] = profile.provenance.*field;
+    }
+    root["provenance"] = provenance;
+  }
   return root.dump(2) + "\n";
 }
 

@@ -156,6 +156,79 @@ TEST(HandMadeProfile, RoundTripsIncludingAbsoluteBusBandwidth) {
   EXPECT_EQ(*again, p);
 }
 
+// A 2 x 2 x 2 shape grid with its wave term: 132 SMs, 128 x 128 tiles.
+CalibrationProfile with_shape_grid() {
+  CalibrationProfile p = hand_made();
+  p.gemm_interpolation = GemmInterpolation::kLogShapeGrid;
+  p.gemm.clear();
+  for (int64_t m : {1024, 4096}) {
+    for (int64_t n : {1024, 4096}) {
+      for (int64_t k : {1024, 4096}) {
+        // Efficiency 0.1 at the small corner, +0.2 per axis that is large.
+        const double e = 0.1 + 0.2 * ((m > 1024) + (n > 1024) + (k > 1024));
+        p.gemm.push_back({m, n, k, e, "s"});
+      }
+    }
+  }
+  p.gemm_waves = {132, 128, 128, "s"};
+  return p;
+}
+
+TEST(GemmShapeGrid, IsTrilinearInLogShapeTimesTheWaveFactor) {
+  const CalibrationProfile p = with_shape_grid();
+  // 1024 x 1024 output: 64 tiles on 132 SMs, one partial wave at 64/132 of the machine.
+  EXPECT_NEAR(p.gemm_waves.factor(1024, 1024), 64.0 / 132, 1e-12);
+  // 4096 x 4096: 1024 tiles = 7.76 waves, rounded up to 8.
+  EXPECT_NEAR(p.gemm_waves.factor(4096, 4096), (1024.0 / 132) / 8, 1e-12);
+  EXPECT_NEAR(p.gemm_efficiency(4096, 4096, 4096), 0.7 * (1024.0 / 132) / 8, 1e-12);
+  // 2048 is halfway in log between 1024 and 4096 along k: 0.1 + 0.2 * 0.5 before the waves.
+  EXPECT_NEAR(p.gemm_efficiency(1024, 1024, 2048), 0.2 * 64.0 / 132, 1e-12);
+  // m and n are told apart from k: the same FLOPs, different shapes, different efficiencies.
+  EXPECT_NEAR(p.gemm_efficiency(2048, 1024, 1024), 0.2 * (128.0 / 132), 1e-12);
+  // Beyond the grid the edge holds (before the wave factor of the shape asked for).
+  EXPECT_NEAR(p.gemm_efficiency(1024, 1024, 65536), 0.3 * 64.0 / 132, 1e-12);
+  // Below the smallest corner, its time: an eighth of the work, an eighth of the efficiency.
+  EXPECT_NEAR(p.gemm_efficiency(512, 512, 512), 0.1 * (64.0 / 132) / 8, 1e-12);
+}
+
+TEST(GemmShapeGrid, RoundTripsAndRefusesAnIncompleteGrid) {
+  CalibrationProfile p = with_shape_grid();
+  p.copies[static_cast<size_t>(CopyKind::kHostToDevice)] = {1e-5, 25e9, "s"};
+  p.provenance.gpu_device_name = "NVIDIA H100 80GB HBM3";
+  p.provenance.command = "pipescope calibrate fit gpu.json -o p.json";
+  auto again = parse_calibration_profile(write_calibration_profile(p), "written profile");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, p);
+
+  auto doc = nlohmann::json::parse(write_calibration_profile(p));
+  doc["gemm"]["points"].erase(3);
+  auto broken = parse_calibration_profile(doc.dump(), "calibration profile 'p.json'");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error().message,
+            "calibration profile 'p.json': field 'gemm.points' must hold every (m, n, k) combination of the "
+            "values it uses for grid_in_log_mnk: 2 x 2 x 2 points, found 7");
+}
+
+TEST(MeasuredCollectives, PickTheNearestRankCountAndTheSizeRegime) {
+  CalibrationProfile p = hand_made();
+  auto& measured =
+      p.measured_collectives[static_cast<size_t>(LinkTier::kIntraNode)][static_cast<size_t>(CollectiveKind::kAllReduce)];
+  measured = {{2, {{1e6, 5e-6, 10e9, "s"}, {0, 2e-5, 100e9, "s"}}, "s"},
+              {8, {{1e6, 1e-5, 20e9, "s"}, {0, 3e-5, 200e9, "s"}}, "s"}};
+  const auto tier = LinkTier::kIntraNode;
+  const auto kind = CollectiveKind::kAllReduce;
+  // 4 ranks: as near 2 as 8 in log2, so the first entry; a small message takes the first regime.
+  EXPECT_NEAR(p.collective_time_s(kind, 1e5, 4, tier, 1e12), 5e-6 + 1e5 * 1.5 / 10e9, 1e-15);
+  // 6 ranks are nearer 8; 1 GB is in the open-ended regime.
+  EXPECT_NEAR(p.collective_time_s(kind, 1e9, 6, tier, 1e12), 3e-5 + 1e9 * (10.0 / 6) / 200e9, 1e-12);
+  // Kinds without measured entries keep the single latency + busbw.
+  EXPECT_NEAR(p.collective_time_s(CollectiveKind::kAllGather, 1e9, 8, tier, 100e9),
+              1e-5 + 1e9 * (7.0 / 8) / 50e9, 1e-12);
+  auto again = parse_calibration_profile(write_calibration_profile(p), "written profile");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, p);
+}
+
 TEST(MemoryBound, IsTheAchievedFractionOfHbm) {
   auto gpu = find_gpu("a100-80gb");
   ASSERT_TRUE(gpu.ok());
@@ -185,9 +258,14 @@ std::string error_after(void (*edit)(nlohmann::json&)) {
 }
 
 TEST(ParseCalibrationProfile, RefusesANewerSchemaVersion) {
-  EXPECT_EQ(error_after([](nlohmann::json& d) { d["schema_version"] = 2; }),
-            "calibration profile 'p.json': schema_version 2 is newer than this pipescope understands (1); "
-            "upgrade pipescope, or write the file with schema_version 1");
+  EXPECT_EQ(error_after([](nlohmann::json& d) { d["schema_version"] = 3; }),
+            "calibration profile 'p.json': schema_version 3 is newer than this pipescope understands (2); "
+            "upgrade pipescope, or write the file with schema_version 2");
+}
+
+TEST(ParseCalibrationProfile, ReadsVersionOneFiles) {
+  // The shipped profiles are version 1; a measured profile is written as version 2.
+  EXPECT_EQ(error_after([](nlohmann::json& d) { d["schema_version"] = 1; }), "(parsed)");
 }
 
 TEST(ParseCalibrationProfile, DefectsNameTheField) {

@@ -17,7 +17,9 @@
 
 namespace pipescope::planner {
 
-inline constexpr int kCalibrationSchemaVersion = 1;
+// 2 added the shape-grid GEMM table with its wave-quantization term, measured collectives per
+// rank count and message-size regime, copy bandwidths and provenance. Version 1 files still read.
+inline constexpr int kCalibrationSchemaVersion = 2;
 
 struct SourcedValue {
   double value = 0;
@@ -46,6 +48,22 @@ struct AttentionPoint {
 };
 enum class AttentionPass { kForward, kBackward };
 
+// How the GEMM table is read: 1-D in log(2mnk) over points in FLOP order (schema 1), or a full
+// m x n x k grid, trilinear in (ln m, ln n, ln k), whose points hold the efficiency without the
+// wave-quantization loss, which `GemmWaves` puts back per shape.
+enum class GemmInterpolation { kLogFlops, kLogShapeGrid };
+
+// A GEMM runs as ceil(m/tile_m) * ceil(n/tile_n) output tiles over sm_count SMs in waves; the
+// last wave leaves SMs idle, so achieved efficiency carries the factor w / ceil(w), w = tiles / SMs.
+// Off when sm_count is 0.
+struct GemmWaves {
+  int64_t sm_count = 0, tile_m = 0, tile_n = 0;
+  std::string source;
+  bool enabled() const { return sm_count > 0; }
+  double factor(int64_t m, int64_t n) const;
+  bool operator==(const GemmWaves&) const = default;
+};
+
 // time = latency_s + bytes * bus_bandwidth_factor(kind, ranks) / busbw, where busbw is either
 // absolute (bus_bandwidth_bytes_per_s) or a fraction of the tier's link bandwidth taken from the
 // cluster (bus_bandwidth_fraction) - exactly one of the two is non-zero. The fraction form lets
@@ -56,6 +74,42 @@ struct CollectiveCost {
   double bus_bandwidth_fraction = 0;
   std::string source;
   bool operator==(const CollectiveCost&) const = default;
+};
+
+// A measured collective for one rank count: latency + bytes * factor / busbw in size regimes,
+// each up to max_bytes (0 on the last: no bound). From `pipescope calibrate`.
+struct CollectiveSegment {
+  double max_bytes = 0;
+  double latency_s = 0;
+  double bus_bandwidth_bytes_per_s = 0;
+  std::string source;
+  bool operator==(const CollectiveSegment&) const = default;
+};
+struct MeasuredCollective {
+  int ranks = 0;
+  std::vector<CollectiveSegment> segments;  // increasing max_bytes, the last unbounded
+  std::string source;                       // the run the entry was measured on
+  bool operator==(const MeasuredCollective&) const = default;
+};
+
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+inline constexpr std::array<CopyKind, 3> kCopyKinds = {CopyKind::kHostToDevice, CopyKind::kDeviceToHost,
+                                                       CopyKind::kDeviceToDevice};
+std::string_view copy_kind_name(CopyKind kind);  // host_to_device, device_to_host, device_to_device
+// time = latency_s + bytes / bytes_per_s; absent (bytes_per_s 0) unless measured.
+struct CopyCost {
+  double latency_s = 0;
+  double bytes_per_s = 0;
+  std::string source;
+  bool operator==(const CopyCost&) const = default;
+};
+
+// Where a measured profile comes from; empty fields were not known. Strings only.
+struct Provenance {
+  std::string gpu_device_name, driver_version, cuda_runtime_version, cublaslt_version, nccl_version,
+      torch_version, date, host, command, tool;
+  bool empty() const { return *this == Provenance{}; }
+  bool operator==(const Provenance&) const = default;
 };
 
 struct MemoryOverheads {
@@ -69,21 +123,33 @@ struct MemoryOverheads {
 struct CalibrationProfile {
   std::string gpu;  // the Gpu::name it describes
   std::string description;
-  std::vector<GemmPoint> gemm;  // strictly increasing FLOPs
+  GemmInterpolation gemm_interpolation = GemmInterpolation::kLogFlops;
+  std::vector<GemmPoint> gemm;  // kLogFlops: strictly increasing FLOPs; kLogShapeGrid: a full grid
+  GemmWaves gemm_waves;         // kLogShapeGrid only
   // Full grids: every (seq_len, head_dim) combination of the values present, exactly once.
   std::vector<AttentionPoint> attention_forward;
   std::vector<AttentionPoint> attention_backward;
   SourcedValue hbm_bandwidth_fraction;  // memory-bound ops: achieved / datasheet HBM bandwidth
   std::array<std::array<CollectiveCost, kCollectiveKinds.size()>, kLinkTiers.size()> collectives;
+  // Measured entries per tier and kind, by increasing rank count; when a kind has some, they
+  // replace the single latency + busbw above for that tier.
+  std::array<std::array<std::vector<MeasuredCollective>, kCollectiveKinds.size()>, kLinkTiers.size()>
+      measured_collectives;
+  std::array<CopyCost, kCopyKinds.size()> copies;
   MemoryOverheads overheads;
+  Provenance provenance;
 
-  // Piecewise linear in log(FLOPs) between points. Above the largest point: its efficiency.
-  // Below the smallest: that point's time (a GEMM is not faster than the smallest measured one).
+  // kLogFlops: piecewise linear in log(FLOPs) between points; above the largest point its
+  // efficiency; below the smallest that point's time (a GEMM is not faster than the smallest
+  // measured one). kLogShapeGrid: trilinear in log m, n, k, each clamped to the grid, times the
+  // wave factor; below the grid's smallest corner, that corner's time as above.
   double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
   // Bilinear: linear in log(seq_len) and in head_dim between grid values, clamped outside.
   double attention_efficiency(int64_t seq_len, int64_t head_dim, AttentionPass pass) const;
   // `bytes` is nccl-tests' size (docs/calibration-format.md); `link_bytes_per_s` the tier's link
-  // bandwidth available to this collective. 0 when ranks <= 1 or bytes <= 0.
+  // bandwidth available to this collective. 0 when ranks <= 1 or bytes <= 0. Measured entries,
+  // where the tier has them for `kind`, win: the one nearest `ranks` in log2, then the size
+  // regime holding `bytes` (a measured busbw already reflects the links it ran on).
   double collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
                            double link_bytes_per_s) const;
   // Link bandwidth from the cluster: intra_node_bytes_per_s, or all of a node's NICs. Groups that
@@ -91,6 +157,7 @@ struct CalibrationProfile {
   double collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
                            const Cluster& cluster) const;
   double memory_bound_bytes_per_s(const Gpu& device) const;
+  const CopyCost& copy(CopyKind kind) const { return copies[static_cast<size_t>(kind)]; }
   const MemoryOverheads& memory_overheads() const { return overheads; }
   const CollectiveCost& collective(CollectiveKind kind, LinkTier tier) const;
 
