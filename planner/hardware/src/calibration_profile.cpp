@@ -55,7 +55,8 @@ class GemmGrid {
         for (int dl = 0; dl < 2; ++dl) {
           const double w = (di ? bm.t : 1 - bm.t) * (dj ? bn.t : 1 - bn.t) * (dl ? bk.t : 1 - bk.t);
           if (w == 0) continue;
-          const size_t i = di ? bm.upper : bm.lower, j = dj ? bn.upper : bn.lower, l = dl ? bk.upper : bk.lower;
+          const size_t i = di ? bm.upper : bm.lower, j = dj ? bn.upper : bn.lower,
+                       l = dl ? bk.upper : bk.lower;
           sum += w * p_[(i * ns_ + j) * ks_ + l].efficiency;
         }
       }
@@ -93,8 +94,8 @@ double CalibrationProfile::gemm_efficiency(int64_t m, int64_t n, int64_t k) cons
     if (m <= corner.m && n <= corner.n && k <= corner.k) {
       return corner.efficiency * gemm_waves.factor(corner.m, corner.n) * flops / corner.flops();
     }
-    const double e = GemmGrid(gemm).efficiency(std::log(static_cast<double>(m)),
-                                               std::log(static_cast<double>(n)), std::log(static_cast<double>(k)));
+    const double e = GemmGrid(gemm).efficiency(
+        std::log(static_cast<double>(m)), std::log(static_cast<double>(n)), std::log(static_cast<double>(k)));
     return std::min(1.0, e * gemm_waves.factor(m, n));
   }
   const GemmPoint& smallest = gemm.front();

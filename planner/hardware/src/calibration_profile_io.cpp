@@ -154,7 +154,8 @@ std::vector<AttentionPoint> read_attention_pass(JsonReader& reader, const json& 
   return points;
 }
 
-std::vector<MeasuredCollective> read_measured(JsonReader& reader, const json& object, const std::string& path) {
+std::vector<MeasuredCollective> read_measured(JsonReader& reader, const json& object,
+                                              const std::string& path) {
   std::vector<MeasuredCollective> out;
   if (!object.contains("measured")) return out;
   const json* list = reader.array(object, "measured", path);
@@ -204,8 +205,9 @@ CollectiveCost read_collective(JsonReader& reader, const json& tier, std::string
   const json* object = reader.object(tier, kind, path);
   if (object == nullptr) return cost;
   const std::string here = field_path(path, kind);
-  reader.only_fields(*object, here,
-                     {"latency_s", "bus_bandwidth_bytes_per_s", "bus_bandwidth_fraction", "source", "measured"});
+  reader.only_fields(
+      *object, here,
+      {"latency_s", "bus_bandwidth_bytes_per_s", "bus_bandwidth_fraction", "source", "measured"});
   measured = read_measured(reader, *object, here);
   cost.latency_s = reader.number(*object, "latency_s", here, Range::kPositive);
   const bool absolute = object->contains("bus_bandwidth_bytes_per_s");
@@ -299,9 +301,9 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
       reader.only_fields(*tier_object, tier_path,
                          {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"});
       for (CollectiveKind kind : kCollectiveKinds) {
-        profile.collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)] =
-            read_collective(reader, *tier_object, collective_kind_name(kind), tier_path,
-                            profile.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)]);
+        profile.collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)] = read_collective(
+            reader, *tier_object, collective_kind_name(kind), tier_path,
+            profile.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)]);
       }
     }
   }
@@ -419,7 +421,8 @@ std::string write_calibration_profile(const CalibrationProfile& profile) {
       } else {
         entry["bus_bandwidth_bytes_per_s"] = cost.bus_bandwidth_bytes_per_s;
       }
-      const auto& measured = profile.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
+      const auto& measured =
+          profile.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
       if (!measured.empty()) entry["measured"] = measured_json(measured);
       tier_json[std::string(collective_kind_name(kind))] = std::move(entry);
     }
@@ -427,8 +430,8 @@ std::string write_calibration_profile(const CalibrationProfile& profile) {
   }
   const MemoryOverheads& o = profile.overheads;
   json gemm = {{"interpolation", profile.gemm_interpolation == GemmInterpolation::kLogShapeGrid
-                                      ? kShapeGridInterpolation
-                                      : kLogFlopsInterpolation}};
+                                     ? kShapeGridInterpolation
+                                     : kLogFlopsInterpolation}};
   if (profile.gemm_waves.enabled()) {
     const GemmWaves& w = profile.gemm_waves;
     gemm["wave_quantization"] = {

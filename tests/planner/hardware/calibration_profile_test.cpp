@@ -211,8 +211,8 @@ TEST(GemmShapeGrid, RoundTripsAndRefusesAnIncompleteGrid) {
 
 TEST(MeasuredCollectives, PickTheNearestRankCountAndTheSizeRegime) {
   CalibrationProfile p = hand_made();
-  auto& measured =
-      p.measured_collectives[static_cast<size_t>(LinkTier::kIntraNode)][static_cast<size_t>(CollectiveKind::kAllReduce)];
+  auto& measured = p.measured_collectives[static_cast<size_t>(LinkTier::kIntraNode)]
+                                         [static_cast<size_t>(CollectiveKind::kAllReduce)];
   measured = {{2, {{1e6, 5e-6, 10e9, "s"}, {0, 2e-5, 100e9, "s"}}, "s"},
               {8, {{1e6, 1e-5, 20e9, "s"}, {0, 3e-5, 200e9, "s"}}, "s"}};
   const auto tier = LinkTier::kIntraNode;

@@ -1,0 +1,77 @@
+// The calibration suite's Google Benchmark JSON, read into typed samples
+// (docs/calibration-results.md is the contract with benches/gpu/).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipescope/common/expected.h"
+
+namespace pipescope::calibrate {
+
+// One timed entry: `name` as the file has it, for messages and flags.
+struct SampleId {
+  std::string name;
+  std::string file;
+};
+
+struct GemmSample {
+  SampleId id;
+  std::string dtype;  // bf16, fp16, fp8
+  int64_t m = 0, n = 0, k = 0;
+  double seconds = 0;
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
+};
+
+struct AttentionSample {
+  SampleId id;
+  bool backward = false;
+  int64_t batch = 0, heads = 0, seq = 0, head_dim = 0;
+  bool causal = false;
+  double flops = 0;  // FlashAttention's count, as the benchmark reports it
+  double seconds = 0;
+  std::string kernel;  // the label: which kernel was measured
+};
+
+// hbm/<copy|scale|add|norm> and memcpy/<h2d|d2h|d2d>: `bytes` moved per iteration.
+struct BandwidthSample {
+  SampleId id;
+  std::string family;   // hbm or memcpy
+  std::string variant;  // copy, scale, add, norm; h2d, d2h, d2d
+  double bytes = 0;
+  double seconds = 0;
+};
+
+struct CollectiveSample {
+  SampleId id;
+  std::string kind;  // all_reduce, all_gather, reduce_scatter, broadcast, send_recv, all_to_all
+  int ranks = 0;
+  int nodes = 1;
+  double bytes = 0;  // nccl-tests' size
+  double seconds = 0;
+};
+
+struct BenchResults {
+  std::vector<GemmSample> gemm;
+  std::vector<AttentionSample> attention;
+  std::vector<BandwidthSample> bandwidth;
+  std::vector<CollectiveSample> collectives;
+  // Context keys of every file; the first file's value wins, a different value later is noted.
+  std::map<std::string, std::string> context;
+  std::vector<std::string> files;
+  std::vector<std::string> notes;  // entries skipped (errors, unknown families), context clashes
+  bool empty() const { return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty(); }
+  std::string context_value(std::string_view key) const;
+};
+
+// Adds one file's samples. Refuses what is not a benchmark result (not JSON, no "benchmarks"),
+// and a time that is not a positive finite number, naming the entry.
+Status add_bench_results(std::string_view text, const std::string& origin, BenchResults& into);
+Status read_bench_file(const std::string& path, BenchResults& into);
+
+}  // namespace pipescope::calibrate

@@ -1,0 +1,44 @@
+// From the suite's results to a calibration profile: every fit, what it replaced in the base
+// profile, and how well each reproduces its measurements.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pipescope/calibrate/bench_results.h"
+#include "pipescope/calibrate/fit_quality.h"
+#include "pipescope/common/expected.h"
+#include "pipescope/planner/calibration_profile.h"
+#include "pipescope/planner/gpu.h"
+
+namespace pipescope::calibrate {
+
+struct FitOptions {
+  std::string gpu;      // --gpu NAME; empty: the bundled GPU whose device name the results carry
+  std::string base;     // --base NAME|FILE; empty: the bundled profile of that GPU
+  std::string command;  // the command line, for the provenance
+  std::string tool;     // e.g. "pipescope 0.1.0"
+};
+
+struct FitSection {
+  std::string what;     // e.g. "gemm bf16", "all_reduce intra_node 8 ranks"
+  std::string summary;  // the fitted numbers in words
+  FitQuality quality;
+  bool in_profile = true;  // false: fitted and shown, but the profile has no place for it
+};
+
+struct ProfileFit {
+  planner::Gpu gpu;
+  planner::CalibrationProfile profile;
+  std::vector<FitSection> sections;
+  std::vector<std::string> kept_from_base;  // parts nothing measured, kept with their sources
+  std::vector<std::string> notes;
+};
+
+// The GPU the results were measured on: `name` when given, else the bundled GPU whose
+// device_name equals the results' gpu_name.
+Expected<planner::Gpu> results_gpu(const BenchResults& results, const std::string& name);
+
+Expected<ProfileFit> fit_profile(const BenchResults& results, const FitOptions& options);
+
+}  // namespace pipescope::calibrate

@@ -1,0 +1,247 @@
+#include "pipescope/calibrate/bench_results.h"
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace pipescope::calibrate {
+namespace {
+
+using nlohmann::json;
+
+// "gemm/bf16/m:1024/n:512/k:64/manual_time" -> family, variant, parameters.
+struct ParsedName {
+  std::string family, variant;
+  std::map<std::string, std::string> params;
+};
+
+ParsedName parse_name(std::string_view name) {
+  ParsedName out;
+  size_t index = 0;
+  while (!name.empty()) {
+    const size_t slash = name.find('/');
+    const std::string_view part = name.substr(0, slash);
+    if (index == 0) {
+      out.family = part;
+    } else if (index == 1) {
+      out.variant = part;
+    } else if (const size_t colon = part.find(':'); colon != std::string_view::npos) {
+      out.params.emplace(part.substr(0, colon), part.substr(colon + 1));
+    }
+    ++index;
+    if (slash == std::string_view::npos) break;
+    name.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
+std::optional<double> seconds_per_unit(const std::string& unit) {
+  if (unit == "ns") return 1e-9;
+  if (unit == "us") return 1e-6;
+  if (unit == "ms") return 1e-3;
+  if (unit == "s") return 1.0;
+  return std::nullopt;
+}
+
+class EntryReader {
+ public:
+  EntryReader(const json& entry, const std::string& origin) : entry_(entry), origin_(origin) {
+    name_ = entry.value("run_name", entry.value("name", std::string()));
+    parsed_ = parse_name(name_);
+  }
+
+  const std::string& name() const { return name_; }
+  const ParsedName& parsed() const { return parsed_; }
+  SampleId id() const { return {name_, origin_}; }
+
+  Expected<double> seconds() const {
+    const json* time = find("real_time");
+    if (time == nullptr || !time->is_number()) return fail("has no numeric real_time");
+    const auto unit = seconds_per_unit(entry_.value("time_unit", std::string("ns")));
+    if (!unit) return fail("has an unknown time_unit");
+    const double value = time->get<double>() * *unit;
+    if (!std::isfinite(value) || value <= 0) {
+      return fail("has time " + time->dump() + " " + entry_.value("time_unit", std::string("ns")) +
+                  "; a measured time must be a positive finite number");
+    }
+    return value;
+  }
+
+  // A name parameter as an integer; the error names it.
+  Expected<int64_t> integer(const std::string& key) const {
+    const auto it = parsed_.params.find(key);
+    if (it == parsed_.params.end()) return fail("lacks the parameter '" + key + ":'");
+    try {
+      size_t used = 0;
+      const long long value = std::stoll(it->second, &used);
+      if (used != it->second.size() || value < 0) throw std::invalid_argument(key);
+      return static_cast<int64_t>(value);
+    } catch (const std::exception&) {
+      return fail("has '" + key + ":" + it->second + "', not a non-negative integer");
+    }
+  }
+
+  Expected<double> counter(const std::string& key) const {
+    const json* value = find(key);
+    if (value == nullptr || !value->is_number()) return fail("lacks the counter '" + key + "'");
+    const double v = value->get<double>();
+    if (!std::isfinite(v) || v <= 0)
+      return fail("has counter " + key + " = " + value->dump() + ", not positive");
+    return v;
+  }
+
+  std::string label() const { return entry_.value("label", std::string()); }
+
+  Error fail(const std::string& what) const {
+    return Error{"benchmark results '" + origin_ + "': entry '" + name_ + "' " + what};
+  }
+
+ private:
+  const json* find(const std::string& key) const {
+    const auto it = entry_.find(key);
+    return it == entry_.end() ? nullptr : &*it;
+  }
+
+  const json& entry_;
+  const std::string& origin_;
+  std::string name_;
+  ParsedName parsed_;
+};
+
+// With repetitions, the median aggregate stands for the run; the other aggregates and the single
+// repetitions it summarises are left out.
+bool should_take(const json& entry, bool file_has_medians) {
+  const std::string run_type = entry.value("run_type", std::string("iteration"));
+  if (run_type == "aggregate") return entry.value("aggregate_name", std::string()) == "median";
+  return !file_has_medians;
+}
+
+Status add_entry(const EntryReader& e, BenchResults& into) {
+  const ParsedName& p = e.parsed();
+  auto seconds = e.seconds();
+  if (!seconds.ok()) return seconds.error();
+  if (p.family == "gemm") {
+    GemmSample s{e.id(), p.variant, 0, 0, 0, *seconds};
+    for (auto [key, field] : {std::pair{"m", &s.m}, {"n", &s.n}, {"k", &s.k}}) {
+      auto v = e.integer(key);
+      if (!v.ok()) return v.error();
+      if (*v == 0) return e.fail(std::string("has ") + key + ":0");
+      *field = *v;
+    }
+    into.gemm.push_back(std::move(s));
+    return Status::Ok();
+  }
+  if (p.family == "attention") {
+    if (p.variant != "forward" && p.variant != "backward") return e.fail("is neither forward nor backward");
+    AttentionSample s;
+    s.id = e.id();
+    s.backward = p.variant == "backward";
+    s.seconds = *seconds;
+    s.kernel = e.label();
+    for (auto [key, field] :
+         {std::pair{"batch", &s.batch}, {"heads", &s.heads}, {"seq", &s.seq}, {"head_dim", &s.head_dim}}) {
+      auto v = e.integer(key);
+      if (!v.ok()) return v.error();
+      if (*v == 0) return e.fail(std::string("has ") + key + ":0");
+      *field = *v;
+    }
+    auto causal = e.integer("causal");
+    s.causal = causal.ok() && *causal != 0;
+    auto flops = e.counter("flops");
+    if (!flops.ok()) return flops.error();
+    s.flops = *flops;
+    into.attention.push_back(std::move(s));
+    return Status::Ok();
+  }
+  if (p.family == "hbm" || p.family == "memcpy") {
+    auto bytes = e.counter("bytes");
+    if (!bytes.ok()) return bytes.error();
+    into.bandwidth.push_back({e.id(), p.family, p.variant, *bytes, *seconds});
+    return Status::Ok();
+  }
+  if (p.family == "nccl") {
+    auto ranks = e.integer("ranks");
+    if (!ranks.ok()) return ranks.error();
+    auto bytes = e.counter("bytes");
+    if (!bytes.ok()) return bytes.error();
+    auto nodes = e.counter("nodes");
+    CollectiveSample s{e.id(), p.variant, static_cast<int>(*ranks), nodes.ok() ? static_cast<int>(*nodes) : 1,
+                       *bytes, *seconds};
+    if (s.ranks < 1) return e.fail("has ranks:0");
+    into.collectives.push_back(std::move(s));
+    return Status::Ok();
+  }
+  into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file + ": not a calibration benchmark");
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string BenchResults::context_value(std::string_view key) const {
+  const auto it = context.find(std::string(key));
+  return it == context.end() ? std::string() : it->second;
+}
+
+Status add_bench_results(std::string_view text, const std::string& origin, BenchResults& into) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return Error{"benchmark results '" + origin + "' are not JSON (" + e.what() +
+                 "); write them with --benchmark_out=FILE --benchmark_out_format=json"};
+  }
+  if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) {
+    return Error{"benchmark results '" + origin +
+                 "' have no \"benchmarks\" list: not a Google Benchmark JSON file"};
+  }
+  if (const auto context = doc.find("context"); context != doc.end() && context->is_object()) {
+    for (const auto& [key, value] : context->items()) {
+      const std::string text_value = value.is_string() ? value.get<std::string>() : value.dump();
+      const auto [it, inserted] = into.context.emplace(key, text_value);
+      if (!inserted && it->second != text_value && key != "date" && key != "command" && key != "executable" &&
+          key != "pipescope_suite" && key.rfind("library_", 0) != 0 && key.rfind("cpu", 0) != 0 &&
+          key.rfind("caches", 0) != 0 && key != "load_avg") {
+        into.notes.push_back("context '" + key + "' differs between files: '" + it->second + "' and '" +
+                             text_value + "' (" + origin + "); the first is kept");
+      }
+    }
+  }
+  const json& list = doc["benchmarks"];
+  bool has_medians = false;
+  for (const json& entry : list) {
+    has_medians |= entry.is_object() && entry.value("aggregate_name", std::string()) == "median";
+  }
+  size_t taken = 0;
+  for (const json& entry : list) {
+    if (!entry.is_object()) return Error{"benchmark results '" + origin + "': an entry is not an object"};
+    if (!should_take(entry, has_medians)) continue;
+    const EntryReader reader(entry, origin);
+    if (entry.value("error_occurred", false)) {
+      into.notes.push_back("skipped '" + reader.name() + "' in " + origin +
+                           ": the benchmark reported an error (" +
+                           entry.value("error_message", std::string("no message")) + ")");
+      continue;
+    }
+    Status added = add_entry(reader, into);
+    if (!added.ok()) return added;
+    ++taken;
+  }
+  if (taken == 0) {
+    return Error{"benchmark results '" + origin + "' hold no measurement (an empty \"benchmarks\" list)"};
+  }
+  into.files.push_back(origin);
+  return Status::Ok();
+}
+
+Status read_bench_file(const std::string& path, BenchResults& into) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read benchmark results '" + path + "'"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return add_bench_results(text.str(), path, into);
+}
+
+}  // namespace pipescope::calibrate

@@ -1,0 +1,258 @@
+#include "pipescope/calibrate/profile_fit.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "pipescope/calibrate/attention_fit.h"
+#include "pipescope/calibrate/gemm_fit.h"
+#include "pipescope/calibrate/transfer_fit.h"
+#include "pipescope/planner/collective_model.h"
+
+namespace pipescope::calibrate {
+namespace {
+
+using planner::CalibrationProfile;
+
+std::string number(double value, int digits = 3) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*g", digits, value);
+  return text;
+}
+
+std::string gb_per_s(double bytes_per_s) { return number(bytes_per_s / 1e9, 4) + " GB/s"; }
+
+// "gpu_benchmark on NVIDIA H100 80GB HBM3 (driver 580.65, 2026-11-22)": what every source names.
+std::string run_description(const BenchResults& r) {
+  std::string text = "pipescope calibration suite on " + r.context_value("gpu_name");
+  std::string details;
+  auto add = [&](const std::string& label, const std::string& value) {
+    if (!value.empty()) details += (details.empty() ? "" : ", ") + label + value;
+  };
+  add("driver ", r.context_value("driver_version"));
+  add("CUDA ", r.context_value("cuda_runtime_version"));
+  add("", r.context_value("date"));
+  return details.empty() ? text : text + " (" + details + ")";
+}
+
+double context_number(const BenchResults& r, const std::string& key) {
+  const std::string text = r.context_value(key);
+  if (text.empty()) return 0;
+  try {
+    return std::stod(text);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+Status add_gemm(const BenchResults& r, const std::string& source, ProfileFit& out) {
+  const bool any_bf16 =
+      std::any_of(r.gemm.begin(), r.gemm.end(), [](const GemmSample& s) { return s.dtype == "bf16"; });
+  if (!any_bf16) {
+    if (!r.gemm.empty())
+      out.notes.push_back("GEMM results hold no bf16 shapes; the planner prices bf16, so none are used");
+    out.kept_from_base.push_back("gemm");
+    return Status::Ok();
+  }
+  GemmFitInputs in{out.gpu.peak_dense_bf16_flops_per_s, static_cast<int64_t>(context_number(r, "sm_count")),
+                   "bf16", source};
+  auto fit = fit_gemm(r.gemm, in);
+  if (!fit.ok()) return fit.error();
+  out.profile.gemm_interpolation = fit->interpolation;
+  out.profile.gemm = fit->points;
+  out.profile.gemm_waves = fit->waves;
+  double best = 0;
+  for (const auto& p : fit->points) best = std::max(best, p.efficiency);
+  FitSection section{"gemm bf16",
+                     std::to_string(fit->shapes) + " shapes, best " + number(best) + " of peak; " +
+                         (fit->notes.empty() ? "" : fit->notes.back()),
+                     fit->quality};
+  out.sections.push_back(std::move(section));
+  for (size_t i = 0; i + 1 < fit->notes.size(); ++i) out.notes.push_back(fit->notes[i]);
+  // The other dtypes are measured for the report only: the profile prices bf16.
+  for (const std::string dtype : {"fp16", "fp8"}) {
+    const double peak =
+        dtype == "fp8" ? out.gpu.peak_dense_fp8_flops_per_s : out.gpu.peak_dense_bf16_flops_per_s;
+    if (peak <= 0) continue;
+    auto other = fit_gemm(r.gemm, {peak, 0, dtype, source});
+    if (!other.ok()) continue;  // not measured
+    double top = 0;
+    for (const auto& p : other->points) top = std::max(top, p.efficiency);
+    out.sections.push_back(
+        {"gemm " + dtype,
+         std::to_string(other->shapes) + " shapes, best " + number(top) + " of the " + dtype + " peak",
+         other->quality, false});
+  }
+  return Status::Ok();
+}
+
+Status add_attention(const BenchResults& r, const std::string& source, ProfileFit& out) {
+  if (r.attention.empty()) {
+    out.kept_from_base.push_back("attention");
+    return Status::Ok();
+  }
+  auto fit = fit_attention(r.attention, out.gpu.peak_dense_bf16_flops_per_s, source);
+  if (!fit.ok()) return fit.error();
+  out.profile.attention_forward = fit->forward;
+  out.profile.attention_backward = fit->backward;
+  double forward = 0, backward = 0;
+  for (const auto& p : fit->forward) forward = std::max(forward, p.efficiency);
+  for (const auto& p : fit->backward) backward = std::max(backward, p.efficiency);
+  out.sections.push_back({"attention",
+                          "kernel " + (fit->kernels.empty() ? std::string("unnamed") : fit->kernels) +
+                              "; best forward " + number(forward) + ", backward " + number(backward) +
+                              " of peak",
+                          fit->quality});
+  out.notes.insert(out.notes.end(), fit->notes.begin(), fit->notes.end());
+  return Status::Ok();
+}
+
+Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileFit& out) {
+  auto fits = fit_bandwidths(r.bandwidth);
+  if (!fits.ok()) return fits.error();
+  std::vector<double> hbm;
+  for (const BandwidthFit& f : *fits) {
+    const std::string what = f.family + " " + f.variant;
+    out.sections.push_back(
+        {what, gb_per_s(f.bytes_per_s()) + ", latency " + number(f.line.latency_s * 1e6) + " us", f.quality});
+    if (f.family == "hbm") hbm.push_back(f.bytes_per_s());
+    const auto copy = f.variant == "h2d"   ? planner::CopyKind::kHostToDevice
+                      : f.variant == "d2h" ? planner::CopyKind::kDeviceToHost
+                                           : planner::CopyKind::kDeviceToDevice;
+    if (f.family == "memcpy" && (f.variant == "h2d" || f.variant == "d2h" || f.variant == "d2d")) {
+      out.profile.copies[static_cast<size_t>(copy)] = {
+          f.line.latency_s, f.bytes_per_s(),
+          "fitted: latency + bytes / bandwidth over the memcpy/" + f.variant + " sizes, rms error " +
+              number(f.quality.rms_relative_error * 100, 2) + "%, " + source};
+    }
+  }
+  if (hbm.empty()) {
+    out.kept_from_base.push_back("memory_bound");
+    return Status::Ok();
+  }
+  std::sort(hbm.begin(), hbm.end());
+  const double typical = hbm[hbm.size() / 2];
+  double fraction = typical / out.gpu.hbm_bytes_per_s;
+  if (fraction > 1) {
+    out.notes.push_back("memory-bound kernels reached " + number(fraction) +
+                        "x the datasheet HBM bandwidth (caches at small sizes?); held at 1");
+    fraction = 1;
+  }
+  out.profile.hbm_bandwidth_fraction = {fraction, "measured: median bandwidth of the hbm kernels (" +
+                                                      gb_per_s(typical) + ") over the datasheet's " +
+                                                      gb_per_s(out.gpu.hbm_bytes_per_s) + ", " + source};
+  return Status::Ok();
+}
+
+Status add_collectives(const BenchResults& r, const std::string& source, ProfileFit& out) {
+  auto fits = fit_collectives(r.collectives, out.notes);
+  if (!fits.ok()) return fits.error();
+  bool any = false;
+  for (const CollectiveFit& f : *fits) {
+    const auto kind = planner::parse_collective_kind(f.kind);
+    std::string summary;
+    for (const Regime& g : f.regimes) {
+      summary += (summary.empty() ? "" : "; ") +
+                 std::string(g.max_x > 0 ? "up to " + number(g.max_x) + " B" : "beyond") + ": busbw " +
+                 gb_per_s(1 / g.line.seconds_per_unit) + ", latency " + number(g.line.latency_s * 1e6) +
+                 " us";
+    }
+    const std::string what = f.kind + " " + std::string(planner::link_tier_name(f.tier)) + " " +
+                             std::to_string(f.ranks) + " ranks";
+    out.sections.push_back({what, summary, f.quality, kind.has_value()});
+    if (!kind) continue;
+    any = true;
+    auto& slot = out.profile.measured_collectives[static_cast<size_t>(f.tier)][static_cast<size_t>(*kind)];
+    planner::MeasuredCollective entry{f.ranks,
+                                      {},
+                                      "measured: " + what + " on " + std::to_string(f.nodes) +
+                                          (f.nodes == 1 ? " node, " : " nodes, ") + source};
+    for (const Regime& g : f.regimes) {
+      entry.segments.push_back({g.max_x, g.line.latency_s, 1 / g.line.seconds_per_unit,
+                                "fitted over " + std::to_string(g.points) + " sizes, rms error " +
+                                    number(f.quality.rms_relative_error * 100, 2) + "% for the whole curve"});
+    }
+    // A measured entry per rank count; the same count from two node layouts keeps the first.
+    auto at =
+        std::lower_bound(slot.begin(), slot.end(), entry.ranks,
+                         [](const planner::MeasuredCollective& e, int ranks) { return e.ranks < ranks; });
+    if (at == slot.end() || at->ranks != entry.ranks) slot.insert(at, std::move(entry));
+  }
+  if (!any) out.kept_from_base.push_back("collectives");
+  return Status::Ok();
+}
+
+void add_overheads(const BenchResults& r, const std::string& source, ProfileFit& out) {
+  planner::MemoryOverheads& o = out.profile.overheads;
+  if (const double bytes = context_number(r, "cuda_context_bytes"); bytes > 0) {
+    o.cuda_context_bytes = {bytes, "measured: device memory taken by creating the CUDA context, " + source};
+  } else {
+    out.kept_from_base.push_back("memory_overheads.cuda_context_bytes");
+  }
+  if (const double bytes = context_number(r, "nccl_buffer_bytes_per_communicator"); bytes > 0) {
+    o.nccl_buffer_bytes_per_communicator = {
+        bytes, "measured: device memory taken by one NCCL communicator, " + source};
+  } else {
+    out.kept_from_base.push_back("memory_overheads.nccl_buffer_bytes_per_communicator");
+  }
+  out.kept_from_base.push_back("memory_overheads.allocator_reserve_fraction");
+  out.kept_from_base.push_back("memory_overheads.memory_headroom_fraction");
+}
+
+}  // namespace
+
+Expected<planner::Gpu> results_gpu(const BenchResults& results, const std::string& name) {
+  if (!name.empty()) return planner::find_gpu(name);
+  const std::string device = results.context_value("gpu_name");
+  if (device.empty()) {
+    return Error{
+        "the benchmark results do not say which GPU they come from (no gpu_name in their context); "
+        "name it with --gpu"};
+  }
+  for (const std::string& known : planner::known_gpu_names()) {
+    auto gpu = planner::find_gpu(known);
+    if (gpu.ok() && gpu->device_name == device) return gpu;
+  }
+  std::string names;
+  for (const std::string& known : planner::known_gpu_names()) names += (names.empty() ? "" : ", ") + known;
+  return Error{"the benchmark results come from '" + device + "', which is none of the bundled GPUs (" +
+               names + "); name the closest with --gpu, or add a GPU file"};
+}
+
+Expected<ProfileFit> fit_profile(const BenchResults& results, const FitOptions& options) {
+  if (results.empty()) return Error{"the benchmark results hold no calibration measurement"};
+  auto gpu = results_gpu(results, options.gpu);
+  if (!gpu.ok()) return gpu.error();
+  auto base =
+      options.base.empty() ? planner::profile_for_gpu(*gpu) : planner::load_calibration_profile(options.base);
+  if (!base.ok()) return base.error();
+  if (Status same = planner::check_profile_matches(*base, *gpu); !same.ok()) return same.error();
+
+  ProfileFit out;
+  out.gpu = *gpu;
+  out.profile = *base;
+  out.profile.description = "Measured with pipescope calibrate on " + results.context_value("gpu_name") +
+                            "; parts nothing measured come from " +
+                            (options.base.empty() ? "the bundled " + gpu->name + " profile" : options.base) +
+                            ".";
+  out.notes = results.notes;
+  const std::string source = run_description(results);
+  for (auto add : {add_gemm, add_attention, add_bandwidths, add_collectives}) {
+    if (Status s = add(results, source, out); !s.ok()) return s.error();
+  }
+  add_overheads(results, source, out);
+
+  planner::Provenance& p = out.profile.provenance;
+  p.gpu_device_name = results.context_value("gpu_name");
+  p.driver_version = results.context_value("driver_version");
+  p.cuda_runtime_version = results.context_value("cuda_runtime_version");
+  p.cublaslt_version = results.context_value("cublaslt_version");
+  p.nccl_version = results.context_value("nccl_version");
+  p.torch_version = results.context_value("torch_version");
+  p.date = results.context_value("date");
+  p.host = results.context_value("host_name");
+  p.command = options.command;
+  p.tool = options.tool;
+  return out;
+}
+
+}  // namespace pipescope::calibrate

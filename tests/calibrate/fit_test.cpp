@@ -1,0 +1,180 @@
+// Latency + bandwidth fits on synthetic timings with known parameters and noise, and the data a
+// fit must refuse.
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "pipescope/calibrate/attention_fit.h"
+#include "pipescope/calibrate/latency_bandwidth_fit.h"
+#include "pipescope/calibrate/transfer_fit.h"
+
+namespace pipescope::calibrate {
+namespace {
+
+// time = latency + bytes / bandwidth, times (1 + noise) with noise uniform in +-spread.
+std::vector<TimedSize> line_points(double latency_s, double bytes_per_s, double spread, unsigned seed,
+                                   double from = 1024, double to = 1 << 30) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> noise(-spread, spread);
+  std::vector<TimedSize> out;
+  for (double x = from; x <= to; x *= 2) {
+    out.push_back({x, (latency_s + x / bytes_per_s) * (1 + noise(rng)), "size " + std::to_string(x)});
+  }
+  return out;
+}
+
+TEST(FitLine, RecoversLatencyAndBandwidthThroughNoise) {
+  const auto points = line_points(20e-6, 100e9, 0.02, 1);
+  auto fit = fit_line(points, "test");
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  EXPECT_NEAR(fit->latency_s, 20e-6, 20e-6 * 0.05);
+  EXPECT_NEAR(1 / fit->seconds_per_unit, 100e9, 100e9 * 0.03);
+}
+
+TEST(FitLine, ANegativeInterceptBecomesALineThroughTheOrigin) {
+  // Pure bandwidth, a little noise: the unconstrained intercept may come out below zero.
+  auto fit = fit_line(line_points(0, 50e9, 0.01, 7, 1 << 20), "test");
+  ASSERT_TRUE(fit.ok());
+  EXPECT_GE(fit->latency_s, 0);
+  EXPECT_NEAR(1 / fit->seconds_per_unit, 50e9, 50e9 * 0.02);
+}
+
+TEST(FitLine, RefusesDegenerateData) {
+  EXPECT_EQ(
+      fit_line({{1024, 1e-5, "a"}}, "all_reduce over 8 ranks").error().message,
+      "cannot fit all_reduce over 8 ranks from 1 point: latency and bandwidth need at least two message "
+      "sizes");
+  EXPECT_EQ(fit_line({{1024, 1e-5, "a"}, {1024, 1.1e-5, "b"}}, "x").error().message,
+            "cannot fit x from 2 points of one size: latency and bandwidth need at least two message sizes");
+  EXPECT_EQ(
+      fit_line({{1024, 1e-5, "a"}, {4096, 1e-5, "b"}, {1 << 20, 1e-5, "c"}}, "x").error().message,
+      "cannot fit x: the time does not grow with the size (all times equal, or larger sizes faster), so no "
+      "bandwidth can be read from it");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(fit_line({{1024, nan, "a"}, {4096, 1e-5, "b"}}, "x").error().message.find("'a' has time nan s"),
+            std::string::npos);
+  EXPECT_NE(
+      fit_line({{1024, -1e-5, "neg"}, {4096, 1e-5, "b"}}, "x").error().message.find("times must be positive"),
+      std::string::npos);
+}
+
+TEST(FitRegimes, FindsTheProtocolSwitchAndBothBandwidths) {
+  // Small messages: 8 us + bytes / 5 GB/s up to 64 KiB; large: 40 us + bytes / 150 GB/s.
+  auto points = line_points(8e-6, 5e9, 0.02, 3, 64, 65536);
+  auto large = line_points(40e-6, 150e9, 0.02, 4, 131072, 1 << 30);
+  points.insert(points.end(), large.begin(), large.end());
+  auto regimes = fit_regimes(points, "test");
+  ASSERT_TRUE(regimes.ok()) << regimes.error().message;
+  ASSERT_EQ(regimes->size(), 2u);
+  EXPECT_GT((*regimes)[0].max_x, 65536);
+  EXPECT_LT((*regimes)[0].max_x, 131072);
+  EXPECT_NEAR(1 / (*regimes)[0].line.seconds_per_unit, 5e9, 5e9 * 0.1);
+  EXPECT_NEAR(1 / (*regimes)[1].line.seconds_per_unit, 150e9, 150e9 * 0.03);
+  EXPECT_EQ((*regimes)[1].max_x, 0);
+}
+
+TEST(FitRegimes, NoiseAloneDoesNotBuyARegime) {
+  auto regimes = fit_regimes(line_points(20e-6, 100e9, 0.02, 5), "test");
+  ASSERT_TRUE(regimes.ok());
+  EXPECT_EQ(regimes->size(), 1u);
+}
+
+TEST(FitCollectives, BusBandwidthFollowsNcclTestsAndOneRankIsSkipped) {
+  std::vector<CollectiveSample> samples;
+  // all_reduce over 8 ranks at busbw 200 GB/s: time = 15 us + size * 2 * 7/8 / 200e9.
+  for (double size = 1 << 20; size <= (1 << 30); size *= 2) {
+    samples.push_back({{"nccl/all_reduce/ranks:8/bytes:" + std::to_string(size), "f"},
+                       "all_reduce",
+                       8,
+                       1,
+                       size,
+                       15e-6 + size * 1.75 / 200e9});
+    samples.push_back({{"nccl/all_reduce/ranks:1", "f"}, "all_reduce", 1, 1, size, 5e-6});
+  }
+  std::vector<std::string> notes;
+  auto fits = fit_collectives(samples, notes);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  ASSERT_EQ(fits->size(), 1u);
+  const CollectiveFit& f = fits->front();
+  EXPECT_EQ(f.tier, planner::LinkTier::kIntraNode);
+  ASSERT_EQ(f.regimes.size(), 1u);
+  EXPECT_NEAR(1 / f.regimes[0].line.seconds_per_unit, 200e9, 1e6);
+  EXPECT_NEAR(f.regimes[0].line.latency_s, 15e-6, 1e-9);
+  EXPECT_LT(f.quality.max_relative_error, 1e-6);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("over one rank skipped"), std::string::npos);
+}
+
+TEST(FitCollectives, AcrossNodesIsTheInterNodeTier) {
+  std::vector<CollectiveSample> samples;
+  for (double size = 1 << 20; size <= (1 << 26); size *= 2)
+    samples.push_back({{"n", "f"}, "all_gather", 16, 2, size, 30e-6 + size * (15.0 / 16) / 40e9});
+  std::vector<std::string> notes;
+  auto fits = fit_collectives(samples, notes);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_EQ(fits->front().tier, planner::LinkTier::kInterNode);
+}
+
+TEST(FitBandwidths, OneLinePerVariant) {
+  std::vector<BandwidthSample> samples;
+  for (double bytes = 1 << 20; bytes <= (1 << 30); bytes *= 4) {
+    samples.push_back({{"hbm/copy", "f"}, "hbm", "copy", bytes, 3e-6 + bytes / 2.8e12});
+    samples.push_back({{"memcpy/h2d", "f"}, "memcpy", "h2d", bytes, 10e-6 + bytes / 50e9});
+  }
+  auto fits = fit_bandwidths(samples);
+  ASSERT_TRUE(fits.ok());
+  ASSERT_EQ(fits->size(), 2u);
+  EXPECT_EQ((*fits)[0].variant, "copy");
+  EXPECT_NEAR((*fits)[0].bytes_per_s(), 2.8e12, 1e6);
+  EXPECT_NEAR((*fits)[1].bytes_per_s(), 50e9, 1e3);
+}
+
+AttentionSample attention(bool backward, int64_t seq, int64_t head_dim, double efficiency, double peak) {
+  AttentionSample s;
+  s.id = {"attention/" + std::string(backward ? "backward" : "forward") + "/seq:" + std::to_string(seq), "f"};
+  s.backward = backward;
+  s.batch = 1;
+  s.heads = 32;
+  s.seq = seq;
+  s.head_dim = head_dim;
+  s.causal = true;
+  s.flops = 4.0 * seq * seq * head_dim * 32 / 2 * (backward ? 2.5 : 1);
+  s.seconds = s.flops / (efficiency * peak);
+  s.kernel = "torch sdpa flash";
+  return s;
+}
+
+TEST(FitAttention, RecoversTheGridAndNamesTheKernel) {
+  const double peak = 989e12;
+  std::vector<AttentionSample> samples;
+  for (int64_t seq : {1024, 2048, 4096}) {
+    for (int64_t dim : {64, 128}) {
+      const double e = 0.3 + 0.1 * std::log2(seq / 1024.0) + (dim == 128 ? 0.05 : 0);
+      samples.push_back(attention(false, seq, dim, e, peak));
+      samples.push_back(attention(true, seq, dim, e * 0.8, peak));
+    }
+  }
+  auto fit = fit_attention(samples, peak, "test run");
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  EXPECT_EQ(fit->kernels, "torch sdpa flash");
+  ASSERT_EQ(fit->forward.size(), 6u);
+  planner::CalibrationProfile table;
+  table.attention_forward = fit->forward;
+  table.attention_backward = fit->backward;
+  EXPECT_NEAR(table.attention_efficiency(4096, 128, planner::AttentionPass::kForward), 0.55, 1e-9);
+  EXPECT_NEAR(table.attention_efficiency(2048, 64, planner::AttentionPass::kBackward), 0.32, 1e-9);
+  EXPECT_LT(fit->quality.max_relative_error, 1e-9);
+}
+
+TEST(FitAttention, RefusesOneSequenceLength) {
+  auto fit = fit_attention({attention(false, 4096, 128, 0.5, 1e15), attention(true, 4096, 128, 0.4, 1e15)},
+                           1e15, "t");
+  ASSERT_FALSE(fit.ok());
+  EXPECT_EQ(fit.error().message,
+            "cannot fit forward attention efficiency from 1 sequence length: at least two are needed");
+}
+
+}  // namespace
+}  // namespace pipescope::calibrate

@@ -1,0 +1,93 @@
+// From suite results to a profile the planner reads: what is replaced, what is kept, provenance.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "pipescope/calibrate/profile_fit.h"
+#include "synthetic_results.h"
+
+namespace pipescope::calibrate {
+namespace {
+
+using planner::CollectiveKind;
+using planner::LinkTier;
+
+BenchResults results(const testing::SyntheticGpu& gpu = {}) {
+  BenchResults r;
+  Status s = add_bench_results(testing::synthetic_results_json(gpu), "gpu.json", r);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return r;
+}
+
+TEST(FitProfile, ReplacesWhatWasMeasuredAndKeepsTheRestWithItsSources) {
+  auto fit = fit_profile(results(), {"", "", "pipescope calibrate fit gpu.json -o p.json", "pipescope test"});
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  const planner::CalibrationProfile& p = fit->profile;
+  EXPECT_EQ(p.gpu, "h100-80gb");
+  EXPECT_EQ(p.gemm_interpolation, planner::GemmInterpolation::kLogShapeGrid);
+  // Exact on the grid, with or without a wave term.
+  EXPECT_NEAR(p.gemm_efficiency(8192, 8192, 8192), 0.7, 1e-9);
+  EXPECT_NEAR(p.gemm_efficiency(1024, 8192, 8192), 0.63, 1e-9);
+  EXPECT_NEAR(p.attention_efficiency(4096, 128, planner::AttentionPass::kForward), 0.5, 1e-9);
+  EXPECT_NEAR(p.attention_efficiency(8192, 128, planner::AttentionPass::kBackward), 0.4, 1e-9);
+  // Every hbm kernel ran at 2.8 TB/s against the datasheet's 3.35 TB/s.
+  EXPECT_NEAR(p.hbm_bandwidth_fraction.value, 2.8e12 / 3.35e12, 1e-3);
+  EXPECT_NEAR(p.copy(planner::CopyKind::kHostToDevice).bytes_per_s, 50e9, 1e3);
+  // all_reduce over 8 ranks: the measured curve, whatever the cluster's NVLink figure says.
+  EXPECT_NEAR(p.collective_time_s(CollectiveKind::kAllReduce, 1e9, 8, LinkTier::kIntraNode, 1.0),
+              20e-6 + 1e9 * 1.75 / 360e9, 1e-7);
+  EXPECT_DOUBLE_EQ(p.overheads.cuda_context_bytes.value, 536870912);
+  EXPECT_NE(p.overheads.cuda_context_bytes.source.find("measured"), std::string::npos);
+  // Not measured here: kept from the bundled H100 profile, sources and all.
+  auto bundled = planner::load_calibration_profile("h100-80gb");
+  ASSERT_TRUE(bundled.ok());
+  EXPECT_EQ(p.overheads.allocator_reserve_fraction, bundled->overheads.allocator_reserve_fraction);
+  EXPECT_EQ(p.collective(CollectiveKind::kAllGather, LinkTier::kInterNode),
+            bundled->collective(CollectiveKind::kAllGather, LinkTier::kInterNode));
+  EXPECT_NE(std::find(fit->kept_from_base.begin(), fit->kept_from_base.end(),
+                      "memory_overheads.allocator_reserve_fraction"),
+            fit->kept_from_base.end());
+  EXPECT_EQ(p.provenance.gpu_device_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(p.provenance.driver_version, "580.65.06");
+  EXPECT_EQ(p.provenance.command, "pipescope calibrate fit gpu.json -o p.json");
+  EXPECT_EQ(p.provenance.date, "2026-11-22T10:00:00+00:00");
+  for (const auto& point : p.gemm) EXPECT_NE(point.source.find("NVIDIA H100 80GB HBM3"), std::string::npos);
+}
+
+TEST(FitProfile, TheWrittenProfileReadsBackAndANewerVersionIsRefused) {
+  auto fit = fit_profile(results(), {});
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  const std::string text = planner::write_calibration_profile(fit->profile);
+  auto again = planner::parse_calibration_profile(text, "p.json");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, fit->profile);
+  auto doc = nlohmann::json::parse(text);
+  doc["schema_version"] = planner::kCalibrationSchemaVersion + 1;
+  auto newer = planner::parse_calibration_profile(doc.dump(), "calibration profile 'p.json'");
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.error().message.find(
+                "calibration profile 'p.json': schema_version 3 is newer than this pipescope "
+                "understands (2)"),
+            0u);
+}
+
+TEST(FitProfile, NamesTheGpuItCannotPlace) {
+  testing::SyntheticGpu gpu;
+  gpu.gpu_name = "NVIDIA B200";
+  auto fit = fit_profile(results(gpu), {});
+  ASSERT_FALSE(fit.ok());
+  EXPECT_EQ(fit.error().message,
+            "the benchmark results come from 'NVIDIA B200', which is none of the bundled GPUs (a100-80gb, "
+            "h100-80gb, h200-141gb); name the closest with --gpu, or add a GPU file");
+  // Named, it is priced against that GPU's datasheet (and refused when it ran faster than it).
+  auto named = fit_profile(results(gpu), {"h100-80gb", "", "", ""});
+  EXPECT_TRUE(named.ok());
+  auto h200 = fit_profile(results(gpu), {"h200-141gb", "", "", ""});
+  ASSERT_FALSE(h200.ok());
+  EXPECT_NE(h200.error().message.find("no bundled calibration profile for GPU 'h200-141gb'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace pipescope::calibrate
