@@ -1,21 +1,23 @@
 // `pipescope calibrate run|fit|show`: measure the GPU, fit, and read calibration profiles.
+#include <fstream>
+#include <iostream>
 #include <memory>
 
+#include "calibrate_commands.h"
 #include "command.h"
 
 namespace pipescope::cli {
-namespace {
 
-struct CalibrateArgs {
-  std::string output;
-  bool quick = false;
-  std::vector<std::string> bench_files;
-  std::string trace_dir;
-  std::string profile;
-  std::string html;
-};
-
-}  // namespace
+bool write_output_file(const std::string& command, const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    std::cerr << command << ": cannot write " << path << '\n';
+    return false;
+  }
+  return true;
+}
 
 Command add_calibrate_command(CLI::App& root) {
   auto a = std::make_shared<CalibrateArgs>();
@@ -23,22 +25,31 @@ Command add_calibrate_command(CLI::App& root) {
   app->require_subcommand(1);
 
   CLI::App* run = app->add_subcommand("run", "Run the GPU benchmark suite and write a profile");
-  run->add_option("-o,--output", a->output, "Profile to write");
+  run->add_option("-o,--output", a->output, "Profile to write (default: calibration.json)");
   run->add_flag("--quick", a->quick, "A short run with fewer shapes");
+  run->add_option("--gpu", a->gpu, "The bundled GPU the device is (default: from its name)");
 
   CLI::App* fit = app->add_subcommand("fit", "Fit a profile from saved benchmark results");
-  fit->add_option("bench", a->bench_files, "Benchmark JSON files")->required()->check(CLI::ExistingFile);
-  fit->add_option("--trace", a->trace_dir, "Refine with traces of a real run")->check(CLI::ExistingDirectory);
+  fit->add_option("bench", a->bench_files, "Benchmark JSON files")->check(CLI::ExistingFile);
+  fit->add_option("--trace", a->trace_dir, "Refine with the profiler traces of a real run")
+      ->check(CLI::ExistingDirectory);
+  fit->add_option("--plan", a->plan_file, "The 'pipescope plan --json' of that run (with --trace)")
+      ->check(CLI::ExistingFile);
+  fit->add_option("--gpu", a->gpu, "The bundled GPU the results come from (default: from their gpu_name)");
+  fit->add_option("--base", a->base,
+                  "Profile for what the results do not measure (default: the bundled one)");
   fit->add_option("-o,--output", a->output, "Profile to write")->required();
 
   CLI::App* show = app->add_subcommand("show", "Summarize a calibration profile");
-  show->add_option("profile", a->profile, "Profile JSON")->required()->check(CLI::ExistingFile);
-  show->add_option("--html", a->html, "Also write plots to an HTML file");
+  show->add_option("profile", a->profile, "Profile JSON, or a bundled profile name")->required();
+  show->add_option("--html", a->html, "Also write plots of the fitted curves to an HTML file");
+  show->add_option("--results", a->results, "Benchmark JSON files whose points the plots show")
+      ->check(CLI::ExistingFile);
 
   return {app, [a, run, fit] {
-            if (run->parsed()) return not_built_yet("pipescope calibrate run");
-            if (fit->parsed()) return not_built_yet("pipescope calibrate fit");
-            return not_built_yet("pipescope calibrate show");
+            if (run->parsed()) return run_calibrate_run(*a);
+            if (fit->parsed()) return run_calibrate_fit(*a);
+            return run_calibrate_show(*a);
           }};
 }
 

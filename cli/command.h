@@ -35,8 +35,4 @@ Command add_inspect_command(CLI::App& root);
 // One line on stderr, "pipescope <command>: <message>"; returns kExitUsage.
 int usage_error(const std::string& command, const std::string& message);
 
-// For a command that parses and validates its whole contract but whose engine is not part of
-// this build yet: says so on stderr and returns kExitFailure.
-int not_built_yet(const std::string& command);
-
 }  // namespace pipescope::cli

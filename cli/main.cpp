@@ -16,11 +16,6 @@ int usage_error(const std::string& command, const std::string& message) {
   return kExitUsage;
 }
 
-int not_built_yet(const std::string& command) {
-  std::cerr << command << ": not available in this build of pipescope yet\n";
-  return kExitFailure;
-}
-
 namespace {
 
 std::string version_text() {

@@ -23,51 +23,16 @@ namespace {
 const CLI::Validator kCount(whole_number_at_least(1), "N");
 const char* const kPlan = "pipescope plan";
 
-planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
-  planner::ParallelConfig c;
-  c.gpus = a.gpus;
-  c.tp = a.tp;
-  c.pp = a.pp;
-  c.vpp = a.vpp;
-  c.cp = a.cp;
-  c.ep = a.ep;
-  c.micro_batch = a.mbs;
-  c.global_batch = a.gbs;
-  c.seq_length = a.seq;
-  c.zero_stage = static_cast<int>(a.zero);
-  c.zero_shard = a.zero_shard;
-  c.sequence_parallel = a.sequence_parallel;
-  c.flash_attention = !a.no_flash_attention;
-  c.stage_layers = a.split;
-  c.recompute = a.recompute == "selective" ? planner::RecomputeChoice::kSelective
-                : a.recompute == "full"    ? planner::RecomputeChoice::kFull
-                : a.recompute == "auto"    ? planner::RecomputeChoice::kAuto
-                                           : planner::RecomputeChoice::kNone;
-  c.schedule = a.schedule == "gpipe"         ? planner::ScheduleKind::kGPipe
-               : a.schedule == "interleaved" ? planner::ScheduleKind::kInterleaved
-                                             : planner::ScheduleKind::kOneFOneB;
-  // Virtual stages only exist in the interleaved schedule (as in Megatron-LM, where giving them
-  // turns it on).
-  if (a.vpp > 1 && !schedule_given) c.schedule = planner::ScheduleKind::kInterleaved;
-  c.balance = a.balance == "time" ? planner::BalanceGoal::kTime : planner::BalanceGoal::kMemory;
-  return c;
-}
-
 int run_plan(const PlanArgs& a, bool schedule_given) {
   if (int rc = check_cluster_choice(kPlan, a); rc != kExitOk) return rc;
-  auto model = models::load_model(a.model);
-  if (!model.ok()) return usage_error(kPlan, model.error().message);
-  auto cluster = cluster_of(a);
-  if (!cluster.ok()) return usage_error(kPlan, cluster.error().message);
-  auto profile = profile_of(a, cluster->gpu);
-  if (!profile.ok()) return usage_error(kPlan, profile.error().message);
-  auto config = planner::resolve_config(*model, config_of(a, schedule_given));
-  if (!config.ok()) return usage_error(kPlan, config.error().message);
-  auto outcome = planner::make_plan(planner::PlanInputs{*model, *cluster, *profile, *config});
-  if (!outcome.ok()) return usage_error(kPlan, outcome.error().message);
+  auto run = run_planner(a, schedule_given);
+  if (!run.ok()) return usage_error(kPlan, run.error().message);
+  const models::ModelDesc* model = &run->model;
+  const planner::PlanOutcome* outcome = &run->outcome;
 
-  PlanPrintout printout{*model,   *cluster, *profile, a.calibration.empty() ? "bundled" : a.calibration,
-                        *outcome, a.emit,   ""};
+  PlanPrintout printout{
+      run->model,   run->cluster, run->profile, a.calibration.empty() ? "bundled" : a.calibration,
+      run->outcome, a.emit,       "",           plan_arguments_json(a, schedule_given)};
   if (!a.emit.empty()) {
     const auto framework = planner::parse_framework(a.emit);
     if (!framework) return usage_error(kPlan, "--emit must be megatron, deepspeed or internevo");

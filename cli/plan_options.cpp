@@ -4,6 +4,7 @@
 
 #include "arg_specs.h"
 #include "command.h"
+#include "pipescope/models/model_catalog.h"
 
 namespace pipescope::cli {
 
@@ -50,6 +51,114 @@ Expected<planner::CalibrationProfile> profile_of(const PlanArgs& a, const planne
   if (!profile.ok()) return profile;
   if (Status s = planner::check_profile_matches(*profile, gpu); !s.ok()) return s.error();
   return profile;
+}
+
+planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
+  planner::ParallelConfig c;
+  c.gpus = a.gpus;
+  c.tp = a.tp;
+  c.pp = a.pp;
+  c.vpp = a.vpp;
+  c.cp = a.cp;
+  c.ep = a.ep;
+  c.micro_batch = a.mbs;
+  c.global_batch = a.gbs;
+  c.seq_length = a.seq;
+  c.zero_stage = static_cast<int>(a.zero);
+  c.zero_shard = a.zero_shard;
+  c.sequence_parallel = a.sequence_parallel;
+  c.flash_attention = !a.no_flash_attention;
+  c.stage_layers = a.split;
+  c.recompute = a.recompute == "selective" ? planner::RecomputeChoice::kSelective
+                : a.recompute == "full"    ? planner::RecomputeChoice::kFull
+                : a.recompute == "auto"    ? planner::RecomputeChoice::kAuto
+                                           : planner::RecomputeChoice::kNone;
+  c.schedule = a.schedule == "gpipe"         ? planner::ScheduleKind::kGPipe
+               : a.schedule == "interleaved" ? planner::ScheduleKind::kInterleaved
+                                             : planner::ScheduleKind::kOneFOneB;
+  // Virtual stages only exist in the interleaved schedule (as in Megatron-LM, where giving them
+  // turns it on).
+  if (a.vpp > 1 && !schedule_given) c.schedule = planner::ScheduleKind::kInterleaved;
+  c.balance = a.balance == "time" ? planner::BalanceGoal::kTime : planner::BalanceGoal::kMemory;
+  return c;
+}
+
+Expected<PlanRun> run_planner(const PlanArgs& a, bool schedule_given,
+                              const planner::CalibrationProfile* profile) {
+  auto model = models::load_model(a.model);
+  if (!model.ok()) return model.error();
+  auto cluster = cluster_of(a);
+  if (!cluster.ok()) return cluster.error();
+  Expected<planner::CalibrationProfile> chosen =
+      profile != nullptr ? Expected<planner::CalibrationProfile>(*profile) : profile_of(a, cluster->gpu);
+  if (!chosen.ok()) return chosen.error();
+  auto config = planner::resolve_config(*model, config_of(a, schedule_given));
+  if (!config.ok()) return config.error();
+  auto outcome = planner::make_plan(planner::PlanInputs{*model, *cluster, *chosen, *config});
+  if (!outcome.ok()) return outcome.error();
+  return PlanRun{std::move(*model), std::move(*cluster), std::move(*chosen), std::move(*outcome)};
+}
+
+nlohmann::ordered_json plan_arguments_json(const PlanArgs& a, bool schedule_given) {
+  return nlohmann::ordered_json{{"model", a.model},
+                                {"cluster", a.cluster},
+                                {"gpu", a.gpu},
+                                {"gpus", a.gpus},
+                                {"gpus_per_node", a.gpus_per_node},
+                                {"inter_node_gbps", a.inter_node_gbps},
+                                {"tp", a.tp},
+                                {"pp", a.pp},
+                                {"vpp", a.vpp},
+                                {"cp", a.cp},
+                                {"ep", a.ep},
+                                {"mbs", a.mbs},
+                                {"gbs", a.gbs},
+                                {"seq", a.seq},
+                                {"zero", a.zero},
+                                {"zero_shard", a.zero_shard},
+                                {"recompute", a.recompute},
+                                {"sequence_parallel", a.sequence_parallel},
+                                {"no_flash_attention", a.no_flash_attention},
+                                {"split", a.split},
+                                {"schedule", a.schedule},
+                                {"schedule_given", schedule_given},
+                                {"balance", a.balance},
+                                {"calibration", a.calibration}};
+}
+
+Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
+  PlanArguments out;
+  PlanArgs& a = out.args;
+  try {
+    a.model = j.at("model").get<std::string>();
+    a.cluster = j.at("cluster").get<std::string>();
+    a.gpu = j.at("gpu").get<std::string>();
+    a.gpus = j.at("gpus").get<int64_t>();
+    a.gpus_per_node = j.at("gpus_per_node").get<int64_t>();
+    a.inter_node_gbps = j.at("inter_node_gbps").get<double>();
+    a.tp = j.at("tp").get<int64_t>();
+    a.pp = j.at("pp").get<int64_t>();
+    a.vpp = j.at("vpp").get<int64_t>();
+    a.cp = j.at("cp").get<int64_t>();
+    a.ep = j.at("ep").get<int64_t>();
+    a.mbs = j.at("mbs").get<int64_t>();
+    a.gbs = j.at("gbs").get<int64_t>();
+    a.seq = j.at("seq").get<int64_t>();
+    a.zero = j.at("zero").get<int64_t>();
+    a.zero_shard = j.at("zero_shard").get<int64_t>();
+    a.recompute = j.at("recompute").get<std::string>();
+    a.sequence_parallel = j.at("sequence_parallel").get<bool>();
+    a.no_flash_attention = j.at("no_flash_attention").get<bool>();
+    a.split = j.at("split").get<std::vector<int64_t>>();
+    a.schedule = j.at("schedule").get<std::string>();
+    out.schedule_given = j.at("schedule_given").get<bool>();
+    a.balance = j.at("balance").get<std::string>();
+    a.calibration = j.at("calibration").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    return Error{std::string("the plan's inputs.arguments are incomplete or malformed (") + e.what() +
+                 "); write the plan again with this pipescope's 'plan --json'"};
+  }
+  return out;
 }
 
 }  // namespace pipescope::cli

@@ -8,9 +8,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "pipescope/common/expected.h"
+#include "pipescope/models/model_desc.h"
 #include "pipescope/planner/calibration_profile.h"
 #include "pipescope/planner/cluster.h"
+#include "pipescope/planner/parallel_config.h"
+#include "pipescope/planner/plan.h"
 
 namespace pipescope::cli {
 
@@ -47,5 +52,28 @@ Expected<planner::Cluster> cluster_of(const PlanArgs& args);
 
 // --calibration, checked against the GPU, or the bundled profile of the GPU.
 Expected<planner::CalibrationProfile> profile_of(const PlanArgs& args, const planner::Gpu& gpu);
+
+// The configuration the flags describe; `schedule_given`: --schedule was on the command line.
+planner::ParallelConfig config_of(const PlanArgs& args, bool schedule_given);
+
+// Everything a plan is made of, and the plan.
+struct PlanRun {
+  models::ModelDesc model;
+  planner::Cluster cluster;
+  planner::CalibrationProfile profile;
+  planner::PlanOutcome outcome;
+};
+// Loads the model, cluster and profile (`profile` instead of --calibration when given) and plans.
+Expected<PlanRun> run_planner(const PlanArgs& args, bool schedule_given,
+                              const planner::CalibrationProfile* profile = nullptr);
+
+// The plan's flags as the JSON object `inputs.arguments` of `plan --json`, and back: so that
+// `calibrate fit --plan` can plan the same run again with a refined profile.
+nlohmann::ordered_json plan_arguments_json(const PlanArgs& args, bool schedule_given);
+struct PlanArguments {
+  PlanArgs args;
+  bool schedule_given = false;
+};
+Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& arguments);
 
 }  // namespace pipescope::cli

@@ -245,6 +245,7 @@ std::string plan_json(const PlanPrintout& p) {
                                  {"gpu_memory_bytes", p.cluster.gpu.memory_bytes}}},
                                {"calibration", {{"gpu", p.profile.gpu}, {"origin", p.calibration_origin}}},
                                {"config", config_json(o.config)}};
+  if (!p.arguments.is_null()) doc["inputs"]["arguments"] = p.arguments;
   doc["memory_figure"] = ordered_json{
       {"predicted", "reserved"},
       {"peak_memory_bytes",

@@ -6,6 +6,8 @@
 #include <ostream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "pipescope/models/model_desc.h"
 #include "pipescope/planner/calibration_profile.h"
 #include "pipescope/planner/cluster.h"
@@ -21,8 +23,9 @@ struct PlanPrintout {
   planner::CalibrationProfile profile;
   std::string calibration_origin;  // "bundled" or the --calibration path
   planner::PlanOutcome outcome;
-  std::string emit_framework;  // --emit name, empty when not asked
-  std::string emit_text;       // the framework settings
+  std::string emit_framework;        // --emit name, empty when not asked
+  std::string emit_text;             // the framework settings
+  nlohmann::ordered_json arguments;  // the plan's flags (plan_options.h), for planning it again
 };
 
 void write_plan_text(std::ostream& out, const PlanPrintout& plan);

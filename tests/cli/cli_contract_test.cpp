@@ -82,12 +82,5 @@ TEST(CliContract, MissingRequiredPiecesAreBadUsage) {
   expect_usage_error({"calibrate"}, "subcommand");
 }
 
-TEST(CliContract, CommandsNotInThisBuildSaySoAndFail) {
-  const CommandResult r = run_pipescope({"calibrate", "run"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(line_count(r.err), 1);
-  EXPECT_NE(r.err.find("not available"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace pipescope::testing

@@ -1,0 +1,193 @@
+// `pipescope calibrate fit|show|run` as users run them: a profile from suite results that the
+// planner then uses, a run's traces pulling the prediction toward the measurement, the summary
+// and its plots, and bad input (one line, exit 2).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "run_command.h"
+#include "synthetic_results.h"
+#include "synthetic_run.h"
+
+namespace pipescope::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class Dir {
+ public:
+  Dir() {
+    path_ = fs::path(::testing::TempDir()) /
+            ("pipescope-calibrate-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~Dir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void expect_bad_input(const CommandResult& r, const std::string& part) {
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(line_count(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
+}
+
+const std::vector<std::string> kPlan = {"plan", "--model", "llama2-7b", "--gpu", "h100-80gb", "--gpus",
+                                        "16",   "--tp",    "2",         "--pp",  "4",         "--mbs",
+                                        "1",    "--gbs",   "16",        "--seq", "4096"};
+
+TEST(CalibrateFit, WritesAProfileThePlannerUses) {
+  Dir dir;
+  write_file(dir.file("gpu.json"), calibrate::testing::synthetic_results_json());
+  const CommandResult fit =
+      run_pipescope({"calibrate", "fit", dir.file("gpu.json"), "-o", dir.file("p.json")});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("gemm bf16"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("all_reduce intra_node 8 ranks"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("kept from the base profile"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("wrote " + dir.file("p.json")), std::string::npos) << fit.out;
+  const json profile = json::parse(slurp(dir.file("p.json")));
+  EXPECT_EQ(profile["schema_version"], 2);
+  EXPECT_EQ(profile["gpu"], "h100-80gb");
+  EXPECT_EQ(profile["provenance"]["gpu_device_name"], "NVIDIA H100 80GB HBM3");
+  EXPECT_NE(profile["provenance"]["command"].get<std::string>().find("calibrate fit"), std::string::npos);
+
+  std::vector<std::string> plan = kPlan;
+  plan.insert(plan.end(), {"--calibration", dir.file("p.json"), "--json"});
+  const CommandResult planned = run_pipescope(plan);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_EQ(json::parse(planned.out)["inputs"]["calibration"]["origin"], dir.file("p.json"));
+}
+
+TEST(CalibrateFit, RefusesBadResultsInOneLine) {
+  Dir dir;
+  write_file(dir.file("not.json"), "{ not json");
+  expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("not.json"), "-o", dir.file("p.json")}),
+                   "not JSON");
+  write_file(dir.file("one.json"),
+             R"({"context": {"gpu_name": "NVIDIA H100 80GB HBM3"}, "benchmarks": [
+                 {"name": "gemm/bf16/m:4096/n:4096/k:4096", "real_time": 200, "time_unit": "us"}]})");
+  expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("one.json"), "-o", dir.file("p.json")}),
+                   "at least two distinct shapes");
+  write_file(dir.file("nan.json"),
+             R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": "NaN", "bytes": 8}]})");
+  expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("nan.json"), "-o", dir.file("p.json")}),
+                   "no numeric real_time");
+  expect_bad_input(run_pipescope({"calibrate", "fit", "-o", dir.file("p.json")}),
+                   "give benchmark result files");
+  expect_bad_input(run_pipescope({"calibrate", "fit", "--trace", dir.str(), "-o", dir.file("p.json")}),
+                   "--trace and --plan go together");
+  EXPECT_FALSE(fs::exists(dir.file("p.json")));
+}
+
+TEST(CalibrateFit, TracesOfARunPullThePredictionTowardTheMeasurement) {
+  Dir dir;
+  std::vector<std::string> plan = kPlan;
+  plan.push_back("--json");
+  const CommandResult planned = run_pipescope(plan);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  write_file(dir.file("plan.json"), planned.out);
+  const json stages = json::parse(planned.out)["suggested"]["stages"];
+  double forward_s = 0, backward_s = 0;
+  for (const json& s : stages) {
+    forward_s += s["forward_s"].get<double>() / static_cast<double>(stages.size());
+    backward_s += s["backward_s"].get<double>() / static_cast<double>(stages.size());
+  }
+  // The run is 30% slower than the shipped profile predicts.
+  synthetic::SyntheticRunSpec spec;
+  spec.tp = 2;
+  spec.pp = 4;
+  spec.dp = 2;
+  spec.microbatches = 8;
+  spec.steps = 2;
+  spec.forward_ns = std::llround(forward_s * 1.3e9);
+  spec.backward_ns = std::llround(backward_s * 1.3e9);
+  fs::create_directories(dir.file("traces"));
+  auto truth = synthetic::write_synthetic_run(spec, dir.file("traces"));
+  ASSERT_TRUE(truth.ok()) << truth.error().message;
+
+  const CommandResult fit = run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan",
+                                           dir.file("plan.json"), "-o", dir.file("refined.json")});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("predicted forward + backward vs the run: -23."), std::string::npos) << fit.out;
+
+  std::vector<std::string> again = kPlan;
+  again.insert(again.end(), {"--calibration", dir.file("refined.json"), "--json"});
+  const CommandResult replanned = run_pipescope(again);
+  ASSERT_EQ(replanned.exit_code, 0) << replanned.err;
+  const json after = json::parse(replanned.out)["suggested"]["stages"];
+  double before_error = 0, after_error = 0;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    const double measured = (spec.forward_ns + spec.backward_ns) * 1e-9;
+    before_error +=
+        std::abs(stages[k]["forward_s"].get<double>() + stages[k]["backward_s"].get<double>() - measured);
+    after_error +=
+        std::abs(after[k]["forward_s"].get<double>() + after[k]["backward_s"].get<double>() - measured);
+  }
+  EXPECT_LT(after_error, 0.25 * before_error) << fit.out;
+  const json refined = json::parse(slurp(dir.file("refined.json")));
+  EXPECT_NE(refined["gemm"]["points"][0]["source"].get<std::string>().find("measured / predicted"),
+            std::string::npos);
+}
+
+TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
+  Dir dir;
+  const CommandResult bundled = run_pipescope({"calibrate", "show", "h100-80gb"});
+  ASSERT_EQ(bundled.exit_code, 0) << bundled.err;
+  EXPECT_NE(bundled.out.find("GEMM bf16 8192x8192x8192"), std::string::npos) << bundled.out;
+  EXPECT_NE(bundled.out.find("989 TFLOP/s"), std::string::npos) << bundled.out;
+  EXPECT_NE(bundled.out.find("memory-bound kernels (HBM)"), std::string::npos) << bundled.out;
+
+  write_file(dir.file("gpu.json"), calibrate::testing::synthetic_results_json());
+  ASSERT_EQ(run_pipescope({"calibrate", "fit", dir.file("gpu.json"), "-o", dir.file("p.json")}).exit_code, 0);
+  const CommandResult shown = run_pipescope({"calibrate", "show", dir.file("p.json"), "--html",
+                                             dir.file("p.html"), "--results", dir.file("gpu.json")});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("measured on NVIDIA H100 80GB HBM3, driver 580.65.06"), std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("intra_node all_reduce 8 ranks"), std::string::npos) << shown.out;
+  const std::string html = slurp(dir.file("p.html"));
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_GE(std::count(html.begin(), html.end(), '<'), 100);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("GEMM bf16"), std::string::npos);
+  EXPECT_EQ(html.find("http://") != std::string::npos && html.find("src=\"http") != std::string::npos, false);
+  expect_bad_input(run_pipescope({"calibrate", "show", dir.file("missing.json")}), "cannot read");
+}
+
+TEST(CalibrateRun, WithoutAGpuSaysSoAndSucceeds) {
+  if (run_command({"sh", "-c", "nvidia-smi -L 2>/dev/null | grep -q '^GPU'"}).exit_code == 0) {
+    GTEST_SKIP() << "this machine has a GPU: calibrate run would measure it (scripts/gpu-calibrate.sh does)";
+  }
+  const CommandResult r = run_pipescope({"calibrate", "run", "--quick"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no GPU"), std::string::npos) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace pipescope::testing
