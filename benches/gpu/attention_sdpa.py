@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Attention forward and backward through PyTorch's scaled_dot_product_attention, for the
+calibration suite (docs/calibration-results.md): bf16, causal and not, the flash backend forced
+where PyTorch has it (else memory-efficient, else cuDNN; `label` names the one that ran), timed
+with CUDA events. Writes Google Benchmark JSON, as gpu_benchmark does.
+
+Usage: attention_sdpa.py [--quick] [-o FILE]
+Without PyTorch or without a CUDA device: one "no GPU: ..." line on stderr, no file, exit 0.
+Python 3 standard library and torch only.
+"""
+import argparse
+import datetime
+import json
+import os
+import socket
+import sys
+import time
+
+# Attention heads per GPU as the bundled LLaMA-7B/8B-class models have them at TP 1
+# (models/bundled/*.json); the fit keys on sequence length and head dimension.
+HEADS = 32
+# Tokens per measurement: batch = TOKENS // seq (at least 1), a micro-batch of a 7B-class run.
+TOKENS = 16384
+SEQ_LENGTHS = [1024, 2048, 4096, 8192, 16384, 32768]
+QUICK_SEQ_LENGTHS = [1024, 4096, 16384]
+HEAD_DIMS = [64, 128, 256]
+QUICK_HEAD_DIMS = [128]
+WARMUP = 3
+MIN_SECONDS = 0.2  # measured time per benchmark, as Google Benchmark's default order of magnitude
+MAX_ITERATIONS = 50
+# FlashAttention's FLOP count for the backward pass is 2.5x the forward (Dao 2023, section 4.1).
+BACKWARD_FLOP_RATIO = 2.5
+
+
+def no_gpu(reason):
+    print(f"no GPU: {reason}; nothing measured", file=sys.stderr)
+    return 0
+
+
+def backends(torch):
+    """(label, context manager factory) per backend, preferred first, for this PyTorch."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # PyTorch >= 2.3
+    except ImportError:
+        def legacy(flash, efficient):
+            return lambda: torch.backends.cuda.sdp_kernel(
+                enable_flash=flash, enable_math=False, enable_mem_efficient=efficient)
+        return [("torch sdpa flash", legacy(True, False)), ("torch sdpa efficient", legacy(False, True))]
+    out = [("torch sdpa flash", lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)),
+           ("torch sdpa efficient", lambda: sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION))]
+    if hasattr(SDPBackend, "CUDNN_ATTENTION"):
+        out.append(("torch sdpa cudnn", lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)))
+    return out
+
+
+def time_op(torch, op, prepare=None):
+    """Seconds per call of op(), CUDA events around each call; prepare() runs untimed before."""
+    for _ in range(WARMUP):
+        if prepare:
+            prepare()
+        op()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    gpu_s, wall_s, iterations = 0.0, 0.0, 0
+    while iterations < MAX_ITERATIONS and (gpu_s < MIN_SECONDS or iterations < 3):
+        if prepare:
+            prepare()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        start.record()
+        op()
+        stop.record()
+        stop.synchronize()
+        wall_s += time.perf_counter() - t0
+        gpu_s += start.elapsed_time(stop) * 1e-3
+        iterations += 1
+    return gpu_s / iterations, wall_s / iterations, iterations
+
+
+def measure(torch, batch, seq, head_dim, causal):
+    """Forward and backward entries for one shape, with the first backend that runs it."""
+    import torch.nn.functional as F
+    shape = (batch, HEADS, seq, head_dim)
+    q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    grad = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+    forward_flops = 4.0 * batch * seq * seq * head_dim * HEADS / (2 if causal else 1)
+    params = f"batch:{batch}/heads:{HEADS}/seq:{seq}/head_dim:{head_dim}/causal:{int(causal)}"
+    failures = []
+    for label, kernel in backends(torch):
+        try:
+            with kernel():
+                def forward():
+                    with torch.no_grad():
+                        F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                fwd = time_op(torch, forward)
+                state = {}
+
+                def prepare():
+                    state["out"] = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+                def backward():
+                    torch.autograd.grad(state["out"], (q, k, v), grad)
+                bwd = time_op(torch, backward, prepare)
+        except RuntimeError as e:  # "No available kernel": try the next backend
+            failures.append(f"{label}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+            torch.cuda.synchronize()
+            continue
+        return [entry(f"attention/forward/{params}", label, fwd, forward_flops),
+                entry(f"attention/backward/{params}", label, bwd, BACKWARD_FLOP_RATIO * forward_flops)]
+    message = "; ".join(failures) or "no backend"
+    return [error_entry(f"attention/{p}/{params}", message) for p in ("forward", "backward")]
+
+
+def entry(name, label, timing, flops):
+    gpu_s, wall_s, iterations = timing
+    full = name + "/manual_time"
+    return {"name": full, "run_name": full, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
+            "threads": 1, "iterations": iterations, "real_time": gpu_s * 1e6, "cpu_time": wall_s * 1e6,
+            "time_unit": "us", "label": label, "flops": flops, "flops_per_s": flops / gpu_s}
+
+
+def error_entry(name, message):
+    full = name + "/manual_time"
+    return {"name": full, "run_name": full, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
+            "threads": 1, "error_occurred": True, "error_message": message, "iterations": 0,
+            "real_time": 0, "cpu_time": 0, "time_unit": "us"}
+
+
+def context(torch, command):
+    props = torch.cuda.get_device_properties(0)
+    uuid = getattr(props, "uuid", None)
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(),
+        "executable": os.path.abspath(sys.argv[0]),
+        "num_cpus": os.cpu_count() or 0,
+        "library_build_type": "release",
+        "pipescope_suite": "attention",
+        "gpu_name": props.name,
+        "gpu_uuid": f"GPU-{uuid}" if uuid is not None else "",
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": str(props.multi_processor_count),
+        "memory_bytes": str(props.total_memory),
+        "torch_version": torch.__version__,
+        "cuda_runtime_version": torch.version.cuda or "",
+        "command": command,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sequence lengths and head dimensions")
+    parser.add_argument("-o", "--output", default="attention.json", help="the JSON file to write")
+    args = parser.parse_args()
+    command = " ".join([sys.argv[0]] + sys.argv[1:])
+    try:
+        import torch
+    except ImportError as e:
+        return no_gpu(f"PyTorch is not importable ({e})")
+    if not torch.cuda.is_available():
+        return no_gpu("torch.cuda.is_available() is False")
+    torch.cuda.set_device(0)
+    seqs = QUICK_SEQ_LENGTHS if args.quick else SEQ_LENGTHS
+    head_dims = QUICK_HEAD_DIMS if args.quick else HEAD_DIMS
+    benchmarks = []
+    for head_dim in head_dims:
+        for seq in seqs:
+            for causal in (False, True):
+                batch = max(1, TOKENS // seq)
+                results = measure(torch, batch, seq, head_dim, causal)
+                for r in results:
+                    shown = r.get("error_message") or f"{r['real_time']:.1f} us  {r['label']}"
+                    print(f"{r['name']:<80} {shown}", flush=True)
+                benchmarks += results
+                torch.cuda.empty_cache()
+    doc = {"context": context(torch, command), "benchmarks": benchmarks}
+    with open(args.output + ".tmp", "w") as out:
+        json.dump(doc, out, indent=2)
+    os.replace(args.output + ".tmp", args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+// Which GEMM shapes the calibration suite measures: the ones the planner prices for the bundled
+// models (planner/core/src/cost_model.cpp, Pricer::layer and Pricer::linear), and a coarse
+// m, n, k grid around them. Pure logic: no CUDA, tested without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipescope/models/model_desc.h"
+
+namespace pipescope::benches {
+
+// C = A B with A m x k and B k x n (docs/calibration-results.md).
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  auto operator<=>(const GemmShape&) const = default;
+};
+
+struct ModelShapeOptions {
+  std::vector<int64_t> tensor_parallel = {1, 2, 4, 8};
+  std::vector<int64_t> micro_batch_sizes = {1, 2, 4};
+  int64_t seq_length = 4096;
+};
+
+// The layer GEMMs of one model, exactly as the planner forms them for each TP degree and
+// micro-batch size (no sequence parallelism, expert parallelism 1): per linear layer the forward
+// (tokens, out, in), the input gradient (tokens, in, out) and the weight gradient (in, out,
+// tokens). A TP degree the model cannot use (heads, kv heads or FFN not divisible) is skipped,
+// as Megatron-LM refuses it. Sorted, without duplicates.
+std::vector<GemmShape> model_gemm_shapes(const models::ModelDesc& model, const ModelShapeOptions& options);
+
+// The union over several models, sorted, without duplicates.
+std::vector<GemmShape> model_gemm_shapes(const std::vector<models::ModelDesc>& models,
+                                         const ModelShapeOptions& options);
+
+// Every (m, n, k) with each of m, n and k taken from `sizes`.
+std::vector<GemmShape> grid_shapes(const std::vector<int64_t>& sizes);
+
+// What gpu_benchmark measures: the bundled models' shapes (all of them at TP 1, 2, 4, 8 and
+// micro-batch 1, 2, 4; quick: llama2-7b and llama3-70b at TP 1 and 8, micro-batch 1) and the
+// grid over 256 .. 16384 (quick: 512, 2048, 8192), together, sorted, without duplicates.
+// Fails only when a bundled model cannot be loaded (a broken build).
+struct SuiteShapes {
+  std::vector<GemmShape> shapes;
+  std::string error;  // empty when the shapes are complete
+};
+SuiteShapes suite_gemm_shapes(bool quick);
+
+// FP8 GEMMs in cuBLASLt need every dimension a multiple of 16 (16-byte aligned e4m3 rows).
+bool fp8_compatible(const GemmShape& shape);
+
+}  // namespace pipescope::benches

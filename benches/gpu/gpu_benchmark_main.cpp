@@ -1,0 +1,35 @@
+// gpu_benchmark: the single-GPU part of the calibration suite (docs/calibration-results.md):
+// cuBLASLt GEMMs, memory-bound kernels and copies. Flags: --quick, then Google Benchmark's.
+// Without a usable GPU: one "no GPU" line on stderr, no output file, exit 0.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+
+#include "cuda_check.h"
+#include "device_context.h"
+#include "gemm_benchmark.h"
+#include "hbm_benchmark.h"
+#include "suite_args.h"
+
+int main(int argc, char** argv) {
+  using namespace pipescope::benches;
+  set_program_name("gpu_benchmark");
+  const SuiteArgs args = take_suite_args(argc, argv);
+  if (!args.error.empty()) {
+    std::fprintf(stderr, "gpu_benchmark: %s\n", args.error.c_str());
+    return 2;
+  }
+  if (const std::string reason = no_gpu_reason(); !reason.empty()) {
+    std::fprintf(stderr, "%s\n", reason.c_str());
+    return 0;
+  }
+  const DeviceInfo device = open_device(0, "gpu", args.command);
+  register_gemm_benchmarks(device, args.quick);
+  register_hbm_benchmarks(args.quick);
+  register_memcpy_benchmarks(args.quick);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

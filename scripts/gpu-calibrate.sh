@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Measures this machine's GPUs for the planner (docs/calibration-results.md): gpu_benchmark
+# (GEMM, memory-bound kernels, copies), nccl_benchmark on one rank and, with more than one GPU
+# visible, on all of them (one process per GPU, torchrun's variables, a rendezvous file), and
+# the PyTorch attention script; then fits a profile with `pipescope calibrate fit` when the
+# pipescope binary is there. Without a GPU it says so and exits 0 (CI runs that path).
+# Usage: scripts/gpu-calibrate.sh [BUILD_DIR] [OUT_DIR] [--quick]
+#   BUILD_DIR: a build tree (default ./build) or a bundle (bin/); OUT_DIR: default a new
+#   directory under /tmp. The JSON files and the profile land in OUT_DIR.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+quick=()
+positional=()
+for arg in "$@"; do
+  if [[ "$arg" == --quick ]]; then quick=(--quick); else positional+=("$arg"); fi
+done
+build=${positional[0]:-$here/../build}
+out=${positional[1]:-$(mktemp -d /tmp/pipescope-calibrate.XXXXXX)}
+
+gpus=0
+if command -v nvidia-smi >/dev/null 2>&1; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); fi
+if [[ "$gpus" -eq 0 ]]; then
+  echo "gpu-calibrate: no GPU on this machine (nvidia-smi lists none); nothing measured"
+  exit 0
+fi
+
+pick() { for f in "$@"; do [[ -e "$f" ]] && { echo "$f"; return; }; done; }
+gpu_bench=$(pick "$build/bin/gpu_benchmark" "$build/benches/gpu/gpu_benchmark")
+nccl_bench=$(pick "$build/bin/nccl_benchmark" "$build/benches/gpu/nccl_benchmark")
+attention=$(pick "$build/share/attention_sdpa.py" "$here/../benches/gpu/attention_sdpa.py")
+pipescope=$(pick "$build/bin/pipescope" "$build/cli/pipescope")
+if [[ -z "$gpu_bench" ]]; then
+  echo "gpu-calibrate: no gpu_benchmark under $build: build with the CUDA toolkit (nvcc) present" >&2
+  exit 2
+fi
+mkdir -p "$out"
+repeat=(--benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
+failed=0
+
+echo "== gpu_benchmark -> $out/gpu.json"
+"$gpu_bench" "${quick[@]}" "${repeat[@]}" --benchmark_out="$out/gpu.json" --benchmark_out_format=json || failed=1
+
+if [[ -n "$nccl_bench" ]]; then
+  echo "== nccl_benchmark, 1 rank -> $out/nccl-1.json"
+  "$nccl_bench" "${quick[@]}" "${repeat[@]}" --benchmark_out="$out/nccl-1.json" --benchmark_out_format=json ||
+    failed=1
+  if [[ "$gpus" -gt 1 ]]; then
+    echo "== nccl_benchmark, $gpus ranks -> $out/nccl-$gpus.json"
+    rendezvous="$out/nccl-rendezvous.$$"
+    rm -f "$rendezvous"
+    pids=()
+    for ((rank = gpus - 1; rank >= 0; rank--)); do
+      if [[ $rank -eq 0 ]]; then
+        output=(--benchmark_out="$out/nccl-$gpus.json" --benchmark_out_format=json)
+        log=/dev/stdout
+      else
+        output=()
+        log="$out/nccl-rank$rank.log"
+      fi
+      RANK=$rank LOCAL_RANK=$rank WORLD_SIZE=$gpus LOCAL_WORLD_SIZE=$gpus PIPESCOPE_RENDEZVOUS="$rendezvous" \
+        "$nccl_bench" "${quick[@]}" "${repeat[@]}" "${output[@]}" >"$log" 2>&1 &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+    rm -f "$rendezvous"
+  fi
+else
+  echo "gpu-calibrate: no nccl_benchmark under $build; collectives not measured" >&2
+  failed=1
+fi
+
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  echo "== attention_sdpa.py -> $out/attention.json"
+  python3 "$attention" "${quick[@]}" -o "$out/attention.json" || failed=1
+else
+  echo "gpu-calibrate: PyTorch with CUDA is not importable; attention not measured" >&2
+fi
+
+if [[ -n "$pipescope" ]]; then
+  results=()
+  for f in "$out/gpu.json" "$out"/nccl-*.json "$out/attention.json"; do [[ -f "$f" ]] && results+=("$f"); done
+  echo "== pipescope calibrate fit -> $out/profile.json"
+  "$pipescope" calibrate fit "${results[@]}" -o "$out/profile.json" || failed=1
+else
+  echo "gpu-calibrate: no pipescope binary under $build; fit later with: pipescope calibrate fit $out/*.json -o profile.json" >&2
+fi
+echo "gpu-calibrate: results in $out"
+exit $failed
