@@ -125,7 +125,7 @@ void BM_Report(benchmark::State& state) {
 }
 
 // {ranks, steps, one_thread (1: one thread, 0: every core)}. Throughput: 64 and 1,024 ranks.
-// Memory against trace length: 8 ranks, 100 to 1,600 steps (137 MB to 2.2 GB of trace), long
+// Memory against trace length: 8 ranks, 100 to 1,600 steps (68 MB to 1.1 GB of trace), long
 // enough for every per-rank cap of the digest to be reached.
 BENCHMARK(BM_Report)
     ->ArgNames({"ranks", "steps", "one_thread"})
