@@ -178,6 +178,32 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
   return Status::Ok();
 }
 
+// Google Benchmark's JSON reporter writes non-finite counters as bare NaN / Infinity (with a
+// sign when negative), which JSON has no words for.
+struct NonFinite {
+  std::string token;
+  std::string entry;  // ", in entry 'NAME'" when a name precedes it
+};
+
+std::optional<NonFinite> non_finite_near(std::string_view text, size_t error_byte) {
+  // The parser stops on the token's first character, or just after it.
+  const size_t from = error_byte >= 2 ? error_byte - 2 : 0;
+  for (const char* token : {"-Infinity", "Infinity", "-NaN", "NaN"}) {
+    const size_t at = text.find(token, from);
+    if (at == std::string_view::npos || at > error_byte) continue;
+    NonFinite out{token, ""};
+    const size_t name = text.rfind("\"name\"", at);
+    if (name != std::string_view::npos) {
+      const size_t open = text.find('"', text.find(':', name));
+      const size_t close = open == std::string_view::npos ? open : text.find('"', open + 1);
+      if (close != std::string_view::npos && close < at)
+        out.entry = ", in entry '" + std::string(text.substr(open + 1, close - open - 1)) + "'";
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string BenchResults::context_value(std::string_view key) const {
@@ -190,8 +216,16 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
+    if (auto non_finite = non_finite_near(text, e.byte)) {
+      return Error{"benchmark results '" + origin + "' hold a bare " + non_finite->token + " (byte " +
+                   std::to_string(e.byte) + non_finite->entry +
+                   "): Google Benchmark writes a counter it could not compute that way, which is not JSON; "
+                   "run that benchmark again, or delete the entry"};
+    }
     return Error{"benchmark results '" + origin + "' are not JSON (" + e.what() +
                  "); write them with --benchmark_out=FILE --benchmark_out_format=json"};
+  } catch (const json::exception& e) {
+    return Error{"benchmark results '" + origin + "' hold a number out of range (" + e.what() + ")"};
   }
   if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) {
     return Error{"benchmark results '" + origin +

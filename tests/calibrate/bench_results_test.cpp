@@ -79,6 +79,21 @@ TEST(BenchResults, RefusesWhatIsNotAMeasurement) {
             "benchmark results 'r.json': entry 'nccl/all_reduce/ranks:2/bytes:8' lacks the counter 'bytes'");
 }
 
+TEST(BenchResults, NamesNonFiniteCountersAndOutOfRangeNumbers) {
+  // Google Benchmark's JSON reporter writes a counter it could not compute as a bare NaN.
+  EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": 3, "bytes_per_s": NaN}]})"),
+            "benchmark results 'r.json' hold a bare NaN (byte 77, in entry 'hbm/copy/bytes:8'): Google "
+            "Benchmark writes a counter it could not compute that way, which is not JSON; run that benchmark "
+            "again, or delete the entry");
+  EXPECT_NE(error_of(R"({"benchmarks": [{"name": "a", "real_time": -Infinity}]})").find("a bare -Infinity"),
+            std::string::npos);
+  EXPECT_EQ(
+      error_of(R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": 1e400}]})")
+          .rfind("benchmark results 'r.json' hold a number out of range ([json.exception.out_of_range.406]",
+                 0),
+      0u);
+}
+
 TEST(BenchResults, SkipsEntriesThatReportedAnErrorAndSaysSo) {
   const char* text = R"({"benchmarks": [
       {"name": "gemm/fp8/m:64/n:64/k:64", "error_occurred": true, "error_message": "no FP8 on this GPU"},

@@ -98,6 +98,19 @@ TEST(CalibrateFit, RefusesBadResultsInOneLine) {
              R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": "NaN", "bytes": 8}]})");
   expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("nan.json"), "-o", dir.file("p.json")}),
                    "no numeric real_time");
+  // A number beyond double in any JSON input: one line, exit 2, in every command that reads one.
+  write_file(dir.file("huge.json"),
+             R"({"context": {}, "benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": 1e400}]})");
+  expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("huge.json"), "-o", dir.file("p.json")}),
+                   "hold a number out of range");
+  expect_bad_input(run_pipescope({"calibrate", "show", "h100-80gb", "--results", dir.file("huge.json")}),
+                   "hold a number out of range");
+  write_file(dir.file("huge-profile.json"), R"({"schema_version": 2, "gpu": "h100-80gb", "x": 1e400})");
+  expect_bad_input(run_pipescope({"calibrate", "show", dir.file("huge-profile.json")}),
+                   "holds a number out of range");
+  std::vector<std::string> plan = kPlan;
+  plan.insert(plan.end(), {"--calibration", dir.file("huge-profile.json")});
+  expect_bad_input(run_pipescope(plan), "holds a number out of range");
   expect_bad_input(run_pipescope({"calibrate", "fit", "-o", dir.file("p.json")}),
                    "give benchmark result files");
   expect_bad_input(run_pipescope({"calibrate", "fit", "--trace", dir.str(), "-o", dir.file("p.json")}),

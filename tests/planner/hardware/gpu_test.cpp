@@ -114,5 +114,10 @@ TEST(ParseGpu, ReportsJsonSyntaxErrors) {
   EXPECT_EQ(message.rfind("GPU file 'x.json': not valid JSON: ", 0), 0u) << message;
 }
 
+TEST(ParseGpu, ANumberBeyondDoubleIsAnInputErrorNotACrash) {
+  const std::string message = parse_error(R"({"name": "x", "memory_bytes": 1e400})");
+  EXPECT_EQ(message.rfind("GPU file 'x.json': holds a number out of range: ", 0), 0u) << message;
+}
+
 }  // namespace
 }  // namespace pipescope::planner
