@@ -152,7 +152,7 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
     std::string summary;
     for (const Regime& g : f.regimes) {
       summary += (summary.empty() ? "" : "; ") +
-                 std::string(g.max_x > 0 ? "up to " + number(g.max_x) + " B" : "beyond") + ": busbw " +
+                 std::string(g.max_x > 0 ? "up to " + number(f.max_bytes(g)) + " B" : "beyond") + ": busbw " +
                  gb_per_s(1 / g.line.seconds_per_unit) + ", latency " + number(g.line.latency_s * 1e6) +
                  " us";
     }
@@ -167,7 +167,7 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
                                       "measured: " + what + " on " + std::to_string(f.nodes) +
                                           (f.nodes == 1 ? " node, " : " nodes, ") + source};
     for (const Regime& g : f.regimes) {
-      entry.segments.push_back({g.max_x, g.line.latency_s, 1 / g.line.seconds_per_unit,
+      entry.segments.push_back({f.max_bytes(g), g.line.latency_s, 1 / g.line.seconds_per_unit,
                                 "fitted over " + std::to_string(g.points) + " sizes, rms error " +
                                     number(f.quality.rms_relative_error * 100, 2) + "% for the whole curve"});
     }

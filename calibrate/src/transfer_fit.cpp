@@ -33,9 +33,9 @@ Expected<std::vector<CollectiveFit>> fit_collectives(const std::vector<Collectiv
                              (nodes == 1 ? " node" : " nodes");
     auto regimes = fit_regimes(points, what);
     if (!regimes.ok()) return regimes.error();
-    CollectiveFit fit{kind,     ranks,
-                      nodes,    nodes > 1 ? planner::LinkTier::kInterNode : planner::LinkTier::kIntraNode,
-                      *regimes, {}};
+    CollectiveFit fit{
+        kind,   ranks,    nodes, nodes > 1 ? planner::LinkTier::kInterNode : planner::LinkTier::kIntraNode,
+        factor, *regimes, {}};
     for (const TimedSize& p : points) {
       const Regime* regime = &fit.regimes.back();
       for (const Regime& r : fit.regimes) {

@@ -1,5 +1,7 @@
 // From suite results to a profile the planner reads: what is replaced, what is kept, provenance.
 #include <algorithm>
+#include <cmath>
+#include <random>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -53,6 +55,45 @@ TEST(FitProfile, ReplacesWhatWasMeasuredAndKeepsTheRestWithItsSources) {
   EXPECT_EQ(p.provenance.command, "pipescope calibrate fit gpu.json -o p.json");
   EXPECT_EQ(p.provenance.date, "2026-11-22T10:00:00+00:00");
   for (const auto& point : p.gemm) EXPECT_NE(point.source.find("NVIDIA H100 80GB HBM3"), std::string::npos);
+}
+
+TEST(FitProfile, ACollectiveRegimeEndsAtTheSizeWhereTheProtocolSwitches) {
+  // all_reduce over 8 ranks (busbw factor 2 * 7/8 = 1.75): 8 us + bytes * 1.75 / 5 GB/s up to
+  // 64 KiB, 40 us + bytes * 1.75 / 150 GB/s from 128 KiB; 1% noise. The switch sits between the
+  // two in nccl-tests' bytes, which the planner compares: sqrt(64 Ki * 128 Ki) = 92,682 bytes.
+  BenchResults r;
+  r.context["gpu_name"] = "NVIDIA H100 80GB HBM3";
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> noise(-0.01, 0.01);
+  for (double bytes = 64; bytes <= (1 << 30); bytes *= 2) {
+    const double seconds = bytes <= 65536 ? 8e-6 + bytes * 1.75 / 5e9 : 40e-6 + bytes * 1.75 / 150e9;
+    r.collectives.push_back({{"nccl/all_reduce/ranks:8/bytes:" + std::to_string(bytes), "nccl.json"},
+                             "all_reduce",
+                             8,
+                             1,
+                             bytes,
+                             seconds * (1 + noise(rng))});
+  }
+  auto fit = fit_profile(r, {});
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  const auto& measured = fit->profile.measured_collectives[static_cast<size_t>(LinkTier::kIntraNode)]
+                                                          [static_cast<size_t>(CollectiveKind::kAllReduce)];
+  ASSERT_EQ(measured.size(), 1u);
+  ASSERT_EQ(measured[0].segments.size(), 2u);
+  EXPECT_NEAR(measured[0].segments[0].max_bytes, std::sqrt(65536.0 * 131072.0), 1);
+  // Priced on each side of the switch by the planner's own query, through the written file.
+  auto read = planner::parse_calibration_profile(planner::write_calibration_profile(fit->profile), "p.json");
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  auto time = [&](double bytes) {
+    return read->collective_time_s(CollectiveKind::kAllReduce, bytes, 8, LinkTier::kIntraNode, 1.0);
+  };
+  EXPECT_NEAR(time(65536), 8e-6 + 65536 * 1.75 / 5e9, 0.03 * 30.9e-6);       // 30.9 us
+  EXPECT_NEAR(time(131072), 40e-6 + 131072 * 1.75 / 150e9, 0.03 * 41.5e-6);  // 41.5 us
+  EXPECT_NEAR(time(1 << 30), 40e-6 + (1 << 30) * 1.75 / 150e9, 0.03 * 12.6e-3);
+  const FitSection& section =
+      *std::find_if(fit->sections.begin(), fit->sections.end(),
+                    [](const FitSection& s) { return s.what.rfind("all_reduce", 0) == 0; });
+  EXPECT_NE(section.summary.find("up to 9.27e+04 B: busbw"), std::string::npos) << section.summary;
 }
 
 TEST(FitProfile, TheWrittenProfileReadsBackAndANewerVersionIsRefused) {

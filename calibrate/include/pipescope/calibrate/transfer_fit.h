@@ -18,8 +18,12 @@ struct CollectiveFit {
   int ranks = 0;
   int nodes = 1;
   planner::LinkTier tier = planner::LinkTier::kIntraNode;
-  std::vector<Regime> regimes;  // x = bytes * busbw factor, so 1 / seconds_per_unit is busbw
+  double bus_factor = 1;        // nccl-tests' busbw factor for kind and ranks
+  std::vector<Regime> regimes;  // x = bytes * bus_factor, so 1 / seconds_per_unit is busbw
   FitQuality quality;           // in seconds, per measured size
+  // Where a regime ends in nccl-tests' bytes (the unit the profile and the planner use); 0 on
+  // the last regime.
+  double max_bytes(const Regime& regime) const { return regime.max_x / bus_factor; }
 };
 
 // Every (kind, ranks, nodes) with more than one rank. One-rank runs are skipped with a note
