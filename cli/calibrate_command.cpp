@@ -28,6 +28,11 @@ Command add_calibrate_command(CLI::App& root) {
   run->add_option("-o,--output", a->output, "Profile to write (default: calibration.json)");
   run->add_flag("--quick", a->quick, "A short run with fewer shapes");
   run->add_option("--gpu", a->gpu, "The bundled GPU the device is (default: from its name)");
+  run->add_option("--base", a->base,
+                  "Profile (NAME|FILE, any GPU) for what the run does not measure (default: the GPU's "
+                  "bundled profile; without one the run must measure every GPU-specific part)");
+  run->add_flag("--dry-run", a->dry_run,
+                "Check the device, the GPU it is and where unmeasured parts come from; measure nothing");
 
   CLI::App* fit = app->add_subcommand("fit", "Fit a profile from saved benchmark results");
   fit->add_option("bench", a->bench_files, "Benchmark JSON files")->check(CLI::ExistingFile);
@@ -37,7 +42,8 @@ Command add_calibrate_command(CLI::App& root) {
       ->check(CLI::ExistingFile);
   fit->add_option("--gpu", a->gpu, "The bundled GPU the results come from (default: from their gpu_name)");
   fit->add_option("--base", a->base,
-                  "Profile for what the results do not measure (default: the bundled one)");
+                  "Profile (NAME|FILE, any GPU) for what the results do not measure (default: the GPU's "
+                  "bundled profile; without one the results must measure every GPU-specific part)");
   fit->add_option("-o,--output", a->output, "Profile to write")->required();
 
   CLI::App* show = app->add_subcommand("show", "Summarize a calibration profile");

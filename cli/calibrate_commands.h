@@ -10,6 +10,7 @@ namespace pipescope::cli {
 struct CalibrateArgs {
   std::string output;
   bool quick = false;
+  bool dry_run = false;  // run --dry-run: the start checks only
   std::vector<std::string> bench_files;
   std::string trace_dir;
   std::string plan_file;

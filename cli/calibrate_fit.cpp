@@ -64,8 +64,9 @@ void print_fit(const calibrate::ProfileFit& fit, const calibrate::BenchResults& 
     }
   }
   if (!fit.kept_from_base.empty()) {
-    std::cout << "kept from the base profile (not measured):";
-    for (const std::string& part : fit.kept_from_base) std::cout << ' ' << part;
+    std::cout << "kept from " << fit.base_origin << " (not measured): ";
+    for (size_t i = 0; i < fit.kept_from_base.size(); ++i)
+      std::cout << (i ? ", " : "") << fit.kept_from_base[i];
     std::cout << '\n';
   }
   for (const std::string& note : fit.notes) std::cout << "note: " << note << '\n';

@@ -13,6 +13,8 @@
 
 #include "calibrate_commands.h"
 #include "command.h"
+#include "pipescope/calibrate/profile_base.h"
+#include "pipescope/planner/gpu.h"
 
 namespace pipescope::cli {
 namespace {
@@ -106,18 +108,33 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-std::set<std::string> list_benchmarks(const std::string& program, bool quick, std::string& no_gpu) {
+struct Listing {
+  std::set<std::string> names;
+  std::string no_gpu;  // the program's "no GPU: ..." line
+  std::string device;  // its "device: NAME" line: what CUDA calls the GPU
+};
+
+Listing list_benchmarks(const std::string& program, bool quick) {
   const Captured c =
       capture(quote(program) + (quick ? " --quick" : "") + " --benchmark_list_tests=true 2>&1");
-  std::set<std::string> names;
+  Listing out;
   std::istringstream lines(c.out);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("no GPU", 0) == 0)
-      no_gpu = line;
+      out.no_gpu = line;
+    else if (line.rfind("device: ", 0) == 0)
+      out.device = line.substr(8);
     else if (!line.empty())
-      names.insert(line);
+      out.names.insert(line);
   }
-  return names;
+  return out;
+}
+
+bool torch_with_cuda() {
+  return capture(
+             "python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null "
+             "2>&1")
+             .status == 0;
 }
 
 // Runs one suite program (as `ranks` processes when > 1), stepping the bar per finished benchmark.
@@ -151,6 +168,34 @@ bool run_program(const std::string& program, const std::set<std::string>& names,
   return pclose(pipe) == 0;
 }
 
+// What the run will measure decides, before an hour of measuring, whether it can end in a
+// profile: the device must be a GPU the planner knows, and without a profile of that GPU to
+// start from (--base, or a bundled one), the run must measure every GPU-specific part.
+int check_before_measuring(const CalibrateArgs& a, const std::string& device, const std::string& nccl_program,
+                           bool nccl, int ranks, bool attention) {
+  if (device.empty()) return usage_error(kRun, "gpu_benchmark did not name the device it measures");
+  auto gpu = a.gpu.empty() ? planner::identify_gpu(device) : planner::find_gpu(a.gpu);
+  if (!gpu.ok()) return usage_error(kRun, gpu.error().message);
+  auto base = calibrate::resolve_base(*gpu, a.base);
+  if (!base.ok()) return usage_error(kRun, base.error().message);
+  std::string cannot;
+  auto add = [&](const std::string& what) { cannot += (cannot.empty() ? "" : "; ") + what; };
+  if (nccl_program.empty()) add("intra-node collectives: no nccl_benchmark in this build");
+  if (!nccl_program.empty() && !nccl) add("intra-node collectives: nccl_benchmark lists no benchmark");
+  if (nccl && ranks < 2) add("intra-node collectives: " + std::to_string(ranks) + " GPU visible");
+  if (!attention) add("attention: PyTorch with CUDA is not importable (or attention_sdpa.py is missing)");
+  if (base->kind == calibrate::BaseKind::kDefaults && !cannot.empty()) {
+    return usage_error(kRun, "no calibration profile of " + gpu->name +
+                                 " to keep what this run cannot measure (" + cannot +
+                                 "): pass --base NAME|FILE for those parts (e.g. --base " +
+                                 std::string(calibrate::kDefaultsProfile) +
+                                 "; the profile's sources then say which numbers came from it)");
+  }
+  std::cout << kRun << ": " << device << " is " << gpu->name << "; what it does not measure"
+            << (cannot.empty() ? "" : " (" + cannot + ")") << " comes from " << base->origin << '\n';
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_calibrate_run(const CalibrateArgs& a) {
@@ -165,13 +210,25 @@ int run_calibrate_run(const CalibrateArgs& a) {
                  "compiler (nvcc) present, or set PIPESCOPE_SUITE_DIR\n";
     return kExitFailure;
   }
-  std::string no_gpu;
-  const std::set<std::string> gpu_names = list_benchmarks(gpu_program, a.quick, no_gpu);
-  if (!no_gpu.empty() || gpu_names.empty()) {
-    std::cout << kRun << ": " << (no_gpu.empty() ? "no GPU: the suite lists no benchmark" : no_gpu)
+  const Listing gpu_listing = list_benchmarks(gpu_program, a.quick);
+  const std::set<std::string>& gpu_names = gpu_listing.names;
+  if (!gpu_listing.no_gpu.empty() || gpu_names.empty()) {
+    std::cout << kRun << ": "
+              << (gpu_listing.no_gpu.empty() ? "no GPU: the suite lists no benchmark" : gpu_listing.no_gpu)
               << "; nothing measured\n";
     return kExitOk;
   }
+  const std::string nccl_program = find_program("nccl_benchmark");
+  std::set<std::string> nccl_names;
+  if (!nccl_program.empty()) nccl_names = list_benchmarks(nccl_program, a.quick).names;
+  const std::string attention_script = find_program("attention_sdpa.py");
+  const int ranks = std::max(1, visible_gpus());
+  const bool attention = !attention_script.empty() && torch_with_cuda();
+  if (int rc =
+          check_before_measuring(a, gpu_listing.device, nccl_program, !nccl_names.empty(), ranks, attention);
+      rc != kExitOk)
+    return rc;
+  if (a.dry_run) return kExitOk;
   std::error_code ec;
   const fs::path work = fs::temp_directory_path(ec) / ("pipescope-calibrate." + std::to_string(getpid()));
   fs::create_directories(work, ec);
@@ -179,13 +236,8 @@ int run_calibrate_run(const CalibrateArgs& a) {
     std::cerr << kRun << ": cannot create a work directory " << work << ": " << ec.message() << '\n';
     return kExitFailure;
   }
-  const std::string nccl_program = find_program("nccl_benchmark");
-  std::set<std::string> nccl_names;
-  if (!nccl_program.empty()) nccl_names = list_benchmarks(nccl_program, a.quick, no_gpu);
-  const std::string attention_script = find_program("attention_sdpa.py");
-  const int ranks = std::max(1, visible_gpus());
 
-  Progress progress(gpu_names.size() + nccl_names.size() + (attention_script.empty() ? 0 : 1));
+  Progress progress(gpu_names.size() + nccl_names.size() + (attention ? 1 : 0));
   progress.draw("starting");
   CalibrateArgs fit = a;
   fit.bench_files.clear();
@@ -207,7 +259,7 @@ int run_calibrate_run(const CalibrateArgs& a) {
                 << "); collectives keep the base profile\n";
     }
   }
-  if (!attention_script.empty()) {
+  if (attention) {
     const std::string attention_json = (work / "attention.json").string();
     const Captured c = capture("python3 " + quote(attention_script) + (a.quick ? " --quick" : "") + " -o " +
                                quote(attention_json) + " 2>&1");
@@ -220,7 +272,9 @@ int run_calibrate_run(const CalibrateArgs& a) {
   }
   progress.finish();
   if (fit.output.empty()) fit.output = "calibration.json";
-  fit.command_line = std::string(kRun) + (a.quick ? " --quick" : "") + " -o " + fit.output;
+  fit.command_line = std::string(kRun) + (a.quick ? " --quick" : "") +
+                     (a.gpu.empty() ? "" : " --gpu " + a.gpu) + (a.base.empty() ? "" : " --base " + a.base) +
+                     " -o " + fit.output;
   const int rc = run_calibrate_fit(fit);
   if (rc == kExitOk) std::cout << "raw results kept in " << work.string() << '\n';
   return rc;

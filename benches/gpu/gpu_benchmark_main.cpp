@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   const DeviceInfo device = open_device(0, "gpu", args.command);
+  // `pipescope calibrate run` lists first and checks the device before measuring anything.
+  if (args.list_only) std::fprintf(stderr, "device: %s\n", device.name.c_str());
   register_gemm_benchmarks(device, args.quick);
   register_hbm_benchmarks(args.quick);
   register_memcpy_benchmarks(args.quick);

@@ -231,9 +231,11 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
     return Error{"benchmark results '" + origin +
                  "' have no \"benchmarks\" list: not a Google Benchmark JSON file"};
   }
+  std::map<std::string, std::string> own_context;
   if (const auto context = doc.find("context"); context != doc.end() && context->is_object()) {
     for (const auto& [key, value] : context->items()) {
       const std::string text_value = value.is_string() ? value.get<std::string>() : value.dump();
+      own_context.emplace(key, text_value);
       const auto [it, inserted] = into.context.emplace(key, text_value);
       if (!inserted && it->second != text_value && key != "date" && key != "command" && key != "executable" &&
           key != "pipescope_suite" && key.rfind("library_", 0) != 0 && key.rfind("cpu", 0) != 0 &&
@@ -267,6 +269,7 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
     return Error{"benchmark results '" + origin + "' hold no measurement (an empty \"benchmarks\" list)"};
   }
   into.files.push_back(origin);
+  into.file_contexts.push_back(std::move(own_context));
   return Status::Ok();
 }
 

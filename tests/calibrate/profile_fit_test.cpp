@@ -119,15 +119,109 @@ TEST(FitProfile, NamesTheGpuItCannotPlace) {
   auto fit = fit_profile(results(gpu), {});
   ASSERT_FALSE(fit.ok());
   EXPECT_EQ(fit.error().message,
-            "the benchmark results come from 'NVIDIA B200', which is none of the bundled GPUs (a100-80gb, "
-            "h100-80gb, h200-141gb); name the closest with --gpu, or add a GPU file");
-  // Named, it is priced against that GPU's datasheet (and refused when it ran faster than it).
+            "the device 'NVIDIA B200' is none of the bundled GPUs (a100-80gb, h100-80gb, h200-141gb); pass "
+            "--gpu NAME for the closest, or add a GPU file");
+  // Named, it is priced against that GPU's datasheet.
   auto named = fit_profile(results(gpu), {"h100-80gb", "", "", ""});
   EXPECT_TRUE(named.ok());
-  auto h200 = fit_profile(results(gpu), {"h200-141gb", "", "", ""});
-  ASSERT_FALSE(h200.ok());
-  EXPECT_NE(h200.error().message.find("no bundled calibration profile for GPU 'h200-141gb'"),
+}
+
+bool kept(const ProfileFit& fit, const std::string& part) {
+  return std::find(fit.kept_from_base.begin(), fit.kept_from_base.end(), part) != fit.kept_from_base.end();
+}
+
+TEST(FitProfile, AGpuWithoutAProfileIsFittedFromResultsThatMeasureEverythingItNeeds) {
+  // H200 has no bundled profile: GEMM, attention, HBM, every intra-node collective and the
+  // communicator's memory come from the results; the rest from the GPU-independent defaults.
+  testing::SyntheticGpu h200;
+  h200.gpu_name = "NVIDIA H200";
+  h200.every_collective = true;
+  auto fit = fit_profile(results(h200), {});
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  const planner::CalibrationProfile& p = fit->profile;
+  EXPECT_EQ(p.gpu, "h200-141gb");
+  EXPECT_EQ(fit->base_kind, BaseKind::kDefaults);
+  EXPECT_NEAR(p.gemm_efficiency(8192, 8192, 8192), 0.7, 1e-9);
+  EXPECT_NEAR(p.hbm_bandwidth_fraction.value, 2.8e12 / 4.8e12, 1e-3);  // H200's 4.8 TB/s
+  EXPECT_NEAR(p.collective_time_s(CollectiveKind::kAllToAll, 1 << 30, 8, LinkTier::kIntraNode, 1.0),
+              25e-6 + (1 << 30) * 0.875 / 300e9, 1e-6);
+  EXPECT_DOUBLE_EQ(p.overheads.nccl_buffer_bytes_per_communicator.value, 805306368);
+  const std::string prefix =
+      "default for a GPU without a profile of its own, from the bundled h100-80gb profile: ";
+  EXPECT_EQ(p.collective(CollectiveKind::kAllReduce, LinkTier::kInterNode).source.rfind(prefix, 0), 0u);
+  EXPECT_EQ(p.overheads.allocator_reserve_fraction.source.rfind(prefix, 0), 0u);
+  EXPECT_TRUE(kept(*fit, "collectives inter_node all_gather"));
+  // The planner reads it back as an H200 profile.
+  auto read = planner::parse_calibration_profile(planner::write_calibration_profile(p), "h200.json");
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  auto gpu = planner::find_gpu("h200-141gb");
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_TRUE(planner::check_profile_matches(*read, *gpu).ok());
+}
+
+TEST(FitProfile, AGpuWithoutAProfileNamesWhatItsResultsLackAndHowToGoOn) {
+  testing::SyntheticGpu h200;
+  h200.gpu_name = "NVIDIA H200";  // all_reduce only, no communicator memory
+  auto fit = fit_profile(results(h200), {});
+  ASSERT_FALSE(fit.ok());
+  EXPECT_EQ(
+      fit.error().message,
+      "no calibration profile of h200-141gb to keep what the results do not measure, and they lack "
+      "collectives intra_node all_gather, collectives intra_node reduce_scatter, collectives intra_node "
+      "all_to_all, collectives intra_node send_recv, memory_overheads.nccl_buffer_bytes_per_communicator: "
+      "measure them (pipescope calibrate run on all of a node's GPUs, with PyTorch for attention) or pass "
+      "--base NAME|FILE for them (e.g. --base h100-80gb; the profile's sources then say which numbers came "
+      "from it)");
+}
+
+TEST(FitProfile, AnotherGpusProfileAsBaseIsTakenOverAndSaysSo) {
+  testing::SyntheticGpu h200;
+  h200.gpu_name = "NVIDIA H200";
+  auto fit = fit_profile(results(h200), {"", "h100-80gb", "", ""});
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  EXPECT_EQ(fit->base_kind, BaseKind::kOtherGpu);
+  const planner::CalibrationProfile& p = fit->profile;
+  EXPECT_EQ(p.gpu, "h200-141gb");
+  auto h100 = planner::load_calibration_profile("h100-80gb");
+  ASSERT_TRUE(h100.ok());
+  // Kept from the H100 profile: the same number, its source prefixed with where it came from.
+  const auto& gather = p.collective(CollectiveKind::kAllGather, LinkTier::kIntraNode);
+  EXPECT_EQ(gather.bus_bandwidth_fraction,
+            h100->collective(CollectiveKind::kAllGather, LinkTier::kIntraNode).bus_bandwidth_fraction);
+  EXPECT_EQ(gather.source, "from the bundled h100-80gb profile (another GPU, given as --base): " +
+                               h100->collective(CollectiveKind::kAllGather, LinkTier::kIntraNode).source);
+  EXPECT_NE(p.description.find("the bundled h100-80gb profile (another GPU, given as --base)"),
             std::string::npos);
+  // Measured here: this run's numbers and sources.
+  EXPECT_EQ(p.gemm.front().source.rfind("measured", 0), 0u);
+}
+
+TEST(FitProfile, OneRankCollectivesAloneFitNothing) {
+  BenchResults r;
+  r.context["gpu_name"] = "NVIDIA H100 80GB HBM3";
+  for (double bytes = 1024; bytes <= (1 << 20); bytes *= 4)
+    r.collectives.push_back({{"nccl/all_reduce/ranks:1", "nccl.json"}, "all_reduce", 1, 1, bytes, 5e-6});
+  auto fit = fit_profile(r, {});
+  ASSERT_FALSE(fit.ok());
+  EXPECT_EQ(
+      fit.error().message.rfind("nothing fitted: the results hold no measurement the profile has a place "
+                                "for; all_reduce over one rank skipped",
+                                0),
+      0u)
+      << fit.error().message;
+}
+
+TEST(FitProfile, ForwardOnlyAttentionKeepsTheBasesBackward) {
+  testing::SyntheticGpu gpu;
+  gpu.attention_backward = false;
+  auto fit = fit_profile(results(gpu), {});
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  auto bundled = planner::load_calibration_profile("h100-80gb");
+  ASSERT_TRUE(bundled.ok());
+  EXPECT_EQ(fit->profile.attention_backward, bundled->attention_backward);
+  EXPECT_NEAR(fit->profile.attention_efficiency(4096, 128, planner::AttentionPass::kForward), 0.5, 1e-9);
+  EXPECT_TRUE(kept(*fit, "attention backward"));
+  EXPECT_FALSE(kept(*fit, "attention forward"));
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ TEST(CalibrateFit, WritesAProfileThePlannerUses) {
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_NE(fit.out.find("gemm bf16"), std::string::npos) << fit.out;
   EXPECT_NE(fit.out.find("all_reduce intra_node 8 ranks"), std::string::npos) << fit.out;
-  EXPECT_NE(fit.out.find("kept from the base profile"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("kept from the bundled h100-80gb profile (not measured): "), std::string::npos)
+      << fit.out;
   EXPECT_NE(fit.out.find("wrote " + dir.file("p.json")), std::string::npos) << fit.out;
   const json profile = json::parse(slurp(dir.file("p.json")));
   EXPECT_EQ(profile["schema_version"], 2);
@@ -168,6 +169,40 @@ TEST(CalibrateFit, TracesOfARunPullThePredictionTowardTheMeasurement) {
             std::string::npos);
 }
 
+TEST(CalibrateFit, AGpuWithoutABundledProfileFromItsResultsAloneOrOverAnotherGpusBase) {
+  Dir dir;
+  calibrate::testing::SyntheticGpu h200;
+  h200.gpu_name = "NVIDIA H200";
+  h200.every_collective = true;
+  write_file(dir.file("full.json"), calibrate::testing::synthetic_results_json(h200));
+  const CommandResult fit =
+      run_pipescope({"calibrate", "fit", dir.file("full.json"), "-o", dir.file("h200.json")});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("NVIDIA H200 (h200-141gb)"), std::string::npos) << fit.out;
+  EXPECT_NE(
+      fit.out.find("kept from the GPU-independent entries of the bundled h100-80gb profile (not measured): "
+                   "collectives inter_node all_reduce"),
+      std::string::npos)
+      << fit.out;
+  const CommandResult planned =
+      run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "h200-141gb", "--gpus", "8", "--tp", "8",
+                     "--pp", "1", "--calibration", dir.file("h200.json")});
+  EXPECT_EQ(planned.exit_code, 0) << planned.err;
+
+  h200.every_collective = false;
+  write_file(dir.file("partial.json"), calibrate::testing::synthetic_results_json(h200));
+  expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("partial.json"), "-o", dir.file("p.json")}),
+                   "or pass --base NAME|FILE for them");
+  EXPECT_FALSE(fs::exists(dir.file("p.json")));
+  const CommandResult based = run_pipescope(
+      {"calibrate", "fit", dir.file("partial.json"), "--base", "h100-80gb", "-o", dir.file("p.json")});
+  ASSERT_EQ(based.exit_code, 0) << based.err;
+  EXPECT_NE(based.out.find("kept from the bundled h100-80gb profile (another GPU, given as --base)"),
+            std::string::npos)
+      << based.out;
+  EXPECT_EQ(json::parse(slurp(dir.file("p.json")))["gpu"], "h200-141gb");
+}
+
 TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
   Dir dir;
   const CommandResult bundled = run_pipescope({"calibrate", "show", "h100-80gb"});
@@ -200,6 +235,48 @@ TEST(CalibrateRun, WithoutAGpuSaysSoAndSucceeds) {
   const CommandResult r = run_pipescope({"calibrate", "run", "--quick"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("no GPU"), std::string::npos) << r.out << r.err;
+}
+
+// A stand-in for the GPU suite: lists benchmarks and names a device, as gpu_benchmark does.
+std::string fake_suite(const Dir& dir, const std::string& device) {
+  const std::string suite = dir.file("suite");
+  fs::create_directories(suite);
+  const std::string program = suite + "/gpu_benchmark";
+  write_file(program, "#!/bin/sh\necho 'device: " + device + "' >&2\necho gemm/bf16/m:1024/n:1024/k:1024\n");
+  fs::permissions(program, fs::perms::owner_all);
+  return suite;
+}
+
+CommandResult run_with_suite(const std::string& suite, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/env", "PIPESCOPE_SUITE_DIR=" + suite, PIPESCOPE_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv);
+}
+
+TEST(CalibrateRun, ADeviceThePlannerCannotPriceIsRefusedBeforeMeasuring) {
+  if (run_command({"sh", "-c", "nvidia-smi -L 2>/dev/null | grep -q '^GPU'"}).exit_code == 0)
+    GTEST_SKIP() << "this machine has GPUs: the run's checks would count them";
+  Dir dir;
+  const std::string pcie = fake_suite(dir, "NVIDIA H100 PCIe");
+  expect_bad_input(run_with_suite(pcie, {"calibrate", "run", "-o", dir.file("p.json")}),
+                   "is an H100 PCIe (756 TFLOP/s dense BF16");
+  EXPECT_FALSE(fs::exists(dir.file("p.json")));
+
+  // H200 has no bundled profile and one visible GPU measures no collective: refused at the start,
+  // and accepted over another GPU's profile.
+  Dir other;
+  const std::string h200 = fake_suite(other, "NVIDIA H200");
+  expect_bad_input(run_with_suite(h200, {"calibrate", "run", "--dry-run"}),
+                   "no calibration profile of h200-141gb to keep what this run cannot measure (intra-node "
+                   "collectives: ");
+  const CommandResult based = run_with_suite(h200, {"calibrate", "run", "--dry-run", "--base", "h100-80gb"});
+  EXPECT_EQ(based.exit_code, 0) << based.err;
+  EXPECT_NE(based.out.find("NVIDIA H200 is h200-141gb; what it does not measure (intra-node collectives"),
+            std::string::npos)
+      << based.out;
+  EXPECT_NE(based.out.find("comes from the bundled h100-80gb profile (another GPU, given as --base)"),
+            std::string::npos)
+      << based.out;
 }
 
 }  // namespace

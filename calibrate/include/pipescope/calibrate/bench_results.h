@@ -64,6 +64,7 @@ struct BenchResults {
   // Context keys of every file; the first file's value wins, a different value later is noted.
   std::map<std::string, std::string> context;
   std::vector<std::string> files;
+  std::vector<std::map<std::string, std::string>> file_contexts;  // each file's own, as `files`
   std::vector<std::string> notes;  // entries skipped (errors, unknown families), context clashes
   bool empty() const { return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty(); }
   std::string context_value(std::string_view key) const;
