@@ -4,8 +4,10 @@ calibration suite (docs/calibration-results.md): bf16, causal and not, the flash
 where PyTorch has it (else memory-efficient, else cuDNN; `label` names the one that ran), timed
 with CUDA events. Writes Google Benchmark JSON, as gpu_benchmark does.
 
-Usage: attention_sdpa.py [--quick] [-o FILE]
+Usage: attention_sdpa.py [--quick] [-o FILE] [--list]
 Without PyTorch or without a CUDA device: one "no GPU: ..." line on stderr, no file, exit 0.
+--list prints the names it would measure, one per line, as --benchmark_list_tests does (no GPU
+needed); while measuring, every finished entry prints a line that starts with its name.
 Python 3 standard library and torch only.
 """
 import argparse
@@ -77,6 +79,18 @@ def time_op(torch, op, prepare=None):
     return gpu_s / iterations, wall_s / iterations, iterations
 
 
+def shapes(quick):
+    """(batch, seq, head_dim, causal) of every measurement, in order."""
+    for head_dim in QUICK_HEAD_DIMS if quick else HEAD_DIMS:
+        for seq in QUICK_SEQ_LENGTHS if quick else SEQ_LENGTHS:
+            for causal in (False, True):
+                yield max(1, TOKENS // seq), seq, head_dim, causal
+
+
+def params_of(batch, seq, head_dim, causal):
+    return f"batch:{batch}/heads:{HEADS}/seq:{seq}/head_dim:{head_dim}/causal:{int(causal)}"
+
+
 def measure(torch, batch, seq, head_dim, causal):
     """Forward and backward entries for one shape, with the first backend that runs it."""
     import torch.nn.functional as F
@@ -84,7 +98,7 @@ def measure(torch, batch, seq, head_dim, causal):
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
     grad = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
     forward_flops = 4.0 * batch * seq * seq * head_dim * HEADS / (2 if causal else 1)
-    params = f"batch:{batch}/heads:{HEADS}/seq:{seq}/head_dim:{head_dim}/causal:{int(causal)}"
+    params = params_of(batch, seq, head_dim, causal)
     failures = []
     for label, kernel in backends(torch):
         try:
@@ -151,7 +165,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sequence lengths and head dimensions")
     parser.add_argument("-o", "--output", default="attention.json", help="the JSON file to write")
+    parser.add_argument("--list", action="store_true", help="print the names it would measure and exit")
     args = parser.parse_args()
+    if args.list:
+        for batch, seq, head_dim, causal in shapes(args.quick):
+            for p in ("forward", "backward"):
+                print(f"attention/{p}/{params_of(batch, seq, head_dim, causal)}/manual_time")
+        return 0
     command = " ".join([sys.argv[0]] + sys.argv[1:])
     try:
         import torch
@@ -160,19 +180,14 @@ def main():
     if not torch.cuda.is_available():
         return no_gpu("torch.cuda.is_available() is False")
     torch.cuda.set_device(0)
-    seqs = QUICK_SEQ_LENGTHS if args.quick else SEQ_LENGTHS
-    head_dims = QUICK_HEAD_DIMS if args.quick else HEAD_DIMS
     benchmarks = []
-    for head_dim in head_dims:
-        for seq in seqs:
-            for causal in (False, True):
-                batch = max(1, TOKENS // seq)
-                results = measure(torch, batch, seq, head_dim, causal)
-                for r in results:
-                    shown = r.get("error_message") or f"{r['real_time']:.1f} us  {r['label']}"
-                    print(f"{r['name']:<80} {shown}", flush=True)
-                benchmarks += results
-                torch.cuda.empty_cache()
+    for batch, seq, head_dim, causal in shapes(args.quick):
+        results = measure(torch, batch, seq, head_dim, causal)
+        for r in results:
+            shown = r.get("error_message") or f"{r['real_time']:.1f} us  {r['label']}"
+            print(f"{r['name']:<80} {shown}", flush=True)
+        benchmarks += results
+        torch.cuda.empty_cache()
     doc = {"context": context(torch, command), "benchmarks": benchmarks}
     with open(args.output + ".tmp", "w") as out:
         json.dump(doc, out, indent=2)

@@ -248,7 +248,9 @@ std::string fake_suite(const Dir& dir, const std::string& device) {
 }
 
 CommandResult run_with_suite(const std::string& suite, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/env", "PIPESCOPE_SUITE_DIR=" + suite, PIPESCOPE_CLI_PATH};
+  // The run keeps its raw results in a work directory under TMPDIR: beside the stand-in suite.
+  std::vector<std::string> argv = {"/usr/bin/env", "PIPESCOPE_SUITE_DIR=" + suite, "TMPDIR=" + suite,
+                                   PIPESCOPE_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_command(argv);
 }
@@ -277,6 +279,37 @@ TEST(CalibrateRun, ADeviceThePlannerCannotPriceIsRefusedBeforeMeasuring) {
   EXPECT_NE(based.out.find("comes from the bundled h100-80gb profile (another GPU, given as --base)"),
             std::string::npos)
       << based.out;
+}
+
+TEST(CalibrateRun, RunsTheSuiteWithAProgressBarAndFitsWhatItWrote) {
+  if (run_command({"sh", "-c", "nvidia-smi -L 2>/dev/null | grep -q '^GPU'"}).exit_code == 0)
+    GTEST_SKIP() << "this machine has GPUs: the real suite would run beside the stand-in";
+  // A stand-in gpu_benchmark: lists two names, and when run prints their console lines and
+  // writes the synthetic H100's results where --benchmark_out says.
+  Dir dir;
+  write_file(dir.file("results.json"), calibrate::testing::synthetic_results_json());
+  const std::string suite = dir.file("suite");
+  fs::create_directories(suite);
+  write_file(
+      suite + "/gpu_benchmark",
+      "#!/bin/sh\n"
+      "case \"$*\" in *--benchmark_list_tests*) echo 'device: NVIDIA H100 80GB HBM3' >&2;\n"
+      "  echo gemm/bf16/m:1024/n:1024/k:1024/manual_time; echo hbm/copy/bytes:1048576/manual_time; exit 0;; "
+      "esac\n"
+      "for a in \"$@\"; do case \"$a\" in --benchmark_out=*) cp " +
+          dir.file("results.json") +
+          " \"${a#--benchmark_out=}\";; esac; done\n"
+          "echo 'gemm/bf16/m:1024/n:1024/k:1024/manual_time   25.1 us   25.3 us   4000'\n"
+          "echo 'hbm/copy/bytes:1048576/manual_time   1.2 us   1.3 us   9000'\n");
+  fs::permissions(suite + "/gpu_benchmark", fs::perms::owner_all);
+  const CommandResult r = run_with_suite(suite, {"calibrate", "run", "-o", dir.file("p.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("[##############################] 2/2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("~0m00s left"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("wrote " + dir.file("p.json")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("raw results kept in " + suite + "/pipescope-calibrate."), std::string::npos) << r.out;
+  const json profile = json::parse(slurp(dir.file("p.json")));
+  EXPECT_EQ(profile["provenance"]["command"], "pipescope calibrate run -o " + dir.file("p.json"));
 }
 
 }  // namespace
