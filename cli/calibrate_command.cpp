@@ -34,11 +34,15 @@ Command add_calibrate_command(CLI::App& root) {
   run->add_flag("--dry-run", a->dry_run,
                 "Check the device, the GPU it is and where unmeasured parts come from; measure nothing");
 
-  CLI::App* fit = app->add_subcommand("fit", "Fit a profile from saved benchmark results");
+  CLI::App* fit = app->add_subcommand(
+      "fit", "Fit a profile from saved benchmark results, and refine it with a real run's traces");
   fit->add_option("bench", a->bench_files, "Benchmark JSON files")->check(CLI::ExistingFile);
-  fit->add_option("--trace", a->trace_dir, "Refine with the profiler traces of a real run")
+  fit->add_option("--trace", a->trace_dir,
+                  "Refine with the profiler traces of a real run (needs --plan: traces do not hold the "
+                  "model, batch and parallel layout the planner needs)")
       ->check(CLI::ExistingDirectory);
-  fit->add_option("--plan", a->plan_file, "The 'pipescope plan --json' of that run (with --trace)")
+  fit->add_option("--plan", a->plan_file,
+                  "Required with --trace: the 'pipescope plan --json' of the run the traces came from")
       ->check(CLI::ExistingFile);
   fit->add_option("--gpu", a->gpu, "The bundled GPU the results come from (default: from their gpu_name)");
   fit->add_option("--base", a->base,

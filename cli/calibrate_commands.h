@@ -5,6 +5,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "pipescope/calibrate/run_refinement.h"
+#include "pipescope/common/expected.h"
+#include "pipescope/planner/calibration_profile.h"
+
 namespace pipescope::cli {
 
 struct CalibrateArgs {
@@ -25,6 +31,21 @@ struct CalibrateArgs {
 int run_calibrate_run(const CalibrateArgs& args);
 int run_calibrate_fit(const CalibrateArgs& args);
 int run_calibrate_show(const CalibrateArgs& args);
+
+// calibrate_refine.cpp: a real run's traces beside its plan, and the profile refined with them.
+struct TraceRefinement {
+  std::string plan_file;
+  calibrate::RunObservation before, after;     // the plan's prediction before and after refining
+  double gemm_scale = 1, attention_scale = 1;  // over all rounds: efficiencies were divided by them
+  std::string compute_basis;                   // as calibrate::Refinement's
+  bool memory_refined = false;
+  std::vector<std::string> notes;
+};
+// `plan --json`'s document, with the arguments it was planned with.
+Expected<nlohmann::json> read_plan_json(const std::string& path);
+// Refines `profile` in place with the traces in a.trace_dir of the run planned in a.plan_file.
+Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::CalibrationProfile& profile);
+void print_refinement(const TraceRefinement& refinement);
 
 // Writes `text` to `path` (replacing it); false with a message on stderr when it cannot.
 bool write_output_file(const std::string& command, const std::string& path, const std::string& text);

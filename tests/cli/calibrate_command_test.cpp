@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "pipescope/planner/calibration_profile.h"
 #include "run_command.h"
 #include "synthetic_results.h"
 #include "synthetic_run.h"
@@ -115,32 +116,76 @@ TEST(CalibrateFit, RefusesBadResultsInOneLine) {
   expect_bad_input(run_pipescope({"calibrate", "fit", "-o", dir.file("p.json")}),
                    "give benchmark result files");
   expect_bad_input(run_pipescope({"calibrate", "fit", "--trace", dir.str(), "-o", dir.file("p.json")}),
-                   "--trace and --plan go together");
+                   "--trace needs --plan PLAN.json: the plan of the run the traces came from");
+  expect_bad_input(
+      run_pipescope({"calibrate", "fit", "--plan", dir.file("one.json"), "-o", dir.file("p.json")}),
+      "--plan needs --trace DIR");
   EXPECT_FALSE(fs::exists(dir.file("p.json")));
 }
 
-TEST(CalibrateFit, TracesOfARunPullThePredictionTowardTheMeasurement) {
+double stage_s(const json& stage) {
+  return stage["forward_s"].get<double>() + stage["backward_s"].get<double>();
+}
+
+// The planner's stages for kPlan with `split` pinned, priced by `profile` (a file; empty: bundled).
+json planned_stages(const std::string& split, const std::string& profile) {
+  std::vector<std::string> args = kPlan;
+  args.insert(args.end(), {"--split", split, "--json"});
+  if (!profile.empty()) args.insert(args.end(), {"--calibration", profile});
+  const CommandResult r = run_pipescope(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out)["uniform"]["stages"];  // with --split: the given split
+}
+
+TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement) {
   Dir dir;
   std::vector<std::string> plan = kPlan;
   plan.push_back("--json");
   const CommandResult planned = run_pipescope(plan);
   ASSERT_EQ(planned.exit_code, 0) << planned.err;
   write_file(dir.file("plan.json"), planned.out);
-  const json stages = json::parse(planned.out)["suggested"]["stages"];
-  double forward_s = 0, backward_s = 0;
-  for (const json& s : stages) {
-    forward_s += s["forward_s"].get<double>() / static_cast<double>(stages.size());
-    backward_s += s["backward_s"].get<double>() / static_cast<double>(stages.size());
-  }
-  // The run is 30% slower than the shipped profile predicts.
+  std::string split;
+  const json suggested = json::parse(planned.out)["suggested"]["stages"];
+  for (const json& s : suggested)
+    split += (split.empty() ? "" : ",") + std::to_string(s["layers"].get<int>());
+  const json before = planned_stages(split, "");
+  ASSERT_EQ(before.size(), 4u);
+
+  // The planner's GEMM and attention time per stage, found independently of calibrate: with a
+  // category's efficiencies halved its time doubles, so the stage grows by it once.
+  auto bundled = planner::load_calibration_profile("h100-80gb");
+  ASSERT_TRUE(bundled.ok());
+  planner::CalibrationProfile slow_gemm = *bundled, slow_attention = *bundled;
+  for (auto& g : slow_gemm.gemm) g.efficiency /= 2;
+  for (auto* pass : {&slow_attention.attention_forward, &slow_attention.attention_backward})
+    for (auto& a : *pass) a.efficiency /= 2;
+  write_file(dir.file("slow-gemm.json"), planner::write_calibration_profile(slow_gemm));
+  write_file(dir.file("slow-attention.json"), planner::write_calibration_profile(slow_attention));
+  const json gemm_doubled = planned_stages(split, dir.file("slow-gemm.json"));
+  const json attention_doubled = planned_stages(split, dir.file("slow-attention.json"));
+
+  // The run: every stage 30% slower than predicted, its compute 60% GEMM and 20% attention
+  // kernels; its reserved memory allocated x 1.25 + the fixed overheads the profile prices
+  // (the profile says x 1.10). 1F1B keeps 4 - k micro-batches of 1 GiB on stage k.
   synthetic::SyntheticRunSpec spec;
   spec.tp = 2;
   spec.pp = 4;
   spec.dp = 2;
   spec.microbatches = 8;
   spec.steps = 2;
-  spec.forward_ns = std::llround(forward_s * 1.3e9);
-  spec.backward_ns = std::llround(backward_s * 1.3e9);
+  spec.gemm_share = 0.6;
+  spec.attention_share = 0.2;
+  spec.activation_bytes = 1ull << 30;
+  std::vector<double> measured_memory;
+  for (size_t k = 0; k < 4; ++k) {
+    spec.stage_forward_ns.push_back(std::llround(before[k]["forward_s"].get<double>() * 1.3e9));
+    spec.stage_backward_ns.push_back(std::llround(before[k]["backward_s"].get<double>() * 1.3e9));
+    const double allocated = before[k]["allocated_bytes"].get<double>();
+    const double fixed = before[k]["peak_memory_bytes"].get<double>() - allocated * 1.1;
+    measured_memory.push_back(allocated * 1.25 + fixed);
+    spec.stage_static_bytes.push_back(static_cast<uint64_t>(std::llround(measured_memory[k])) -
+                                      (4 - k) * spec.activation_bytes);
+  }
   fs::create_directories(dir.file("traces"));
   auto truth = synthetic::write_synthetic_run(spec, dir.file("traces"));
   ASSERT_TRUE(truth.ok()) << truth.error().message;
@@ -148,24 +193,31 @@ TEST(CalibrateFit, TracesOfARunPullThePredictionTowardTheMeasurement) {
   const CommandResult fit = run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan",
                                            dir.file("plan.json"), "-o", dir.file("refined.json")});
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
-  EXPECT_NE(fit.out.find("predicted forward + backward vs the run: -23."), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("GEMM time, planner vs the run: "), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("attention time, planner vs the run: "), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("peak memory (reserved), mean |error| of the planner: "), std::string::npos)
+      << fit.out;
 
-  std::vector<std::string> again = kPlan;
-  again.insert(again.end(), {"--calibration", dir.file("refined.json"), "--json"});
-  const CommandResult replanned = run_pipescope(again);
-  ASSERT_EQ(replanned.exit_code, 0) << replanned.err;
-  const json after = json::parse(replanned.out)["suggested"]["stages"];
-  double before_error = 0, after_error = 0;
-  for (size_t k = 0; k < stages.size(); ++k) {
-    const double measured = (spec.forward_ns + spec.backward_ns) * 1e-9;
-    before_error +=
-        std::abs(stages[k]["forward_s"].get<double>() + stages[k]["backward_s"].get<double>() - measured);
-    after_error +=
-        std::abs(after[k]["forward_s"].get<double>() + after[k]["backward_s"].get<double>() - measured);
+  const json after = planned_stages(split, dir.file("refined.json"));
+  for (size_t k = 0; k < 4; ++k) {
+    const double predicted = stage_s(before[k]), measured = 1.3 * predicted;
+    const double gemm = stage_s(gemm_doubled[k]) - predicted,
+                 attention = stage_s(attention_doubled[k]) - predicted;
+    // GEMM and attention now take what their kernels took (0.78 and 0.26 of the prediction);
+    // the rest of the prediction (memory-bound kernels, communication) is unchanged.
+    EXPECT_NEAR(stage_s(after[k]), predicted - gemm - attention + 0.6 * measured + 0.2 * measured,
+                0.01 * predicted)
+        << "stage " << k << fit.out;
+    EXPECT_LT(std::abs(stage_s(after[k]) - measured), std::abs(predicted - measured)) << "stage " << k;
+    // Memory: the refitted reserve fraction (0.25) reproduces every stage's peak.
+    EXPECT_NEAR(after[k]["peak_memory_bytes"].get<double>(), measured_memory[k], 0.002 * measured_memory[k])
+        << "stage " << k;
+    EXPECT_GT(std::abs(before[k]["peak_memory_bytes"].get<double>() - measured_memory[k]),
+              0.05 * measured_memory[k]);
   }
-  EXPECT_LT(after_error, 0.25 * before_error) << fit.out;
   const json refined = json::parse(slurp(dir.file("refined.json")));
-  EXPECT_NE(refined["gemm"]["points"][0]["source"].get<std::string>().find("measured / predicted"),
+  EXPECT_NEAR(refined["memory_overheads"]["allocator_reserve_fraction"]["value"].get<double>(), 0.25, 1e-3);
+  EXPECT_NE(refined["gemm"]["points"][0]["source"].get<std::string>().find("the run's GEMM kernel time"),
             std::string::npos);
 }
 
