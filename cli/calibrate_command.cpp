@@ -49,9 +49,11 @@ Command add_calibrate_command(CLI::App& root) {
                   "Profile (NAME|FILE, any GPU) for what the results do not measure (default: the GPU's "
                   "bundled profile; without one the results must measure every GPU-specific part)");
   fit->add_option("-o,--output", a->output, "Profile to write")->required();
+  fit->add_flag("--json", a->json, "Report the fit (and refinement) as JSON on stdout");
 
   CLI::App* show = app->add_subcommand("show", "Summarize a calibration profile");
   show->add_option("profile", a->profile, "Profile JSON, or a bundled profile name")->required();
+  show->add_flag("--json", a->json, "The summary as JSON");
   show->add_option("--html", a->html, "Also write plots of the fitted curves to an HTML file");
   show->add_option("--results", a->results, "Benchmark JSON files whose points the plots show")
       ->check(CLI::ExistingFile);

@@ -17,6 +17,7 @@ struct CalibrateArgs {
   std::string output;
   bool quick = false;
   bool dry_run = false;  // run --dry-run: the start checks only
+  bool json = false;     // fit and show: one JSON document on stdout instead of text
   std::vector<std::string> bench_files;
   std::string trace_dir;
   std::string plan_file;
@@ -46,6 +47,7 @@ Expected<nlohmann::json> read_plan_json(const std::string& path);
 // Refines `profile` in place with the traces in a.trace_dir of the run planned in a.plan_file.
 Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::CalibrationProfile& profile);
 void print_refinement(const TraceRefinement& refinement);
+nlohmann::ordered_json refinement_json(const TraceRefinement& refinement);
 
 // Writes `text` to `path` (replacing it); false with a message on stderr when it cannot.
 bool write_output_file(const std::string& command, const std::string& path, const std::string& text);

@@ -12,6 +12,7 @@
 #include "calibrate_commands.h"
 #include "command.h"
 #include "pipescope/calibrate/profile_fit.h"
+#include "pipescope/calibrate/profile_summary.h"
 #include "plan_options.h"
 
 namespace pipescope::cli {
@@ -68,6 +69,42 @@ void print_fit(const calibrate::ProfileFit& fit, const calibrate::BenchResults& 
   for (const std::string& note : fit.notes) std::cout << "note: " << note << '\n';
 }
 
+const char* base_kind_name(calibrate::BaseKind kind) {
+  switch (kind) {
+    case calibrate::BaseKind::kSameGpu: return "same_gpu";
+    case calibrate::BaseKind::kOtherGpu: return "other_gpu";
+    case calibrate::BaseKind::kDefaults: return "defaults";
+  }
+  return "?";
+}
+
+nlohmann::ordered_json fit_json(const calibrate::ProfileFit& fit, const calibrate::BenchResults& results) {
+  nlohmann::ordered_json sections = nlohmann::ordered_json::array();
+  for (const calibrate::FitSection& s : fit.sections) {
+    nlohmann::ordered_json flagged = nlohmann::ordered_json::array();
+    for (const calibrate::FlaggedPoint& p : s.quality.flagged) {
+      flagged.push_back({{"name", p.name},
+                         {"measured", p.measured},
+                         {"fitted", p.predicted},
+                         {"relative_error", p.relative_error()}});
+    }
+    sections.push_back({{"what", s.what},
+                        {"in_profile", s.in_profile},
+                        {"points", s.quality.points},
+                        {"rms_relative_error", s.quality.rms_relative_error},
+                        {"max_relative_error", s.quality.max_relative_error},
+                        {"flagged", flagged},
+                        {"summary", s.summary}});
+  }
+  return {{"files", results.files},
+          {"gpu", fit.gpu.name},
+          {"device_name", results.context_value("gpu_name")},
+          {"base", {{"kind", base_kind_name(fit.base_kind)}, {"origin", fit.base_origin}}},
+          {"sections", sections},
+          {"kept_from_base", fit.kept_from_base},
+          {"notes", fit.notes}};
+}
+
 std::string command_line(const CalibrateArgs& a) {
   std::string text = "pipescope calibrate fit";
   for (const std::string& f : a.bench_files) text += " " + f;
@@ -93,6 +130,10 @@ int run_calibrate_fit(const CalibrateArgs& a) {
                        "give benchmark result files, or --trace DIR --plan PLAN.json to refine a profile");
   }
   planner::CalibrationProfile profile;
+  nlohmann::ordered_json report = {{"schema_version", calibrate::kCalibrateJsonSchemaVersion},
+                                   {"output", a.output},
+                                   {"fit", nullptr},
+                                   {"refinement", nullptr}};
   if (!a.bench_files.empty()) {
     calibrate::BenchResults results;
     for (const std::string& file : a.bench_files) {
@@ -103,7 +144,10 @@ int run_calibrate_fit(const CalibrateArgs& a) {
         results, {a.gpu, a.base, a.command_line.empty() ? command_line(a) : a.command_line,
                   std::string("pipescope ") + PIPESCOPE_VERSION});
     if (!fit.ok()) return usage_error(kFit, fit.error().message);
-    print_fit(*fit, results);
+    if (a.json)
+      report["fit"] = fit_json(*fit, results);
+    else
+      print_fit(*fit, results);
     profile = fit->profile;
   } else {
     // Refining alone: start from --base, or from the profile the plan used.
@@ -111,15 +155,13 @@ int run_calibrate_fit(const CalibrateArgs& a) {
     if (!doc.ok()) return usage_error(kFit, doc.error().message);
     auto plan = plan_arguments_from_json((*doc)["inputs"]["arguments"]);
     if (!plan.ok()) return usage_error(kFit, a.plan_file + ": " + plan.error().message);
-    Expected<planner::CalibrationProfile> start = planner::CalibrationProfile{};
-    if (!a.base.empty()) {
-      start = planner::load_calibration_profile(a.base);
-    } else {
-      auto cluster = cluster_of(plan->args);
-      if (!cluster.ok()) return usage_error(kFit, cluster.error().message);
-      start = profile_of(plan->args, cluster->gpu);
-    }
+    auto cluster = cluster_of(plan->args);
+    if (!cluster.ok()) return usage_error(kFit, cluster.error().message);
+    Expected<planner::CalibrationProfile> start =
+        a.base.empty() ? profile_of(plan->args, cluster->gpu) : planner::load_calibration_profile(a.base);
     if (!start.ok()) return usage_error(kFit, start.error().message);
+    if (Status same = planner::check_profile_matches(*start, cluster->gpu); !same.ok())
+      return usage_error(kFit, "--base: " + same.error().message);
     profile = *start;
     profile.provenance.command = command_line(a);
     profile.provenance.tool = std::string("pipescope ") + PIPESCOPE_VERSION;
@@ -127,10 +169,16 @@ int run_calibrate_fit(const CalibrateArgs& a) {
   if (!a.trace_dir.empty()) {
     auto refined = refine_with_traces(a, profile);
     if (!refined.ok()) return usage_error(kFit, refined.error().message);
-    print_refinement(*refined);
+    if (a.json)
+      report["refinement"] = refinement_json(*refined);
+    else
+      print_refinement(*refined);
   }
   if (!write_output_file(kFit, a.output, planner::write_calibration_profile(profile))) return kExitFailure;
-  std::cout << "wrote " << a.output << '\n';
+  if (a.json)
+    std::cout << report.dump(2) << '\n';
+  else
+    std::cout << "wrote " << a.output << '\n';
   std::cout.flush();
   return std::cout ? kExitOk : kExitFailure;
 }

@@ -293,4 +293,50 @@ void print_refinement(const TraceRefinement& r) {
   for (const std::string& note : r.notes) std::cout << "note: " << note << '\n';
 }
 
+nlohmann::ordered_json refinement_json(const TraceRefinement& r) {
+  using nlohmann::ordered_json;
+  auto figures = [&](const calibrate::StageObservation& s, bool measured) {
+    const bool allocated = r.before.memory_figure == "allocated";
+    if (measured) {
+      return ordered_json{{"forward_s", s.measured_forward_s},
+                          {"backward_s", s.measured_backward_s},
+                          {"gemm_s", s.measured_gemm_s},
+                          {"attention_s", s.measured_attention_s},
+                          {"peak_memory_bytes", s.measured_peak_bytes}};
+    }
+    return ordered_json{
+        {"forward_s", s.predicted_forward_s},
+        {"backward_s", s.predicted_backward_s},
+        {"gemm_s", s.predicted_gemm_s},
+        {"attention_s", s.predicted_attention_s},
+        {"peak_memory_bytes", allocated ? s.predicted_allocated_bytes : s.predicted_reserved_bytes}};
+  };
+  ordered_json stages = ordered_json::array();
+  for (size_t k = 0; k < r.before.stages.size(); ++k) {
+    stages.push_back({{"stage", k},
+                      {"run", figures(r.before.stages[k], true)},
+                      {"before", figures(r.before.stages[k], false)},
+                      {"after", figures(r.after.stages[k], false)}});
+  }
+  auto errors = [](const calibrate::RunObservation& run) {
+    const calibrate::PredictionError e = calibrate::prediction_error(run);
+    auto value = [](bool has, double v) { return has ? ordered_json(v) : ordered_json(nullptr); };
+    return ordered_json{{"compute", value(e.has_compute, e.compute)},
+                        {"gemm", value(e.has_gemm, e.gemm)},
+                        {"attention", value(e.has_attention, e.attention)},
+                        {"memory", value(e.has_memory, e.memory)}};
+  };
+  return {{"traces", r.before.source},
+          {"plan", r.plan_file},
+          {"memory_figure", r.before.memory_figure},
+          {"compute_basis", r.compute_basis.empty() ? ordered_json(nullptr) : ordered_json(r.compute_basis)},
+          {"gemm_scale", r.gemm_scale},
+          {"attention_scale", r.attention_scale},
+          {"memory_refined", r.memory_refined},
+          {"stages", stages},
+          {"error_before", errors(r.before)},
+          {"error_after", errors(r.after)},
+          {"notes", r.notes}};
+}
+
 }  // namespace pipescope::cli

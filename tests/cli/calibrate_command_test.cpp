@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,28 @@ TEST(CalibrateFit, WritesAProfileThePlannerUses) {
   const CommandResult planned = run_pipescope(plan);
   ASSERT_EQ(planned.exit_code, 0) << planned.err;
   EXPECT_EQ(json::parse(planned.out)["inputs"]["calibration"]["origin"], dir.file("p.json"));
+
+  // --json: the same fit as one document, nothing else on stdout.
+  const CommandResult as_json =
+      run_pipescope({"calibrate", "fit", dir.file("gpu.json"), "--json", "-o", dir.file("q.json")});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  const json doc = json::parse(as_json.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["output"], dir.file("q.json"));
+  EXPECT_EQ(doc["fit"]["gpu"], "h100-80gb");
+  EXPECT_EQ(doc["fit"]["base"]["kind"], "same_gpu");
+  EXPECT_TRUE(doc["refinement"].is_null());
+  bool all_reduce = false;
+  for (const json& section : doc["fit"]["sections"]) {
+    if (section["what"] != "all_reduce intra_node 8 ranks") continue;
+    all_reduce = true;
+    EXPECT_EQ(section["points"], 8);  // 64 KiB to 1 GiB in steps of 4x
+    EXPECT_TRUE(section["flagged"].empty());
+  }
+  EXPECT_TRUE(all_reduce) << as_json.out;
+  const auto& kept = doc["fit"]["kept_from_base"];
+  EXPECT_NE(std::find(kept.begin(), kept.end(), "memory_overheads.allocator_reserve_fraction"), kept.end());
+  EXPECT_EQ(json::parse(slurp(dir.file("q.json")))["gpu"], "h100-80gb");
 }
 
 TEST(CalibrateFit, RefusesBadResultsInOneLine) {
@@ -217,6 +240,29 @@ TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement)
   }
   const json refined = json::parse(slurp(dir.file("refined.json")));
   EXPECT_NEAR(refined["memory_overheads"]["allocator_reserve_fraction"]["value"].get<double>(), 0.25, 1e-3);
+
+  // The same refinement as JSON: the run's figures per stage beside the plan before and after.
+  const CommandResult as_json =
+      run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan", dir.file("plan.json"),
+                     "--json", "-o", dir.file("again.json")});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  const json r = json::parse(as_json.out)["refinement"];
+  EXPECT_EQ(r["compute_basis"], "kernels");
+  EXPECT_TRUE(r["memory_refined"].get<bool>());
+  ASSERT_EQ(r["stages"].size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    const json& st = r["stages"][k];
+    const double measured = 1.3 * stage_s(before[k]);
+    EXPECT_NEAR(st["run"]["gemm_s"].get<double>(), 0.6 * measured, 1e-3 * measured) << k;
+    EXPECT_NEAR(st["run"]["attention_s"].get<double>(), 0.2 * measured, 1e-3 * measured) << k;
+    EXPECT_NEAR(st["run"]["peak_memory_bytes"].get<double>(), measured_memory[k], 1) << k;
+    EXPECT_NEAR(st["before"]["gemm_s"].get<double>(), stage_s(gemm_doubled[k]) - stage_s(before[k]), 1e-9)
+        << k;
+  }
+  EXPECT_NEAR(r["error_before"]["compute"].get<double>(), 1 / 1.3 - 1, 1e-3);
+  EXPECT_LT(std::abs(r["error_after"]["gemm"].get<double>()), 1e-3);
+  EXPECT_LT(std::abs(r["error_after"]["attention"].get<double>()), 1e-3);
+  EXPECT_LT(r["error_after"]["memory"].get<double>(), 1e-3);
   EXPECT_NE(refined["gemm"]["points"][0]["source"].get<std::string>().find("the run's GEMM kernel time"),
             std::string::npos);
 }
@@ -278,6 +324,33 @@ TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
   EXPECT_NE(html.find("GEMM bf16"), std::string::npos);
   EXPECT_EQ(html.find("http://") != std::string::npos && html.find("src=\"http") != std::string::npos, false);
   expect_bad_input(run_pipescope({"calibrate", "show", dir.file("missing.json")}), "cannot read");
+
+  // --json: the same summary as one document. The bundled H100 profile prices memory-bound
+  // kernels at 0.8 of 3.35 TB/s.
+  const CommandResult as_json = run_pipescope({"calibrate", "show", "h100-80gb", "--json"});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  const json doc = json::parse(as_json.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["gpu"], "h100-80gb");
+  EXPECT_TRUE(doc["provenance"].is_null());
+  bool hbm = false;
+  for (const json& row : doc["achieved"]) {
+    if (row["category"] != "memory_bound") continue;
+    hbm = true;
+    EXPECT_DOUBLE_EQ(row["fraction"].get<double>(), 0.8);
+    EXPECT_DOUBLE_EQ(row["achieved"].get<double>(), 0.8 * 3.35e12);
+  }
+  EXPECT_TRUE(hbm);
+  EXPECT_EQ(doc["collectives"].size(), 10u);  // five kinds on two tiers, none measured
+  EXPECT_DOUBLE_EQ(doc["memory_overheads"]["allocator_reserve_fraction"].get<double>(), 0.1);
+
+  // Another GPU's results over this profile's curves: shown, with a note on stderr.
+  const CommandResult mismatch = run_pipescope(
+      {"calibrate", "show", "a100-80gb", "--html", dir.file("a.html"), "--results", dir.file("gpu.json")});
+  EXPECT_EQ(mismatch.exit_code, 0) << mismatch.err;
+  EXPECT_EQ(mismatch.err,
+            "pipescope calibrate show: note: the results come from 'NVIDIA H100 80GB HBM3' (h100-80gb), the "
+            "profile describes a100-80gb: the plots put one GPU's points over another's curves\n");
 }
 
 TEST(CalibrateRun, WithoutAGpuSaysSoAndSucceeds) {
