@@ -174,6 +174,22 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
     into.collectives.push_back(std::move(s));
     return Status::Ok();
   }
+  if (p.family == "device" && p.variant == "state") {
+    DeviceStateSample s;
+    s.id = e.id();
+    const auto at = p.params.find("at");
+    s.at = at == p.params.end() ? "?" : at->second;
+    for (auto [key, field] : {std::pair{"sm_clock_mhz", &s.sm_clock_mhz},
+                              {"memory_clock_mhz", &s.memory_clock_mhz},
+                              {"power_w", &s.power_w},
+                              {"temperature_c", &s.temperature_c}}) {
+      if (auto v = e.counter(key); v.ok()) *field = *v;
+    }
+    const std::string label = e.label(), prefix = "clock_event_reasons ";
+    if (label.rfind(prefix, 0) == 0) s.clock_event_reasons = label.substr(prefix.size());
+    into.device_states.push_back(std::move(s));
+    return Status::Ok();
+  }
   into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file + ": not a calibration benchmark");
   return Status::Ok();
 }

@@ -252,6 +252,26 @@ void add_overheads(const BenchResults& r, const std::string& source, ProfileFit&
   out.kept_from_base.push_back("memory_overheads.memory_headroom_fraction");
 }
 
+// What the GPU reported while it worked. A power cap or a thermal or hardware slowdown lowers
+// every figure measured then, which the profile would carry into the planner.
+void note_device_states(const BenchResults& r, ProfileFit& out) {
+  const std::string max_clock = r.context_value("sm_clock_max_mhz");
+  for (const DeviceStateSample& s : r.device_states) {
+    const std::string when = s.at == "warm"  ? "after the warm-up"
+                             : s.at == "end" ? "at the end"
+                                             : "at " + s.at;
+    std::string text =
+        "GPU " + when + " (" + s.id.file + "): SM clock " + number(s.sm_clock_mhz, 4) + " MHz" +
+        (max_clock.empty() ? "" : " of " + max_clock) + ", memory clock " + number(s.memory_clock_mhz, 4) +
+        " MHz, " + number(s.power_w, 3) + " W, " + number(s.temperature_c, 3) +
+        " C, clock events: " + (s.clock_event_reasons.empty() ? "unknown" : s.clock_event_reasons);
+    if (s.clock_event_reasons.find("power_cap") != std::string::npos ||
+        s.clock_event_reasons.find("slowdown") != std::string::npos)
+      text += " - the GPU was throttled: what it measured then understates it";
+    out.notes.push_back(std::move(text));
+  }
+}
+
 }  // namespace
 
 Expected<planner::Gpu> results_gpu(const BenchResults& results, const std::string& name) {
@@ -291,6 +311,7 @@ Expected<ProfileFit> fit_profile(const BenchResults& results, const FitOptions& 
     return Error{"nothing fitted: the results hold no measurement the profile has a place for" + skipped};
   }
   add_overheads(results, source, out);
+  note_device_states(results, out);
   if (base->kind == BaseKind::kDefaults) {
     std::string missing;
     for (const std::string& part : gpu_specific_parts()) {

@@ -18,6 +18,9 @@ TEST(BenchResults, ReadsEveryFamilyFromTheNames) {
        "bytes": 2097152},
       {"name": "nccl/all_gather/ranks:8/bytes:65536/manual_time", "run_type": "iteration", "real_time": 0.02,
        "time_unit": "ms", "bytes": 65536, "ranks": 8, "nodes": 1, "busbw": 1e9, "algbw": 1e9},
+      {"name": "device/state/at:end/manual_time/iterations:1", "run_type": "iteration", "real_time": 1500,
+       "time_unit": "ms", "sm_clock_mhz": 1410, "memory_clock_mhz": 2619, "power_w": 699.5, "temperature_c": 81,
+       "label": "clock_event_reasons sw_power_cap"},
       {"name": "something/else", "run_type": "iteration", "real_time": 1, "time_unit": "ns"}
     ]})";
   BenchResults r;
@@ -37,6 +40,11 @@ TEST(BenchResults, ReadsEveryFamilyFromTheNames) {
   ASSERT_EQ(r.collectives.size(), 1u);
   EXPECT_EQ(r.collectives[0].kind, "all_gather");
   EXPECT_EQ(r.collectives[0].ranks, 8);
+  ASSERT_EQ(r.device_states.size(), 1u);
+  EXPECT_EQ(r.device_states[0].at, "end");
+  EXPECT_DOUBLE_EQ(r.device_states[0].sm_clock_mhz, 1410);
+  EXPECT_DOUBLE_EQ(r.device_states[0].power_w, 699.5);
+  EXPECT_EQ(r.device_states[0].clock_event_reasons, "sw_power_cap");
   EXPECT_EQ(r.context_value("sm_count"), "132");
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0], "skipped 'something/else' in gpu.json: not a calibration benchmark");

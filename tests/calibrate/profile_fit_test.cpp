@@ -96,6 +96,28 @@ TEST(FitProfile, ACollectiveRegimeEndsAtTheSizeWhereTheProtocolSwitches) {
   EXPECT_NE(section.summary.find("up to 9.27e+04 B: busbw"), std::string::npos) << section.summary;
 }
 
+TEST(FitProfile, SaysWhenTheGpuWasThrottledWhileItMeasured) {
+  BenchResults r = results();
+  r.context["sm_clock_max_mhz"] = "1980";
+  r.device_states.push_back({{"device/state/at:warm", "gpu.json"}, "warm", 1980, 2619, 520, 55, "none"});
+  r.device_states.push_back(
+      {{"device/state/at:end", "gpu.json"}, "end", 1410, 2619, 700, 86, "sw_power_cap"});
+  auto fit = fit_profile(r, {});
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  const auto& notes = fit->notes;
+  EXPECT_NE(
+      std::find(
+          notes.begin(), notes.end(),
+          "GPU after the warm-up (gpu.json): SM clock 1980 MHz of 1980, memory clock 2619 MHz, 520 W, 55 "
+          "C, clock events: none"),
+      notes.end());
+  EXPECT_NE(
+      std::find(notes.begin(), notes.end(),
+                "GPU at the end (gpu.json): SM clock 1410 MHz of 1980, memory clock 2619 MHz, 700 W, 86 C, "
+                "clock events: sw_power_cap - the GPU was throttled: what it measured then understates it"),
+      notes.end());
+}
+
 TEST(FitProfile, TheWrittenProfileReadsBackAndANewerVersionIsRefused) {
   auto fit = fit_profile(results(), {});
   ASSERT_TRUE(fit.ok()) << fit.error().message;

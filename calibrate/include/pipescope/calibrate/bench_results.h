@@ -56,11 +56,20 @@ struct CollectiveSample {
   double seconds = 0;
 };
 
+// device/state/at:<at>: what NVML read while the GPU worked (0: not read).
+struct DeviceStateSample {
+  SampleId id;
+  std::string at;  // warm (after warm-up), end (after the last benchmark)
+  double sm_clock_mhz = 0, memory_clock_mhz = 0, power_w = 0, temperature_c = 0;
+  std::string clock_event_reasons;  // "none", "sw_power_cap,...", or empty when unknown
+};
+
 struct BenchResults {
   std::vector<GemmSample> gemm;
   std::vector<AttentionSample> attention;
   std::vector<BandwidthSample> bandwidth;
   std::vector<CollectiveSample> collectives;
+  std::vector<DeviceStateSample> device_states;
   // Context keys of every file; the first file's value wins, a different value later is noted.
   std::map<std::string, std::string> context;
   std::vector<std::string> files;
