@@ -159,7 +159,14 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
   if (p.family == "hbm" || p.family == "memcpy") {
     auto bytes = e.counter("bytes");
     if (!bytes.ok()) return bytes.error();
-    into.bandwidth.push_back({e.id(), p.family, p.variant, *bytes, *seconds});
+    BandwidthSample s{e.id(), p.family, p.variant, *bytes, *seconds};
+    for (auto [key, field] : {std::pair{"bytes", &s.operand_bytes}, {"hidden", &s.hidden}}) {
+      if (p.params.count(key) == 0) continue;
+      auto v = e.integer(key);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
+    into.bandwidth.push_back(std::move(s));
     return Status::Ok();
   }
   if (p.family == "nccl") {

@@ -118,13 +118,22 @@ Status add_attention(const BenchResults& r, const std::string& source, ProfileFi
 }
 
 Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileFit& out) {
-  auto fits = fit_bandwidths(r.bandwidth);
+  const double l2_cache_bytes = context_number(r, "l2_cache_bytes");
+  if (l2_cache_bytes <= 0 && !r.bandwidth.empty())
+    out.notes.push_back(
+        "the results do not give the L2 cache size: HBM sizes that the cache serves were fitted too");
+  auto fits = fit_bandwidths(r.bandwidth, l2_cache_bytes);
   if (!fits.ok()) return fits.error();
   std::vector<double> hbm;
   for (const BandwidthFit& f : *fits) {
-    const std::string what = f.family + " " + f.variant;
+    const std::string what = f.name();
     out.sections.push_back(
-        {what, gb_per_s(f.bytes_per_s()) + ", latency " + number(f.line.latency_s * 1e6) + " us", f.quality});
+        {what,
+         gb_per_s(f.bytes_per_s()) + ", latency " + number(f.line.latency_s * 1e6) + " us" +
+             (f.cached_sizes > 0
+                  ? "; " + std::to_string(f.cached_sizes) + " sizes within twice the L2 left out"
+                  : ""),
+         f.quality});
     if (f.family == "hbm") hbm.push_back(f.bytes_per_s());
     const auto copy = f.variant == "h2d"   ? planner::CopyKind::kHostToDevice
                       : f.variant == "d2h" ? planner::CopyKind::kDeviceToHost

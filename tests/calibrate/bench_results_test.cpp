@@ -37,6 +37,8 @@ TEST(BenchResults, ReadsEveryFamilyFromTheNames) {
   EXPECT_DOUBLE_EQ(r.attention[0].seconds, 3.5e-3);
   ASSERT_EQ(r.bandwidth.size(), 1u);
   EXPECT_DOUBLE_EQ(r.bandwidth[0].bytes, 2097152);
+  EXPECT_EQ(r.bandwidth[0].operand_bytes, 1048576);
+  EXPECT_EQ(r.bandwidth[0].hidden, 0);
   ASSERT_EQ(r.collectives.size(), 1u);
   EXPECT_EQ(r.collectives[0].kind, "all_gather");
   EXPECT_EQ(r.collectives[0].ranks, 8);

@@ -199,6 +199,48 @@ TEST(FitBandwidths, RecoversBandwidthThroughNoiseAndFlagsTheOutlier) {
   EXPECT_EQ(f.quality.flagged[0].name, "memcpy/h2d/bytes:67108864");
 }
 
+TEST(FitBandwidths, SizesTheL2CacheServesAreLeftOut) {
+  // A copy moves twice its operand: 3 us + moved / 2.8 TB/s from HBM, but operands up to 64 MiB
+  // stay in a 50 MiB L2 (read and write both resident) and run at 8 TB/s.
+  std::vector<BandwidthSample> samples;
+  for (int64_t operand = 1 << 20; operand <= (int64_t{1} << 30); operand *= 2) {
+    const double moved = 2.0 * static_cast<double>(operand);
+    const double bandwidth = operand <= (64 << 20) ? 8e12 : 2.8e12;
+    BandwidthSample s{
+        {"hbm/copy/bytes:" + std::to_string(operand), "f"}, "hbm", "copy", moved, 3e-6 + moved / bandwidth};
+    s.operand_bytes = operand;
+    samples.push_back(s);
+  }
+  auto fits = fit_bandwidths(samples, 50e6);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  EXPECT_EQ(fits->front().cached_sizes, 7u);  // 1 to 64 MiB: within 2 x 50 MB
+  EXPECT_NEAR(fits->front().bytes_per_s(), 2.8e12, 1e6);
+  auto unfiltered = fit_bandwidths(samples);
+  ASSERT_TRUE(unfiltered.ok());
+  EXPECT_EQ(unfiltered->front().cached_sizes, 0u);
+  EXPECT_GT(std::abs(unfiltered->front().bytes_per_s() - 2.8e12), 0.01 * 2.8e12);
+}
+
+TEST(FitBandwidths, ANormPerRowWidth) {
+  std::vector<BandwidthSample> samples;
+  for (int64_t hidden : {4096, 8192}) {
+    const double bandwidth = hidden == 4096 ? 2.5e12 : 2.2e12;
+    for (double moved = 1 << 28; moved <= 8.0 * (1 << 30); moved *= 2) {
+      BandwidthSample s{
+          {"hbm/norm/hidden:" + std::to_string(hidden), "f"}, "hbm", "norm", moved, moved / bandwidth};
+      s.hidden = hidden;
+      samples.push_back(s);
+    }
+  }
+  auto fits = fit_bandwidths(samples);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  ASSERT_EQ(fits->size(), 2u);
+  EXPECT_EQ((*fits)[0].name(), "hbm norm hidden 4096");
+  EXPECT_NEAR((*fits)[0].bytes_per_s(), 2.5e12, 1e6);
+  EXPECT_EQ((*fits)[1].name(), "hbm norm hidden 8192");
+  EXPECT_NEAR((*fits)[1].bytes_per_s(), 2.2e12, 1e6);
+}
+
 AttentionSample attention(bool backward, int64_t seq, int64_t head_dim, double efficiency, double peak) {
   AttentionSample s;
   s.id = {"attention/" + std::string(backward ? "backward" : "forward") + "/seq:" + std::to_string(seq), "f"};

@@ -43,8 +43,10 @@ struct BandwidthSample {
   SampleId id;
   std::string family;   // hbm or memcpy
   std::string variant;  // copy, scale, add, norm; h2d, d2h, d2d
-  double bytes = 0;
+  double bytes = 0;     // moved: read plus written
   double seconds = 0;
+  int64_t operand_bytes = 0;  // the name's bytes: one operand's size; 0 when the name has none
+  int64_t hidden = 0;         // norm: the row width; 0 otherwise
 };
 
 struct CollectiveSample {
