@@ -31,8 +31,13 @@ out=${positional[1]:-$(mktemp -d /tmp/pipescope-calibrate.XXXXXX)}
 
 gpus=0
 if command -v nvidia-smi >/dev/null 2>&1; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); fi
+# The ranks run on the GPUs CUDA_VISIBLE_DEVICES leaves (one entry per GPU; empty hides them all).
+if [[ -n "${CUDA_VISIBLE_DEVICES+set}" && "$gpus" -gt 0 ]]; then
+  IFS=, read -ra visible <<<"$CUDA_VISIBLE_DEVICES"
+  [[ ${#visible[@]} -lt "$gpus" ]] && gpus=${#visible[@]}
+fi
 if [[ "$gpus" -eq 0 ]]; then
-  echo "gpu-calibrate: no GPU on this machine (nvidia-smi lists none); nothing measured"
+  echo "gpu-calibrate: no GPU visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides them); nothing measured"
   exit 0
 fi
 
