@@ -10,9 +10,14 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "calibrate_commands.h"
 #include "command.h"
+#include "pipescope/calibrate/profile_base.h"
+#include "pipescope/calibrate/suite_progress.h"
+#include "pipescope/calibrate/visible_gpus.h"
+#include "pipescope/planner/gpu.h"
 
 namespace pipescope::cli {
 namespace {
@@ -63,11 +68,8 @@ Captured capture(const std::string& shell_command) {
 }
 
 int visible_gpus() {
-  const Captured c = capture("nvidia-smi -L 2>/dev/null");
-  int count = 0;
-  std::istringstream lines(c.out);
-  for (std::string line; std::getline(lines, line);) count += line.rfind("GPU ", 0) == 0;
-  return count;
+  return calibrate::visible_gpu_count(std::getenv("CUDA_VISIBLE_DEVICES"),
+                                      capture("nvidia-smi -L 2>/dev/null").out);
 }
 
 std::string duration(double seconds) {
@@ -81,74 +83,128 @@ std::string duration(double seconds) {
   return text;
 }
 
-class Progress {
+// The bar on stderr, redrawn in place.
+class ProgressBar {
  public:
-  explicit Progress(size_t total) : total_(total), start_(std::chrono::steady_clock::now()) {}
-  void step(const std::string& what) {
-    ++done_;
-    draw(what);
+  explicit ProgressBar(calibrate::SuiteProgress& progress)
+      : progress_(progress), start_(std::chrono::steady_clock::now()) {}
+  double now_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
   void draw(const std::string& what) const {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const size_t width = 30;
-    const size_t filled = total_ > 0 ? std::min(width, done_ * width / total_) : 0;
-    std::string left = "?";
-    if (done_ > 0 && total_ >= done_)
-      left = duration(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
-    std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done_ << "/"
-              << total_ << "  " << duration(elapsed) << " elapsed, ~" << left << " left  "
-              << what.substr(0, 48) << "\033[K" << std::flush;
+    const auto filled = static_cast<size_t>(progress_.fraction() * static_cast<double>(width));
+    const double now = now_s();
+    std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] "
+              << progress_.done() << "/" << progress_.total() << "  " << duration(now) << " elapsed, ~"
+              << duration(progress_.seconds_left(now)) << " left  " << what.substr(0, 48) << "\033[K"
+              << std::flush;
   }
   void finish() const { std::cerr << '\n'; }
 
  private:
-  size_t total_ = 0, done_ = 0;
+  calibrate::SuiteProgress& progress_;
   std::chrono::steady_clock::time_point start_;
 };
 
-std::set<std::string> list_benchmarks(const std::string& program, bool quick, std::string& no_gpu) {
-  const Captured c =
-      capture(quote(program) + (quick ? " --quick" : "") + " --benchmark_list_tests=true 2>&1");
+// The launcher environment of one rank of a `ranks`-process job on this node (torchrun's names,
+// which nccl_benchmark reads first), as a shell prefix.
+std::string rank_environment(int rank, int ranks, const fs::path& rendezvous) {
+  const std::string n = std::to_string(ranks), r = std::to_string(rank);
+  return "RANK=" + r + " LOCAL_RANK=" + r + " WORLD_SIZE=" + n + " LOCAL_WORLD_SIZE=" + n +
+         " PIPESCOPE_RENDEZVOUS=" + quote(rendezvous.string()) + " ";
+}
+
+struct Listing {
   std::set<std::string> names;
+  std::string no_gpu;  // the program's "no GPU: ..." line
+  std::string device;  // its "device: NAME" line: what CUDA calls the GPU
+};
+
+// `command` lists names one per line (--benchmark_list_tests=true, or the attention script's
+// --list); run in the environment the real run will have, so the names are the ones it prints.
+Listing list_benchmarks(const std::string& command) {
+  const Captured c = capture(command + " 2>&1");
+  Listing out;
   std::istringstream lines(c.out);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("no GPU", 0) == 0)
-      no_gpu = line;
+      out.no_gpu = line;
+    else if (line.rfind("device: ", 0) == 0)
+      out.device = line.substr(8);
     else if (!line.empty())
-      names.insert(line);
+      out.names.insert(line);
   }
-  return names;
+  return out;
 }
 
-// Runs one suite program (as `ranks` processes when > 1), stepping the bar per finished benchmark.
-bool run_program(const std::string& program, const std::set<std::string>& names, bool quick, int ranks,
-                 const std::string& out_file, const fs::path& work, Progress& progress) {
-  const std::string args = (quick ? std::string(" --quick") : "") + " --benchmark_format=console" +
-                           " --benchmark_counters_tabular=false --benchmark_color=false";
-  std::string command;
-  if (ranks > 1) {
-    const std::string rendezvous = (work / "nccl-rendezvous").string();
-    for (int r = ranks - 1; r >= 1; --r) {
-      command += "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) +
-                 " WORLD_SIZE=" + std::to_string(ranks) + " PIPESCOPE_RENDEZVOUS=" + quote(rendezvous) + " " +
-                 quote(program) + args + " --benchmark_out=/dev/null >/dev/null 2>" +
-                 quote((work / ("rank" + std::to_string(r) + ".err")).string()) + " & ";
-    }
-    command += "RANK=0 LOCAL_RANK=0 WORLD_SIZE=" + std::to_string(ranks) +
-               " PIPESCOPE_RENDEZVOUS=" + quote(rendezvous) + " ";
-  }
-  command += quote(program) + args + " --benchmark_out=" + quote(out_file) +
-             " --benchmark_out_format=json 2>" + quote((work / "rank0.err").string());
-  if (ranks > 1) command = "{ " + command + "; status=$?; wait; exit $status; }";
+bool torch_with_cuda() {
+  return capture(
+             "python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null "
+             "2>&1")
+             .status == 0;
+}
+
+// Runs `command` (its stdout: console lines), feeding every line to the progress of `phase`.
+bool run_phase(const std::string& command, size_t phase, calibrate::SuiteProgress& progress,
+               ProgressBar& bar) {
+  progress.start(phase, bar.now_s());
+  bar.draw("starting");
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return false;
   char line[4096];
   while (std::fgets(line, sizeof(line), pipe) != nullptr) {
-    std::string text(line);
-    const std::string first = text.substr(0, text.find(' '));
-    if (names.count(first) != 0) progress.step(first);
+    const std::string finished = progress.line(line, bar.now_s());
+    if (!finished.empty()) bar.draw(finished);
   }
+  progress.finish(bar.now_s());
+  bar.draw("");
   return pclose(pipe) == 0;
+}
+
+// A suite program as `ranks` processes (one per GPU, rank 0 reporting), console to stdout.
+std::string program_command(const std::string& program, bool quick, int ranks, const std::string& out_file,
+                            const fs::path& work) {
+  const std::string args = (quick ? std::string(" --quick") : "") + " --benchmark_format=console" +
+                           " --benchmark_counters_tabular=false --benchmark_color=false";
+  const fs::path rendezvous = work / "nccl-rendezvous";
+  std::string command;
+  for (int r = ranks - 1; r >= 1; --r) {
+    command += rank_environment(r, ranks, rendezvous) + quote(program) + args + " >/dev/null 2>" +
+               quote((work / ("rank" + std::to_string(r) + ".err")).string()) + " & ";
+  }
+  if (ranks > 1) command += rank_environment(0, ranks, rendezvous);
+  command += quote(program) + args + " --benchmark_out=" + quote(out_file) +
+             " --benchmark_out_format=json 2>" + quote((work / "rank0.err").string());
+  return ranks > 1 ? "{ " + command + "; status=$?; wait; exit $status; }" : command;
+}
+
+// What the run will measure decides, before an hour of measuring, whether it can end in a
+// profile: the device must be a GPU the planner knows, and without a profile of that GPU to
+// start from (--base, or a bundled one), the run must measure every GPU-specific part.
+int check_before_measuring(const CalibrateArgs& a, const std::string& device, const std::string& nccl_program,
+                           bool nccl, int ranks, bool attention) {
+  if (device.empty()) return usage_error(kRun, "gpu_benchmark did not name the device it measures");
+  auto gpu = a.gpu.empty() ? planner::identify_gpu(device) : planner::find_gpu(a.gpu);
+  if (!gpu.ok()) return usage_error(kRun, gpu.error().message);
+  auto base = calibrate::resolve_base(*gpu, a.base);
+  if (!base.ok()) return usage_error(kRun, base.error().message);
+  std::string cannot;
+  auto add = [&](const std::string& what) { cannot += (cannot.empty() ? "" : "; ") + what; };
+  if (nccl_program.empty()) add("intra-node collectives: no nccl_benchmark in this build");
+  if (!nccl_program.empty() && !nccl) add("intra-node collectives: nccl_benchmark lists no benchmark");
+  if (nccl && ranks < 2) add("intra-node collectives: " + std::to_string(ranks) + " GPU visible");
+  if (!attention) add("attention: PyTorch with CUDA is not importable (or attention_sdpa.py is missing)");
+  if (base->kind == calibrate::BaseKind::kDefaults && !cannot.empty()) {
+    return usage_error(kRun, "no calibration profile of " + gpu->name +
+                                 " to keep what this run cannot measure (" + cannot +
+                                 "): pass --base NAME|FILE for those parts (e.g. --base " +
+                                 std::string(calibrate::kDefaultsProfile) +
+                                 "; the profile's sources then say which numbers came from it)");
+  }
+  std::cout << kRun << ": " << device << " is " << gpu->name << "; what it does not measure"
+            << (cannot.empty() ? "" : " (" + cannot + ")") << " comes from " << base->origin << '\n';
+  return kExitOk;
 }
 
 }  // namespace
@@ -165,41 +221,61 @@ int run_calibrate_run(const CalibrateArgs& a) {
                  "compiler (nvcc) present, or set PIPESCOPE_SUITE_DIR\n";
     return kExitFailure;
   }
-  std::string no_gpu;
-  const std::set<std::string> gpu_names = list_benchmarks(gpu_program, a.quick, no_gpu);
-  if (!no_gpu.empty() || gpu_names.empty()) {
-    std::cout << kRun << ": " << (no_gpu.empty() ? "no GPU: the suite lists no benchmark" : no_gpu)
+  const std::string quick = a.quick ? " --quick" : "";
+  const Listing gpu_listing = list_benchmarks(quote(gpu_program) + quick + " --benchmark_list_tests=true");
+  if (!gpu_listing.no_gpu.empty() || gpu_listing.names.empty()) {
+    std::cout << kRun << ": "
+              << (gpu_listing.no_gpu.empty() ? "no GPU: the suite lists no benchmark" : gpu_listing.no_gpu)
               << "; nothing measured\n";
     return kExitOk;
   }
   std::error_code ec;
   const fs::path work = fs::temp_directory_path(ec) / ("pipescope-calibrate." + std::to_string(getpid()));
+  const int ranks = std::max(1, visible_gpus());
+  const std::string nccl_program = find_program("nccl_benchmark");
+  std::set<std::string> nccl_names;
+  if (!nccl_program.empty()) {
+    nccl_names = list_benchmarks((ranks > 1 ? rank_environment(0, ranks, work / "nccl-rendezvous") : "") +
+                                 quote(nccl_program) + quick + " --benchmark_list_tests=true")
+                     .names;
+  }
+  const std::string attention_script = find_program("attention_sdpa.py");
+  const bool attention = !attention_script.empty() && torch_with_cuda();
+  if (int rc =
+          check_before_measuring(a, gpu_listing.device, nccl_program, !nccl_names.empty(), ranks, attention);
+      rc != kExitOk)
+    return rc;
+  if (a.dry_run) return kExitOk;
   fs::create_directories(work, ec);
   if (ec) {
     std::cerr << kRun << ": cannot create a work directory " << work << ": " << ec.message() << '\n';
     return kExitFailure;
   }
-  const std::string nccl_program = find_program("nccl_benchmark");
-  std::set<std::string> nccl_names;
-  if (!nccl_program.empty()) nccl_names = list_benchmarks(nccl_program, a.quick, no_gpu);
-  const std::string attention_script = find_program("attention_sdpa.py");
-  const int ranks = std::max(1, visible_gpus());
 
-  Progress progress(gpu_names.size() + nccl_names.size() + (attention_script.empty() ? 0 : 1));
-  progress.draw("starting");
+  // Rough seconds per benchmark until a phase has timed its own: a GEMM runs 0.1 s of GPU time,
+  // a collective 20 iterations, an attention shape a forward and a backward of 0.2 s each.
+  std::vector<calibrate::SuitePhase> phases = {{"gpu_benchmark", gpu_listing.names, 0.3}};
+  if (!nccl_names.empty()) phases.push_back({"nccl_benchmark", nccl_names, 0.2});
+  if (attention) {
+    phases.push_back({"attention_sdpa.py",
+                      list_benchmarks("python3 " + quote(attention_script) + quick + " --list").names, 1.0});
+  }
+  calibrate::SuiteProgress progress(phases);
+  ProgressBar bar(progress);
   CalibrateArgs fit = a;
   fit.bench_files.clear();
   const std::string gpu_json = (work / "gpu.json").string();
-  if (!run_program(gpu_program, gpu_names, a.quick, 1, gpu_json, work, progress)) {
-    progress.finish();
+  if (!run_phase(program_command(gpu_program, a.quick, 1, gpu_json, work), 0, progress, bar)) {
+    bar.finish();
     std::cerr << kRun << ": gpu_benchmark failed; its messages are in " << (work / "rank0.err").string()
               << '\n';
     return kExitFailure;
   }
   fit.bench_files.push_back(gpu_json);
+  size_t phase = 1;
   if (!nccl_names.empty()) {
     const std::string nccl_json = (work / "nccl.json").string();
-    if (run_program(nccl_program, nccl_names, a.quick, ranks, nccl_json, work, progress)) {
+    if (run_phase(program_command(nccl_program, a.quick, ranks, nccl_json, work), phase++, progress, bar)) {
       fit.bench_files.push_back(nccl_json);
     } else {
       std::cerr << '\n'
@@ -207,20 +283,21 @@ int run_calibrate_run(const CalibrateArgs& a) {
                 << "); collectives keep the base profile\n";
     }
   }
-  if (!attention_script.empty()) {
+  if (attention) {
     const std::string attention_json = (work / "attention.json").string();
-    const Captured c = capture("python3 " + quote(attention_script) + (a.quick ? " --quick" : "") + " -o " +
-                               quote(attention_json) + " 2>&1");
-    progress.step("attention");
-    if (c.status == 0 && fs::exists(attention_json, ec))
+    const std::string log = (work / "attention.err").string();
+    const bool ran = run_phase(
+        "python3 " + quote(attention_script) + quick + " -o " + quote(attention_json) + " 2>" + quote(log),
+        phase, progress, bar);
+    if (ran && fs::exists(attention_json, ec))
       fit.bench_files.push_back(attention_json);
     else
-      std::cerr << '\n'
-                << kRun << ": the attention benchmark measured nothing (" << c.out.substr(0, 200) << ")\n";
+      std::cerr << '\n' << kRun << ": the attention benchmark measured nothing (see " << log << ")\n";
   }
-  progress.finish();
+  bar.finish();
   if (fit.output.empty()) fit.output = "calibration.json";
-  fit.command_line = std::string(kRun) + (a.quick ? " --quick" : "") + " -o " + fit.output;
+  fit.command_line = std::string(kRun) + quick + (a.gpu.empty() ? "" : " --gpu " + a.gpu) +
+                     (a.base.empty() ? "" : " --base " + a.base) + " -o " + fit.output;
   const int rc = run_calibrate_fit(fit);
   if (rc == kExitOk) std::cout << "raw results kept in " << work.string() << '\n';
   return rc;

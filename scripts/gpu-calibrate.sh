@@ -4,23 +4,40 @@
 # visible, on all of them (one process per GPU, torchrun's variables, a rendezvous file), and
 # the PyTorch attention script; then fits a profile with `pipescope calibrate fit` when the
 # pipescope binary is there. Without a GPU it says so and exits 0 (CI runs that path).
-# Usage: scripts/gpu-calibrate.sh [BUILD_DIR] [OUT_DIR] [--quick]
+# Usage: scripts/gpu-calibrate.sh [BUILD_DIR] [OUT_DIR] [--quick] [--gpu NAME] [--base NAME|FILE]
 #   BUILD_DIR: a build tree (default ./build) or a bundle (bin/); OUT_DIR: default a new
-#   directory under /tmp. The JSON files and the profile land in OUT_DIR.
+#   directory under /tmp. The JSON files and the profile land in OUT_DIR. --gpu and --base go to
+#   `pipescope calibrate run --dry-run` (checked before anything is measured) and to the fit.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 quick=()
+fit_args=()
 positional=()
-for arg in "$@"; do
-  if [[ "$arg" == --quick ]]; then quick=(--quick); else positional+=("$arg"); fi
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) quick=(--quick) ;;
+    --gpu | --base)
+      [[ $# -ge 2 ]] || { echo "gpu-calibrate: $1 needs a value" >&2; exit 2; }
+      fit_args+=("$1" "$2")
+      shift
+      ;;
+    --gpu=* | --base=*) fit_args+=("$1") ;;
+    *) positional+=("$1") ;;
+  esac
+  shift
 done
 build=${positional[0]:-$here/../build}
 out=${positional[1]:-$(mktemp -d /tmp/pipescope-calibrate.XXXXXX)}
 
 gpus=0
 if command -v nvidia-smi >/dev/null 2>&1; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); fi
+# The ranks run on the GPUs CUDA_VISIBLE_DEVICES leaves (one entry per GPU; empty hides them all).
+if [[ -n "${CUDA_VISIBLE_DEVICES+set}" && "$gpus" -gt 0 ]]; then
+  IFS=, read -ra visible <<<"$CUDA_VISIBLE_DEVICES"
+  [[ ${#visible[@]} -lt "$gpus" ]] && gpus=${#visible[@]}
+fi
 if [[ "$gpus" -eq 0 ]]; then
-  echo "gpu-calibrate: no GPU on this machine (nvidia-smi lists none); nothing measured"
+  echo "gpu-calibrate: no GPU visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides them); nothing measured"
   exit 0
 fi
 
@@ -32,6 +49,11 @@ pipescope=$(pick "$build/bin/pipescope" "$build/cli/pipescope")
 if [[ -z "$gpu_bench" ]]; then
   echo "gpu-calibrate: no gpu_benchmark under $build: build with the CUDA toolkit (nvcc) present" >&2
   exit 2
+fi
+# Before an hour of measuring: is the device a GPU the planner knows, and can the results end
+# in a profile (a bundled profile of it, --base, or a run that measures every GPU-specific part)?
+if [[ -n "$pipescope" ]]; then
+  PIPESCOPE_SUITE_DIR=$(dirname "$gpu_bench") "$pipescope" calibrate run --dry-run "${fit_args[@]}" || exit 2
 fi
 mkdir -p "$out"
 repeat=(--benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
@@ -80,7 +102,7 @@ if [[ -n "$pipescope" ]]; then
   results=()
   for f in "$out/gpu.json" "$out"/nccl-*.json "$out/attention.json"; do [[ -f "$f" ]] && results+=("$f"); done
   echo "== pipescope calibrate fit -> $out/profile.json"
-  "$pipescope" calibrate fit "${results[@]}" -o "$out/profile.json" || failed=1
+  "$pipescope" calibrate fit "${results[@]}" "${fit_args[@]}" -o "$out/profile.json" || failed=1
 else
   echo "gpu-calibrate: no pipescope binary under $build; fit later with: pipescope calibrate fit $out/*.json -o profile.json" >&2
 fi

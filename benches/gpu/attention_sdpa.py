@@ -4,8 +4,10 @@ calibration suite (docs/calibration-results.md): bf16, causal and not, the flash
 where PyTorch has it (else memory-efficient, else cuDNN; `label` names the one that ran), timed
 with CUDA events. Writes Google Benchmark JSON, as gpu_benchmark does.
 
-Usage: attention_sdpa.py [--quick] [-o FILE]
+Usage: attention_sdpa.py [--quick] [-o FILE] [--list]
 Without PyTorch or without a CUDA device: one "no GPU: ..." line on stderr, no file, exit 0.
+--list prints the names it would measure, one per line, as --benchmark_list_tests does (no GPU
+needed); while measuring, every finished entry prints a line that starts with its name.
 Python 3 standard library and torch only.
 """
 import argparse
@@ -13,6 +15,7 @@ import datetime
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -30,6 +33,97 @@ MIN_SECONDS = 0.2  # measured time per benchmark, as Google Benchmark's default 
 MAX_ITERATIONS = 50
 # FlashAttention's FLOP count for the backward pass is 2.5x the forward (Dao 2023, section 4.1).
 BACKWARD_FLOP_RATIO = 2.5
+
+
+# nvml.h's clock-event (formerly throttle) reason bits, named as gpu_benchmark names them.
+CLOCK_EVENT_REASONS = [(0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"),
+                       (0x8, "hw_slowdown"), (0x10, "sync_boost"), (0x20, "sw_thermal_slowdown"),
+                       (0x40, "hw_thermal_slowdown"), (0x80, "hw_power_brake_slowdown"),
+                       (0x100, "display_clock_setting")]
+# What nvidia-smi is asked, in this order, and the keys the readings get (the units are stripped).
+SMI_FIELDS = [("clocks.sm", "sm_clock_mhz"), ("clocks.max.sm", "sm_clock_max_mhz"),
+              ("clocks.mem", "memory_clock_mhz"), ("power.limit", "power_limit_w"), ("pstate", "performance_state"),
+              ("power.draw", "power_w"), ("temperature.gpu", "temperature_c"), ("driver_version", "driver_version")]
+
+
+def clock_event_reason_names(mask):
+    if mask == 0:
+        return "none"
+    names = [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
+    rest = mask & ~sum(bit for bit, _ in CLOCK_EVENT_REASONS)
+    return ",".join(names + ([hex(rest)] if rest else []))
+
+
+def parse_smi_line(line):
+    """One line of `nvidia-smi --query-gpu=<SMI_FIELDS>,clocks_event_reasons.active --format=csv,noheader,nounits`."""
+    values = [v.strip() for v in line.split(",")]
+    if len(values) != len(SMI_FIELDS) + 1:
+        return {}
+    state = {key: ("" if value in ("[N/A]", "N/A", "[Not Supported]") else value)
+             for (_, key), value in zip(SMI_FIELDS, values)}
+    try:
+        state["clock_event_reasons"] = clock_event_reason_names(int(values[-1], 16))
+    except ValueError:
+        state["clock_event_reasons"] = ""
+    return state
+
+
+def device_state(uuid):
+    """NVML readings of the GPU (pynvml when importable, else nvidia-smi); {} when neither answers."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByUUID(uuid) if uuid else pynvml.nvmlDeviceGetHandleByIndex(0)
+        reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        return {"sm_clock_mhz": str(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
+                "sm_clock_max_mhz": str(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)),
+                "memory_clock_mhz": str(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)),
+                "power_limit_w": f"{pynvml.nvmlDeviceGetPowerManagementLimit(h) / 1000:g}",
+                "performance_state": f"P{pynvml.nvmlDeviceGetPerformanceState(h)}",
+                "power_w": f"{pynvml.nvmlDeviceGetPowerUsage(h) / 1000:g}",
+                "temperature_c": str(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
+                "clock_event_reasons": clock_event_reason_names(reasons(h)),
+                "driver_version": driver.decode() if isinstance(driver, bytes) else driver}
+    except Exception:  # pynvml missing or refusing: ask the driver's own tool
+        pass
+    query = ",".join(field for field, _ in SMI_FIELDS)
+    # Drivers before the rename (535) know only clocks_throttle_reasons.
+    for reasons in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
+        try:
+            out = subprocess.run(["nvidia-smi", f"--query-gpu={query},{reasons}", "--format=csv,noheader,nounits",
+                                  "-i", uuid or "0"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        if out.returncode == 0 and out.stdout.strip():
+            return parse_smi_line(out.stdout.splitlines()[0])
+    return {}
+
+
+def state_entry(torch, at, uuid):
+    """device/state/at:<at>, as gpu_benchmark writes it: NVML read while matmuls keep the GPU busy
+    (an idle GPU drops its clocks within milliseconds)."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(400):  # about half a second at H100 speed, queued before NVML is read
+        torch.matmul(a, a)
+    stop.record()
+    time.sleep(0.2)
+    state = device_state(uuid)
+    stop.synchronize()
+    name = f"device/state/at:{at}/manual_time"
+    out = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "repetition_index": 0,
+           "threads": 1, "iterations": 1, "real_time": start.elapsed_time(stop), "cpu_time": 0, "time_unit": "ms"}
+    for key in ("sm_clock_mhz", "memory_clock_mhz", "power_w", "temperature_c"):
+        try:
+            out[key] = float(state.get(key, ""))
+        except ValueError:
+            pass
+    if state.get("clock_event_reasons"):
+        out["label"] = "clock_event_reasons " + state["clock_event_reasons"]
+    return out
 
 
 def no_gpu(reason):
@@ -77,6 +171,18 @@ def time_op(torch, op, prepare=None):
     return gpu_s / iterations, wall_s / iterations, iterations
 
 
+def shapes(quick):
+    """(batch, seq, head_dim, causal) of every measurement, in order."""
+    for head_dim in QUICK_HEAD_DIMS if quick else HEAD_DIMS:
+        for seq in QUICK_SEQ_LENGTHS if quick else SEQ_LENGTHS:
+            for causal in (False, True):
+                yield max(1, TOKENS // seq), seq, head_dim, causal
+
+
+def params_of(batch, seq, head_dim, causal):
+    return f"batch:{batch}/heads:{HEADS}/seq:{seq}/head_dim:{head_dim}/causal:{int(causal)}"
+
+
 def measure(torch, batch, seq, head_dim, causal):
     """Forward and backward entries for one shape, with the first backend that runs it."""
     import torch.nn.functional as F
@@ -84,7 +190,7 @@ def measure(torch, batch, seq, head_dim, causal):
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
     grad = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
     forward_flops = 4.0 * batch * seq * seq * head_dim * HEADS / (2 if causal else 1)
-    params = f"batch:{batch}/heads:{HEADS}/seq:{seq}/head_dim:{head_dim}/causal:{int(causal)}"
+    params = params_of(batch, seq, head_dim, causal)
     failures = []
     for label, kernel in backends(torch):
         try:
@@ -126,10 +232,14 @@ def error_entry(name, message):
             "real_time": 0, "cpu_time": 0, "time_unit": "us"}
 
 
-def context(torch, command):
+def device_uuid(torch):
+    uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)
+    return f"GPU-{uuid}" if uuid is not None else ""
+
+
+def context(torch, command, idle_state):
     props = torch.cuda.get_device_properties(0)
-    uuid = getattr(props, "uuid", None)
-    return {
+    keys = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "host_name": socket.gethostname(),
         "executable": os.path.abspath(sys.argv[0]),
@@ -137,21 +247,36 @@ def context(torch, command):
         "library_build_type": "release",
         "pipescope_suite": "attention",
         "gpu_name": props.name,
-        "gpu_uuid": f"GPU-{uuid}" if uuid is not None else "",
+        "gpu_uuid": device_uuid(torch),
         "compute_capability": f"{props.major}.{props.minor}",
         "sm_count": str(props.multi_processor_count),
         "memory_bytes": str(props.total_memory),
+        "l2_cache_bytes": str(getattr(props, "L2_cache_size", "")),
         "torch_version": torch.__version__,
         "cuda_runtime_version": torch.version.cuda or "",
         "command": command,
     }
+    # The NVML keys of gpu_benchmark's context, read at the start (idle), empty when unknown.
+    for _, key in SMI_FIELDS:
+        keys[key] = idle_state.get(key, "")
+    for key in ("power_w", "temperature_c", "clock_event_reasons"):
+        keys[key] = idle_state.get(key, "")
+    return keys
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sequence lengths and head dimensions")
     parser.add_argument("-o", "--output", default="attention.json", help="the JSON file to write")
+    parser.add_argument("--list", action="store_true", help="print the names it would measure and exit")
     args = parser.parse_args()
+    if args.list:
+        print("device/state/at:warm/manual_time")
+        for batch, seq, head_dim, causal in shapes(args.quick):
+            for p in ("forward", "backward"):
+                print(f"attention/{p}/{params_of(batch, seq, head_dim, causal)}/manual_time")
+        print("device/state/at:end/manual_time")
+        return 0
     command = " ".join([sys.argv[0]] + sys.argv[1:])
     try:
         import torch
@@ -160,20 +285,22 @@ def main():
     if not torch.cuda.is_available():
         return no_gpu("torch.cuda.is_available() is False")
     torch.cuda.set_device(0)
-    seqs = QUICK_SEQ_LENGTHS if args.quick else SEQ_LENGTHS
-    head_dims = QUICK_HEAD_DIMS if args.quick else HEAD_DIMS
+    uuid = device_uuid(torch)
+    idle_state = device_state(uuid)
     benchmarks = []
-    for head_dim in head_dims:
-        for seq in seqs:
-            for causal in (False, True):
-                batch = max(1, TOKENS // seq)
-                results = measure(torch, batch, seq, head_dim, causal)
-                for r in results:
-                    shown = r.get("error_message") or f"{r['real_time']:.1f} us  {r['label']}"
-                    print(f"{r['name']:<80} {shown}", flush=True)
-                benchmarks += results
-                torch.cuda.empty_cache()
-    doc = {"context": context(torch, command), "benchmarks": benchmarks}
+
+    def report(entries):
+        for r in entries:
+            shown = r.get("error_message") or f"{r['real_time']:.1f} {r['time_unit']}  {r.get('label', '')}"
+            print(f"{r['name']:<80} {shown}", flush=True)
+        benchmarks.extend(entries)
+
+    report([state_entry(torch, "warm", uuid)])
+    for batch, seq, head_dim, causal in shapes(args.quick):
+        report(measure(torch, batch, seq, head_dim, causal))
+        torch.cuda.empty_cache()
+    report([state_entry(torch, "end", uuid)])
+    doc = {"context": context(torch, command, idle_state), "benchmarks": benchmarks}
     with open(args.output + ".tmp", "w") as out:
         json.dump(doc, out, indent=2)
     os.replace(args.output + ".tmp", args.output)

@@ -8,6 +8,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "clock_reasons.h"
 #include "cuda_check.h"
 #include "nvml_reader.h"
 
@@ -38,7 +39,15 @@ std::string uuid_text(const cudaUUID_t& uuid) {
   return out;
 }
 
+// The device's NVML handle for the rest of the program (device_state.h reads it again).
+std::unique_ptr<NvmlDevice>& opened_nvml() {
+  static std::unique_ptr<NvmlDevice> nvml;
+  return nvml;
+}
+
 }  // namespace
+
+const NvmlDevice* device_nvml() { return opened_nvml().get(); }
 
 std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
@@ -47,7 +56,8 @@ std::string cuda_version_text(int version) {
 DeviceInfo open_device(int device, const std::string& suite, const std::string& command) {
   char pci[32] = {};
   PIPESCOPE_CUDA(cudaDeviceGetPCIBusId(pci, sizeof(pci), device));
-  const std::unique_ptr<NvmlDevice> nvml = NvmlDevice::open(pci);
+  opened_nvml() = NvmlDevice::open(pci);
+  const std::unique_ptr<NvmlDevice>& nvml = opened_nvml();
 
   // cuda_context_bytes: the runtime cannot see memory before its context exists (cudaMemGetInfo
   // itself creates the context), so the free memory is read through NVML, which needs none,
@@ -92,6 +102,8 @@ DeviceInfo open_device(int device, const std::string& suite, const std::string& 
                               std::to_string(prop.major) + "." + std::to_string(prop.minor));
   benchmark::AddCustomContext("sm_count", std::to_string(info.sm_count));
   benchmark::AddCustomContext("memory_bytes", std::to_string(info.memory_bytes));
+  // HBM benchmarks below a few times this size measure the cache, not the memory.
+  benchmark::AddCustomContext("l2_cache_bytes", std::to_string(prop.l2CacheSize));
   benchmark::AddCustomContext("sm_clock_mhz", text_or_empty(nvml ? nvml->sm_clock_mhz() : std::nullopt));
   benchmark::AddCustomContext("sm_clock_max_mhz",
                               text_or_empty(nvml ? nvml->sm_clock_max_mhz() : std::nullopt));
@@ -100,6 +112,11 @@ DeviceInfo open_device(int device, const std::string& suite, const std::string& 
   benchmark::AddCustomContext("power_limit_w", text_or_empty(nvml ? nvml->power_limit_w() : std::nullopt));
   const std::optional<int> pstate = nvml ? nvml->performance_state() : std::nullopt;
   benchmark::AddCustomContext("performance_state", pstate ? "P" + std::to_string(*pstate) : "");
+  // At the start the GPU idles: clocks and draw under load come from the device/state benchmarks.
+  benchmark::AddCustomContext("power_w", text_or_empty(nvml ? nvml->power_w() : std::nullopt));
+  benchmark::AddCustomContext("temperature_c", text_or_empty(nvml ? nvml->temperature_c() : std::nullopt));
+  const std::optional<uint64_t> reasons = nvml ? nvml->clock_event_reasons() : std::nullopt;
+  benchmark::AddCustomContext("clock_event_reasons", reasons ? clock_event_reason_names(*reasons) : "");
   benchmark::AddCustomContext("driver_version", driver_version);
   benchmark::AddCustomContext("cuda_runtime_version", cuda_version_text(runtime));
   benchmark::AddCustomContext("cuda_context_bytes", context_bytes);

@@ -17,10 +17,14 @@ struct DeviceInfo {
 };
 
 // Makes `device` current, which creates its CUDA context, and adds the context keys
-// pipescope_suite, gpu_*, compute_capability, sm_count, memory_bytes, the NVML readings,
+// pipescope_suite, gpu_*, compute_capability, sm_count, memory_bytes, l2_cache_bytes, the NVML readings,
 // driver_version, cuda_runtime_version, cuda_context_bytes and command. Call before
 // benchmark::Initialize, after no_gpu_reason() said there is a GPU. Exits on a CUDA error.
 DeviceInfo open_device(int device, const std::string& suite, const std::string& command);
+
+class NvmlDevice;
+// The opened device through NVML; null before open_device() or without NVML.
+const NvmlDevice* device_nvml();
 
 // CUDA's version numbers (1000 major + 10 minor) as text: 13000 -> "13.0".
 std::string cuda_version_text(int version);

@@ -7,6 +7,7 @@
 
 #include "cuda_check.h"
 #include "device_context.h"
+#include "device_state.h"
 #include "gemm_benchmark.h"
 #include "hbm_benchmark.h"
 #include "suite_args.h"
@@ -24,9 +25,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   const DeviceInfo device = open_device(0, "gpu", args.command);
+  // `pipescope calibrate run` lists first and checks the device before measuring anything.
+  if (args.list_only) std::fprintf(stderr, "device: %s\n", device.name.c_str());
+  register_device_state_benchmark("warm");
   register_gemm_benchmarks(device, args.quick);
   register_hbm_benchmarks(args.quick);
   register_memcpy_benchmarks(args.quick);
+  register_device_state_benchmark("end");
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::RunSpecifiedBenchmarks();

@@ -11,6 +11,7 @@
 
 #include "cuda_check.h"
 #include "device_context.h"
+#include "device_state.h"
 #include "gpu_timing.h"
 #include "launch_env.h"
 #include "nccl_benchmark.h"
@@ -88,7 +89,9 @@ int main(int argc, char** argv) {
     PIPESCOPE_CUDA(cudaMemset(send, 0, buffer_bytes));
     PIPESCOPE_CUDA(cudaMemset(recv, 0, buffer_bytes));
   }
+  register_device_state_benchmark("warm");
   register_nccl_benchmarks(job, env->world_size, args.quick, send, recv, stream);
+  register_device_state_benchmark("end");
   // A listing creates no communicator: `pipescope calibrate run` lists before it runs.
   if (!args.list_only) {
     job = open_nccl_job(*env, rendezvous, rendezvous_timeout_s(), stream, recv, buffer_bytes);

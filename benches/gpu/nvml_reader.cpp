@@ -15,6 +15,7 @@ struct NvmlMemory {
 constexpr int kClockSm = 1;   // NVML_CLOCK_SM
 constexpr int kClockMem = 2;  // NVML_CLOCK_MEM
 constexpr int kPstateUnknown = 32;
+constexpr int kTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
 
 template <class F>
 F symbol(void* lib, const char* name) {
@@ -31,6 +32,9 @@ struct NvmlDevice::Api {
   NvmlReturn (*max_clock_info)(NvmlDeviceHandle, int, unsigned*) = nullptr;
   NvmlReturn (*power_limit)(NvmlDeviceHandle, unsigned*) = nullptr;
   NvmlReturn (*pstate)(NvmlDeviceHandle, int*) = nullptr;
+  NvmlReturn (*power_usage)(NvmlDeviceHandle, unsigned*) = nullptr;
+  NvmlReturn (*temperature)(NvmlDeviceHandle, int, unsigned*) = nullptr;
+  NvmlReturn (*clock_reasons)(NvmlDeviceHandle, unsigned long long*) = nullptr;
   NvmlReturn (*driver_version)(char*, unsigned) = nullptr;
 };
 
@@ -61,6 +65,11 @@ std::unique_ptr<NvmlDevice> NvmlDevice::open(const std::string& pci_bus_id) {
   a.max_clock_info = symbol<decltype(a.max_clock_info)>(lib, "nvmlDeviceGetMaxClockInfo");
   a.power_limit = symbol<decltype(a.power_limit)>(lib, "nvmlDeviceGetPowerManagementLimit");
   a.pstate = symbol<decltype(a.pstate)>(lib, "nvmlDeviceGetPerformanceState");
+  a.power_usage = symbol<decltype(a.power_usage)>(lib, "nvmlDeviceGetPowerUsage");
+  a.temperature = symbol<decltype(a.temperature)>(lib, "nvmlDeviceGetTemperature");
+  a.clock_reasons = symbol<decltype(a.clock_reasons)>(lib, "nvmlDeviceGetCurrentClocksEventReasons");
+  if (a.clock_reasons == nullptr)
+    a.clock_reasons = symbol<decltype(a.clock_reasons)>(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
   a.driver_version = symbol<decltype(a.driver_version)>(lib, "nvmlSystemGetDriverVersion");
   d->device_ = handle;
   return d;
@@ -108,6 +117,25 @@ std::optional<int> NvmlDevice::performance_state() const {
   if (api_->pstate == nullptr || api_->pstate(device_, &state) != 0 || state == kPstateUnknown)
     return std::nullopt;
   return state;
+}
+
+std::optional<double> NvmlDevice::power_w() const {
+  unsigned milliwatts = 0;
+  if (api_->power_usage == nullptr || api_->power_usage(device_, &milliwatts) != 0) return std::nullopt;
+  return milliwatts / 1000.0;
+}
+
+std::optional<unsigned> NvmlDevice::temperature_c() const {
+  unsigned celsius = 0;
+  if (api_->temperature == nullptr || api_->temperature(device_, kTemperatureGpu, &celsius) != 0)
+    return std::nullopt;
+  return celsius;
+}
+
+std::optional<uint64_t> NvmlDevice::clock_event_reasons() const {
+  unsigned long long mask = 0;
+  if (api_->clock_reasons == nullptr || api_->clock_reasons(device_, &mask) != 0) return std::nullopt;
+  return mask;
 }
 
 std::string NvmlDevice::driver_version() const {

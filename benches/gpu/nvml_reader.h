@@ -24,8 +24,13 @@ class NvmlDevice {
   std::optional<unsigned> sm_clock_max_mhz() const;
   std::optional<unsigned> memory_clock_mhz() const;
   std::optional<double> power_limit_w() const;
-  std::optional<int> performance_state() const;  // 0 for P0 ... 15
-  std::string driver_version() const;            // e.g. "580.65.06"; empty when unknown
+  std::optional<int> performance_state() const;   // 0 for P0 ... 15
+  std::optional<double> power_w() const;          // the board's draw now
+  std::optional<unsigned> temperature_c() const;  // the GPU die
+  // Why the clocks are below their maximum (clock_reasons.h): nvmlDeviceGetCurrentClocksEventReasons,
+  // or ...ThrottleReasons on drivers older than its rename.
+  std::optional<uint64_t> clock_event_reasons() const;
+  std::string driver_version() const;  // e.g. "580.65.06"; empty when unknown
 
   struct Api;
 

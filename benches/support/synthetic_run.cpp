@@ -35,7 +35,8 @@ struct Op {
 };
 
 // 1F1B on one pipeline chain: per stage, its operations in order with their times.
-std::vector<std::vector<Op>> one_f_one_b(const SyntheticRunSpec& s, int64_t forward_ns, int64_t backward_ns) {
+std::vector<std::vector<Op>> one_f_one_b(const SyntheticRunSpec& s, const std::vector<int64_t>& forward_ns,
+                                         const std::vector<int64_t>& backward_ns) {
   const int p = s.pp, m = s.microbatches;
   std::vector<std::vector<Op>> order(static_cast<size_t>(p));
   for (int st = 0; st < p; ++st) {
@@ -73,7 +74,7 @@ std::vector<std::vector<Op>> one_f_one_b(const SyntheticRunSpec& s, int64_t forw
         // A transfer completes once both sides are there: send and recv kernels end together.
         op.wait_from = free_at[static_cast<size_t>(st)];
         op.start = ready > 0 ? std::max(op.wait_from, ready) + s.p2p_transfer_ns : op.wait_from;
-        op.end = op.start + (op.forward ? forward_ns : backward_ns);
+        op.end = op.start + (op.forward ? forward_ns : backward_ns)[static_cast<size_t>(st)];
         free_at[static_cast<size_t>(st)] = op.end;
         (op.forward ? f_end : b_end)[static_cast<size_t>(st)][static_cast<size_t>(op.microbatch)] = op.end;
         ++next[static_cast<size_t>(st)];
@@ -154,12 +155,20 @@ class RankWriter {
   }
 
   // Compute kernels tiling [start, end).
-  void compute(int64_t start, int64_t end, int pieces) {
+  void compute(int64_t start, int64_t end, int pieces, double gemm_share, double attention_share) {
     const uint32_t cycle[] = {names_.gemm, names_.attention, names_.gemm, names_.elementwise, names_.norm};
     const int64_t each = std::max<int64_t>(1, (end - start) / pieces);
     for (int i = 0; i < pieces; ++i) {
       const int64_t a = start + i * each, b = i == pieces - 1 ? end : a + each;
-      kernel(a, b, kComputeStream, cycle[i % 5], ++correlation_);
+      if (gemm_share <= 0 && attention_share <= 0) {
+        kernel(a, b, kComputeStream, cycle[i % 5], ++correlation_);
+        continue;
+      }
+      const int64_t g = a + std::llround(static_cast<double>(b - a) * gemm_share);
+      const int64_t t = g + std::llround(static_cast<double>(b - a) * attention_share);
+      if (g > a) kernel(a, g, kComputeStream, names_.gemm, ++correlation_);
+      if (t > g) kernel(g, t, kComputeStream, names_.attention, ++correlation_);
+      if (b > t) kernel(t, b, kComputeStream, names_.elementwise, ++correlation_);
     }
   }
 
@@ -289,12 +298,29 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
   // ZeRO: a forward / backward range also holds its parameter all-gathers (and the backward its
   // reduce-scatter), so the pipeline arithmetic runs on the ranges' lengths.
   const int64_t gather_ns = spec.allreduce_ns / 4;
-  const int64_t forward_range = spec.forward_ns + (zero ? 2 * gather_ns : 0);
-  const int64_t backward_range = spec.backward_ns + (zero ? 3 * gather_ns : 0);
+  const int stages = zero ? 1 : spec.pp;
+  auto per_stage = [&](const auto& values, auto all,
+                       const char* what) -> Expected<std::vector<decltype(all)>> {
+    if (!values.empty() && static_cast<int>(values.size()) != stages)
+      return Error(std::string("synthetic run: one ") + what + " per stage");
+    std::vector<decltype(all)> out(static_cast<size_t>(stages), all);
+    for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+    return out;
+  };
+  auto forward_compute = per_stage(spec.stage_forward_ns, spec.forward_ns, "forward time");
+  auto backward_compute = per_stage(spec.stage_backward_ns, spec.backward_ns, "backward time");
+  auto static_bytes = per_stage(spec.stage_static_bytes, spec.static_bytes, "static size");
+  if (!forward_compute.ok()) return forward_compute.error();
+  if (!backward_compute.ok()) return backward_compute.error();
+  if (!static_bytes.ok()) return static_bytes.error();
+  std::vector<int64_t> forward_range = *forward_compute, backward_range = *backward_compute;
+  for (int st = 0; st < stages; ++st) {
+    forward_range[static_cast<size_t>(st)] += zero ? 2 * gather_ns : 0;
+    backward_range[static_cast<size_t>(st)] += zero ? 3 * gather_ns : 0;
+  }
   SyntheticRunSpec chain = spec;
   if (zero) chain.pp = 1;
   const auto schedule = one_f_one_b(chain, forward_range, backward_range);
-  const int stages = zero ? 1 : spec.pp;
   // When each stage's forward / backward of a micro-batch starts: a send's transfer ends there.
   auto start_of = [&](int stage, bool forward, int microbatch) {
     for (const Op& op : schedule[static_cast<size_t>(stage)])
@@ -346,7 +372,8 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     const auto& ops = schedule[static_cast<size_t>(st)];
     const int64_t span = ops.back().end - ops.front().start;
     truth.bubble_fraction.push_back(
-        1.0 - static_cast<double>(spec.microbatches * (forward_range + backward_range)) /
+        1.0 - static_cast<double>(spec.microbatches * (forward_range[static_cast<size_t>(st)] +
+                                                       backward_range[static_cast<size_t>(st)])) /
                   static_cast<double>(span));
     int live = 0, most = 0;
     for (const Op& op : ops) {
@@ -357,8 +384,10 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
                                                       : 0);
   }
   for (int r = 0; r < world; ++r)
-    truth.peak_memory_bytes.push_back(
-        spec.memory ? spec.static_bytes + truth.peak_activation_bytes[static_cast<size_t>(coords(r)[0])] : 0);
+    truth.peak_memory_bytes.push_back(spec.memory
+                                          ? (*static_bytes)[static_cast<size_t>(coords(r)[0])] +
+                                                truth.peak_activation_bytes[static_cast<size_t>(coords(r)[0])]
+                                          : 0);
 
   for (int r = 0; r < world; ++r) {
     const auto [stage, tp_rank, dp_rank] = coords(r);
@@ -404,7 +433,9 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       w.range(t0 + 40'000, t0 + 50'000, stage_name);
     }
     if (comms.dp.size > 1) w.comm_record(comms.dp, comms.world.id, r, t0 + 30'000);
-    if (spec.memory) w.memory(t0 + 100'000, MemoryOperation::kAllocate, 0x10000000, spec.static_bytes);
+    if (spec.memory)
+      w.memory(t0 + 100'000, MemoryOperation::kAllocate, 0x10000000,
+               (*static_bytes)[static_cast<size_t>(stage)]);
     uint64_t seq_tp = 0, seq_dp = 0, seq_send_next = 0, seq_recv_prev = 0, seq_send_prev = 0,
              seq_recv_next = 0;
     const bool last_stage = stage == stages - 1;
@@ -438,7 +469,8 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
         const int64_t compute_to = zero && !op.forward ? end - gather_ns : end;
         if (spec.gpu)
           w.compute(compute_from, compute_to,
-                    op.forward ? spec.kernels_per_microbatch : 2 * spec.kernels_per_microbatch);
+                    op.forward ? spec.kernels_per_microbatch : 2 * spec.kernels_per_microbatch,
+                    spec.gemm_share, spec.attention_share);
         if (zero && !op.forward)
           w.nccl(comms.tp, NcclOpType::kReduceScatter, seq_tp++, kNoPeer, 16 << 20, compute_to, end,
                  compute_to, end, n.reducescatter, spec.gpu);

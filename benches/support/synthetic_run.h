@@ -30,6 +30,12 @@ struct SyntheticRunSpec {
   int64_t forward_ns = 2'000'000;   // per micro-batch and stage
   int64_t backward_ns = 4'000'000;  // per micro-batch and stage
   int kernels_per_microbatch = 8;   // compute kernels a forward is split into (backward: twice)
+  // Per stage, in place of forward_ns / backward_ns / static_bytes (empty: every stage alike).
+  std::vector<int64_t> stage_forward_ns, stage_backward_ns;
+  std::vector<uint64_t> stage_static_bytes;
+  // Shares of every compute piece that a GEMM and an attention kernel take, the rest an
+  // elementwise kernel; both 0: pieces cycle through gemm, attention, gemm, elementwise, norm.
+  double gemm_share = 0, attention_share = 0;
   int64_t p2p_transfer_ns = 50'000;
   int64_t allreduce_ns = 1'000'000;          // data-parallel gradient reduction once all arrived
   int64_t optimizer_ns = 500'000;            // after the reduction, before the next step

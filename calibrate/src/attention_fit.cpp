@@ -84,6 +84,11 @@ Expected<AttentionFit> fit_attention(const std::vector<AttentionSample>& samples
       if (s.backward == backward && s.causal == any_causal) chosen.push_back(&s);
     }
     const std::string pass = backward ? "backward" : "forward";
+    if (chosen.empty()) {
+      fit.notes.push_back("no " + pass + " attention was measured: the base profile's " + pass +
+                          " pass is kept");
+      continue;
+    }
     auto points = fit_pass(chosen, peak_flops_per_s, pass,
                            source + (fit.kernels.empty() ? "" : ", kernel " + fit.kernels), fit.notes);
     if (!points.ok()) return points.error();
@@ -93,7 +98,7 @@ Expected<AttentionFit> fit_attention(const std::vector<AttentionSample>& samples
   table.attention_forward = fit.forward;
   table.attention_backward = fit.backward;
   for (const AttentionSample& s : samples) {
-    if (s.causal != any_causal) continue;
+    if (s.causal != any_causal || (s.backward ? fit.backward : fit.forward).empty()) continue;
     const double measured = s.flops / (s.seconds * peak_flops_per_s);
     const double predicted = table.attention_efficiency(
         s.seq, s.head_dim, s.backward ? planner::AttentionPass::kBackward : planner::AttentionPass::kForward);

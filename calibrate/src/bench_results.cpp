@@ -159,7 +159,14 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
   if (p.family == "hbm" || p.family == "memcpy") {
     auto bytes = e.counter("bytes");
     if (!bytes.ok()) return bytes.error();
-    into.bandwidth.push_back({e.id(), p.family, p.variant, *bytes, *seconds});
+    BandwidthSample s{e.id(), p.family, p.variant, *bytes, *seconds};
+    for (auto [key, field] : {std::pair{"bytes", &s.operand_bytes}, {"hidden", &s.hidden}}) {
+      if (p.params.count(key) == 0) continue;
+      auto v = e.integer(key);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
+    into.bandwidth.push_back(std::move(s));
     return Status::Ok();
   }
   if (p.family == "nccl") {
@@ -174,8 +181,50 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
     into.collectives.push_back(std::move(s));
     return Status::Ok();
   }
+  if (p.family == "device" && p.variant == "state") {
+    DeviceStateSample s;
+    s.id = e.id();
+    const auto at = p.params.find("at");
+    s.at = at == p.params.end() ? "?" : at->second;
+    for (auto [key, field] : {std::pair{"sm_clock_mhz", &s.sm_clock_mhz},
+                              {"memory_clock_mhz", &s.memory_clock_mhz},
+                              {"power_w", &s.power_w},
+                              {"temperature_c", &s.temperature_c}}) {
+      if (auto v = e.counter(key); v.ok()) *field = *v;
+    }
+    const std::string label = e.label(), prefix = "clock_event_reasons ";
+    if (label.rfind(prefix, 0) == 0) s.clock_event_reasons = label.substr(prefix.size());
+    into.device_states.push_back(std::move(s));
+    return Status::Ok();
+  }
   into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file + ": not a calibration benchmark");
   return Status::Ok();
+}
+
+// Google Benchmark's JSON reporter writes non-finite counters as bare NaN / Infinity (with a
+// sign when negative), which JSON has no words for.
+struct NonFinite {
+  std::string token;
+  std::string entry;  // ", in entry 'NAME'" when a name precedes it
+};
+
+std::optional<NonFinite> non_finite_near(std::string_view text, size_t error_byte) {
+  // The parser stops on the token's first character, or just after it.
+  const size_t from = error_byte >= 2 ? error_byte - 2 : 0;
+  for (const char* token : {"-Infinity", "Infinity", "-NaN", "NaN"}) {
+    const size_t at = text.find(token, from);
+    if (at == std::string_view::npos || at > error_byte) continue;
+    NonFinite out{token, ""};
+    const size_t name = text.rfind("\"name\"", at);
+    if (name != std::string_view::npos) {
+      const size_t open = text.find('"', text.find(':', name));
+      const size_t close = open == std::string_view::npos ? open : text.find('"', open + 1);
+      if (close != std::string_view::npos && close < at)
+        out.entry = ", in entry '" + std::string(text.substr(open + 1, close - open - 1)) + "'";
+    }
+    return out;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -190,16 +239,26 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
+    if (auto non_finite = non_finite_near(text, e.byte)) {
+      return Error{"benchmark results '" + origin + "' hold a bare " + non_finite->token + " (byte " +
+                   std::to_string(e.byte) + non_finite->entry +
+                   "): Google Benchmark writes a counter it could not compute that way, which is not JSON; "
+                   "run that benchmark again, or delete the entry"};
+    }
     return Error{"benchmark results '" + origin + "' are not JSON (" + e.what() +
                  "); write them with --benchmark_out=FILE --benchmark_out_format=json"};
+  } catch (const json::exception& e) {
+    return Error{"benchmark results '" + origin + "' hold a number out of range (" + e.what() + ")"};
   }
   if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) {
     return Error{"benchmark results '" + origin +
                  "' have no \"benchmarks\" list: not a Google Benchmark JSON file"};
   }
+  std::map<std::string, std::string> own_context;
   if (const auto context = doc.find("context"); context != doc.end() && context->is_object()) {
     for (const auto& [key, value] : context->items()) {
       const std::string text_value = value.is_string() ? value.get<std::string>() : value.dump();
+      own_context.emplace(key, text_value);
       const auto [it, inserted] = into.context.emplace(key, text_value);
       if (!inserted && it->second != text_value && key != "date" && key != "command" && key != "executable" &&
           key != "pipescope_suite" && key.rfind("library_", 0) != 0 && key.rfind("cpu", 0) != 0 &&
@@ -233,6 +292,7 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
     return Error{"benchmark results '" + origin + "' hold no measurement (an empty \"benchmarks\" list)"};
   }
   into.files.push_back(origin);
+  into.file_contexts.push_back(std::move(own_context));
   return Status::Ok();
 }
 

@@ -2,24 +2,32 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <set>
 
 #include <Eigen/Dense>
 
+#include "pipescope/calibrate/fit_quality.h"
+
 namespace pipescope::calibrate {
 namespace {
 
-// Relative-error least squares over points[begin, end): rows (1, x) / t against 1.
-std::optional<LineFit> solve(const std::vector<TimedSize>& points, size_t begin, size_t end) {
-  const Eigen::Index n = static_cast<Eigen::Index>(end - begin);
+// Relative-error least squares over the points of [begin, end) that `keep` allows (all when
+// empty): rows (1, x) / t against 1.
+std::optional<LineFit> solve(const std::vector<TimedSize>& points, size_t begin, size_t end,
+                             const std::vector<bool>& keep = {}) {
+  Eigen::Index n = 0;
+  for (size_t i = begin; i < end; ++i) n += keep.empty() || keep[i - begin];
   Eigen::MatrixXd a(n, 2);
   Eigen::VectorXd b = Eigen::VectorXd::Ones(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const TimedSize& p = points[begin + static_cast<size_t>(i)];
-    a(i, 0) = 1 / p.seconds;
-    a(i, 1) = p.x / p.seconds;
+  Eigen::Index row = 0;
+  for (size_t i = begin; i < end; ++i) {
+    if (!keep.empty() && !keep[i - begin]) continue;
+    a(row, 0) = 1 / points[i].seconds;
+    a(row, 1) = points[i].x / points[i].seconds;
+    ++row;
   }
   Eigen::Vector2d coefficients = a.colPivHouseholderQr().solve(b);
   if (coefficients(0) < 0) {  // latency cannot be negative: the best line through the origin
@@ -30,19 +38,49 @@ std::optional<LineFit> solve(const std::vector<TimedSize>& points, size_t begin,
   return LineFit{coefficients(0), coefficients(1)};
 }
 
-double squared_relative_error(const std::vector<TimedSize>& points, size_t begin, size_t end,
-                              const LineFit& f) {
+double relative_error(const TimedSize& p, const LineFit& f) {
+  return (f.predict(p.x) - p.seconds) / p.seconds;
+}
+
+// A point this far off counts kFlagRelativeError^2 at most: one throttled measurement must not buy a
+// regime of its own.
+double capped_squared_error(const std::vector<TimedSize>& points, size_t begin, size_t end,
+                            const LineFit& f) {
   double sum = 0;
   for (size_t i = begin; i < end; ++i) {
-    const double e = (f.predict(points[i].x) - points[i].seconds) / points[i].seconds;
-    sum += e * e;
+    const double e = relative_error(points[i], f);
+    sum += std::min(e * e, kFlagRelativeError * kFlagRelativeError);
   }
   return sum;
 }
 
-size_t distinct_sizes(const std::vector<TimedSize>& points, size_t begin, size_t end) {
+size_t distinct_sizes(const std::vector<TimedSize>& points, size_t begin, size_t end,
+                      const std::vector<bool>& keep = {});
+
+// One round of trimming: the line again without the points it misses by more than the flag
+// threshold, as long as two sizes remain. Those points stay in the fit's quality, flagged.
+std::optional<LineFit> solve_trimmed(const std::vector<TimedSize>& points, size_t begin, size_t end) {
+  auto first = solve(points, begin, end);
+  if (!first) return first;
+  std::vector<bool> keep(end - begin, true);
+  bool trimmed = false;
+  for (size_t i = begin; i < end; ++i) {
+    if (std::abs(relative_error(points[i], *first)) > kFlagRelativeError) {
+      keep[i - begin] = false;
+      trimmed = true;
+    }
+  }
+  if (!trimmed || distinct_sizes(points, begin, end, keep) < 2) return first;
+  auto second = solve(points, begin, end, keep);
+  return second ? second : first;
+}
+
+size_t distinct_sizes(const std::vector<TimedSize>& points, size_t begin, size_t end,
+                      const std::vector<bool>& keep) {
   std::set<double> sizes;
-  for (size_t i = begin; i < end; ++i) sizes.insert(points[i].x);
+  for (size_t i = begin; i < end; ++i) {
+    if (keep.empty() || keep[i - begin]) sizes.insert(points[i].x);
+  }
   return sizes.size();
 }
 
@@ -60,10 +98,23 @@ Expected<LineFit> fit_line(const std::vector<TimedSize>& points, const std::stri
                  (points.size() == 1 ? " point" : " points of one size") +
                  ": latency and bandwidth need at least two message sizes"};
   }
-  auto fit = solve(points, 0, points.size());
+  auto fit = solve_trimmed(points, 0, points.size());
   if (!fit) {
     return Error{"cannot fit " + what + ": the time does not grow with the size (all times equal, or " +
                  "larger sizes faster), so no bandwidth can be read from it"};
+  }
+  // Equal times give a slope of rounding noise (1e-34 s/B: "1e21 GB/s"), not a bandwidth: the
+  // line must grow measurably over the sizes measured.
+  const auto [smallest, largest] = std::minmax_element(
+      points.begin(), points.end(), [](const TimedSize& a, const TimedSize& b) { return a.x < b.x; });
+  const double growth = (fit->predict(largest->x) - fit->predict(smallest->x)) / fit->predict(smallest->x);
+  if (growth < kMinRelativeGrowth) {
+    char text[200];
+    std::snprintf(text, sizeof(text),
+                  "the time grows by only %.3g%% from size %.4g to %.4g (less than the %.0f%% a bandwidth "
+                  "can be read from; all times about equal?)",
+                  growth * 100, smallest->x, largest->x, kMinRelativeGrowth * 100);
+    return Error{"cannot fit " + what + ": " + text};
   }
   return *fit;
 }
@@ -89,9 +140,9 @@ Expected<std::vector<Regime>> fit_regimes(std::vector<TimedSize> points, const s
       for (size_t i = 0; i + kMinPoints <= j; ++i) {
         if (best[r - 1][i] == inf || (i > 0 && points[i].x == points[i - 1].x)) continue;
         if (distinct_sizes(points, i, j) < 2) continue;
-        if (!line[i][j]) line[i][j] = solve(points, i, j);
+        if (!line[i][j]) line[i][j] = solve_trimmed(points, i, j);
         if (!line[i][j]) continue;
-        const double cost = best[r - 1][i] + squared_relative_error(points, i, j, *line[i][j]);
+        const double cost = best[r - 1][i] + capped_squared_error(points, i, j, *line[i][j]);
         if (cost < best[r][j]) {
           best[r][j] = cost;
           from[r][j] = i;

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <utility>
 
 #include "pipescope/calibrate/attention_fit.h"
 #include "pipescope/calibrate/gemm_fit.h"
+#include "pipescope/calibrate/profile_base.h"
 #include "pipescope/calibrate/transfer_fit.h"
 #include "pipescope/planner/collective_model.h"
 
@@ -87,33 +90,50 @@ Status add_gemm(const BenchResults& r, const std::string& source, ProfileFit& ou
 
 Status add_attention(const BenchResults& r, const std::string& source, ProfileFit& out) {
   if (r.attention.empty()) {
-    out.kept_from_base.push_back("attention");
+    out.kept_from_base.push_back("attention forward");
+    out.kept_from_base.push_back("attention backward");
     return Status::Ok();
   }
   auto fit = fit_attention(r.attention, out.gpu.peak_dense_bf16_flops_per_s, source);
   if (!fit.ok()) return fit.error();
-  out.profile.attention_forward = fit->forward;
-  out.profile.attention_backward = fit->backward;
-  double forward = 0, backward = 0;
-  for (const auto& p : fit->forward) forward = std::max(forward, p.efficiency);
-  for (const auto& p : fit->backward) backward = std::max(backward, p.efficiency);
-  out.sections.push_back({"attention",
-                          "kernel " + (fit->kernels.empty() ? std::string("unnamed") : fit->kernels) +
-                              "; best forward " + number(forward) + ", backward " + number(backward) +
-                              " of peak",
-                          fit->quality});
+  std::string best;
+  for (bool backward : {false, true}) {
+    const auto& points = backward ? fit->backward : fit->forward;
+    const std::string pass = backward ? "backward" : "forward";
+    if (points.empty()) {
+      out.kept_from_base.push_back("attention " + pass);
+      continue;
+    }
+    (backward ? out.profile.attention_backward : out.profile.attention_forward) = points;
+    double top = 0;
+    for (const auto& p : points) top = std::max(top, p.efficiency);
+    best += (best.empty() ? "best " : ", ") + pass + " " + number(top);
+  }
+  out.sections.push_back(
+      {"attention",
+       "kernel " + (fit->kernels.empty() ? std::string("unnamed") : fit->kernels) + "; " + best + " of peak",
+       fit->quality});
   out.notes.insert(out.notes.end(), fit->notes.begin(), fit->notes.end());
   return Status::Ok();
 }
 
 Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileFit& out) {
-  auto fits = fit_bandwidths(r.bandwidth);
+  const double l2_cache_bytes = context_number(r, "l2_cache_bytes");
+  if (l2_cache_bytes <= 0 && !r.bandwidth.empty())
+    out.notes.push_back(
+        "the results do not give the L2 cache size: HBM sizes that the cache serves were fitted too");
+  auto fits = fit_bandwidths(r.bandwidth, l2_cache_bytes);
   if (!fits.ok()) return fits.error();
   std::vector<double> hbm;
   for (const BandwidthFit& f : *fits) {
-    const std::string what = f.family + " " + f.variant;
+    const std::string what = f.name();
     out.sections.push_back(
-        {what, gb_per_s(f.bytes_per_s()) + ", latency " + number(f.line.latency_s * 1e6) + " us", f.quality});
+        {what,
+         gb_per_s(f.bytes_per_s()) + ", latency " + number(f.line.latency_s * 1e6) + " us" +
+             (f.cached_sizes > 0
+                  ? "; " + std::to_string(f.cached_sizes) + " sizes within twice the L2 left out"
+                  : ""),
+         f.quality});
     if (f.family == "hbm") hbm.push_back(f.bytes_per_s());
     const auto copy = f.variant == "h2d"   ? planner::CopyKind::kHostToDevice
                       : f.variant == "d2h" ? planner::CopyKind::kDeviceToHost
@@ -146,13 +166,13 @@ Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileF
 Status add_collectives(const BenchResults& r, const std::string& source, ProfileFit& out) {
   auto fits = fit_collectives(r.collectives, out.notes);
   if (!fits.ok()) return fits.error();
-  bool any = false;
+  std::set<std::pair<planner::LinkTier, planner::CollectiveKind>> fitted;
   for (const CollectiveFit& f : *fits) {
     const auto kind = planner::parse_collective_kind(f.kind);
     std::string summary;
     for (const Regime& g : f.regimes) {
       summary += (summary.empty() ? "" : "; ") +
-                 std::string(g.max_x > 0 ? "up to " + number(g.max_x) + " B" : "beyond") + ": busbw " +
+                 std::string(g.max_x > 0 ? "up to " + number(f.max_bytes(g)) + " B" : "beyond") + ": busbw " +
                  gb_per_s(1 / g.line.seconds_per_unit) + ", latency " + number(g.line.latency_s * 1e6) +
                  " us";
     }
@@ -160,14 +180,14 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
                              std::to_string(f.ranks) + " ranks";
     out.sections.push_back({what, summary, f.quality, kind.has_value()});
     if (!kind) continue;
-    any = true;
     auto& slot = out.profile.measured_collectives[static_cast<size_t>(f.tier)][static_cast<size_t>(*kind)];
+    if (fitted.emplace(f.tier, *kind).second) slot.clear();  // the base's entries give way to this run's
     planner::MeasuredCollective entry{f.ranks,
                                       {},
                                       "measured: " + what + " on " + std::to_string(f.nodes) +
                                           (f.nodes == 1 ? " node, " : " nodes, ") + source};
     for (const Regime& g : f.regimes) {
-      entry.segments.push_back({g.max_x, g.line.latency_s, 1 / g.line.seconds_per_unit,
+      entry.segments.push_back({f.max_bytes(g), g.line.latency_s, 1 / g.line.seconds_per_unit,
                                 "fitted over " + std::to_string(g.points) + " sizes, rms error " +
                                     number(f.quality.rms_relative_error * 100, 2) + "% for the whole curve"});
     }
@@ -177,8 +197,50 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
                          [](const planner::MeasuredCollective& e, int ranks) { return e.ranks < ranks; });
     if (at == slot.end() || at->ranks != entry.ranks) slot.insert(at, std::move(entry));
   }
-  if (!any) out.kept_from_base.push_back("collectives");
+  for (planner::LinkTier tier : planner::kLinkTiers) {
+    for (planner::CollectiveKind kind : planner::kCollectiveKinds) {
+      const auto& measured =
+          out.profile.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
+      const std::string name = "collectives " + std::string(planner::link_tier_name(tier)) + " " +
+                               std::string(planner::collective_kind_name(kind));
+      if (fitted.count({tier, kind}) == 0) {
+        out.kept_from_base.push_back(name);
+        continue;
+      }
+      // The single latency + busbw that stands for the kind is never read while measured entries
+      // exist; it shows the largest measured group's figures rather than the base's.
+      const planner::MeasuredCollective& largest = measured.back();
+      out.profile.collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)] = {
+          std::max(largest.segments.front().latency_s, 1e-9),
+          largest.segments.back().bus_bandwidth_bytes_per_s, 0,
+          "measured: the smallest messages' latency and the largest messages' busbw of the " +
+              std::to_string(largest.ranks) + "-rank entry under 'measured' (which the planner reads)"};
+    }
+  }
   return Status::Ok();
+}
+
+// The communicator's memory from the nccl file with the most ranks: a one-rank communicator
+// connects no peer and holds far less than the groups the planner prices.
+std::pair<double, int> nccl_buffer_bytes(const BenchResults& r) {
+  double bytes = 0;
+  int ranks = 0;
+  for (const auto& context : r.file_contexts) {
+    const auto value = context.find("nccl_buffer_bytes_per_communicator");
+    const auto group = context.find("ranks");
+    if (value == context.end() || group == context.end()) continue;
+    try {
+      const int n = std::stoi(group->second);
+      const double b = std::stod(value->second);
+      if (n > 1 && b > 0 && n > ranks) {
+        ranks = n;
+        bytes = b;
+      }
+    } catch (const std::exception&) {
+      continue;  // an empty value: NCCL's memory was not readable
+    }
+  }
+  return {bytes, ranks};
 }
 
 void add_overheads(const BenchResults& r, const std::string& source, ProfileFit& out) {
@@ -188,14 +250,35 @@ void add_overheads(const BenchResults& r, const std::string& source, ProfileFit&
   } else {
     out.kept_from_base.push_back("memory_overheads.cuda_context_bytes");
   }
-  if (const double bytes = context_number(r, "nccl_buffer_bytes_per_communicator"); bytes > 0) {
+  if (const auto [bytes, ranks] = nccl_buffer_bytes(r); bytes > 0) {
     o.nccl_buffer_bytes_per_communicator = {
-        bytes, "measured: device memory taken by one NCCL communicator, " + source};
+        bytes, "measured: device memory taken by one NCCL communicator of " + std::to_string(ranks) +
+                   " ranks, " + source};
   } else {
     out.kept_from_base.push_back("memory_overheads.nccl_buffer_bytes_per_communicator");
   }
   out.kept_from_base.push_back("memory_overheads.allocator_reserve_fraction");
   out.kept_from_base.push_back("memory_overheads.memory_headroom_fraction");
+}
+
+// What the GPU reported while it worked. A power cap or a thermal or hardware slowdown lowers
+// every figure measured then, which the profile would carry into the planner.
+void note_device_states(const BenchResults& r, ProfileFit& out) {
+  const std::string max_clock = r.context_value("sm_clock_max_mhz");
+  for (const DeviceStateSample& s : r.device_states) {
+    const std::string when = s.at == "warm"  ? "after the warm-up"
+                             : s.at == "end" ? "at the end"
+                                             : "at " + s.at;
+    std::string text =
+        "GPU " + when + " (" + s.id.file + "): SM clock " + number(s.sm_clock_mhz, 4) + " MHz" +
+        (max_clock.empty() ? "" : " of " + max_clock) + ", memory clock " + number(s.memory_clock_mhz, 4) +
+        " MHz, " + number(s.power_w, 3) + " W, " + number(s.temperature_c, 3) +
+        " C, clock events: " + (s.clock_event_reasons.empty() ? "unknown" : s.clock_event_reasons);
+    if (s.clock_event_reasons.find("power_cap") != std::string::npos ||
+        s.clock_event_reasons.find("slowdown") != std::string::npos)
+      text += " - the GPU was throttled: what it measured then understates it";
+    out.notes.push_back(std::move(text));
+  }
 }
 
 }  // namespace
@@ -208,38 +291,51 @@ Expected<planner::Gpu> results_gpu(const BenchResults& results, const std::strin
         "the benchmark results do not say which GPU they come from (no gpu_name in their context); "
         "name it with --gpu"};
   }
-  for (const std::string& known : planner::known_gpu_names()) {
-    auto gpu = planner::find_gpu(known);
-    if (gpu.ok() && gpu->device_name == device) return gpu;
-  }
-  std::string names;
-  for (const std::string& known : planner::known_gpu_names()) names += (names.empty() ? "" : ", ") + known;
-  return Error{"the benchmark results come from '" + device + "', which is none of the bundled GPUs (" +
-               names + "); name the closest with --gpu, or add a GPU file"};
+  return planner::identify_gpu(device);
 }
 
 Expected<ProfileFit> fit_profile(const BenchResults& results, const FitOptions& options) {
   if (results.empty()) return Error{"the benchmark results hold no calibration measurement"};
   auto gpu = results_gpu(results, options.gpu);
   if (!gpu.ok()) return gpu.error();
-  auto base =
-      options.base.empty() ? planner::profile_for_gpu(*gpu) : planner::load_calibration_profile(options.base);
+  auto base = resolve_base(*gpu, options.base);
   if (!base.ok()) return base.error();
-  if (Status same = planner::check_profile_matches(*base, *gpu); !same.ok()) return same.error();
 
   ProfileFit out;
   out.gpu = *gpu;
-  out.profile = *base;
+  out.profile = base->profile;
+  out.base_kind = base->kind;
+  out.base_origin = base->origin;
   out.profile.description = "Measured with pipescope calibrate on " + results.context_value("gpu_name") +
-                            "; parts nothing measured come from " +
-                            (options.base.empty() ? "the bundled " + gpu->name + " profile" : options.base) +
-                            ".";
+                            "; parts nothing measured come from " + base->origin + ".";
   out.notes = results.notes;
   const std::string source = run_description(results);
   for (auto add : {add_gemm, add_attention, add_bandwidths, add_collectives}) {
     if (Status s = add(results, source, out); !s.ok()) return s.error();
   }
+  if (std::none_of(out.sections.begin(), out.sections.end(),
+                   [](const FitSection& s) { return s.in_profile; })) {
+    std::string skipped;
+    for (const std::string& note : out.notes) skipped += "; " + note;
+    return Error{"nothing fitted: the results hold no measurement the profile has a place for" + skipped};
+  }
   add_overheads(results, source, out);
+  note_device_states(results, out);
+  if (base->kind == BaseKind::kDefaults) {
+    std::string missing;
+    for (const std::string& part : gpu_specific_parts()) {
+      if (std::find(out.kept_from_base.begin(), out.kept_from_base.end(), part) != out.kept_from_base.end())
+        missing += (missing.empty() ? "" : ", ") + part;
+    }
+    if (!missing.empty()) {
+      return Error{"no calibration profile of " + gpu->name +
+                   " to keep what the results do not measure, and they lack " + missing +
+                   ": measure them (pipescope calibrate run on all of a node's GPUs, with PyTorch for "
+                   "attention) or pass --base NAME|FILE for them (e.g. --base " +
+                   std::string(kDefaultsProfile) +
+                   "; the profile's sources then say which numbers came from it)"};
+    }
+  }
 
   planner::Provenance& p = out.profile.provenance;
   p.gpu_device_name = results.context_value("gpu_name");

@@ -1,8 +1,11 @@
 #include "pipescope/calibrate/profile_summary.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 namespace pipescope::calibrate {
 namespace {
@@ -26,45 +29,89 @@ bool is_measured(std::string_view source) {
   return source.rfind("measured", 0) == 0 || source.rfind("fitted", 0) == 0;
 }
 
-struct SourceCount {
-  int measured = 0, other = 0;
-  void add(const std::string& source) { (is_measured(source) ? measured : other) += 1; }
-};
-
-SourceCount count_sources(const CalibrationProfile& p) {
-  SourceCount c;
-  for (const auto& g : p.gemm) c.add(g.source);
-  for (const auto& a : p.attention_forward) c.add(a.source);
-  for (const auto& a : p.attention_backward) c.add(a.source);
-  c.add(p.hbm_bandwidth_fraction.source);
+void count_sources(const CalibrationProfile& p, ProfileSummary& s) {
+  auto add = [&](const std::string& source) {
+    (is_measured(source) ? s.measured_sources : s.other_sources) += 1;
+  };
+  for (const auto& g : p.gemm) add(g.source);
+  for (const auto& a : p.attention_forward) add(a.source);
+  for (const auto& a : p.attention_backward) add(a.source);
+  add(p.hbm_bandwidth_fraction.source);
   for (LinkTier tier : planner::kLinkTiers) {
     for (CollectiveKind kind : planner::kCollectiveKinds) {
       const auto& measured = p.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
       if (measured.empty()) {
-        c.add(p.collective(kind, tier).source);
+        add(p.collective(kind, tier).source);
       } else {
-        for (const auto& e : measured) c.add(e.source);
+        for (const auto& e : measured) add(e.source);
       }
     }
   }
   for (const auto* v :
        {&p.overheads.cuda_context_bytes, &p.overheads.allocator_reserve_fraction,
         &p.overheads.nccl_buffer_bytes_per_communicator, &p.overheads.memory_headroom_fraction})
-    c.add(v->source);
-  return c;
-}
-
-void row(std::ostream& out, const std::string& what, const std::string& achieved, const std::string& peak,
-         const std::string& fraction) {
-  out << "  " << pad(what, 36) << pad(achieved, 16) << pad(peak, 16) << fraction << '\n';
+    add(v->source);
 }
 
 }  // namespace
 
-void write_profile_summary(std::ostream& out, const CalibrationProfile& p, const planner::Gpu& gpu) {
-  out << "calibration profile for " << p.gpu << " (" << gpu.device_name << ")\n";
-  if (!p.description.empty()) out << p.description << '\n';
-  const planner::Provenance& v = p.provenance;
+ProfileSummary summarize_profile(const CalibrationProfile& p, const planner::Gpu& gpu) {
+  ProfileSummary s;
+  s.gpu = p.gpu;
+  s.device_name = gpu.device_name;
+  s.description = p.description;
+  s.provenance = p.provenance;
+  count_sources(p, s);
+  const double peak = gpu.peak_dense_bf16_flops_per_s;
+  // Square GEMMs and a 4-micro-batch MLP-like shape.
+  for (auto [m, n, k] : {std::array<int64_t, 3>{1024, 1024, 1024},
+                         {4096, 4096, 4096},
+                         {8192, 8192, 8192},
+                         {16384, 4096, 4096}}) {
+    const double e = p.gemm_efficiency(m, n, k);
+    s.achieved.push_back({"gemm_bf16", std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k),
+                          "flops_per_s", e * peak, peak, e, 0});
+  }
+  s.waves = p.gemm_waves;
+  for (auto pass : {planner::AttentionPass::kForward, planner::AttentionPass::kBackward}) {
+    for (int64_t seq : {2048, 8192}) {
+      const double e = p.attention_efficiency(seq, 128, pass);
+      s.achieved.push_back(
+          {pass == planner::AttentionPass::kForward ? "attention_forward" : "attention_backward",
+           "seq " + std::to_string(seq) + " hd 128", "flops_per_s", e * peak, peak, e, 0});
+    }
+  }
+  s.achieved.push_back({"memory_bound", "HBM", "bytes_per_s", p.memory_bound_bytes_per_s(gpu),
+                        gpu.hbm_bytes_per_s, p.hbm_bandwidth_fraction.value, 0});
+  for (planner::CopyKind kind : planner::kCopyKinds) {
+    const planner::CopyCost& c = p.copy(kind);
+    if (c.bytes_per_s > 0)
+      s.achieved.push_back({"copy", std::string(planner::copy_kind_name(kind)), "bytes_per_s", c.bytes_per_s,
+                            0, 0, c.latency_s});
+  }
+  for (LinkTier tier : planner::kLinkTiers) {
+    for (CollectiveKind kind : planner::kCollectiveKinds) {
+      const std::string tier_name(planner::link_tier_name(tier)),
+          kind_name(planner::collective_kind_name(kind));
+      const auto& measured = p.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
+      for (const auto& e : measured) {
+        s.collectives.push_back({tier_name, kind_name, e.ranks, true, e.segments.front().latency_s,
+                                 e.segments.back().bus_bandwidth_bytes_per_s, 0});
+      }
+      if (!measured.empty()) continue;
+      const planner::CollectiveCost& c = p.collective(kind, tier);
+      s.collectives.push_back({tier_name, kind_name, 0, false, c.latency_s, c.bus_bandwidth_bytes_per_s,
+                               c.bus_bandwidth_fraction});
+    }
+  }
+  s.overheads = p.overheads;
+  return s;
+}
+
+void write_profile_summary(std::ostream& out, const ProfileSummary& s) {
+  out << "calibration profile for " << s.gpu << " (" << s.device_name << ")\n";
+  if (!s.description.empty()) out << s.description << '\n';
+  const planner::Provenance& v = s.provenance;
   if (!v.empty()) {
     out << "measured on " << (v.gpu_device_name.empty() ? "?" : v.gpu_device_name);
     if (!v.driver_version.empty()) out << ", driver " << v.driver_version;
@@ -75,71 +122,102 @@ void write_profile_summary(std::ostream& out, const CalibrationProfile& p, const
     out << '\n';
     if (!v.command.empty()) out << "command: " << v.command << '\n';
   }
-  const SourceCount sources = count_sources(p);
-  out << "sources: " << sources.measured << " entries measured or fitted, " << sources.other
+  out << "sources: " << s.measured_sources << " entries measured or fitted, " << s.other_sources
       << " from datasheets, publications or estimates (each with its source in the file)\n\n";
-
-  const double peak = gpu.peak_dense_bf16_flops_per_s;
-  row(out, "category", "achieved", "peak", "fraction");
-  auto gemm_row = [&](int64_t m, int64_t n, int64_t k) {
-    const double e = p.gemm_efficiency(m, n, k);
-    row(out, "GEMM bf16 " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k),
-        format("%.0f TFLOP/s", e * peak / 1e12), format("%.0f TFLOP/s", peak / 1e12), format("%.3f", e));
+  auto row = [&](const std::string& what, const std::string& achieved, const std::string& peak,
+                 const std::string& fraction) {
+    out << "  " << pad(what, 36) << pad(achieved, 16) << pad(peak, 16) << fraction << '\n';
   };
-  gemm_row(1024, 1024, 1024);
-  gemm_row(4096, 4096, 4096);
-  gemm_row(8192, 8192, 8192);
-  gemm_row(16384, 4096, 4096);  // a 4-micro-batch MLP-like shape
-  if (p.gemm_waves.enabled()) {
-    out << "  (wave term: " << p.gemm_waves.tile_m << "x" << p.gemm_waves.tile_n << " tiles on "
-        << p.gemm_waves.sm_count << " SMs)\n";
-  }
-  for (auto pass : {planner::AttentionPass::kForward, planner::AttentionPass::kBackward}) {
-    for (int64_t seq : {2048, 8192}) {
-      const double e = p.attention_efficiency(seq, 128, pass);
-      row(out,
-          std::string("attention ") + (pass == planner::AttentionPass::kForward ? "forward" : "backward") +
-              " seq " + std::to_string(seq) + " hd 128",
-          format("%.0f TFLOP/s", e * peak / 1e12), format("%.0f TFLOP/s", peak / 1e12), format("%.3f", e));
+  row("category", "achieved", "peak", "fraction");
+  for (const AchievedRow& r : s.achieved) {
+    if (r.category == "copy") {
+      row("copy " + r.what, format("%.1f GB/s", r.achieved / 1e9), "",
+          format("latency %.1f us", r.latency_s * 1e6));
+      continue;
+    }
+    const bool flops = r.unit == "flops_per_s";
+    const char* pattern = flops ? "%.0f TFLOP/s" : "%.0f GB/s";
+    const double scale = flops ? 1e12 : 1e9;
+    const std::string what = r.category == "gemm_bf16"            ? "GEMM bf16 " + r.what
+                             : r.category == "attention_forward"  ? "attention forward " + r.what
+                             : r.category == "attention_backward" ? "attention backward " + r.what
+                                                                  : "memory-bound kernels (HBM)";
+    row(what, format(pattern, r.achieved / scale), format(pattern, r.peak / scale),
+        format("%.3f", r.fraction));
+    if (r.category == "gemm_bf16" && r.what == "16384x4096x4096" && s.waves.enabled()) {
+      out << "  (wave term: " << s.waves.tile_m << "x" << s.waves.tile_n << " tiles on " << s.waves.sm_count
+          << " SMs)\n";
     }
   }
-  const double hbm = p.memory_bound_bytes_per_s(gpu);
-  row(out, "memory-bound kernels (HBM)", format("%.0f GB/s", hbm / 1e9),
-      format("%.0f GB/s", gpu.hbm_bytes_per_s / 1e9), format("%.3f", p.hbm_bandwidth_fraction.value));
-  for (planner::CopyKind kind : planner::kCopyKinds) {
-    const planner::CopyCost& c = p.copy(kind);
-    if (c.bytes_per_s <= 0) continue;
-    row(out, "copy " + std::string(planner::copy_kind_name(kind)), format("%.1f GB/s", c.bytes_per_s / 1e9),
-        "", format("latency %.1f us", c.latency_s * 1e6));
+  out << "\n  collectives: bus bandwidth of the largest messages (nccl-tests' busbw), latency\n";
+  for (const CollectiveRow& c : s.collectives) {
+    const std::string name =
+        c.tier + " " + c.kind + (c.measured ? " " + std::to_string(c.ranks) + " ranks" : "");
+    row(name,
+        c.bus_bandwidth_fraction > 0 ? format("%.2f of link", c.bus_bandwidth_fraction)
+                                     : format("%.1f GB/s", c.bus_bandwidth_bytes_per_s / 1e9),
+        c.measured ? "measured" : "", format("latency %.1f us", c.latency_s * 1e6));
   }
-  out << "\n  collectives: bus bandwidth at 1 GiB (nccl-tests' busbw), latency\n";
-  for (LinkTier tier : planner::kLinkTiers) {
-    for (CollectiveKind kind : planner::kCollectiveKinds) {
-      const auto& measured = p.measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
-      const std::string name =
-          std::string(planner::link_tier_name(tier)) + " " + std::string(planner::collective_kind_name(kind));
-      if (!measured.empty()) {
-        for (const auto& e : measured) {
-          const auto& last = e.segments.back();
-          row(out, name + " " + std::to_string(e.ranks) + " ranks",
-              format("%.1f GB/s", last.bus_bandwidth_bytes_per_s / 1e9), "measured",
-              format("latency %.1f us", e.segments.front().latency_s * 1e6));
-        }
-        continue;
-      }
-      const planner::CollectiveCost& c = p.collective(kind, tier);
-      row(out, name,
-          c.bus_bandwidth_fraction > 0 ? format("%.2f of link", c.bus_bandwidth_fraction)
-                                       : format("%.1f GB/s", c.bus_bandwidth_bytes_per_s / 1e9),
-          "", format("latency %.1f us", c.latency_s * 1e6));
-    }
-  }
-  const planner::MemoryOverheads& o = p.overheads;
+  const planner::MemoryOverheads& o = s.overheads;
   out << "\n  memory overheads: CUDA context " << format("%.2f GiB", o.cuda_context_bytes.value / (1 << 30))
       << ", NCCL " << format("%.2f GiB", o.nccl_buffer_bytes_per_communicator.value / (1 << 30))
       << " per communicator, allocator reserve " << format("%.1f%%", o.allocator_reserve_fraction.value * 100)
       << " of allocated, headroom " << format("%.1f%%", o.memory_headroom_fraction.value * 100)
       << " of the GPU\n";
+}
+
+std::string profile_summary_json(const ProfileSummary& s) {
+  using nlohmann::ordered_json;
+  ordered_json achieved = ordered_json::array();
+  for (const AchievedRow& r : s.achieved) {
+    ordered_json row = {
+        {"category", r.category}, {"what", r.what}, {"unit", r.unit}, {"achieved", r.achieved}};
+    if (r.peak > 0) {
+      row["peak"] = r.peak;
+      row["fraction"] = r.fraction;
+    }
+    if (r.category == "copy") row["latency_s"] = r.latency_s;
+    achieved.push_back(std::move(row));
+  }
+  ordered_json collectives = ordered_json::array();
+  for (const CollectiveRow& c : s.collectives) {
+    ordered_json row = {{"tier", c.tier}, {"kind", c.kind}, {"measured", c.measured}};
+    if (c.measured) row["ranks"] = c.ranks;
+    row["latency_s"] = c.latency_s;
+    if (c.bus_bandwidth_fraction > 0)
+      row["bus_bandwidth_fraction"] = c.bus_bandwidth_fraction;
+    else
+      row["bus_bandwidth_bytes_per_s"] = c.bus_bandwidth_bytes_per_s;
+    collectives.push_back(std::move(row));
+  }
+  const planner::Provenance& v = s.provenance;
+  ordered_json provenance = {{"gpu_device_name", v.gpu_device_name},
+                             {"driver_version", v.driver_version},
+                             {"cuda_runtime_version", v.cuda_runtime_version},
+                             {"nccl_version", v.nccl_version},
+                             {"torch_version", v.torch_version},
+                             {"date", v.date},
+                             {"host", v.host},
+                             {"command", v.command}};
+  const planner::MemoryOverheads& o = s.overheads;
+  ordered_json doc = {
+      {"schema_version", kCalibrateJsonSchemaVersion},
+      {"gpu", s.gpu},
+      {"device_name", s.device_name},
+      {"description", s.description},
+      {"provenance", v.empty() ? ordered_json(nullptr) : provenance},
+      {"sources", {{"measured_or_fitted", s.measured_sources}, {"published_or_estimated", s.other_sources}}},
+      {"achieved", achieved},
+      {"collectives", collectives},
+      {"memory_overheads",
+       {{"cuda_context_bytes", o.cuda_context_bytes.value},
+        {"nccl_buffer_bytes_per_communicator", o.nccl_buffer_bytes_per_communicator.value},
+        {"allocator_reserve_fraction", o.allocator_reserve_fraction.value},
+        {"memory_headroom_fraction", o.memory_headroom_fraction.value}}}};
+  if (s.waves.enabled())
+    doc["gemm_waves"] = {
+        {"sm_count", s.waves.sm_count}, {"tile_m", s.waves.tile_m}, {"tile_n", s.waves.tile_n}};
+  return doc.dump(2) + "\n";
 }
 
 }  // namespace pipescope::calibrate

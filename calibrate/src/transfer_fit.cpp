@@ -33,9 +33,9 @@ Expected<std::vector<CollectiveFit>> fit_collectives(const std::vector<Collectiv
                              (nodes == 1 ? " node" : " nodes");
     auto regimes = fit_regimes(points, what);
     if (!regimes.ok()) return regimes.error();
-    CollectiveFit fit{kind,     ranks,
-                      nodes,    nodes > 1 ? planner::LinkTier::kInterNode : planner::LinkTier::kIntraNode,
-                      *regimes, {}};
+    CollectiveFit fit{
+        kind,   ranks,    nodes, nodes > 1 ? planner::LinkTier::kInterNode : planner::LinkTier::kIntraNode,
+        factor, *regimes, {}};
     for (const TimedSize& p : points) {
       const Regime* regime = &fit.regimes.back();
       for (const Regime& r : fit.regimes) {
@@ -52,15 +52,33 @@ Expected<std::vector<CollectiveFit>> fit_collectives(const std::vector<Collectiv
   return fits;
 }
 
-Expected<std::vector<BandwidthFit>> fit_bandwidths(const std::vector<BandwidthSample>& samples) {
-  std::map<std::pair<std::string, std::string>, std::vector<TimedSize>> groups;
-  for (const BandwidthSample& s : samples)
-    groups[{s.family, s.variant}].push_back({s.bytes, s.seconds, s.id.name});
+std::string BandwidthFit::name() const {
+  return family + " " + variant + (hidden > 0 ? " hidden " + std::to_string(hidden) : "");
+}
+
+Expected<std::vector<BandwidthFit>> fit_bandwidths(const std::vector<BandwidthSample>& samples,
+                                                   double l2_cache_bytes) {
+  std::map<std::tuple<std::string, std::string, int64_t>, std::pair<std::vector<TimedSize>, size_t>> groups;
+  for (const BandwidthSample& s : samples) {
+    auto& [points, cached] = groups[{s.family, s.variant, s.hidden}];
+    const bool through_hbm = s.family == "hbm" || (s.family == "memcpy" && s.variant == "d2d");
+    if (through_hbm && l2_cache_bytes > 0 && s.operand_bytes > 0 &&
+        static_cast<double>(s.operand_bytes) <= 2 * l2_cache_bytes) {
+      ++cached;
+      continue;
+    }
+    points.push_back({s.bytes, s.seconds, s.id.name});
+  }
   std::vector<BandwidthFit> fits;
-  for (const auto& [key, points] : groups) {
-    auto line = fit_line(points, key.first + "/" + key.second);
+  for (const auto& [key, group] : groups) {
+    const auto& [family, variant, hidden] = key;
+    const auto& [points, cached] = group;
+    BandwidthFit fit{family, variant, hidden, {}, {}, cached};
+    std::string what = family + "/" + variant + (hidden > 0 ? " hidden " + std::to_string(hidden) : "");
+    if (cached > 0) what += " (" + std::to_string(cached) + " sizes within twice the L2 cache left out)";
+    auto line = fit_line(points, what);
     if (!line.ok()) return line.error();
-    BandwidthFit fit{key.first, key.second, *line, {}};
+    fit.line = *line;
     for (const TimedSize& p : points) fit.quality.add(p.name, p.seconds, line->predict(p.x));
     fit.quality.finish();
     fits.push_back(std::move(fit));

@@ -121,6 +121,9 @@ Expected<nlohmann::json> parse_json_document(std::string_view text, std::string_
   } catch (const nlohmann::json::parse_error& e) {
     return Error{std::string(origin) + ": not valid JSON (syntax error at byte " + std::to_string(e.byte) +
                  ")"};
+  } catch (const nlohmann::json::exception& e) {
+    // Valid syntax the parser still cannot hold, such as 1e400.
+    return Error{std::string(origin) + ": holds a number out of range (" + e.what() + ")"};
   }
   if (!document.is_object()) return Error{std::string(origin) + ": expected a JSON object at the top level"};
   return document;

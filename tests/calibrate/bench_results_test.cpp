@@ -18,6 +18,9 @@ TEST(BenchResults, ReadsEveryFamilyFromTheNames) {
        "bytes": 2097152},
       {"name": "nccl/all_gather/ranks:8/bytes:65536/manual_time", "run_type": "iteration", "real_time": 0.02,
        "time_unit": "ms", "bytes": 65536, "ranks": 8, "nodes": 1, "busbw": 1e9, "algbw": 1e9},
+      {"name": "device/state/at:end/manual_time/iterations:1", "run_type": "iteration", "real_time": 1500,
+       "time_unit": "ms", "sm_clock_mhz": 1410, "memory_clock_mhz": 2619, "power_w": 699.5, "temperature_c": 81,
+       "label": "clock_event_reasons sw_power_cap"},
       {"name": "something/else", "run_type": "iteration", "real_time": 1, "time_unit": "ns"}
     ]})";
   BenchResults r;
@@ -34,9 +37,16 @@ TEST(BenchResults, ReadsEveryFamilyFromTheNames) {
   EXPECT_DOUBLE_EQ(r.attention[0].seconds, 3.5e-3);
   ASSERT_EQ(r.bandwidth.size(), 1u);
   EXPECT_DOUBLE_EQ(r.bandwidth[0].bytes, 2097152);
+  EXPECT_EQ(r.bandwidth[0].operand_bytes, 1048576);
+  EXPECT_EQ(r.bandwidth[0].hidden, 0);
   ASSERT_EQ(r.collectives.size(), 1u);
   EXPECT_EQ(r.collectives[0].kind, "all_gather");
   EXPECT_EQ(r.collectives[0].ranks, 8);
+  ASSERT_EQ(r.device_states.size(), 1u);
+  EXPECT_EQ(r.device_states[0].at, "end");
+  EXPECT_DOUBLE_EQ(r.device_states[0].sm_clock_mhz, 1410);
+  EXPECT_DOUBLE_EQ(r.device_states[0].power_w, 699.5);
+  EXPECT_EQ(r.device_states[0].clock_event_reasons, "sw_power_cap");
   EXPECT_EQ(r.context_value("sm_count"), "132");
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0], "skipped 'something/else' in gpu.json: not a calibration benchmark");
@@ -77,6 +87,21 @@ TEST(BenchResults, RefusesWhatIsNotAMeasurement) {
       "benchmark results 'r.json': entry 'gemm/bf16/m:x/n:1/k:1' has 'm:x', not a non-negative integer");
   EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "nccl/all_reduce/ranks:2/bytes:8", "real_time": 3}]})"),
             "benchmark results 'r.json': entry 'nccl/all_reduce/ranks:2/bytes:8' lacks the counter 'bytes'");
+}
+
+TEST(BenchResults, NamesNonFiniteCountersAndOutOfRangeNumbers) {
+  // Google Benchmark's JSON reporter writes a counter it could not compute as a bare NaN.
+  EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": 3, "bytes_per_s": NaN}]})"),
+            "benchmark results 'r.json' hold a bare NaN (byte 77, in entry 'hbm/copy/bytes:8'): Google "
+            "Benchmark writes a counter it could not compute that way, which is not JSON; run that benchmark "
+            "again, or delete the entry");
+  EXPECT_NE(error_of(R"({"benchmarks": [{"name": "a", "real_time": -Infinity}]})").find("a bare -Infinity"),
+            std::string::npos);
+  EXPECT_EQ(
+      error_of(R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": 1e400}]})")
+          .rfind("benchmark results 'r.json' hold a number out of range ([json.exception.out_of_range.406]",
+                 0),
+      0u);
 }
 
 TEST(BenchResults, SkipsEntriesThatReportedAnErrorAndSaysSo) {

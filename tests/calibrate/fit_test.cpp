@@ -60,6 +60,29 @@ TEST(FitLine, RefusesDegenerateData) {
       std::string::npos);
 }
 
+TEST(FitLine, RefusesTimesThatDoNotGrowWithSize) {
+  // Six sizes, one time: least squares leaves a slope of rounding noise (~1e-34 s/B), which
+  // would read as a bandwidth of 1e21 GB/s.
+  std::vector<TimedSize> equal;
+  for (double x = 1 << 20; x <= (1 << 25); x *= 2) equal.push_back({x, 1e-5, "size " + std::to_string(x)});
+  ASSERT_EQ(equal.size(), 6u);
+  auto fit = fit_line(equal, "hbm/copy");
+  ASSERT_FALSE(fit.ok());
+  EXPECT_EQ(fit.error().message.rfind("cannot fit hbm/copy: the time ", 0), 0u) << fit.error().message;
+  // The same with 1% noise: a slope, but no growth a bandwidth could be read from.
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> noise(-0.01, 0.01);
+  for (TimedSize& p : equal) p.seconds *= 1 + noise(rng);
+  auto noisy = fit_line(equal, "hbm/copy");
+  ASSERT_FALSE(noisy.ok());
+  EXPECT_NE(noisy.error().message.find("less than the 10% a bandwidth can be read from"), std::string::npos)
+      << noisy.error().message;
+  // 8x the size at 20 us fixed cost and 100 GB/s grows by 68%: a bandwidth.
+  EXPECT_TRUE(
+      fit_line({{1 << 20, 20e-6 + (1 << 20) / 100e9, "a"}, {8 << 20, 20e-6 + (8 << 20) / 100e9, "b"}}, "x")
+          .ok());
+}
+
 TEST(FitRegimes, FindsTheProtocolSwitchAndBothBandwidths) {
   // Small messages: 8 us + bytes / 5 GB/s up to 64 KiB; large: 40 us + bytes / 150 GB/s.
   auto points = line_points(8e-6, 5e9, 0.02, 3, 64, 65536);
@@ -107,6 +130,31 @@ TEST(FitCollectives, BusBandwidthFollowsNcclTestsAndOneRankIsSkipped) {
   EXPECT_NE(notes[0].find("over one rank skipped"), std::string::npos);
 }
 
+TEST(FitCollectives, RecoversBusBandwidthThroughNoiseAndFlagsTheOutlier) {
+  // all_gather over 8 ranks: 25 us + size * 7/8 / 300 GB/s, 3% noise, one point 40% slow (a
+  // throttled clock): busbw within 3%, the slow point flagged and only it.
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<double> noise(-0.03, 0.03);
+  std::vector<CollectiveSample> samples;
+  for (double size = 1 << 20; size <= (1 << 30); size *= 2) {
+    const std::string name = "nccl/all_gather/ranks:8/bytes:" + std::to_string(static_cast<int64_t>(size));
+    const double slow = size == (1 << 26) ? 1.4 : 1.0;
+    samples.push_back(
+        {{name, "f"}, "all_gather", 8, 1, size, (25e-6 + size * 0.875 / 300e9) * (1 + noise(rng)) * slow});
+  }
+  std::vector<std::string> notes;
+  auto fits = fit_collectives(samples, notes);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  ASSERT_EQ(fits->size(), 1u);
+  const CollectiveFit& f = fits->front();
+  ASSERT_EQ(f.regimes.size(), 1u);
+  EXPECT_NEAR(1 / f.regimes[0].line.seconds_per_unit, 300e9, 300e9 * 0.03);
+  EXPECT_NEAR(f.regimes[0].line.latency_s, 25e-6, 25e-6 * 0.15);
+  ASSERT_EQ(f.quality.flagged.size(), 1u);
+  EXPECT_EQ(f.quality.flagged[0].name, "nccl/all_gather/ranks:8/bytes:67108864");
+  EXPECT_NEAR(f.quality.flagged[0].relative_error(), 1 / 1.4 - 1, 0.05);
+}
+
 TEST(FitCollectives, AcrossNodesIsTheInterNodeTier) {
   std::vector<CollectiveSample> samples;
   for (double size = 1 << 20; size <= (1 << 26); size *= 2)
@@ -129,6 +177,68 @@ TEST(FitBandwidths, OneLinePerVariant) {
   EXPECT_EQ((*fits)[0].variant, "copy");
   EXPECT_NEAR((*fits)[0].bytes_per_s(), 2.8e12, 1e6);
   EXPECT_NEAR((*fits)[1].bytes_per_s(), 50e9, 1e3);
+}
+
+TEST(FitBandwidths, RecoversBandwidthThroughNoiseAndFlagsTheOutlier) {
+  // memcpy/h2d at 8 us + bytes / 25 GB/s, 2% noise, the 64 MiB copy twice as slow.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> noise(-0.02, 0.02);
+  std::vector<BandwidthSample> samples;
+  for (double bytes = 1 << 12; bytes <= (1 << 30); bytes *= 4) {
+    const std::string name = "memcpy/h2d/bytes:" + std::to_string(static_cast<int64_t>(bytes));
+    const double slow = bytes == (1 << 26) ? 2.0 : 1.0;
+    samples.push_back({{name, "f"}, "memcpy", "h2d", bytes, (8e-6 + bytes / 25e9) * (1 + noise(rng)) * slow});
+  }
+  auto fits = fit_bandwidths(samples);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  ASSERT_EQ(fits->size(), 1u);
+  const BandwidthFit& f = fits->front();
+  EXPECT_NEAR(f.bytes_per_s(), 25e9, 25e9 * 0.03);
+  EXPECT_NEAR(f.line.latency_s, 8e-6, 8e-6 * 0.1);
+  ASSERT_EQ(f.quality.flagged.size(), 1u);
+  EXPECT_EQ(f.quality.flagged[0].name, "memcpy/h2d/bytes:67108864");
+}
+
+TEST(FitBandwidths, SizesTheL2CacheServesAreLeftOut) {
+  // A copy moves twice its operand: 3 us + moved / 2.8 TB/s from HBM, but operands up to 64 MiB
+  // stay in a 50 MiB L2 (read and write both resident) and run at 8 TB/s.
+  std::vector<BandwidthSample> samples;
+  for (int64_t operand = 1 << 20; operand <= (int64_t{1} << 30); operand *= 2) {
+    const double moved = 2.0 * static_cast<double>(operand);
+    const double bandwidth = operand <= (64 << 20) ? 8e12 : 2.8e12;
+    BandwidthSample s{
+        {"hbm/copy/bytes:" + std::to_string(operand), "f"}, "hbm", "copy", moved, 3e-6 + moved / bandwidth};
+    s.operand_bytes = operand;
+    samples.push_back(s);
+  }
+  auto fits = fit_bandwidths(samples, 50e6);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  EXPECT_EQ(fits->front().cached_sizes, 7u);  // 1 to 64 MiB: within 2 x 50 MB
+  EXPECT_NEAR(fits->front().bytes_per_s(), 2.8e12, 1e6);
+  auto unfiltered = fit_bandwidths(samples);
+  ASSERT_TRUE(unfiltered.ok());
+  EXPECT_EQ(unfiltered->front().cached_sizes, 0u);
+  EXPECT_GT(std::abs(unfiltered->front().bytes_per_s() - 2.8e12), 0.01 * 2.8e12);
+}
+
+TEST(FitBandwidths, ANormPerRowWidth) {
+  std::vector<BandwidthSample> samples;
+  for (int64_t hidden : {4096, 8192}) {
+    const double bandwidth = hidden == 4096 ? 2.5e12 : 2.2e12;
+    for (double moved = 1 << 28; moved <= 8.0 * (1 << 30); moved *= 2) {
+      BandwidthSample s{
+          {"hbm/norm/hidden:" + std::to_string(hidden), "f"}, "hbm", "norm", moved, moved / bandwidth};
+      s.hidden = hidden;
+      samples.push_back(s);
+    }
+  }
+  auto fits = fit_bandwidths(samples);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  ASSERT_EQ(fits->size(), 2u);
+  EXPECT_EQ((*fits)[0].name(), "hbm norm hidden 4096");
+  EXPECT_NEAR((*fits)[0].bytes_per_s(), 2.5e12, 1e6);
+  EXPECT_EQ((*fits)[1].name(), "hbm norm hidden 8192");
+  EXPECT_NEAR((*fits)[1].bytes_per_s(), 2.2e12, 1e6);
 }
 
 AttentionSample attention(bool backward, int64_t seq, int64_t head_dim, double efficiency, double peak) {
@@ -166,6 +276,44 @@ TEST(FitAttention, RecoversTheGridAndNamesTheKernel) {
   EXPECT_NEAR(table.attention_efficiency(4096, 128, planner::AttentionPass::kForward), 0.55, 1e-9);
   EXPECT_NEAR(table.attention_efficiency(2048, 64, planner::AttentionPass::kBackward), 0.32, 1e-9);
   EXPECT_LT(fit->quality.max_relative_error, 1e-9);
+}
+
+TEST(FitAttention, RecoversTheGridThroughNoisyRepeatsAndFlagsTheOutlier) {
+  // Five repeats per shape with 4% noise: the median holds each grid value within 2%. One
+  // repeat of the forward at 2048 ran at half speed: flagged, and the median ignores it.
+  const double peak = 989e12;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> noise(-0.04, 0.04);
+  std::vector<AttentionSample> samples;
+  for (int64_t seq : {1024, 2048, 4096, 8192}) {
+    const double e = 0.35 + 0.08 * std::log2(seq / 1024.0);
+    for (int repeat = 0; repeat < 5; ++repeat) {
+      AttentionSample f = attention(false, seq, 128, e, peak);
+      f.seconds *= 1 + noise(rng);
+      if (seq == 2048 && repeat == 0) {
+        f.seconds *= 2;
+        f.id.name += "/slow";
+      }
+      samples.push_back(f);
+      AttentionSample b = attention(true, seq, 128, 0.8 * e, peak);
+      b.seconds *= 1 + noise(rng);
+      samples.push_back(b);
+    }
+  }
+  auto fit = fit_attention(samples, peak, "test run");
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  planner::CalibrationProfile table;
+  table.attention_forward = fit->forward;
+  table.attention_backward = fit->backward;
+  for (int64_t seq : {1024, 2048, 4096, 8192}) {
+    const double e = 0.35 + 0.08 * std::log2(seq / 1024.0);
+    EXPECT_NEAR(table.attention_efficiency(seq, 128, planner::AttentionPass::kForward), e, e * 0.02) << seq;
+    EXPECT_NEAR(table.attention_efficiency(seq, 128, planner::AttentionPass::kBackward), 0.8 * e, e * 0.02)
+        << seq;
+  }
+  ASSERT_EQ(fit->quality.flagged.size(), 1u);
+  EXPECT_EQ(fit->quality.flagged[0].name, "attention/forward/seq:2048/slow");
+  EXPECT_EQ(fit->quality.points, 40u);
 }
 
 TEST(FitAttention, RefusesOneSequenceLength) {

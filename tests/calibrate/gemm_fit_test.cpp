@@ -73,6 +73,22 @@ TEST(FitGemm, FindsTheWaveTermAndPredictsShapesOffTheGrid) {
   EXPECT_EQ(fit->quality.points, 24u);
 }
 
+TEST(FitGemm, RecoversTheTileShapeWhenShapesTellItApart) {
+  // On multiples of 256, 128 x 256 and 256 x 128 tiles cut a GEMM into the same number of tiles;
+  // token counts that are odd multiples of 128 tell them apart (4224 x 5120: 33 x 20 = 660
+  // tiles = 5 full waves on 132 SMs, against 17 x 40 = 680 tiles, 5.15 waves).
+  std::vector<GemmSample> samples = grid_and_model_shapes(0.005);
+  for (int64_t tokens : {4224, 8320, 12416}) {
+    for (int64_t n : {5120, 6912, 1280, 13824}) samples.push_back(sample(tokens, n, 5120));
+  }
+  auto fit = fit_gemm(samples, {kPeak, 132, "bf16", "synthetic"});
+  ASSERT_TRUE(fit.ok()) << fit.error().message;
+  EXPECT_EQ(fit->waves.sm_count, 132);
+  EXPECT_EQ(fit->waves.tile_m, 128);
+  EXPECT_EQ(fit->waves.tile_n, 256);
+  EXPECT_NE(fit->waves.source.find("128 x 256 output tiles on 132 SMs"), std::string::npos);
+}
+
 TEST(FitGemm, WithoutAGridFallsBackToTheTableInWork) {
   auto fit = fit_gemm({sample(4096, 4096, 4096), sample(8192, 8192, 8192), sample(1024, 1024, 8192)},
                       {kPeak, 132, "bf16", "synthetic"});

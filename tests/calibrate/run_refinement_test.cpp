@@ -1,4 +1,4 @@
-// Refining a profile with a run's measured stage times and reserved memory.
+// Refining a profile with a run's measured kernel, stage and memory figures per pipeline stage.
 #include <gtest/gtest.h>
 
 #include "pipescope/calibrate/run_refinement.h"
@@ -16,12 +16,13 @@ planner::CalibrationProfile profile() {
   return p;
 }
 
-// Reserved memory measured as allocated * 1.25 + 3 GiB of fixed overheads; the profile prices
-// the same fixed part, so the refit reserve fraction is 0.25 exactly.
+// Four stages, each predicted at 10 + 20 ms per micro-batch of which 16 ms GEMM and 4 ms
+// attention, measured at 12 + 24 ms. Reserved memory measured as allocated * 1.25 + 3 GiB of
+// fixed overheads, which the profile prices the same: the refit reserve fraction is 0.25.
 RunObservation run() {
   RunObservation r;
   r.memory_figure = "reserved";
-  r.source = "test traces";
+  r.source = "run7/";
   const double fixed = 3.0 * (1ull << 30);
   for (int s = 0; s < 4; ++s) {
     StageObservation o;
@@ -30,6 +31,8 @@ RunObservation run() {
     o.predicted_backward_s = 0.020;
     o.measured_forward_s = 0.012;
     o.measured_backward_s = 0.024;
+    o.predicted_gemm_s = 0.016;
+    o.predicted_attention_s = 0.004;
     o.predicted_allocated_bytes = (40.0 - 5 * s) * (1ull << 30);
     o.predicted_reserved_bytes = o.predicted_allocated_bytes * 1.1 + fixed;
     o.measured_peak_bytes = o.predicted_allocated_bytes * 1.25 + fixed;
@@ -38,13 +41,61 @@ RunObservation run() {
   return r;
 }
 
-TEST(RefineWithRun, ScalesComputeEfficienciesByMeasuredOverPredicted) {
+TEST(RefineWithRun, EachCategoryMovesByItsOwnKernelTime) {
+  RunObservation r = run();
+  for (StageObservation& s : r.stages) {
+    s.measured_gemm_s = 0.020;       // GEMMs 1.25x slower than predicted
+    s.measured_attention_s = 0.003;  // attention 0.75x: faster
+  }
+  auto refined = refine_with_run(profile(), r);
+  ASSERT_TRUE(refined.ok()) << refined.error().message;
+  EXPECT_EQ(refined->compute_basis, "kernels");
+  EXPECT_NEAR(refined->gemm_scale, 1.25, 1e-12);
+  EXPECT_NEAR(refined->attention_scale, 0.75, 1e-12);
+  EXPECT_NEAR(refined->profile.gemm[1].efficiency, 0.8 / 1.25, 1e-12);
+  EXPECT_NEAR(refined->profile.attention_forward[0].efficiency, 0.4 / 0.75, 1e-12);
+  EXPECT_NEAR(refined->profile.attention_backward[1].efficiency, 0.5 / 0.75, 1e-12);
+  EXPECT_EQ(
+      refined->profile.gemm[0].source,
+      "s; divided by 1.2500, the run's GEMM kernel time over the planner's GEMM time per micro-batch in the "
+      "traces in run7/");
+}
+
+TEST(RefineWithRun, AMissingCategoryIsLeftAloneAndSaidSo) {
+  RunObservation r = run();
+  for (StageObservation& s : r.stages) s.measured_gemm_s = 0.020;
+  auto refined = refine_with_run(profile(), r);
+  ASSERT_TRUE(refined.ok());
+  EXPECT_NEAR(refined->gemm_scale, 1.25, 1e-12);
+  EXPECT_DOUBLE_EQ(refined->attention_scale, 1);
+  EXPECT_EQ(refined->profile.attention_forward, profile().attention_forward);
+  EXPECT_NE(refined->notes[0].find("no fused-attention kernel"), std::string::npos) << refined->notes[0];
+}
+
+TEST(RefineWithRun, WithoutKernelsStageTimesScaleComputeAndHoldTheRest) {
+  // 30 ms predicted = 20 ms GEMM + attention + 10 ms else; 36 ms measured: compute must take
+  // 26 ms, 1.3x its prediction.
   auto refined = refine_with_run(profile(), run());
   ASSERT_TRUE(refined.ok()) << refined.error().message;
-  EXPECT_NEAR(refined->compute_scale, 1.2, 1e-12);
-  EXPECT_NEAR(refined->profile.gemm[1].efficiency, 0.8 / 1.2, 1e-12);
-  EXPECT_NEAR(refined->profile.attention_backward[0].efficiency, 0.3 / 1.2, 1e-12);
-  EXPECT_NE(refined->profile.gemm[0].source.find("divided by 1.2000"), std::string::npos);
+  EXPECT_EQ(refined->compute_basis, "stage times");
+  EXPECT_NEAR(refined->gemm_scale, 1.3, 1e-12);
+  EXPECT_NEAR(refined->attention_scale, 1.3, 1e-12);
+  EXPECT_NEAR(refined->profile.gemm[1].efficiency, 0.8 / 1.3, 1e-12);
+  // No split known at all: every efficiency by measured / predicted stage time, 36 / 30.
+  RunObservation bare = run();
+  for (StageObservation& s : bare.stages) s.predicted_gemm_s = s.predicted_attention_s = 0;
+  auto whole = refine_with_run(profile(), bare);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_NEAR(whole->gemm_scale, 1.2, 1e-12);
+}
+
+TEST(RefineWithRun, ARunFasterThanTheRestOfThePredictionAloneIsNotForcedIntoCompute) {
+  RunObservation r = run();
+  for (StageObservation& s : r.stages) s.measured_forward_s = s.measured_backward_s = 0.004;  // 8 ms < 10 ms
+  auto refined = refine_with_run(profile(), r);
+  ASSERT_TRUE(refined.ok());  // memory still refines
+  EXPECT_EQ(refined->compute_basis, "");
+  EXPECT_EQ(refined->profile.gemm, profile().gemm);
 }
 
 TEST(RefineWithRun, RefitsTheReserveFractionFromReservedMemory) {
@@ -52,6 +103,25 @@ TEST(RefineWithRun, RefitsTheReserveFractionFromReservedMemory) {
   ASSERT_TRUE(refined.ok());
   EXPECT_TRUE(refined->memory_refined);
   EXPECT_NEAR(refined->profile.overheads.allocator_reserve_fraction.value, 0.25, 1e-9);
+  EXPECT_EQ(refined->profile.overheads.allocator_reserve_fraction.source.rfind("fitted: least squares", 0),
+            0u);
+}
+
+TEST(RefineWithRun, AReserveFractionOutsideItsRangeKeepsTheProfilesAndSaysWhy) {
+  // Less reserved than allocated: f = -0.1, which no allocator does.
+  RunObservation r = run();
+  for (StageObservation& s : r.stages)
+    s.measured_peak_bytes = s.predicted_allocated_bytes * 0.9 + 3.0 * (1ull << 30);
+  auto refined = refine_with_run(profile(), r);
+  ASSERT_TRUE(refined.ok());
+  EXPECT_FALSE(refined->memory_refined);
+  EXPECT_EQ(refined->profile.overheads.allocator_reserve_fraction,
+            profile().overheads.allocator_reserve_fraction);
+  EXPECT_EQ(
+      refined->notes.back(),
+      "the reserved memory measured needs an allocator reserve fraction of -0.100, outside (0, 1): the "
+      "planner's allocated memory itself is off (or memory outside the allocator grew); the profile's 0.100 "
+      "is kept");
 }
 
 TEST(RefineWithRun, AllocatedMemoryIsComparedButNotRefined) {
@@ -63,11 +133,18 @@ TEST(RefineWithRun, AllocatedMemoryIsComparedButNotRefined) {
   EXPECT_DOUBLE_EQ(refined->profile.overheads.allocator_reserve_fraction.value, 0.1);
 }
 
-TEST(RefineWithRun, PredictionErrorIsSignedForTimeAndAbsoluteForMemory) {
-  const PredictionError e = prediction_error(run());
+TEST(RefineWithRun, PredictionErrorIsSignedForTimesAndAbsoluteForMemory) {
+  RunObservation r = run();
+  for (StageObservation& s : r.stages) s.measured_gemm_s = 0.020;
+  const PredictionError e = prediction_error(r);
   EXPECT_NEAR(e.compute, 0.030 / 0.036 - 1, 1e-12);
-  EXPECT_TRUE(e.has_memory);
-  EXPECT_GT(e.memory, 0);
+  EXPECT_NEAR(e.gemm, 0.016 / 0.020 - 1, 1e-12);
+  EXPECT_FALSE(e.has_attention);
+  ASSERT_TRUE(e.has_memory);
+  // |1.1 A + F - (1.25 A + F)| / (1.25 A + F) per stage, A = 40, 35, 30, 25 GiB, F = 3 GiB.
+  double expected = 0;
+  for (double a : {40.0, 35.0, 30.0, 25.0}) expected += 0.15 * a / (1.25 * a + 3) / 4;
+  EXPECT_NEAR(e.memory, expected, 1e-12);
 }
 
 TEST(RefineWithRun, RefusesARunThatShowsNothing) {
@@ -76,10 +153,10 @@ TEST(RefineWithRun, RefusesARunThatShowsNothing) {
   for (auto& s : r.stages) s.measured_forward_s = s.measured_backward_s = 0;
   auto refined = refine_with_run(profile(), r);
   ASSERT_FALSE(refined.ok());
-  EXPECT_EQ(
-      refined.error().message,
-      "the traces in test traces show neither forward/backward ranges nor reserved memory per stage: nothing "
-      "to refine the profile with");
+  EXPECT_EQ(refined.error().message,
+            "nothing in the traces in run7/ could refine the profile; the traces hold no forward/backward "
+            "NVTX ranges "
+            "per stage: compute not refined; the traces hold no memory records: memory not refined");
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ std::string synthetic_results_json(const SyntheticGpu& gpu) {
   }
   for (int64_t seq : {2048, 4096, 8192}) {
     for (bool backward : {false, true}) {
+      if (backward && !gpu.attention_backward) continue;
       const double flops = 4.0 * 2 * seq * seq * 128 * 32 / 2 * (backward ? 2.5 : 1);
       const double e = gpu.attention_efficiency * (backward ? 0.8 : 1.0) * (seq == 2048 ? 0.9 : 1.0);
       list.push_back(entry(std::string("attention/") + (backward ? "backward" : "forward") +
@@ -67,6 +68,17 @@ std::string synthetic_results_json(const SyntheticGpu& gpu) {
                           {"algbw", bytes / seconds},
                           {"busbw", bytes / seconds * 1.75}}));
   }
+  if (gpu.every_collective) {
+    for (const char* kind : {"all_gather", "reduce_scatter", "send_recv", "all_to_all"}) {
+      const double factor = std::string(kind) == "send_recv" ? 1.0 : 7.0 / 8;
+      for (double bytes = 1 << 16; bytes <= (1 << 30); bytes *= 4) {
+        const double seconds = 25e-6 + bytes * factor / 300e9;
+        list.push_back(entry(
+            std::string("nccl/") + kind + "/ranks:8/bytes:" + std::to_string(static_cast<int64_t>(bytes)),
+            seconds, {{"bytes", bytes}, {"ranks", 8}, {"nodes", 1}}));
+      }
+    }
+  }
   json doc = {{"context",
                {{"date", "2026-11-22T10:00:00+00:00"},
                 {"host_name", "gpu-node-1"},
@@ -77,6 +89,10 @@ std::string synthetic_results_json(const SyntheticGpu& gpu) {
                 {"cuda_runtime_version", "13.0"},
                 {"cuda_context_bytes", "536870912"}}},
               {"benchmarks", list}};
+  if (gpu.every_collective) {
+    doc["context"]["ranks"] = "8";
+    doc["context"]["nccl_buffer_bytes_per_communicator"] = "805306368";
+  }
   return doc.dump(1);
 }
 

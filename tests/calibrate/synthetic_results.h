@@ -14,6 +14,10 @@ struct SyntheticGpu {
   double h2d_bytes_per_s = 50e9;
   double all_reduce_busbw = 360e9;  // 8 ranks, one node
   double all_reduce_latency_s = 20e-6;
+  // Also all_gather, reduce_scatter, send_recv and all_to_all over the same 8 ranks (at busbw
+  // 300 GB/s, 25 us) and the communicator's memory: every intra-node part the planner needs.
+  bool every_collective = false;
+  bool attention_backward = true;
 };
 
 // One Google Benchmark JSON document with every family.

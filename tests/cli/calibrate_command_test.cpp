@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "pipescope/planner/calibration_profile.h"
 #include "run_command.h"
 #include "synthetic_results.h"
 #include "synthetic_run.h"
@@ -69,7 +71,8 @@ TEST(CalibrateFit, WritesAProfileThePlannerUses) {
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_NE(fit.out.find("gemm bf16"), std::string::npos) << fit.out;
   EXPECT_NE(fit.out.find("all_reduce intra_node 8 ranks"), std::string::npos) << fit.out;
-  EXPECT_NE(fit.out.find("kept from the base profile"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("kept from the bundled h100-80gb profile (not measured): "), std::string::npos)
+      << fit.out;
   EXPECT_NE(fit.out.find("wrote " + dir.file("p.json")), std::string::npos) << fit.out;
   const json profile = json::parse(slurp(dir.file("p.json")));
   EXPECT_EQ(profile["schema_version"], 2);
@@ -82,6 +85,28 @@ TEST(CalibrateFit, WritesAProfileThePlannerUses) {
   const CommandResult planned = run_pipescope(plan);
   ASSERT_EQ(planned.exit_code, 0) << planned.err;
   EXPECT_EQ(json::parse(planned.out)["inputs"]["calibration"]["origin"], dir.file("p.json"));
+
+  // --json: the same fit as one document, nothing else on stdout.
+  const CommandResult as_json =
+      run_pipescope({"calibrate", "fit", dir.file("gpu.json"), "--json", "-o", dir.file("q.json")});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  const json doc = json::parse(as_json.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["output"], dir.file("q.json"));
+  EXPECT_EQ(doc["fit"]["gpu"], "h100-80gb");
+  EXPECT_EQ(doc["fit"]["base"]["kind"], "same_gpu");
+  EXPECT_TRUE(doc["refinement"].is_null());
+  bool all_reduce = false;
+  for (const json& section : doc["fit"]["sections"]) {
+    if (section["what"] != "all_reduce intra_node 8 ranks") continue;
+    all_reduce = true;
+    EXPECT_EQ(section["points"], 8);  // 64 KiB to 1 GiB in steps of 4x
+    EXPECT_TRUE(section["flagged"].empty());
+  }
+  EXPECT_TRUE(all_reduce) << as_json.out;
+  const auto& kept = doc["fit"]["kept_from_base"];
+  EXPECT_NE(std::find(kept.begin(), kept.end(), "memory_overheads.allocator_reserve_fraction"), kept.end());
+  EXPECT_EQ(json::parse(slurp(dir.file("q.json")))["gpu"], "h100-80gb");
 }
 
 TEST(CalibrateFit, RefusesBadResultsInOneLine) {
@@ -98,35 +123,92 @@ TEST(CalibrateFit, RefusesBadResultsInOneLine) {
              R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": "NaN", "bytes": 8}]})");
   expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("nan.json"), "-o", dir.file("p.json")}),
                    "no numeric real_time");
+  // A number beyond double in any JSON input: one line, exit 2, in every command that reads one.
+  write_file(dir.file("huge.json"),
+             R"({"context": {}, "benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": 1e400}]})");
+  expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("huge.json"), "-o", dir.file("p.json")}),
+                   "hold a number out of range");
+  expect_bad_input(run_pipescope({"calibrate", "show", "h100-80gb", "--results", dir.file("huge.json")}),
+                   "hold a number out of range");
+  write_file(dir.file("huge-profile.json"), R"({"schema_version": 2, "gpu": "h100-80gb", "x": 1e400})");
+  expect_bad_input(run_pipescope({"calibrate", "show", dir.file("huge-profile.json")}),
+                   "holds a number out of range");
+  std::vector<std::string> plan = kPlan;
+  plan.insert(plan.end(), {"--calibration", dir.file("huge-profile.json")});
+  expect_bad_input(run_pipescope(plan), "holds a number out of range");
   expect_bad_input(run_pipescope({"calibrate", "fit", "-o", dir.file("p.json")}),
                    "give benchmark result files");
   expect_bad_input(run_pipescope({"calibrate", "fit", "--trace", dir.str(), "-o", dir.file("p.json")}),
-                   "--trace and --plan go together");
+                   "--trace needs --plan PLAN.json: the plan of the run the traces came from");
+  expect_bad_input(
+      run_pipescope({"calibrate", "fit", "--plan", dir.file("one.json"), "-o", dir.file("p.json")}),
+      "--plan needs --trace DIR");
   EXPECT_FALSE(fs::exists(dir.file("p.json")));
 }
 
-TEST(CalibrateFit, TracesOfARunPullThePredictionTowardTheMeasurement) {
+double stage_s(const json& stage) {
+  return stage["forward_s"].get<double>() + stage["backward_s"].get<double>();
+}
+
+// The planner's stages for kPlan with `split` pinned, priced by `profile` (a file; empty: bundled).
+json planned_stages(const std::string& split, const std::string& profile) {
+  std::vector<std::string> args = kPlan;
+  args.insert(args.end(), {"--split", split, "--json"});
+  if (!profile.empty()) args.insert(args.end(), {"--calibration", profile});
+  const CommandResult r = run_pipescope(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out)["uniform"]["stages"];  // with --split: the given split
+}
+
+TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement) {
   Dir dir;
   std::vector<std::string> plan = kPlan;
   plan.push_back("--json");
   const CommandResult planned = run_pipescope(plan);
   ASSERT_EQ(planned.exit_code, 0) << planned.err;
   write_file(dir.file("plan.json"), planned.out);
-  const json stages = json::parse(planned.out)["suggested"]["stages"];
-  double forward_s = 0, backward_s = 0;
-  for (const json& s : stages) {
-    forward_s += s["forward_s"].get<double>() / static_cast<double>(stages.size());
-    backward_s += s["backward_s"].get<double>() / static_cast<double>(stages.size());
-  }
-  // The run is 30% slower than the shipped profile predicts.
+  std::string split;
+  const json suggested = json::parse(planned.out)["suggested"]["stages"];
+  for (const json& s : suggested)
+    split += (split.empty() ? "" : ",") + std::to_string(s["layers"].get<int>());
+  const json before = planned_stages(split, "");
+  ASSERT_EQ(before.size(), 4u);
+
+  // The planner's GEMM and attention time per stage, found independently of calibrate: with a
+  // category's efficiencies halved its time doubles, so the stage grows by it once.
+  auto bundled = planner::load_calibration_profile("h100-80gb");
+  ASSERT_TRUE(bundled.ok());
+  planner::CalibrationProfile slow_gemm = *bundled, slow_attention = *bundled;
+  for (auto& g : slow_gemm.gemm) g.efficiency /= 2;
+  for (auto* pass : {&slow_attention.attention_forward, &slow_attention.attention_backward})
+    for (auto& a : *pass) a.efficiency /= 2;
+  write_file(dir.file("slow-gemm.json"), planner::write_calibration_profile(slow_gemm));
+  write_file(dir.file("slow-attention.json"), planner::write_calibration_profile(slow_attention));
+  const json gemm_doubled = planned_stages(split, dir.file("slow-gemm.json"));
+  const json attention_doubled = planned_stages(split, dir.file("slow-attention.json"));
+
+  // The run: every stage 30% slower than predicted, its compute 60% GEMM and 20% attention
+  // kernels; its reserved memory allocated x 1.25 + the fixed overheads the profile prices
+  // (the profile says x 1.10). 1F1B keeps 4 - k micro-batches of 1 GiB on stage k.
   synthetic::SyntheticRunSpec spec;
   spec.tp = 2;
   spec.pp = 4;
   spec.dp = 2;
   spec.microbatches = 8;
   spec.steps = 2;
-  spec.forward_ns = std::llround(forward_s * 1.3e9);
-  spec.backward_ns = std::llround(backward_s * 1.3e9);
+  spec.gemm_share = 0.6;
+  spec.attention_share = 0.2;
+  spec.activation_bytes = 1ull << 30;
+  std::vector<double> measured_memory;
+  for (size_t k = 0; k < 4; ++k) {
+    spec.stage_forward_ns.push_back(std::llround(before[k]["forward_s"].get<double>() * 1.3e9));
+    spec.stage_backward_ns.push_back(std::llround(before[k]["backward_s"].get<double>() * 1.3e9));
+    const double allocated = before[k]["allocated_bytes"].get<double>();
+    const double fixed = before[k]["peak_memory_bytes"].get<double>() - allocated * 1.1;
+    measured_memory.push_back(allocated * 1.25 + fixed);
+    spec.stage_static_bytes.push_back(static_cast<uint64_t>(std::llround(measured_memory[k])) -
+                                      (4 - k) * spec.activation_bytes);
+  }
   fs::create_directories(dir.file("traces"));
   auto truth = synthetic::write_synthetic_run(spec, dir.file("traces"));
   ASSERT_TRUE(truth.ok()) << truth.error().message;
@@ -134,25 +216,89 @@ TEST(CalibrateFit, TracesOfARunPullThePredictionTowardTheMeasurement) {
   const CommandResult fit = run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan",
                                            dir.file("plan.json"), "-o", dir.file("refined.json")});
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
-  EXPECT_NE(fit.out.find("predicted forward + backward vs the run: -23."), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("GEMM time, planner vs the run: "), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("attention time, planner vs the run: "), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("peak memory (reserved), mean |error| of the planner: "), std::string::npos)
+      << fit.out;
 
-  std::vector<std::string> again = kPlan;
-  again.insert(again.end(), {"--calibration", dir.file("refined.json"), "--json"});
-  const CommandResult replanned = run_pipescope(again);
-  ASSERT_EQ(replanned.exit_code, 0) << replanned.err;
-  const json after = json::parse(replanned.out)["suggested"]["stages"];
-  double before_error = 0, after_error = 0;
-  for (size_t k = 0; k < stages.size(); ++k) {
-    const double measured = (spec.forward_ns + spec.backward_ns) * 1e-9;
-    before_error +=
-        std::abs(stages[k]["forward_s"].get<double>() + stages[k]["backward_s"].get<double>() - measured);
-    after_error +=
-        std::abs(after[k]["forward_s"].get<double>() + after[k]["backward_s"].get<double>() - measured);
+  const json after = planned_stages(split, dir.file("refined.json"));
+  for (size_t k = 0; k < 4; ++k) {
+    const double predicted = stage_s(before[k]), measured = 1.3 * predicted;
+    const double gemm = stage_s(gemm_doubled[k]) - predicted,
+                 attention = stage_s(attention_doubled[k]) - predicted;
+    // GEMM and attention now take what their kernels took (0.78 and 0.26 of the prediction);
+    // the rest of the prediction (memory-bound kernels, communication) is unchanged.
+    EXPECT_NEAR(stage_s(after[k]), predicted - gemm - attention + 0.6 * measured + 0.2 * measured,
+                0.01 * predicted)
+        << "stage " << k << fit.out;
+    EXPECT_LT(std::abs(stage_s(after[k]) - measured), std::abs(predicted - measured)) << "stage " << k;
+    // Memory: the refitted reserve fraction (0.25) reproduces every stage's peak.
+    EXPECT_NEAR(after[k]["peak_memory_bytes"].get<double>(), measured_memory[k], 0.002 * measured_memory[k])
+        << "stage " << k;
+    EXPECT_GT(std::abs(before[k]["peak_memory_bytes"].get<double>() - measured_memory[k]),
+              0.05 * measured_memory[k]);
   }
-  EXPECT_LT(after_error, 0.25 * before_error) << fit.out;
   const json refined = json::parse(slurp(dir.file("refined.json")));
-  EXPECT_NE(refined["gemm"]["points"][0]["source"].get<std::string>().find("measured / predicted"),
+  EXPECT_NEAR(refined["memory_overheads"]["allocator_reserve_fraction"]["value"].get<double>(), 0.25, 1e-3);
+
+  // The same refinement as JSON: the run's figures per stage beside the plan before and after.
+  const CommandResult as_json =
+      run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan", dir.file("plan.json"),
+                     "--json", "-o", dir.file("again.json")});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  const json r = json::parse(as_json.out)["refinement"];
+  EXPECT_EQ(r["compute_basis"], "kernels");
+  EXPECT_TRUE(r["memory_refined"].get<bool>());
+  ASSERT_EQ(r["stages"].size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    const json& st = r["stages"][k];
+    const double measured = 1.3 * stage_s(before[k]);
+    EXPECT_NEAR(st["run"]["gemm_s"].get<double>(), 0.6 * measured, 1e-3 * measured) << k;
+    EXPECT_NEAR(st["run"]["attention_s"].get<double>(), 0.2 * measured, 1e-3 * measured) << k;
+    EXPECT_NEAR(st["run"]["peak_memory_bytes"].get<double>(), measured_memory[k], 1) << k;
+    EXPECT_NEAR(st["before"]["gemm_s"].get<double>(), stage_s(gemm_doubled[k]) - stage_s(before[k]), 1e-9)
+        << k;
+  }
+  EXPECT_NEAR(r["error_before"]["compute"].get<double>(), 1 / 1.3 - 1, 1e-3);
+  EXPECT_LT(std::abs(r["error_after"]["gemm"].get<double>()), 1e-3);
+  EXPECT_LT(std::abs(r["error_after"]["attention"].get<double>()), 1e-3);
+  EXPECT_LT(r["error_after"]["memory"].get<double>(), 1e-3);
+  EXPECT_NE(refined["gemm"]["points"][0]["source"].get<std::string>().find("the run's GEMM kernel time"),
             std::string::npos);
+}
+
+TEST(CalibrateFit, AGpuWithoutABundledProfileFromItsResultsAloneOrOverAnotherGpusBase) {
+  Dir dir;
+  calibrate::testing::SyntheticGpu h200;
+  h200.gpu_name = "NVIDIA H200";
+  h200.every_collective = true;
+  write_file(dir.file("full.json"), calibrate::testing::synthetic_results_json(h200));
+  const CommandResult fit =
+      run_pipescope({"calibrate", "fit", dir.file("full.json"), "-o", dir.file("h200.json")});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("NVIDIA H200 (h200-141gb)"), std::string::npos) << fit.out;
+  EXPECT_NE(
+      fit.out.find("kept from the GPU-independent entries of the bundled h100-80gb profile (not measured): "
+                   "collectives inter_node all_reduce"),
+      std::string::npos)
+      << fit.out;
+  const CommandResult planned =
+      run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "h200-141gb", "--gpus", "8", "--tp", "8",
+                     "--pp", "1", "--calibration", dir.file("h200.json")});
+  EXPECT_EQ(planned.exit_code, 0) << planned.err;
+
+  h200.every_collective = false;
+  write_file(dir.file("partial.json"), calibrate::testing::synthetic_results_json(h200));
+  expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("partial.json"), "-o", dir.file("p.json")}),
+                   "or pass --base NAME|FILE for them");
+  EXPECT_FALSE(fs::exists(dir.file("p.json")));
+  const CommandResult based = run_pipescope(
+      {"calibrate", "fit", dir.file("partial.json"), "--base", "h100-80gb", "-o", dir.file("p.json")});
+  ASSERT_EQ(based.exit_code, 0) << based.err;
+  EXPECT_NE(based.out.find("kept from the bundled h100-80gb profile (another GPU, given as --base)"),
+            std::string::npos)
+      << based.out;
+  EXPECT_EQ(json::parse(slurp(dir.file("p.json")))["gpu"], "h200-141gb");
 }
 
 TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
@@ -178,6 +324,33 @@ TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
   EXPECT_NE(html.find("GEMM bf16"), std::string::npos);
   EXPECT_EQ(html.find("http://") != std::string::npos && html.find("src=\"http") != std::string::npos, false);
   expect_bad_input(run_pipescope({"calibrate", "show", dir.file("missing.json")}), "cannot read");
+
+  // --json: the same summary as one document. The bundled H100 profile prices memory-bound
+  // kernels at 0.8 of 3.35 TB/s.
+  const CommandResult as_json = run_pipescope({"calibrate", "show", "h100-80gb", "--json"});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  const json doc = json::parse(as_json.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["gpu"], "h100-80gb");
+  EXPECT_TRUE(doc["provenance"].is_null());
+  bool hbm = false;
+  for (const json& row : doc["achieved"]) {
+    if (row["category"] != "memory_bound") continue;
+    hbm = true;
+    EXPECT_DOUBLE_EQ(row["fraction"].get<double>(), 0.8);
+    EXPECT_DOUBLE_EQ(row["achieved"].get<double>(), 0.8 * 3.35e12);
+  }
+  EXPECT_TRUE(hbm);
+  EXPECT_EQ(doc["collectives"].size(), 10u);  // five kinds on two tiers, none measured
+  EXPECT_DOUBLE_EQ(doc["memory_overheads"]["allocator_reserve_fraction"].get<double>(), 0.1);
+
+  // Another GPU's results over this profile's curves: shown, with a note on stderr.
+  const CommandResult mismatch = run_pipescope(
+      {"calibrate", "show", "a100-80gb", "--html", dir.file("a.html"), "--results", dir.file("gpu.json")});
+  EXPECT_EQ(mismatch.exit_code, 0) << mismatch.err;
+  EXPECT_EQ(mismatch.err,
+            "pipescope calibrate show: note: the results come from 'NVIDIA H100 80GB HBM3' (h100-80gb), the "
+            "profile describes a100-80gb: the plots put one GPU's points over another's curves\n");
 }
 
 TEST(CalibrateRun, WithoutAGpuSaysSoAndSucceeds) {
@@ -187,6 +360,81 @@ TEST(CalibrateRun, WithoutAGpuSaysSoAndSucceeds) {
   const CommandResult r = run_pipescope({"calibrate", "run", "--quick"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("no GPU"), std::string::npos) << r.out << r.err;
+}
+
+// A stand-in for the GPU suite: lists benchmarks and names a device, as gpu_benchmark does.
+std::string fake_suite(const Dir& dir, const std::string& device) {
+  const std::string suite = dir.file("suite");
+  fs::create_directories(suite);
+  const std::string program = suite + "/gpu_benchmark";
+  write_file(program, "#!/bin/sh\necho 'device: " + device + "' >&2\necho gemm/bf16/m:1024/n:1024/k:1024\n");
+  fs::permissions(program, fs::perms::owner_all);
+  return suite;
+}
+
+CommandResult run_with_suite(const std::string& suite, const std::vector<std::string>& args) {
+  // The run keeps its raw results in a work directory under TMPDIR: beside the stand-in suite.
+  std::vector<std::string> argv = {"/usr/bin/env", "PIPESCOPE_SUITE_DIR=" + suite, "TMPDIR=" + suite,
+                                   PIPESCOPE_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv);
+}
+
+TEST(CalibrateRun, ADeviceThePlannerCannotPriceIsRefusedBeforeMeasuring) {
+  if (run_command({"sh", "-c", "nvidia-smi -L 2>/dev/null | grep -q '^GPU'"}).exit_code == 0)
+    GTEST_SKIP() << "this machine has GPUs: the run's checks would count them";
+  Dir dir;
+  const std::string pcie = fake_suite(dir, "NVIDIA H100 PCIe");
+  expect_bad_input(run_with_suite(pcie, {"calibrate", "run", "-o", dir.file("p.json")}),
+                   "is an H100 PCIe (756 TFLOP/s dense BF16");
+  EXPECT_FALSE(fs::exists(dir.file("p.json")));
+
+  // H200 has no bundled profile and one visible GPU measures no collective: refused at the start,
+  // and accepted over another GPU's profile.
+  Dir other;
+  const std::string h200 = fake_suite(other, "NVIDIA H200");
+  expect_bad_input(run_with_suite(h200, {"calibrate", "run", "--dry-run"}),
+                   "no calibration profile of h200-141gb to keep what this run cannot measure (intra-node "
+                   "collectives: ");
+  const CommandResult based = run_with_suite(h200, {"calibrate", "run", "--dry-run", "--base", "h100-80gb"});
+  EXPECT_EQ(based.exit_code, 0) << based.err;
+  EXPECT_NE(based.out.find("NVIDIA H200 is h200-141gb; what it does not measure (intra-node collectives"),
+            std::string::npos)
+      << based.out;
+  EXPECT_NE(based.out.find("comes from the bundled h100-80gb profile (another GPU, given as --base)"),
+            std::string::npos)
+      << based.out;
+}
+
+TEST(CalibrateRun, RunsTheSuiteWithAProgressBarAndFitsWhatItWrote) {
+  if (run_command({"sh", "-c", "nvidia-smi -L 2>/dev/null | grep -q '^GPU'"}).exit_code == 0)
+    GTEST_SKIP() << "this machine has GPUs: the real suite would run beside the stand-in";
+  // A stand-in gpu_benchmark: lists two names, and when run prints their console lines and
+  // writes the synthetic H100's results where --benchmark_out says.
+  Dir dir;
+  write_file(dir.file("results.json"), calibrate::testing::synthetic_results_json());
+  const std::string suite = dir.file("suite");
+  fs::create_directories(suite);
+  write_file(
+      suite + "/gpu_benchmark",
+      "#!/bin/sh\n"
+      "case \"$*\" in *--benchmark_list_tests*) echo 'device: NVIDIA H100 80GB HBM3' >&2;\n"
+      "  echo gemm/bf16/m:1024/n:1024/k:1024/manual_time; echo hbm/copy/bytes:1048576/manual_time; exit 0;; "
+      "esac\n"
+      "for a in \"$@\"; do case \"$a\" in --benchmark_out=*) cp " +
+          dir.file("results.json") +
+          " \"${a#--benchmark_out=}\";; esac; done\n"
+          "echo 'gemm/bf16/m:1024/n:1024/k:1024/manual_time   25.1 us   25.3 us   4000'\n"
+          "echo 'hbm/copy/bytes:1048576/manual_time   1.2 us   1.3 us   9000'\n");
+  fs::permissions(suite + "/gpu_benchmark", fs::perms::owner_all);
+  const CommandResult r = run_with_suite(suite, {"calibrate", "run", "-o", dir.file("p.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("[##############################] 2/2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("~0m00s left"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("wrote " + dir.file("p.json")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("raw results kept in " + suite + "/pipescope-calibrate."), std::string::npos) << r.out;
+  const json profile = json::parse(slurp(dir.file("p.json")));
+  EXPECT_EQ(profile["provenance"]["command"], "pipescope calibrate run -o " + dir.file("p.json"));
 }
 
 }  // namespace

@@ -190,6 +190,11 @@ TEST(HfConfig, NotJsonNamesTheFile) {
   EXPECT_THAT(parse_error("{\"model_type\": "), HasSubstr("config.json: not valid JSON"));
 }
 
+TEST(HfConfig, ANumberBeyondDoubleIsNamedNotThrown) {
+  EXPECT_THAT(parse_error(R"({"model_type": "llama", "hidden_size": 1e400})"),
+              HasSubstr("config.json: holds a number out of range"));
+}
+
 TEST(HfConfig, SupportedTypesAreListed) { EXPECT_EQ(supported_hf_model_types().size(), 6u); }
 
 }  // namespace

@@ -61,6 +61,10 @@ json JsonReader::parse(std::string_view text) {
     // A syntax error is an input error: turned into a value here, never thrown past the parser.
     fail(std::string("not valid JSON: ") + e.what());
     return json::object();
+  } catch (const json::exception& e) {
+    // Valid syntax the parser still cannot hold, such as 1e400 (out_of_range.406).
+    fail(std::string("holds a number out of range: ") + e.what());
+    return json::object();
   }
   if (!root.is_object()) {
     fail("the top level must be a JSON object, got " + shown(root));

@@ -114,5 +114,41 @@ TEST(ParseGpu, ReportsJsonSyntaxErrors) {
   EXPECT_EQ(message.rfind("GPU file 'x.json': not valid JSON: ", 0), 0u) << message;
 }
 
+TEST(ParseGpu, ANumberBeyondDoubleIsAnInputErrorNotACrash) {
+  const std::string message = parse_error(R"({"name": "x", "memory_bytes": 1e400})");
+  EXPECT_EQ(message.rfind("GPU file 'x.json': holds a number out of range: ", 0), 0u) << message;
+}
+
+std::string identified(std::string_view device_name) {
+  auto gpu = identify_gpu(device_name);
+  return gpu.ok() ? gpu->name : gpu.error().message;
+}
+
+TEST(IdentifyGpu, NamesOfTheBundledPartsAsDriversSpellThem) {
+  EXPECT_EQ(identified("NVIDIA H100 80GB HBM3"), "h100-80gb");
+  EXPECT_EQ(identified("NVIDIA H100 SXM5 80GB"), "h100-80gb");
+  EXPECT_EQ(identified("NVIDIA H200"), "h200-141gb");
+  EXPECT_EQ(identified("NVIDIA A100-SXM4-80GB"), "a100-80gb");
+  EXPECT_EQ(identified("A100-SXM-80GB"), "a100-80gb");  // older drivers: no vendor
+}
+
+TEST(IdentifyGpu, OtherPartsOfTheSameChipAreRefusedWithWhatDiffers) {
+  EXPECT_EQ(
+      identified("NVIDIA H100 PCIe"),
+      "the device 'NVIDIA H100 PCIe' is an H100 PCIe (756 TFLOP/s dense BF16, 2.0 TB/s HBM2e, 114 SMs, no "
+      "NVSwitch), which no bundled GPU (a100-80gb, h100-80gb, h200-141gb) describes; pass --gpu NAME to "
+      "express its measurements against that GPU's datasheet (predicted times stay the measured ones; "
+      "memory size and link figures are that GPU's), or add a GPU file");
+  EXPECT_NE(identified("NVIDIA H100 NVL").find("is an H100 NVL (94 GB"), std::string::npos);
+  EXPECT_NE(identified("NVIDIA H200 NVL").find("is an H200 NVL"), std::string::npos);
+  EXPECT_NE(identified("NVIDIA A100-SXM4-40GB").find("is an A100 40GB"), std::string::npos);
+  EXPECT_NE(identified("NVIDIA A100 80GB PCIe").find("is an A100 80GB PCIe"), std::string::npos);
+  EXPECT_NE(identified("NVIDIA H100").find("the name tells neither SXM5 nor PCIe nor NVL"),
+            std::string::npos);
+  EXPECT_EQ(identified("NVIDIA GeForce RTX 4090"),
+            "the device 'NVIDIA GeForce RTX 4090' is none of the bundled GPUs (a100-80gb, h100-80gb, "
+            "h200-141gb); pass --gpu NAME for the closest, or add a GPU file");
+}
+
 }  // namespace
 }  // namespace pipescope::planner

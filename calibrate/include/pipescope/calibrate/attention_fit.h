@@ -18,8 +18,9 @@ struct AttentionFit {
   std::vector<std::string> notes;
 };
 
-// Causal samples are preferred where both exist (the planner prices causal attention). Refuses a
-// pass with fewer than two sequence lengths and efficiencies above the datasheet peak.
+// Causal samples are preferred where both exist (the planner prices causal attention). A pass
+// without samples is left empty (noted); refuses a pass with fewer than two sequence lengths and
+// efficiencies above the datasheet peak.
 Expected<AttentionFit> fit_attention(const std::vector<AttentionSample>& samples, double peak_flops_per_s,
                                      const std::string& source);
 

@@ -43,8 +43,10 @@ struct BandwidthSample {
   SampleId id;
   std::string family;   // hbm or memcpy
   std::string variant;  // copy, scale, add, norm; h2d, d2h, d2d
-  double bytes = 0;
+  double bytes = 0;     // moved: read plus written
   double seconds = 0;
+  int64_t operand_bytes = 0;  // the name's bytes: one operand's size; 0 when the name has none
+  int64_t hidden = 0;         // norm: the row width; 0 otherwise
 };
 
 struct CollectiveSample {
@@ -56,14 +58,24 @@ struct CollectiveSample {
   double seconds = 0;
 };
 
+// device/state/at:<at>: what NVML read while the GPU worked (0: not read).
+struct DeviceStateSample {
+  SampleId id;
+  std::string at;  // warm (after warm-up), end (after the last benchmark)
+  double sm_clock_mhz = 0, memory_clock_mhz = 0, power_w = 0, temperature_c = 0;
+  std::string clock_event_reasons;  // "none", "sw_power_cap,...", or empty when unknown
+};
+
 struct BenchResults {
   std::vector<GemmSample> gemm;
   std::vector<AttentionSample> attention;
   std::vector<BandwidthSample> bandwidth;
   std::vector<CollectiveSample> collectives;
+  std::vector<DeviceStateSample> device_states;
   // Context keys of every file; the first file's value wins, a different value later is noted.
   std::map<std::string, std::string> context;
   std::vector<std::string> files;
+  std::vector<std::map<std::string, std::string>> file_contexts;  // each file's own, as `files`
   std::vector<std::string> notes;  // entries skipped (errors, unknown families), context clashes
   bool empty() const { return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty(); }
   std::string context_value(std::string_view key) const;

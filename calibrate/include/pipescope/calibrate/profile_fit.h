@@ -7,6 +7,7 @@
 
 #include "pipescope/calibrate/bench_results.h"
 #include "pipescope/calibrate/fit_quality.h"
+#include "pipescope/calibrate/profile_base.h"
 #include "pipescope/common/expected.h"
 #include "pipescope/planner/calibration_profile.h"
 #include "pipescope/planner/gpu.h"
@@ -14,8 +15,8 @@
 namespace pipescope::calibrate {
 
 struct FitOptions {
-  std::string gpu;      // --gpu NAME; empty: the bundled GPU whose device name the results carry
-  std::string base;     // --base NAME|FILE; empty: the bundled profile of that GPU
+  std::string gpu;      // --gpu NAME; empty: the bundled GPU the results' gpu_name identifies
+  std::string base;     // --base NAME|FILE; empty: resolve_base's choice (profile_base.h)
   std::string command;  // the command line, for the provenance
   std::string tool;     // e.g. "pipescope 0.1.0"
 };
@@ -32,13 +33,18 @@ struct ProfileFit {
   planner::CalibrationProfile profile;
   std::vector<FitSection> sections;
   std::vector<std::string> kept_from_base;  // parts nothing measured, kept with their sources
+  BaseKind base_kind = BaseKind::kSameGpu;
+  std::string base_origin;  // where the kept parts come from, in words
   std::vector<std::string> notes;
 };
 
-// The GPU the results were measured on: `name` when given, else the bundled GPU whose
-// device_name equals the results' gpu_name.
+// The GPU the results were measured on: `name` when given, else the bundled GPU that
+// planner::identify_gpu finds for the results' gpu_name.
 Expected<planner::Gpu> results_gpu(const BenchResults& results, const std::string& name);
 
+// Refuses results that fit nothing the profile has a place for (e.g. one-rank collectives only),
+// and, for a GPU with no profile of its own and no --base, results that leave a GPU-specific
+// part (gpu_specific_parts()) unmeasured.
 Expected<ProfileFit> fit_profile(const BenchResults& results, const FitOptions& options);
 
 }  // namespace pipescope::calibrate

@@ -1,7 +1,8 @@
-// Refining a profile with what a real run measured: per stage, the forward and backward time per
-// micro-batch and the peak memory from the profiler's traces, beside the planner's prediction
-// for the same run and split. Compute efficiencies move by the ratio of measured to predicted
-// stage time; the allocator's reserve fraction is refitted from reserved memory.
+// Refining a profile with what a real run measured, per pipeline stage, beside the planner's
+// prediction for the same run and split: the run's GEMM and attention kernel time per
+// micro-batch against the planner's GEMM and attention time (each category's efficiencies move
+// by its own ratio), the forward + backward time where kernels are not known, and the reserved
+// memory peak against the predicted one (the allocator's reserve fraction is refitted).
 #pragma once
 
 #include <string>
@@ -16,6 +17,11 @@ struct StageObservation {
   int stage = 0;
   double predicted_forward_s = 0, measured_forward_s = 0;  // per micro-batch; measured 0: unknown
   double predicted_backward_s = 0, measured_backward_s = 0;
+  // Per micro-batch, forward and backward together: the planner's time in GEMMs and in fused
+  // attention for this stage, and the run's kernel time in each category on the stage's ranks.
+  // Measured 0: the traces hold no kernel of the category.
+  double predicted_gemm_s = 0, measured_gemm_s = 0;
+  double predicted_attention_s = 0, measured_attention_s = 0;
   double predicted_allocated_bytes = 0;
   double predicted_reserved_bytes = 0;  // allocated * (1 + reserve fraction) + fixed overheads
   double measured_peak_bytes = 0;       // 0: the traces hold no memory records
@@ -24,28 +30,33 @@ struct StageObservation {
 struct RunObservation {
   std::vector<StageObservation> stages;
   std::string memory_figure = "none";  // what the traces hold: reserved, allocated or none
-  std::string source;                  // e.g. "profiler traces in run7/"
+  std::string source;                  // where the traces are, e.g. "run7/"
 };
 
-// Relative errors of the prediction over the stages that were measured.
+// Relative errors of the prediction over the stages that were measured: signed
+// (sum predicted / sum measured - 1) for times, mean |predicted - measured| / measured for memory.
 struct PredictionError {
-  double compute = 0;  // (sum predicted forward + backward) / (sum measured) - 1
-  double memory = 0;   // mean |predicted - measured| / measured over the stages with memory
-  bool has_compute = false, has_memory = false;
+  double compute = 0, gemm = 0, attention = 0, memory = 0;
+  bool has_compute = false, has_gemm = false, has_attention = false, has_memory = false;
 };
 PredictionError prediction_error(const RunObservation& run);
 
 struct Refinement {
   planner::CalibrationProfile profile;
-  double compute_scale = 1;  // measured / predicted stage time; efficiencies were divided by it
-  bool compute_refined = false;
+  // Measured / predicted time of the category; its efficiencies were divided by it (1: unchanged).
+  double gemm_scale = 1, attention_scale = 1;
+  // "kernels": each category from its own kernel time; "stage times": GEMM and attention scaled
+  // together so that the forward + backward times match, the rest of the prediction held; empty:
+  // compute was not refined.
+  std::string compute_basis;
   bool memory_refined = false;
   std::vector<std::string> notes;
 };
 
-// One refinement step. Efficiencies are held at 1 at most (noted when that binds); the reserve
-// fraction is refitted by least squares over the stages when the traces hold reserved memory.
-// Refuses a run with no stage measured at all.
+// One refinement step. Efficiencies are held at 1 at most (noted when that binds). The reserve
+// fraction is refitted by least squares over the stages when the traces hold reserved memory;
+// a fit outside (0, 1) keeps the profile's value and says why. Refuses a run with no stage
+// measured at all.
 Expected<Refinement> refine_with_run(const planner::CalibrationProfile& profile, const RunObservation& run);
 
 }  // namespace pipescope::calibrate

@@ -37,6 +37,13 @@ std::vector<std::string> known_gpu_names();
 // A bundled GPU by name; an unknown name lists the known ones.
 Expected<Gpu> find_gpu(std::string_view name);
 
+// The bundled GPU a device is, from the name CUDA reports (cudaDeviceProp::name, which
+// nvidia-smi shows too): its device_name exactly, or a known spelling of the same part
+// ("NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"). Parts sold under the same chip name with other
+// datasheet figures (H100 PCIe and NVL, H200 NVL, A100 40GB and PCIe) are refused with what
+// differs, as is a name that does not tell which part it is.
+Expected<Gpu> identify_gpu(std::string_view device_name);
+
 // A GPU JSON document (docs/calibration-format.md, "GPU files"). `origin` names it in errors,
 // e.g. "GPU file 'my-gpu.json'".
 Expected<Gpu> parse_gpu_json(std::string_view text, std::string_view origin);

@@ -1,0 +1,342 @@
+// `calibrate fit --trace DIR --plan PLAN.json`: the run's traces beside the planner's prediction
+// for the same run and split, per stage, and the profile refined until the prediction meets them.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "calibrate_commands.h"
+#include "pipescope/analysis/rank_digest.h"
+#include "pipescope/analysis/report_builder.h"
+#include "plan_options.h"
+#include "trace_dir.h"
+
+namespace pipescope::cli {
+namespace {
+
+constexpr int kMaxRefinements = 4;
+constexpr double kConverged = 0.002;  // |scale - 1| below which another round changes nothing
+
+std::string printf_text(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), pattern, value);
+  return text;
+}
+
+// The planner's prediction for the run, and per stage the part of it in GEMMs and in attention.
+struct Prediction {
+  planner::PlanReport plan;
+  std::vector<double> gemm_s, attention_s;  // per stage and micro-batch; empty: not separable
+  std::string note;                         // why they are not
+};
+
+Expected<planner::PlanReport> plan_with(const PlanArguments& plan,
+                                        const planner::CalibrationProfile& profile) {
+  auto run = run_planner(plan.args, plan.schedule_given, &profile);
+  if (!run.ok()) return run.error();
+  return run->outcome.uniform;  // with --split, the baseline is the given split
+}
+
+double compute_s(const planner::StageReport& s) { return s.forward_s + s.backward_s; }
+
+// A category's share of each stage's time: the planner prices a GEMM and an attention kernel at
+// work / (efficiency x peak), so halving the category's efficiencies adds its time once more.
+// (Where the planner hides communication behind compute - context-parallel rings, ZeRO-3
+// prefetch - the difference is only close.)
+template <class Halve>
+Expected<std::vector<double>> category_s(const PlanArguments& plan,
+                                         const planner::CalibrationProfile& profile,
+                                         const planner::PlanReport& base, Halve halve, std::string& note) {
+  planner::CalibrationProfile slower = profile;
+  halve(slower);
+  auto report = plan_with(plan, slower);
+  if (!report.ok()) return report.error();
+  std::vector<double> out;
+  for (size_t k = 0; k < base.stages.size(); ++k) {
+    const planner::StageReport& a = base.stages[k];
+    const planner::StageReport& b = report->stages[k];
+    if (a.layers != b.layers || a.recompute != b.recompute ||
+        a.full_recompute_layers != b.full_recompute_layers) {
+      note =
+          "the planner chose another recomputation when GEMMs or attention ran slower (--recompute auto): "
+          "the "
+          "stage times cannot be split into GEMM and attention";
+      return std::vector<double>{};
+    }
+    out.push_back(std::max(0.0, compute_s(b) - compute_s(a)));
+  }
+  return out;
+}
+
+Expected<Prediction> predict(const PlanArguments& plan, const planner::CalibrationProfile& profile) {
+  Prediction p;
+  auto base = plan_with(plan, profile);
+  if (!base.ok()) return base.error();
+  p.plan = std::move(*base);
+  auto gemm = category_s(
+      plan, profile, p.plan,
+      [](planner::CalibrationProfile& q) {
+        for (auto& g : q.gemm) g.efficiency /= 2;
+      },
+      p.note);
+  if (!gemm.ok()) return gemm.error();
+  auto attention = category_s(
+      plan, profile, p.plan,
+      [](planner::CalibrationProfile& q) {
+        for (auto& a : q.attention_forward) a.efficiency /= 2;
+        for (auto& a : q.attention_backward) a.efficiency /= 2;
+      },
+      p.note);
+  if (!attention.ok()) return attention.error();
+  if (!gemm->empty() && !attention->empty()) {
+    p.gemm_s = std::move(*gemm);
+    p.attention_s = std::move(*attention);
+  }
+  return p;
+}
+
+// Per stage of the report, the run's GEMM and attention kernel seconds per micro-batch, by the
+// report's kernel categories. Loading a run merges kernels over its ranks, so one rank of each
+// stage (its lowest: the ranks of a stage run the same kernels) is scanned again on its own.
+struct StageKernels {
+  double gemm_s = 0, attention_s = 0;
+};
+
+std::vector<StageKernels> stage_kernels(const analysis::LoadedRun& run, const analysis::RunReport& report) {
+  std::map<std::string, std::string> category;
+  for (const analysis::KernelStat& k : report.kernels) category.emplace(k.name, k.category);
+  std::map<int32_t, const analysis::RankReport*> rank_report;
+  for (const analysis::RankReport& r : report.ranks) rank_report.emplace(r.rank, &r);
+  std::vector<StageKernels> out(report.stages.size());
+  for (size_t k = 0; k < report.stages.size(); ++k) {
+    for (size_t i = 0; i < run.ranks.size(); ++i) {
+      const auto r = rank_report.find(run.global_rank[i]);
+      if (r == rank_report.end() || r->second->stage != report.stages[k].stage ||
+          r->second->forward_ranges == 0)
+        continue;
+      auto digest = analysis::scan_rank_trace(run.ranks[i].path, analysis::LoadOptions{}.scan);
+      if (!digest.ok()) break;  // not a pipescope trace (Kineto): the stage times stand in
+      int64_t gemm_ns = 0, attention_ns = 0;
+      for (size_t id = 0; id < digest->kernels.size() && id < digest->kernel_names.size(); ++id) {
+        const auto c = category.find(digest->kernel_names[id]);
+        if (c == category.end()) continue;
+        if (c->second == "gemm") gemm_ns += digest->kernels[id].total_ns;
+        if (c->second == "attention") attention_ns += digest->kernels[id].total_ns;
+      }
+      const double microbatches = static_cast<double>(r->second->forward_ranges);
+      out[k] = {static_cast<double>(gemm_ns) * 1e-9 / microbatches,
+                static_cast<double>(attention_ns) * 1e-9 / microbatches};
+      break;
+    }
+  }
+  return out;
+}
+
+// The run's measured stages beside the prediction for the same split.
+calibrate::RunObservation observe(const analysis::RunReport& report, const std::vector<StageKernels>& kernels,
+                                  const Prediction& predicted, const std::string& source) {
+  calibrate::RunObservation run;
+  run.source = source;
+  for (const analysis::RankReport& r : report.ranks) {
+    if (r.memory_figure != "none") run.memory_figure = r.memory_figure;
+  }
+  for (size_t k = 0; k < predicted.plan.stages.size(); ++k) {
+    const planner::StageReport& p = predicted.plan.stages[k];
+    const analysis::StageReport& m = report.stages[k];
+    calibrate::StageObservation s;
+    s.stage = static_cast<int>(k);
+    s.predicted_forward_s = p.forward_s;
+    s.predicted_backward_s = p.backward_s;
+    s.measured_forward_s = static_cast<double>(m.forward_mean_ns) * 1e-9;
+    s.measured_backward_s = static_cast<double>(m.backward_mean_ns) * 1e-9;
+    if (!predicted.gemm_s.empty()) {
+      s.predicted_gemm_s = predicted.gemm_s[k];
+      s.predicted_attention_s = predicted.attention_s[k];
+    }
+    s.measured_gemm_s = kernels[k].gemm_s;
+    s.measured_attention_s = kernels[k].attention_s;
+    s.predicted_allocated_bytes = static_cast<double>(p.allocated_bytes);
+    s.predicted_reserved_bytes = static_cast<double>(p.peak_memory_bytes);
+    s.measured_peak_bytes = static_cast<double>(m.peak_memory_bytes);
+    run.stages.push_back(s);
+  }
+  return run;
+}
+
+}  // namespace
+
+Expected<nlohmann::json> read_plan_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read " + path};
+  std::ostringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("suggested") || !doc.contains("inputs")) {
+    return Error{path + " is not the output of 'pipescope plan --json'"};
+  }
+  if (!doc["inputs"].contains("arguments")) {
+    return Error{
+        path + " has no inputs.arguments (written by an older pipescope); run 'pipescope plan --json' again"};
+  }
+  return doc;
+}
+
+Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::CalibrationProfile& profile) {
+  auto doc = read_plan_json(a.plan_file);
+  if (!doc.ok()) return doc.error();
+  auto plan = plan_arguments_from_json((*doc)["inputs"]["arguments"]);
+  if (!plan.ok()) return Error{a.plan_file + ": " + plan.error().message};
+  plan->args.split.clear();
+  for (const auto& stage : (*doc)["suggested"]["stages"])
+    plan->args.split.push_back(stage.value("layers", 0));
+
+  auto chosen = load_chosen_run(a.trace_dir, analysis::LoadOptions{}, "", -1);
+  if (!chosen.ok()) return chosen.error();
+  analysis::ReportOptions options;
+  options.top_kernels = std::numeric_limits<size_t>::max();  // every kernel name with its category
+  auto report = analysis::build_run_report(chosen->run, options);
+  if (!report.ok()) return report.error();
+  const std::vector<StageKernels> kernels = stage_kernels(chosen->run, *report);
+
+  auto predicted = predict(*plan, profile);
+  if (!predicted.ok()) return predicted.error();
+  if (report->stages.size() != predicted->plan.stages.size()) {
+    return Error{"the plan has " + std::to_string(predicted->plan.stages.size()) +
+                 " pipeline stages but the traces in " + a.trace_dir + " show " +
+                 std::to_string(report->stages.size()) + "; give the plan of the run the traces came from"};
+  }
+  TraceRefinement out;
+  out.plan_file = a.plan_file;
+  out.before = observe(*report, kernels, *predicted, a.trace_dir);
+  if (!predicted->note.empty()) out.notes.push_back(predicted->note);
+  calibrate::RunObservation current = out.before;
+  for (int round = 0; round < kMaxRefinements; ++round) {
+    auto step = calibrate::refine_with_run(profile, current);
+    if (!step.ok()) return step.error();
+    if (round == 0) {
+      out.notes.insert(out.notes.end(), step->notes.begin(), step->notes.end());
+      out.compute_basis = step->compute_basis;
+      out.memory_refined = step->memory_refined;
+    }
+    profile = step->profile;
+    out.gemm_scale *= step->gemm_scale;
+    out.attention_scale *= step->attention_scale;
+    predicted = predict(*plan, profile);
+    if (!predicted.ok()) return predicted.error();
+    current = observe(*report, kernels, *predicted, a.trace_dir);
+    // Efficiencies enter the prediction as 1 / efficiency, so one round is exact unless the cap
+    // at 1 bound; further rounds only mop up.
+    if (std::abs(step->gemm_scale - 1) < kConverged && std::abs(step->attention_scale - 1) < kConverged)
+      break;
+  }
+  out.after = current;
+  return out;
+}
+
+void print_refinement(const TraceRefinement& r) {
+  std::cout << "\nrefined with the traces in " << r.before.source << " against the plan " << r.plan_file
+            << " (" << r.before.stages.size()
+            << " stages), per micro-batch: the run / the plan before / after\n";
+  const bool memory = r.before.memory_figure != "none";
+  auto ms = [](double s) { return printf_text("%.2f", s * 1e3); };
+  auto gib = [](double b) { return printf_text("%.2f", b / (1ull << 30)); };
+  auto pad = [](std::string text) {
+    if (text.size() < 24) text.append(24 - text.size(), ' ');
+    return text;
+  };
+  auto cell = [&](const std::string& run, const std::string& before, const std::string& after) {
+    return pad(run + " / " + before + " / " + after);
+  };
+  std::cout << "  stage  " << pad("fwd+bwd ms") << pad("GEMM ms") << pad("attention ms")
+            << (memory ? "GiB " + r.before.memory_figure : "") << '\n';
+  for (size_t k = 0; k < r.before.stages.size(); ++k) {
+    const calibrate::StageObservation& b = r.before.stages[k];
+    const calibrate::StageObservation& a = r.after.stages[k];
+    const bool allocated = r.before.memory_figure == "allocated";
+    std::string stage = std::to_string(k);
+    stage.append(7 - stage.size(), ' ');
+    std::cout << "  " << stage
+              << cell(ms(b.measured_forward_s + b.measured_backward_s),
+                      ms(b.predicted_forward_s + b.predicted_backward_s),
+                      ms(a.predicted_forward_s + a.predicted_backward_s))
+              << cell(ms(b.measured_gemm_s), ms(b.predicted_gemm_s), ms(a.predicted_gemm_s))
+              << cell(ms(b.measured_attention_s), ms(b.predicted_attention_s), ms(a.predicted_attention_s));
+    if (memory) {
+      std::cout << gib(b.measured_peak_bytes) << " / "
+                << gib(allocated ? b.predicted_allocated_bytes : b.predicted_reserved_bytes) << " / "
+                << gib(allocated ? a.predicted_allocated_bytes : a.predicted_reserved_bytes);
+    }
+    std::cout << '\n';
+  }
+  const calibrate::PredictionError e0 = calibrate::prediction_error(r.before),
+                                   e1 = calibrate::prediction_error(r.after);
+  auto line = [](const std::string& what, double before, double after, const std::string& tail) {
+    std::cout << "  " << what << printf_text("%+.1f%%", before * 100) << " -> "
+              << printf_text("%+.1f%%", after * 100) << tail << '\n';
+  };
+  if (e0.has_gemm)
+    line("GEMM time, planner vs the run: ", e0.gemm, e1.gemm,
+         printf_text(" (efficiencies / %.4f)", r.gemm_scale));
+  if (e0.has_attention) {
+    line("attention time, planner vs the run: ", e0.attention, e1.attention,
+         printf_text(" (efficiencies / %.4f)", r.attention_scale));
+  }
+  if (e0.has_compute) line("forward + backward, planner vs the run: ", e0.compute, e1.compute, "");
+  if (e0.has_memory) {
+    std::cout << "  peak memory (" << r.before.memory_figure
+              << "), mean |error| of the planner: " << printf_text("%.1f%%", e0.memory * 100) << " -> "
+              << printf_text("%.1f%%", e1.memory * 100) << '\n';
+  }
+  for (const std::string& note : r.notes) std::cout << "note: " << note << '\n';
+}
+
+nlohmann::ordered_json refinement_json(const TraceRefinement& r) {
+  using nlohmann::ordered_json;
+  auto figures = [&](const calibrate::StageObservation& s, bool measured) {
+    const bool allocated = r.before.memory_figure == "allocated";
+    if (measured) {
+      return ordered_json{{"forward_s", s.measured_forward_s},
+                          {"backward_s", s.measured_backward_s},
+                          {"gemm_s", s.measured_gemm_s},
+                          {"attention_s", s.measured_attention_s},
+                          {"peak_memory_bytes", s.measured_peak_bytes}};
+    }
+    return ordered_json{
+        {"forward_s", s.predicted_forward_s},
+        {"backward_s", s.predicted_backward_s},
+        {"gemm_s", s.predicted_gemm_s},
+        {"attention_s", s.predicted_attention_s},
+        {"peak_memory_bytes", allocated ? s.predicted_allocated_bytes : s.predicted_reserved_bytes}};
+  };
+  ordered_json stages = ordered_json::array();
+  for (size_t k = 0; k < r.before.stages.size(); ++k) {
+    stages.push_back({{"stage", k},
+                      {"run", figures(r.before.stages[k], true)},
+                      {"before", figures(r.before.stages[k], false)},
+                      {"after", figures(r.after.stages[k], false)}});
+  }
+  auto errors = [](const calibrate::RunObservation& run) {
+    const calibrate::PredictionError e = calibrate::prediction_error(run);
+    auto value = [](bool has, double v) { return has ? ordered_json(v) : ordered_json(nullptr); };
+    return ordered_json{{"compute", value(e.has_compute, e.compute)},
+                        {"gemm", value(e.has_gemm, e.gemm)},
+                        {"attention", value(e.has_attention, e.attention)},
+                        {"memory", value(e.has_memory, e.memory)}};
+  };
+  return {{"traces", r.before.source},
+          {"plan", r.plan_file},
+          {"memory_figure", r.before.memory_figure},
+          {"compute_basis", r.compute_basis.empty() ? ordered_json(nullptr) : ordered_json(r.compute_basis)},
+          {"gemm_scale", r.gemm_scale},
+          {"attention_scale", r.attention_scale},
+          {"memory_refined", r.memory_refined},
+          {"stages", stages},
+          {"error_before", errors(r.before)},
+          {"error_after", errors(r.after)},
+          {"notes", r.notes}};
+}
+
+}  // namespace pipescope::cli

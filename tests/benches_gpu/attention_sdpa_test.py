@@ -1,0 +1,43 @@
+"""The attention script's pieces that need no GPU: its names and its NVML readings."""
+import importlib.util
+import sys
+import unittest
+
+spec = importlib.util.spec_from_file_location("attention_sdpa", sys.argv.pop(1))
+sdpa = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sdpa)
+
+
+class ClockEventReasons(unittest.TestCase):
+    def test_named_as_gpu_benchmark_names_them(self):
+        self.assertEqual(sdpa.clock_event_reason_names(0), "none")
+        self.assertEqual(sdpa.clock_event_reason_names(0x44), "sw_power_cap,hw_thermal_slowdown")
+        self.assertEqual(sdpa.clock_event_reason_names(0x1000), "0x1000")
+
+
+class NvidiaSmiLine(unittest.TestCase):
+    def test_one_line_of_the_query(self):
+        state = sdpa.parse_smi_line("1980, 1980, 2619, 700.00, P0, 523.41, 61, 580.65.06, 0x0000000000000004")
+        self.assertEqual(state["sm_clock_mhz"], "1980")
+        self.assertEqual(state["power_limit_w"], "700.00")
+        self.assertEqual(state["performance_state"], "P0")
+        self.assertEqual(state["power_w"], "523.41")
+        self.assertEqual(state["driver_version"], "580.65.06")
+        self.assertEqual(state["clock_event_reasons"], "sw_power_cap")
+
+    def test_unsupported_fields_are_empty_and_a_short_line_is_nothing(self):
+        state = sdpa.parse_smi_line("1980, 1980, 2619, [N/A], P0, [N/A], 61, 580.65.06, [N/A]")
+        self.assertEqual(state["power_w"], "")
+        self.assertEqual(state["clock_event_reasons"], "")
+        self.assertEqual(sdpa.parse_smi_line("1980, 1980"), {})
+
+
+class Names(unittest.TestCase):
+    def test_quick_run_measures_six_shapes(self):
+        shapes = list(sdpa.shapes(True))
+        self.assertEqual(len(shapes), 6)  # 3 sequence lengths, causal and not, head dim 128
+        self.assertEqual(shapes[0], (16, 1024, 128, False))
+
+
+if __name__ == "__main__":
+    unittest.main()
