@@ -8,57 +8,18 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "run_command.h"
-#include "synthetic_run.h"
+#include "report_test_support.h"
 
 namespace pipescope::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-class Dir {
- public:
-  Dir() {
-    path_ = fs::path(::testing::TempDir()) /
-            ("pipescope-report-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
-
-void write_run(const Dir& dir, synthetic::SyntheticRunSpec spec = {}) {
-  auto truth = synthetic::write_synthetic_run(spec, dir.str());
-  ASSERT_TRUE(truth.ok()) << truth.error().message;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void expect_bad_input(const CommandResult& r, const std::string& part) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(line_count(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-}
+using Dir = ScratchDir;
 
 TEST(ReportCommand, TerminalReportPutsFindingsFirst) {
   Dir dir;
   write_run(dir);
-  const CommandResult r = run_pipescope({"report", dir.str()});
+  const CommandResult r = run_pipescope({"report", dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const size_t findings = r.out.find("findings");
   ASSERT_NE(findings, std::string::npos);
@@ -73,7 +34,7 @@ TEST(ReportCommand, JsonHasTheDocumentedKeys) {
   spec.straggler_rank = 9;
   spec.straggler_delay_ns = 15'000'000;
   write_run(dir, spec);
-  const CommandResult r = run_pipescope({"report", dir.str(), "--json"});
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["schema_version"], 1);
@@ -96,7 +57,7 @@ TEST(ReportCommand, HtmlIsOneSelfContainedFile) {
   Dir dir;
   write_run(dir);
   const std::string html = dir.file("report.html");
-  const CommandResult r = run_pipescope({"report", dir.str(), "--html", html});
+  const CommandResult r = run_pipescope({"report", dir.path(), "--html", html});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string page = slurp(html);
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
@@ -119,7 +80,7 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   Dir dir;
   for (const char* name : {"rank-0.json.gz", "rank-1.json.gz"})
     fs::copy_file(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/" + name, dir.file(name));
-  const CommandResult r = run_pipescope({"report", dir.str(), "--json"});
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["source_format"], "kineto");
@@ -130,16 +91,45 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   EXPECT_EQ(doc["steps"]["count"], 2);
   EXPECT_TRUE(doc["ranks"][0]["gpu"]["captured"].get<bool>());
   EXPECT_FALSE(fs::exists(dir.file("kineto-0.pst")));  // the user's directory is left alone
+  // Files are named as the user knows them, not by their temporary conversions.
+  EXPECT_EQ(doc["files"][0]["path"], dir.file("rank-0.json.gz"));
+  EXPECT_EQ(doc["files"][1]["path"], dir.file("rank-1.json.gz"));
+  const std::string db = dir.file("kineto.sqlite");
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", db}).exit_code, 0);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT path FROM ranks ORDER BY rank", -1, &s, nullptr), SQLITE_OK);
+  std::vector<std::string> paths;
+  while (sqlite3_step(s) == SQLITE_ROW)
+    paths.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  EXPECT_EQ(paths, (std::vector<std::string>{dir.file("rank-0.json.gz"), dir.file("rank-1.json.gz")}));
+}
+
+TEST(ReportCommand, RefusesADirectoryOfBothKindsOfTrace) {
+  Dir dir;
+  synthetic::SyntheticRunSpec spec;
+  spec.tp = 1;
+  spec.pp = 2;
+  spec.dp = 1;
+  write_run(dir, spec);
+  fs::copy_file(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-0.json.gz",
+                dir.file("rank-0.json.gz"));
+  expect_bad_input(run_pipescope({"report", dir.path()}), "keep one kind per directory");
+  expect_bad_input(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", dir.file("x.sqlite")}),
+                   "rank-0.json.gz");
 }
 
 TEST(ReportCommand, BadInputIsOneLineAndExit2) {
   Dir empty;
-  expect_bad_input(run_pipescope({"report", empty.str()}), "no *.pst traces");
+  expect_bad_input(run_pipescope({"report", empty.path()}), "no *.pst traces");
 
   Dir foreign;
   write_run(foreign);
   std::ofstream(foreign.file("notes.pst")) << "these are not trace bytes, just a text file named .pst\n";
-  expect_bad_input(run_pipescope({"report", foreign.str()}), "notes.pst is not a readable pipescope trace");
+  expect_bad_input(run_pipescope({"report", foreign.path()}), "notes.pst is not a readable pipescope trace");
 
   Dir mixed;
   synthetic::SyntheticRunSpec a;
@@ -152,28 +142,28 @@ TEST(ReportCommand, BadInputIsOneLineAndExit2) {
   synthetic::SyntheticRunSpec b = a;
   b.run_id = "job-b";
   write_run(other, b);
-  for (const auto& entry : fs::directory_iterator(other.str()))
+  for (const auto& entry : fs::directory_iterator(other.path()))
     fs::copy_file(entry.path(), mixed.file("b-" + entry.path().filename().string()));
-  const CommandResult both = run_pipescope({"report", mixed.str()});
+  const CommandResult both = run_pipescope({"report", mixed.path()});
   expect_bad_input(both, "--run");
   EXPECT_NE(both.err.find("job-a"), std::string::npos);
   EXPECT_NE(both.err.find("job-b"), std::string::npos);
-  const CommandResult picked = run_pipescope({"report", mixed.str(), "--run", "job-b", "--json"});
+  const CommandResult picked = run_pipescope({"report", mixed.path(), "--run", "job-b", "--json"});
   ASSERT_EQ(picked.exit_code, 0) << picked.err;
   EXPECT_EQ(nlohmann::json::parse(picked.out)["run_id"], "job-b");
-  expect_bad_input(run_pipescope({"report", mixed.str(), "--run", "job-c"}), "job-c");
+  expect_bad_input(run_pipescope({"report", mixed.path(), "--run", "job-c"}), "job-c");
 
   Dir twice;
   write_run(twice, a);
-  for (const auto& entry : fs::directory_iterator(twice.str()))
+  for (const auto& entry : fs::directory_iterator(twice.path()))
     if (entry.path().filename().string().starts_with("rank-0."))
       fs::copy_file(entry.path(), twice.file("copy-of-rank-0.pst"));
-  expect_bad_input(run_pipescope({"report", twice.str()}), "rank 0 has two traces");
+  expect_bad_input(run_pipescope({"report", twice.path()}), "rank 0 has two traces");
 
   Dir plan;
   write_run(plan, a);
   std::ofstream(plan.file("plan.json")) << "{\"not\": \"a plan\"}";
-  expect_bad_input(run_pipescope({"report", plan.str(), "--plan", plan.file("plan.json")}), "plan.json");
+  expect_bad_input(run_pipescope({"report", plan.path(), "--plan", plan.file("plan.json")}), "plan.json");
 }
 
 TEST(ReportCommand, TruncatedTraceIsUsedAsFarAsItGoes) {
@@ -182,10 +172,10 @@ TEST(ReportCommand, TruncatedTraceIsUsedAsFarAsItGoes) {
   spec.kernels_per_microbatch = 64;  // several chunks per trace
   write_run(dir, spec);
   std::string victim;
-  for (const auto& entry : fs::directory_iterator(dir.str()))
+  for (const auto& entry : fs::directory_iterator(dir.path()))
     if (entry.path().filename().string().starts_with("rank-3.")) victim = entry.path().string();
   fs::resize_file(victim, fs::file_size(victim) / 2);
-  const CommandResult r = run_pipescope({"report", dir.str(), "--json"});
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["files"][3]["stop"], "truncated");
@@ -202,7 +192,7 @@ TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   write_run(dir);
   const std::string out = dir.file("trace.json");
   const CommandResult r =
-      run_pipescope({"export", dir.str(), "--format", "perfetto", "-o", out, "--ranks", "0-3,8"});
+      run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", out, "--ranks", "0-3,8"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(slurp(out));
   std::set<int> pids;
@@ -223,7 +213,7 @@ TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   EXPECT_GT(nvtx, 0u);
   // Ranks 0-3 (stage 0) send to 4-7, which are not exported; rank 8 (stage 2) receives from 4.
   // So no arrow closes; with all ranks every send finds its recv.
-  const CommandResult all = run_pipescope({"export", dir.str(), "--format", "perfetto", "-o", out});
+  const CommandResult all = run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", out});
   ASSERT_EQ(all.exit_code, 0) << all.err;
   sends.clear();
   recvs.clear();
@@ -237,7 +227,7 @@ TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   EXPECT_FALSE(sends.empty());
   EXPECT_EQ(sends, recvs);
   const CommandResult window =
-      run_pipescope({"export", dir.str(), "--format", "perfetto", "-o", out, "--window", "0.05:0.06"});
+      run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", out, "--window", "0.05:0.06"});
   ASSERT_EQ(window.exit_code, 0) << window.err;
   const auto cut = nlohmann::json::parse(slurp(out));
   for (const auto& e : cut["traceEvents"]) {
@@ -253,7 +243,7 @@ TEST(ExportCommand, SqliteTablesPerRecordKind) {
   Dir dir;
   write_run(dir);
   const std::string out = dir.file("trace.sqlite");
-  ASSERT_EQ(run_pipescope({"export", dir.str(), "--format", "sqlite", "-o", out}).exit_code, 0);
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
   auto scalar = [&](const std::string& sql) {
@@ -274,9 +264,9 @@ TEST(ExportCommand, SqliteTablesPerRecordKind) {
             0);
   sqlite3_close(db);
   // Replacing an earlier export is fine; a file that is not one is refused.
-  EXPECT_EQ(run_pipescope({"export", dir.str(), "--format", "sqlite", "-o", out}).exit_code, 0);
+  EXPECT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
   std::ofstream(dir.file("precious.db")) << "user data";
-  expect_bad_input(run_pipescope({"export", dir.str(), "--format", "sqlite", "-o", dir.file("precious.db")}),
+  expect_bad_input(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", dir.file("precious.db")}),
                    "not a pipescope export");
   EXPECT_EQ(slurp(dir.file("precious.db")), "user data");
 }

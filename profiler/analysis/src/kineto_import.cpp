@@ -174,8 +174,14 @@ bool looks_like_kineto_trace(const std::string& path) {
   const std::string file = std::filesystem::path(path).filename().string();
   if (!file.ends_with(".json") && !file.ends_with(".json.gz")) return false;
   auto head = read_maybe_gzip(path, 1 << 16);
-  return head && (head->find("\"traceEvents\"") != std::string::npos ||
-                  head->find("\"schemaVersion\"") != std::string::npos);
+  if (!head) return false;
+  // `pipescope export --format perfetto` writes trace events too, and says so first (earlier
+  // versions began with exactly the display unit and the events).
+  if (head->starts_with("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"pipescope\"}") ||
+      head->starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{\"ph\":\"M\""))
+    return false;
+  return head->find("\"traceEvents\"") != std::string::npos ||
+         head->find("\"schemaVersion\"") != std::string::npos;
 }
 
 Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path) {

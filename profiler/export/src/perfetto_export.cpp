@@ -1,6 +1,7 @@
 // Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): one process per
 // rank; a track per CUDA stream, an NCCL and an NVTX track per host thread, a memory counter per
-// device; flow arrows from each send to its recv. Written as it is read, rank after rank.
+// device; flow arrows from each send to its recv. Written as it is read, rank after rank, into a
+// temporary file that replaces the output only when complete.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 
 #include "pipescope/export/export.h"
+#include "pipescope/export/output_file.h"
 #include "trace_walk.h"
 
 namespace pipescope::exporter {
@@ -275,13 +277,16 @@ void write_record(JsonEventWriter& out, Tracks& tracks, RankState& st, const tra
 }  // namespace
 
 Expected<ExportSummary> export_perfetto(const ExportOptions& options) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(options.output_path.c_str(), "wb"),
+  auto output = OutputFile::create(options.output_path);
+  if (!output) return Error("cannot write " + output.error().message);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(output->temp_path().c_str(), "wb"),
                                                        &std::fclose);
   if (!file) return Error("cannot write " + options.output_path);
   std::setvbuf(file.get(), nullptr, _IOFBF, size_t{1} << 20);
   JsonEventWriter out(file.get());
   ExportSummary summary;
-  out.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+  // The tool's name first: it tells this file from a PyTorch profiler trace (kineto_import.h).
+  out.raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"pipescope\"},\"traceEvents\":[");
   for (const ExportRank& rank : options.ranks) {
     RankState st{rank.rank, rank.clock_offset_ns, options.window_ns, {}, {}};
     Tracks tracks(out, rank.rank);
@@ -304,8 +309,9 @@ Expected<ExportSummary> export_perfetto(const ExportOptions& options) {
     if (std::string w = recovery_warning(rank.rank, *walked); !w.empty()) summary.warnings.push_back(w);
   }
   out.raw("\n]}\n");
-  if (std::fflush(file.get()) != 0 || std::ferror(file.get()))
-    return Error("cannot write " + options.output_path);
+  if (std::fflush(file.get()) != 0 || std::ferror(file.get()) || std::fclose(file.release()) != 0)
+    return Error("cannot write " + options.output_path + " (is the disk full?)");
+  if (Status committed = output->commit(); !committed) return committed.error();
   summary.records_written = out.events();
   summary.bytes_written = out.bytes();
   if (summary.bytes_written > kLargeExportBytes)

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "pipescope/export/export.h"
+#include "pipescope/export/output_file.h"
 #include "pipescope/trace/record_schema.h"
 #include "trace_walk.h"
 
@@ -18,7 +19,6 @@ namespace {
 
 constexpr int kSqliteSchemaVersion = 1;
 
-using Db = std::unique_ptr<sqlite3, int (*)(sqlite3*)>;
 using Statement = std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>;
 
 bool is_column(const trace::FieldDesc& f) {
@@ -51,10 +51,13 @@ Expected<Statement> prepare(sqlite3* db, const std::string& sql) {
   return Statement(raw, &sqlite3_finalize);
 }
 
+}  // namespace
+
 // An existing output is replaced only when it is an earlier pipescope export (or empty).
-Status make_room(const std::string& path) {
+Status check_sqlite_output(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return Status::Ok();
+  if (std::filesystem::is_directory(path, ec)) return Error(path + " is a directory; name a file");
   if (std::filesystem::file_size(path, ec) == 0 && !ec) return Status::Ok();
   sqlite3* raw = nullptr;
   bool ours = false;
@@ -69,10 +72,10 @@ Status make_room(const std::string& path) {
   }
   sqlite3_close(raw);
   if (!ours) return Error(path + " exists and is not a pipescope export; choose another -o FILE");
-  std::filesystem::remove(path, ec);
-  if (ec) return Error("cannot replace " + path + ": " + ec.message());
   return Status::Ok();
 }
+
+namespace {
 
 struct KindTable {
   const trace::RecordSchema* schema = nullptr;
@@ -125,27 +128,19 @@ Status finish(sqlite3* db) {
   return exec(db, sql);
 }
 
-}  // namespace
-
-Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
-  if (Status st = make_room(options.output_path); !st) return st.error();
-  sqlite3* raw = nullptr;
-  if (sqlite3_open(options.output_path.c_str(), &raw) != SQLITE_OK) {
-    sqlite3_close(raw);
-    return Error("cannot create " + options.output_path);
-  }
-  Db db(raw, &sqlite3_close);
-  if (Status st = exec(db.get(), "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"); !st) return st.error();
+// The whole export into `db` (the temporary file's database, which the caller closes).
+Expected<ExportSummary> write_database(sqlite3* db, const ExportOptions& options) {
+  if (Status st = exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"); !st) return st.error();
   std::unordered_map<uint16_t, KindTable> tables;
-  if (Status st = create_tables(db.get(), tables); !st) return st.error();
-  auto rank_insert = prepare(db.get(), "INSERT INTO ranks VALUES(?,?,?,?,?,?,?,?,?,?,?)");
-  auto string_insert = prepare(db.get(), "INSERT INTO strings VALUES(?,?,?)");
+  if (Status st = create_tables(db, tables); !st) return st.error();
+  auto rank_insert = prepare(db, "INSERT INTO ranks VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+  auto string_insert = prepare(db, "INSERT INTO strings VALUES(?,?,?)");
   if (!rank_insert) return rank_insert.error();
   if (!string_insert) return string_insert.error();
 
   ExportSummary summary;
   for (const ExportRank& rank : options.ranks) {
-    if (Status st = exec(db.get(), "BEGIN"); !st) return st.error();
+    if (Status st = exec(db, "BEGIN"); !st) return st.error();
     Status failure;
     WalkVisitor visitor;
     visitor.on_record = [&](const trace::RecordView& view, const trace::StringTable&) {
@@ -171,7 +166,7 @@ Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
         sqlite3_reset(s);
         return;
       }
-      if (sqlite3_step(s) != SQLITE_DONE) failure = Error(std::string("SQLite: ") + sqlite3_errmsg(db.get()));
+      if (sqlite3_step(s) != SQLITE_DONE) failure = Error(std::string("SQLite: ") + sqlite3_errmsg(db));
       sqlite3_reset(s);
       ++summary.records_written;
     };
@@ -192,7 +187,8 @@ Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
     sqlite3_stmt* s = rank_insert->get();
     const trace::ProcessInfo& p = walked->process;
     sqlite3_bind_int64(s, 1, rank.rank);
-    sqlite3_bind_text(s, 2, rank.path.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, (rank.source_path.empty() ? rank.path : rank.source_path).c_str(), -1,
+                      SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 3, walked->header.host.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 4, walked->header.pid);
     sqlite3_bind_text(s, 5, p.run_id.c_str(), -1, SQLITE_TRANSIENT);
@@ -203,19 +199,37 @@ Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
     sqlite3_bind_int64(s, 10, static_cast<int64_t>(walked->total_bytes));
     sqlite3_bind_text(s, 11, trace::stop_reason_name(walked->stop), -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE)
-      return Error("SQLite: " + std::string(sqlite3_errmsg(db.get())) + " (rank " +
-                   std::to_string(rank.rank) + " listed twice?)");
+      return Error("SQLite: " + std::string(sqlite3_errmsg(db)) + " (rank " + std::to_string(rank.rank) +
+                   " listed twice?)");
     sqlite3_reset(s);
-    if (Status st = exec(db.get(), "COMMIT"); !st) return st.error();
+    if (Status st = exec(db, "COMMIT"); !st) return st.error();
     if (std::string w = recovery_warning(rank.rank, *walked); !w.empty()) summary.warnings.push_back(w);
   }
-  if (Status st = finish(db.get()); !st) return st.error();
-  if (Status st = exec(db.get(), "INSERT INTO meta VALUES('tool','pipescope'),('schema_version','" +
-                                     std::to_string(kSqliteSchemaVersion) + "')");
+  if (Status st = finish(db); !st) return st.error();
+  if (Status st = exec(db, "INSERT INTO meta VALUES('tool','pipescope'),('schema_version','" +
+                               std::to_string(kSqliteSchemaVersion) + "')");
       !st)
     return st.error();
+  return summary;
+}
+
+}  // namespace
+
+Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
+  if (Status st = check_sqlite_output(options.output_path); !st) return st.error();
+  auto output = OutputFile::create(options.output_path);
+  if (!output) return Error("cannot write " + output.error().message);
+  sqlite3* raw = nullptr;
+  if (sqlite3_open(output->temp_path().c_str(), &raw) != SQLITE_OK) {
+    sqlite3_close(raw);
+    return Error("cannot create " + options.output_path);
+  }
+  auto summary = write_database(raw, options);
+  if (sqlite3_close(raw) != SQLITE_OK && summary) return Error("cannot write " + options.output_path);
+  if (!summary) return summary.error();
   std::error_code ec;
-  summary.bytes_written = std::filesystem::file_size(options.output_path, ec);
+  summary->bytes_written = std::filesystem::file_size(output->temp_path(), ec);
+  if (Status committed = output->commit(); !committed) return committed.error();
   return summary;
 }
 
