@@ -187,6 +187,30 @@ TEST(ReportCommand, TruncatedTraceIsUsedAsFarAsItGoes) {
   EXPECT_EQ(doc["layout"]["pp"], 4);
 }
 
+TEST(ReportCommand, ARankCutInItsFirstBytesIsNamedAndTheRunStillReported) {
+  Dir dir;
+  write_run(dir);
+  const std::string victim = trace_of_rank(dir, 5);
+  const std::string name = fs::path(victim).filename().string();
+  const std::string whole = slurp(victim);
+  for (const size_t cut : {size_t{10}, size_t{150}}) {
+    std::ofstream(victim, std::ios::binary | std::ios::trunc) << whole.substr(0, cut);
+    const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["run_id"], "synthetic");
+    std::string said;
+    for (const auto& w : doc["warnings"])
+      if (w.get<std::string>().find(name) != std::string::npos) said = w;
+    // 10 bytes: not even a header, left out (rank 5 missing); 150: a header and a clock anchor,
+    // no process info: taken as rank 5 of the only run.
+    EXPECT_NE(said.find(cut == 10 ? "skipped: trace header cut short" : "names no run"), std::string::npos)
+        << said;
+    EXPECT_EQ(doc["ranks"].size(), cut == 10 ? 15u : 16u);
+    EXPECT_EQ(doc["missing_ranks"].size(), cut == 10 ? 1u : 0u);
+  }
+}
+
 TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   Dir dir;
   write_run(dir);
