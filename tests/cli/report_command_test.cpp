@@ -108,6 +108,16 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   EXPECT_EQ(paths, (std::vector<std::string>{dir.file("rank-0.json.gz"), dir.file("rank-1.json.gz")}));
 }
 
+TEST(ReportCommand, ACutOffKinetoTraceIsCalledTruncated) {
+  Dir dir;
+  const std::string whole = slurp(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-1.json.gz");
+  fs::copy_file(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-0.json.gz",
+                dir.file("rank-0.json.gz"));
+  std::ofstream(dir.file("rank-1.json.gz"), std::ios::binary) << whole.substr(0, whole.size() * 3 / 4);
+  const CommandResult r = run_pipescope({"report", dir.path()});
+  expect_bad_input(r, "rank-1.json.gz is truncated");
+}
+
 TEST(ReportCommand, RefusesADirectoryOfBothKindsOfTrace) {
   Dir dir;
   synthetic::SyntheticRunSpec spec;
