@@ -46,17 +46,17 @@ Expected<std::vector<std::string>> list_traces(const std::string& dir, std::vect
 using KernelTable = std::unordered_map<std::string, MergedKernel>;
 
 void merge_kernels(RankDigest& digest, KernelTable& table) {
-  for (size_t id = 0; id < digest.kernels.size(); ++id) {
-    const KernelNameStats& s = digest.kernels[id];
-    if (s.count == 0) continue;
-    MergedKernel& m = table[digest.kernel_names[id]];
+  for (size_t k = 0; k < digest.kernels.size(); ++k) {
+    const KernelNameStats& s = digest.kernels[k];
+    MergedKernel& m = table[digest.kernel_names[k]];
     m.count += s.count;
     m.total_ns += s.total_ns;
     m.max_ns = std::max(m.max_ns, s.max_ns);
     for (size_t b = 0; b < s.histogram.size(); ++b) m.histogram[b] += s.histogram[b];
   }
-  digest.kernels = {};
-  digest.kernel_names = {};
+  // Released, not just cleared (`= {}` would keep the capacity).
+  std::vector<KernelNameStats>().swap(digest.kernels);
+  std::vector<std::string>().swap(digest.kernel_names);
 }
 
 std::string file_name(const std::string& path) { return fs::path(path).filename().string(); }
