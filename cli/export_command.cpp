@@ -1,6 +1,7 @@
 // `pipescope export DIR --format perfetto|sqlite [-o FILE] [--ranks SPEC] [--window T0:T1]`
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "arg_specs.h"
@@ -30,6 +31,32 @@ bool rank_selected(const std::vector<RankRange>& ranges, int32_t rank) {
   for (const RankRange& r : ranges)
     if (rank >= r.first && rank <= r.last) return true;
   return false;
+}
+
+// For the SQLite tables: every communicator the traces show, with its members, and, when the
+// report's layout inference succeeds, each one's role and every rank's place.
+void add_layout(const analysis::LoadedRun& run, exporter::ExportOptions& options) {
+  std::map<uint64_t, exporter::ExportCommunicator> comms;
+  for (size_t i = 0; i < run.ranks.size(); ++i) {
+    for (const analysis::CommDigest& c : run.ranks[i].comms) {
+      exporter::ExportCommunicator& e = comms[c.comm_id];
+      e.comm_id = c.comm_id;
+      if (c.size > e.size) {
+        e.size = c.size;
+        e.members.resize(static_cast<size_t>(c.size), -1);
+      }
+      if (c.nccl_rank >= 0 && c.nccl_rank < e.size)
+        e.members[static_cast<size_t>(c.nccl_rank)] = run.global_rank[i];
+    }
+  }
+  auto report = analysis::build_run_report(run, {});
+  if (report && (report->layout.source == "inferred" || report->layout.source == "stated")) {
+    for (const analysis::RankReport& r : report->ranks)
+      options.places.push_back(exporter::ExportRankPlace{r.rank, r.stage, r.tp_rank, r.dp_rank});
+    for (const analysis::CommunicatorReport& c : report->layout.communicators)
+      if (auto it = comms.find(c.comm_id); it != comms.end()) it->second.role = c.role;
+  }
+  for (auto& [id, c] : comms) options.communicators.push_back(std::move(c));
 }
 
 int run_export(const ExportArgs& args) {
@@ -75,6 +102,7 @@ int run_export(const ExportArgs& args) {
   if (options.ranks.empty()) return usage_error(command, "--ranks " + args.ranks + " matches no traced rank");
   options.window_ns = window_ns;
   options.output_path = output;
+  if (args.format == "sqlite") add_layout(*run, options);
   auto summary =
       args.format == "sqlite" ? exporter::export_sqlite(options) : exporter::export_perfetto(options);
   if (!summary) return usage_error(command, summary.error().message);

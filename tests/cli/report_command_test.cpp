@@ -293,7 +293,7 @@ TEST(ExportCommand, SqliteTablesPerRecordKind) {
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM nvtx WHERE event = 1"), 16 * 3 * (1 + 16));  // steps + ranges
   EXPECT_EQ(scalar("SELECT MIN(start_ns) FROM kernel") >= 0, true);                   // on the common clock
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM nccl_comm WHERE comm_rank >= size"), 0);
-  EXPECT_EQ(scalar("SELECT value FROM meta WHERE key = 'schema_version'"), 1);
+  EXPECT_EQ(scalar("SELECT value FROM meta WHERE key = 'schema_version'"), 2);
   EXPECT_GT(scalar("SELECT COUNT(*) FROM strings s JOIN kernel k ON s.rank = k.rank AND s.id = k.name_id"),
             0);
   sqlite3_close(db);
@@ -303,6 +303,113 @@ TEST(ExportCommand, SqliteTablesPerRecordKind) {
   expect_bad_input(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", dir.file("precious.db")}),
                    "not a pipescope export");
   EXPECT_EQ(slurp(dir.file("precious.db")), "user data");
+}
+
+// Rows of a query, each row's columns as text ("NULL" for NULL).
+std::vector<std::vector<std::string>> rows_of(sqlite3* db, const std::string& sql) {
+  std::vector<std::vector<std::string>> rows;
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db) << "\n"
+                                                                             << sql;
+  while (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
+    std::vector<std::string> row;
+    for (int c = 0; c < sqlite3_column_count(s); ++c) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
+      row.emplace_back(text != nullptr ? text : "NULL");
+    }
+    rows.push_back(std::move(row));
+  }
+  sqlite3_finalize(s);
+  return rows;
+}
+
+// The statements of every ```sql block of a Markdown file.
+std::vector<std::string> sql_in(const std::string& markdown) {
+  std::vector<std::string> statements;
+  for (size_t at = markdown.find("```sql\n"); at != std::string::npos; at = markdown.find("```sql\n", at)) {
+    at += 7;
+    const size_t end = markdown.find("```", at);
+    std::string block = markdown.substr(at, end - at);
+    std::string statement;
+    for (size_t line = 0; line < block.size();) {
+      const size_t eol = block.find('\n', line);
+      const std::string text = block.substr(line, eol - line);
+      line = eol == std::string::npos ? block.size() : eol + 1;
+      if (text.starts_with("--")) continue;
+      statement += text + "\n";
+      if (text.ends_with(";")) {
+        statements.push_back(statement);
+        statement.clear();
+      }
+    }
+    at = end;
+  }
+  return statements;
+}
+
+TEST(ExportCommand, SqliteKnowsTheLayoutAndRunsTheDocumentedQueries) {
+  Dir dir;
+  write_run(dir);  // tp 2 x pp 4 x dp 2, Megatron order: rank = tp + 2 * (dp + 2 * stage)
+  const std::string out = dir.file("trace.sqlite");
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
+  const auto places = rows_of(db, "SELECT rank, stage, tp_rank, dp_rank FROM ranks ORDER BY rank");
+  ASSERT_EQ(places.size(), 16u);
+  for (int r = 0; r < 16; ++r) {
+    const std::vector<std::string> expected = {std::to_string(r), std::to_string(r / 4),
+                                               std::to_string(r % 2), std::to_string(r / 2 % 2)};
+    EXPECT_EQ(places[static_cast<size_t>(r)], expected);
+  }
+  // 8 tensor pairs, 8 data pairs, 4 pipelines of 4 stages, the world.
+  EXPECT_EQ(rows_of(db, "SELECT role, COUNT(*), SUM(size) FROM communicators GROUP BY role ORDER BY role"),
+            (std::vector<std::vector<std::string>>{
+                {"data", "8", "16"}, {"pipeline", "4", "16"}, {"tensor", "8", "16"}, {"world", "1", "16"}}));
+  EXPECT_EQ(rows_of(db, "SELECT COUNT(*) FROM communicator_members"),
+            (std::vector<std::vector<std::string>>{{"64"}}));
+  EXPECT_EQ(rows_of(db, "SELECT members FROM communicators WHERE role = 'pipeline' AND members LIKE '1,%'"),
+            (std::vector<std::vector<std::string>>{{"1,5,9,13"}}));
+  EXPECT_EQ(rows_of(db,
+                    "SELECT COUNT(*) FROM communicators c JOIN nccl_comm n ON n.comm_id = c.comm_id "
+                    "WHERE printf('%016x', n.comm_id) != c.comm_id_hex"),
+            (std::vector<std::vector<std::string>>{{"0"}}));
+
+  const std::vector<std::string> queries =
+      sql_in(slurp(std::string(PIPESCOPE_SOURCE_DIR) + "/docs/export.md"));
+  ASSERT_GE(queries.size(), 7u);
+  for (const std::string& q : queries) EXPECT_FALSE(rows_of(db, q).empty()) << q;
+  // Two of them with answers known by construction: rank 5's tensor group is {4, 5}; stage s
+  // holds 8 GiB of static memory and 4 - s micro-batches of 256 MiB of activations at its peak.
+  for (const std::string& q : queries) {
+    if (q.find("role = 'tensor'") != std::string::npos) {
+      EXPECT_EQ(rows_of(db, q), (std::vector<std::vector<std::string>>{{"4"}, {"5"}}));
+    }
+    if (q.find("r.stage, MAX(level)") != std::string::npos) {
+      const auto stages = rows_of(db, q);
+      ASSERT_EQ(stages.size(), 4u);
+      for (int st = 0; st < 4; ++st)
+        EXPECT_EQ(stages[static_cast<size_t>(st)],
+                  (std::vector<std::string>{std::to_string(st),
+                                            std::to_string((8ull << 30) + (4 - st) * (256ull << 20))}));
+    }
+  }
+  sqlite3_close(db);
+}
+
+TEST(ExportCommand, SqliteLeavesTheLayoutNullWhenNoneIsKnown) {
+  Dir dir;
+  synthetic::SyntheticRunSpec spec;
+  spec.tp = 1;
+  spec.pp = 1;
+  spec.dp = 1;
+  write_run(dir, spec);
+  const std::string out = dir.file("one.sqlite");
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(rows_of(db, "SELECT rank, stage, tp_rank, dp_rank FROM ranks"),
+            (std::vector<std::vector<std::string>>{{"0", "NULL", "NULL", "NULL"}}));
+  sqlite3_close(db);
 }
 
 }  // namespace

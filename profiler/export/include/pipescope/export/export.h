@@ -20,11 +20,28 @@ struct ExportRank {
   int64_t clock_offset_ns;  // added to the file's timestamps: the run's common clock, 0 = first event
 };
 
+// What the report's layout inference found, for the SQLite export's `ranks` and
+// `communicators` tables (the export itself infers nothing).
+struct ExportRankPlace {
+  int32_t rank = 0;
+  int32_t stage = 0, tp_rank = 0, dp_rank = 0;
+};
+struct ExportCommunicator {
+  uint64_t comm_id = 0;
+  int32_t size = 0;              // 0: unknown (no communicator record was traced)
+  std::string role;              // "tensor", "pipeline", "data", ...; empty when not known
+  std::vector<int32_t> members;  // global rank by NCCL rank; -1 where that member was not traced
+};
+
 struct ExportOptions {
   std::vector<ExportRank> ranks;
   // [t0, t1) on the common clock: records overlapping it are kept whole, the others dropped.
   std::optional<std::pair<int64_t, int64_t>> window_ns;
   std::string output_path;  // written whole or not at all (output_file.h)
+  // SQLite: every rank's place when the layout is known (empty: the columns are NULL), and the
+  // run's communicators.
+  std::vector<ExportRankPlace> places;
+  std::vector<ExportCommunicator> communicators;
 };
 
 struct ExportSummary {
