@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -252,14 +253,22 @@ TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   sends.clear();
   recvs.clear();
   double last_ts = 0;
+  std::map<uint64_t, double> sent_at;
   const auto whole = nlohmann::json::parse(slurp(out));
   for (const auto& e : whole["traceEvents"]) {
     if (e["ph"] == "s") sends.insert(e["id"].get<uint64_t>());
+    if (e["ph"] == "s") sent_at[e["id"].get<uint64_t>()] = e["ts"].get<double>();
     if (e["ph"] == "f") recvs.insert(e["id"].get<uint64_t>());
     if (e["ph"] == "X") last_ts = std::max(last_ts, e["ts"].get<double>());
   }
   EXPECT_FALSE(sends.empty());
   EXPECT_EQ(sends, recvs);
+  // On the aligned clocks every arrow points forward: from the send's call to the recv's end.
+  for (const auto& e : whole["traceEvents"]) {
+    if (e["ph"] == "f") {
+      EXPECT_GE(e["ts"].get<double>(), sent_at[e["id"].get<uint64_t>()]);
+    }
+  }
   const CommandResult window =
       run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", out, "--window", "0.05:0.06"});
   ASSERT_EQ(window.exit_code, 0) << window.err;

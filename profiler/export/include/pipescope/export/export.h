@@ -20,6 +20,9 @@ struct ExportRank {
   int64_t clock_offset_ns;  // added to the file's timestamps: the run's common clock, 0 = first event
 };
 
+// Above this many bytes the Perfetto export warns: viewers slow down (use --ranks / --window).
+inline constexpr uint64_t kLargeExportBytes = uint64_t{300} << 20;
+
 // What the report's layout inference found, for the SQLite export's `ranks` and
 // `communicators` tables (the export itself infers nothing).
 struct ExportRankPlace {
@@ -38,6 +41,8 @@ struct ExportOptions {
   // [t0, t1) on the common clock: records overlapping it are kept whole, the others dropped.
   std::optional<std::pair<int64_t, int64_t>> window_ns;
   std::string output_path;  // written whole or not at all (output_file.h)
+  // Perfetto: above this size the summary warns (a seam for tests; kLargeExportBytes otherwise).
+  uint64_t large_output_bytes = kLargeExportBytes;
   // SQLite: every rank's place when the layout is known (empty: the columns are NULL), and the
   // run's communicators.
   std::vector<ExportRankPlace> places;
@@ -57,8 +62,5 @@ Expected<ExportSummary> export_perfetto(const ExportOptions& options);
 Expected<ExportSummary> export_sqlite(const ExportOptions& options);
 // The SQLite export's rule, on its own so that a command can check it before any work.
 Status check_sqlite_output(const std::string& path);
-
-// Above this many bytes the Perfetto export warns: viewers slow down (use --ranks / --window).
-inline constexpr uint64_t kLargeExportBytes = uint64_t{300} << 20;
 
 }  // namespace pipescope::exporter
