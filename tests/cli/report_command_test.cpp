@@ -222,6 +222,107 @@ TEST(ReportCommand, ARankCutInItsFirstBytesIsNamedAndTheRunStillReported) {
   }
 }
 
+TEST(ReportCommand, AttemptPicksOneRestartOfTheRun) {
+  Dir dir, restart;
+  synthetic::SyntheticRunSpec first;
+  first.tp = 1;
+  first.pp = 2;
+  first.dp = 1;
+  write_run(dir, first);
+  synthetic::SyntheticRunSpec second = first;
+  second.attempt = 1;
+  second.steps = 2;  // the restart ran 2 steps
+  write_run(restart, second);
+  for (const auto& entry : fs::directory_iterator(restart.path()))
+    fs::copy_file(entry.path(), dir.file("restart-" + entry.path().filename().string()));
+
+  const CommandResult both = run_pipescope({"report", dir.path()});
+  expect_bad_input(both, "--attempt N");
+  EXPECT_NE(both.err.find("run 'synthetic' attempt 0"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("run 'synthetic' attempt 1"), std::string::npos) << both.err;
+  for (const int attempt : {0, 1}) {
+    const CommandResult r =
+        run_pipescope({"report", dir.path(), "--attempt", std::to_string(attempt), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["attempt"], attempt);
+    EXPECT_EQ(doc["steps"]["count"], attempt == 0 ? 3 : 2);
+    for (const auto& f : doc["files"])
+      EXPECT_EQ(fs::path(f["path"].get<std::string>()).filename().string().starts_with("restart-"),
+                attempt == 1);
+  }
+  expect_bad_input(run_pipescope({"report", dir.path(), "--attempt", "2"}), "--attempt 2");
+  const CommandResult exported = run_pipescope(
+      {"export", dir.path(), "--format", "perfetto", "--attempt", "1", "-o", dir.file("a1.json")});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+}
+
+TEST(ReportCommand, ACorruptChunkInTheMiddleIsUsedUpToItAndSaidSo) {
+  Dir dir;
+  synthetic::SyntheticRunSpec spec;
+  spec.kernels_per_microbatch = 64;  // several chunks per trace
+  write_run(dir, spec);
+  const std::string victim = trace_of_rank(dir, 6);
+  std::string bytes = slurp(victim);
+  // The chunk header magic "PSCK" of a chunk about half-way: the reader stops there.
+  const size_t chunk = bytes.find("PSCK", bytes.size() / 2);
+  ASSERT_NE(chunk, std::string::npos);
+  bytes[chunk + 30] = static_cast<char>(bytes[chunk + 30] ^ 0x5a);  // in its payload: checksum mismatch
+  std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["files"][6]["stop"], "corrupt");
+  EXPECT_EQ(doc["files"][6]["valid_bytes"], chunk);
+  EXPECT_EQ(doc["files"][6]["total_bytes"], bytes.size());
+  const std::string said = "rank 6: trace corrupt after " + std::to_string(chunk) + " of " +
+                           std::to_string(bytes.size()) + " bytes";
+  bool warned = false;
+  for (const auto& w : doc["warnings"]) warned |= w.get<std::string>().find(said) != std::string::npos;
+  EXPECT_TRUE(warned) << said;
+  EXPECT_EQ(doc["layout"]["pp"], 4);  // what came before the damage still shows the layout
+}
+
+TEST(ReportCommand, PlanFromPipescopePlanIsComparedStageByStage) {
+  Dir dir;
+  write_run(dir);  // tp 2 x pp 4 x dp 2, 8 micro-batches of 2 ms forward, 4 ms backward per stage
+  const std::string plan_file = dir.file("plan.json");
+  const CommandResult plan =
+      run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "2",
+                     "--pp", "4", "--mbs", "1", "--gbs", "16", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::ofstream(plan_file) << plan.out;
+  const auto planned = nlohmann::json::parse(plan.out)["suggested"];
+
+  const CommandResult r = run_pipescope({"report", dir.path(), "--plan", plan_file, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& cmp = doc["plan"];
+  EXPECT_EQ(cmp["plan_path"], plan_file);
+  EXPECT_EQ(cmp["memory_figure"], "reserved");  // the traces' cudaMalloc-style records
+  ASSERT_EQ(cmp["stages"].size(), 4u);
+  for (int s = 0; s < 4; ++s) {
+    const auto& c = cmp["stages"][static_cast<size_t>(s)];
+    const auto& p = planned["stages"][static_cast<size_t>(s)];
+    EXPECT_EQ(c["stage"], s);
+    EXPECT_DOUBLE_EQ(c["predicted_peak_memory_bytes"].get<double>(), p["reserved_bytes"].get<double>());
+    EXPECT_DOUBLE_EQ(c["predicted_forward_s"].get<double>(), p["forward_s"].get<double>());
+    EXPECT_DOUBLE_EQ(c["predicted_backward_s"].get<double>(), p["backward_s"].get<double>());
+    // 1F1B: stage s holds 4 - s micro-batches of 256 MiB on top of 8 GiB of static memory.
+    EXPECT_DOUBLE_EQ(c["measured_peak_memory_bytes"].get<double>(),
+                     double((8ull << 30) + (4 - s) * (256ull << 20)));
+    EXPECT_DOUBLE_EQ(c["measured_forward_s"].get<double>(), 0.002);
+    EXPECT_DOUBLE_EQ(c["measured_backward_s"].get<double>(), 0.004);
+  }
+  EXPECT_DOUBLE_EQ(cmp["predicted_step_s"].get<double>(), planned["iteration_s"].get<double>());
+  EXPECT_DOUBLE_EQ(cmp["predicted_bubble_fraction"].get<double>(), planned["bubble_fraction"].get<double>());
+  EXPECT_DOUBLE_EQ(cmp["measured_step_s"].get<double>(), doc["steps"]["median_ns"].get<double>() * 1e-9);
+  const CommandResult text = run_pipescope({"report", dir.path(), "--plan", plan_file});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("planned vs measured (" + plan_file + "; memory figure: reserved)"),
+            std::string::npos);
+}
+
 TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   Dir dir;
   write_run(dir);
