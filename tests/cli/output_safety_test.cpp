@@ -13,13 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-synthetic::SyntheticRunSpec small_run() {
-  synthetic::SyntheticRunSpec spec;
-  spec.tp = 1;
-  spec.pp = 2;
-  spec.dp = 1;
-  return spec;
-}
+synthetic::SyntheticRunSpec small_run() { return synthetic::with_layout(1, 2, 1); }
 
 TEST(OutputSafety, ExportRefusesToWriteOverATrace) {
   ScratchDir dir;

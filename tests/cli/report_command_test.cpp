@@ -121,11 +121,7 @@ TEST(ReportCommand, ACutOffKinetoTraceIsCalledTruncated) {
 
 TEST(ReportCommand, RefusesADirectoryOfBothKindsOfTrace) {
   Dir dir;
-  synthetic::SyntheticRunSpec spec;
-  spec.tp = 1;
-  spec.pp = 2;
-  spec.dp = 1;
-  write_run(dir, spec);
+  write_run(dir, synthetic::with_layout(1, 2, 1));
   fs::copy_file(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-0.json.gz",
                 dir.file("rank-0.json.gz"));
   expect_bad_input(run_pipescope({"report", dir.path()}), "keep one kind per directory");
@@ -143,10 +139,7 @@ TEST(ReportCommand, BadInputIsOneLineAndExit2) {
   expect_bad_input(run_pipescope({"report", foreign.path()}), "notes.pst is not a readable pipescope trace");
 
   Dir mixed;
-  synthetic::SyntheticRunSpec a;
-  a.tp = 1;
-  a.pp = 2;
-  a.dp = 1;
+  synthetic::SyntheticRunSpec a = synthetic::with_layout(1, 2, 1);
   a.run_id = "job-a";
   write_run(mixed, a);
   Dir other;
@@ -224,10 +217,7 @@ TEST(ReportCommand, ARankCutInItsFirstBytesIsNamedAndTheRunStillReported) {
 
 TEST(ReportCommand, AttemptPicksOneRestartOfTheRun) {
   Dir dir, restart;
-  synthetic::SyntheticRunSpec first;
-  first.tp = 1;
-  first.pp = 2;
-  first.dp = 1;
+  const synthetic::SyntheticRunSpec first = synthetic::with_layout(1, 2, 1);
   write_run(dir, first);
   synthetic::SyntheticRunSpec second = first;
   second.attempt = 1;
@@ -508,11 +498,7 @@ TEST(ExportCommand, SqliteKnowsTheLayoutAndRunsTheDocumentedQueries) {
 
 TEST(ExportCommand, SqliteLeavesTheLayoutNullWhenNoneIsKnown) {
   Dir dir;
-  synthetic::SyntheticRunSpec spec;
-  spec.tp = 1;
-  spec.pp = 1;
-  spec.dp = 1;
-  write_run(dir, spec);
+  write_run(dir, synthetic::with_layout(1, 1, 1));
   const std::string out = dir.file("one.sqlite");
   ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
   sqlite3* db = nullptr;

@@ -22,12 +22,7 @@ inline void write_run(const ScratchDir& dir, const synthetic::SyntheticRunSpec& 
   ASSERT_TRUE(truth.ok()) << truth.error().message;
 }
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+inline std::string slurp(const std::string& path) { return trace::test::read_text(path); }
 
 // The trace of `rank` in a directory the synthetic run wrote (rank-<rank>.<pid>.pst).
 inline std::string trace_of_rank(const ScratchDir& dir, int rank) {

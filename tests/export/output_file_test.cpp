@@ -15,11 +15,6 @@ namespace {
 namespace fs = std::filesystem;
 using trace::test::ScratchDir;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 size_t entries(const ScratchDir& dir) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()));
 }
@@ -32,9 +27,9 @@ TEST(OutputFile, TheTargetChangesOnlyAtCommit) {
   ASSERT_TRUE(out.ok()) << out.error().message;
   EXPECT_EQ(fs::path(out->temp_path()).parent_path(), fs::path(target).parent_path());
   std::ofstream(out->temp_path()) << "new";
-  EXPECT_EQ(slurp(target), "earlier");
+  EXPECT_EQ(trace::test::read_text(target), "earlier");
   ASSERT_TRUE(out->commit().ok());
-  EXPECT_EQ(slurp(target), "new");
+  EXPECT_EQ(trace::test::read_text(target), "new");
   EXPECT_EQ(entries(dir), 1u);  // the temporary file became the target
 }
 
@@ -48,7 +43,7 @@ TEST(OutputFile, DroppedUncommittedItLeavesTheTargetAndNoTemporaryFile) {
     std::ofstream(out->temp_path()) << "half of a new one";
     EXPECT_EQ(entries(dir), 2u);
   }
-  EXPECT_EQ(slurp(target), "earlier");
+  EXPECT_EQ(trace::test::read_text(target), "earlier");
   EXPECT_EQ(entries(dir), 1u);
 }
 

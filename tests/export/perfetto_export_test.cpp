@@ -17,11 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using trace::test::ScratchDir;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Every rank's trace of a simulated run, put on the simulation's true clock (each rank wrote
 // true time + its own offset).
 std::vector<ExportRank> ranks_of(const ScratchDir& dir, synthetic::SyntheticRunSpec spec = {}) {
@@ -42,12 +37,8 @@ std::vector<ExportRank> ranks_of(const ScratchDir& dir, synthetic::SyntheticRunS
 
 TEST(PerfettoExport, AFailedExportLeavesTheEarlierOutputAsItWas) {
   ScratchDir traces, out;
-  synthetic::SyntheticRunSpec spec;
-  spec.tp = 1;
-  spec.pp = 2;
-  spec.dp = 1;
   ExportOptions options;
-  options.ranks = ranks_of(traces, spec);
+  options.ranks = ranks_of(traces, synthetic::with_layout(1, 2, 1));
   ASSERT_EQ(options.ranks.size(), 2u);
   // The second rank's file is gone by the time the export reaches it.
   options.ranks[1].path = traces.file("vanished.pst");
@@ -56,7 +47,7 @@ TEST(PerfettoExport, AFailedExportLeavesTheEarlierOutputAsItWas) {
   auto summary = export_perfetto(options);
   ASSERT_FALSE(summary.ok());
   EXPECT_NE(summary.error().message.find("vanished.pst"), std::string::npos);
-  EXPECT_EQ(slurp(options.output_path), "an earlier export");
+  EXPECT_EQ(trace::test::read_text(options.output_path), "an earlier export");
   EXPECT_EQ(std::distance(fs::directory_iterator(out.path()), fs::directory_iterator()), 1);
 }
 
@@ -107,7 +98,7 @@ TEST(PerfettoExport, EveryP2pArrowPointsForwardInTime) {
     options.ranks = ranks_of(traces, spec);
     options.output_path = out.file("trace.json");
     ASSERT_TRUE(export_perfetto(options).ok());
-    const Flows f = flows_in(nlohmann::json::parse(slurp(options.output_path)));
+    const Flows f = flows_in(nlohmann::json::parse(trace::test::read_text(options.output_path)));
     EXPECT_EQ(f.arrows, kTransfers);
     EXPECT_EQ(f.unmatched, 0u);
     EXPECT_EQ(f.backwards, 0u);

@@ -20,12 +20,15 @@ using trace::test::ScratchDir;
 
 // Two ranks, one pipeline of two stages: rank 1's file is the one the tests damage.
 SyntheticRunSpec two_stages(const std::string& run_id = "job") {
-  SyntheticRunSpec spec;
-  spec.tp = 1;
-  spec.pp = 2;
-  spec.dp = 1;
+  SyntheticRunSpec spec = synthetic::with_layout(1, 2, 1);
   spec.run_id = run_id;
   return spec;
+}
+
+// Copies every file of `from` into `into`, its name prefixed.
+void copy_into(const ScratchDir& from, const ScratchDir& into, const std::string& prefix) {
+  for (const auto& entry : fs::directory_iterator(from.path()))
+    fs::copy_file(entry.path(), into.file(prefix + entry.path().filename().string()));
 }
 
 std::string write_two_stages(const ScratchDir& dir, const SyntheticRunSpec& spec = two_stages()) {
@@ -166,8 +169,7 @@ TEST(RunLoader, FilesThatNameNoRunBesideTwoRunsAreNotGuessed) {
   ScratchDir dir, other;
   write_two_stages(dir, two_stages("job-a"));
   write_two_stages(other, two_stages("job-b"));
-  for (const auto& entry : fs::directory_iterator(other.path()))
-    fs::copy_file(entry.path(), dir.file("b-" + entry.path().filename().string()));
+  copy_into(other, dir, "b-");
   // A third run's rank, killed before it wrote its process info: header only.
   const std::vector<std::byte> header = trace::test::read_file(dir.file("b-rank-0.10000.pst"));
   trace::test::write_file(dir.file("rank-5.777.pst"), std::span(header).first(72));
@@ -193,8 +195,7 @@ TEST(RunLoader, ARunWithoutIdIsChosenByAnEmptyRunId) {
   ScratchDir dir, other;
   write_two_stages(dir, two_stages(""));
   write_two_stages(other, two_stages("job-b"));
-  for (const auto& entry : fs::directory_iterator(other.path()))
-    fs::copy_file(entry.path(), dir.file("b-" + entry.path().filename().string()));
+  copy_into(other, dir, "b-");
   auto refused = load_run(dir.path(), {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("a run without id"), std::string::npos) << refused.error().message;
