@@ -215,8 +215,9 @@ class RankScanner {
     const int64_t start = as_ns(r.start_ns), end = std::max(as_ns(r.end_ns), as_ns(r.start_ns));
     see_time(start);
     see_time(end);
-    const bool nccl = kernel_is_nccl(r.name_id);
-    KernelNameStats& stats = kernel_stats(r.name_id);
+    const uint32_t kernel = kernel_index(r.name_id);
+    const bool nccl = kernel_nccl_[kernel] != 0;
+    KernelNameStats& stats = d_.kernels[kernel];
     ++stats.count;
     stats.total_ns += end - start;
     stats.max_ns = std::max(stats.max_ns, end - start);
@@ -589,26 +590,25 @@ class RankScanner {
     }
   }
 
-  bool kernel_is_nccl(uint32_t name_id) {
-    name_id = known_name(name_id);
-    if (name_id >= kernel_nccl_.size()) kernel_nccl_.resize(name_id + 1, 0);
-    uint8_t& known = kernel_nccl_[name_id];
-    if (known == 0) known = is_nccl_kernel(strings_.get(name_id)) ? 2 : 1;
-    return known == 2;
-  }
-
-  // One entry per distinct kernel name, found through a slot per string id: string ids grow with
-  // every name the trace defines (NVTX names with step numbers, ...), kernel names do not.
-  KernelNameStats& kernel_stats(uint32_t name_id) {
+  // One entry per distinct kernel name (statistics, name, whether it is NCCL's), found through
+  // an index per string id: string ids grow with every name the trace defines (NVTX names with
+  // step numbers, ...), kernel names do not.
+  uint32_t kernel_index(uint32_t name_id) {
     name_id = known_name(name_id);
     if (name_id >= kernel_slot_.size()) kernel_slot_.resize(name_id + 1, 0);
     uint32_t& slot = kernel_slot_[name_id];
-    if (slot == 0) {
-      d_.kernels.emplace_back();
-      d_.kernel_names.emplace_back(strings_.get(name_id));
-      slot = static_cast<uint32_t>(d_.kernels.size());
-    }
-    return d_.kernels[slot - 1];
+    if (slot == 0) [[unlikely]]
+      slot = add_kernel_name(name_id);
+    return slot - 1;
+  }
+
+  // Out of line: once per name, and the per-record path above stays small enough to inline.
+  [[gnu::noinline]] uint32_t add_kernel_name(uint32_t name_id) {
+    const std::string_view name = strings_.get(name_id);
+    d_.kernels.emplace_back();
+    d_.kernel_names.emplace_back(name);
+    kernel_nccl_.push_back(is_nccl_kernel(name) ? 1 : 0);
+    return static_cast<uint32_t>(d_.kernels.size());
   }
 
   void finish() {
@@ -630,8 +630,8 @@ class RankScanner {
   trace::StringTable strings_;
   std::regex step_re_, forward_re_, backward_re_;
   std::vector<NameClass> name_classes_;
-  std::vector<uint8_t> kernel_nccl_;   // per name id: 0 unknown, 1 no, 2 yes
   std::vector<uint32_t> kernel_slot_;  // per name id: 0 none, else index + 1 in d_.kernels
+  std::vector<uint8_t> kernel_nccl_;   // per d_.kernels index: 1 when an NCCL kernel
   int64_t now_ns_ = INT64_MIN;
 
   ReorderWindow<GpuInterval> gpu_window_;
