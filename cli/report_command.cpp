@@ -6,7 +6,9 @@
 
 #include "arg_specs.h"
 #include "command.h"
+#include "output_guard.h"
 #include "pipescope/analysis/report_builder.h"
+#include "pipescope/export/output_file.h"
 #include "pipescope/report/report_output.h"
 #include "trace_dir.h"
 
@@ -22,7 +24,7 @@ struct ReportArgs {
   std::string plan_file;
   std::string layout;
   std::string nvtx_step, nvtx_forward, nvtx_backward;
-  std::string run_id;
+  std::optional<std::string> run_id;
   int64_t attempt = -1;
 };
 
@@ -34,13 +36,31 @@ Expected<std::string> read_text(const std::string& path) {
   return text.str();
 }
 
+Status write_html(const std::string& path, const std::string& html) {
+  auto output = exporter::OutputFile::create(path);
+  if (!output) return Error("cannot write " + output.error().message);
+  std::ofstream out(output->temp_path(), std::ios::binary | std::ios::trunc);
+  out << html;
+  out.close();
+  if (!out) return Error("cannot write " + path + " (is the disk full?)");
+  return output->commit();
+}
+
 int run_report(const ReportArgs& args) {
   const std::string command = "pipescope report";
   analysis::LoadOptions load;
   if (!args.nvtx_step.empty()) load.scan.nvtx.step = args.nvtx_step;
   if (!args.nvtx_forward.empty()) load.scan.nvtx.forward = args.nvtx_forward;
   if (!args.nvtx_backward.empty()) load.scan.nvtx.backward = args.nvtx_backward;
-  auto chosen = load_chosen_run(args.dir, load, args.run_id, args.attempt);
+  auto traces = prepare_trace_dir(args.dir);
+  if (!traces) return usage_error(command, traces.error().message);
+  if (!args.html_file.empty()) {
+    std::vector<std::string> inputs = traces->inputs;
+    if (!args.plan_file.empty()) inputs.push_back(args.plan_file);
+    if (Status s = check_output(args.html_file, inputs, "--html"); !s)
+      return usage_error(command, s.error().message);
+  }
+  auto chosen = load_chosen_run(std::move(*traces), load, args.run_id, args.attempt);
   if (!chosen) return usage_error(command, chosen.error().message);
   const analysis::LoadedRun& run = chosen->run;
 
@@ -62,11 +82,8 @@ int run_report(const ReportArgs& args) {
   report->source_format = chosen->traces.source_format;
 
   if (!args.html_file.empty()) {
-    std::ofstream out(args.html_file, std::ios::binary | std::ios::trunc);
-    out << report::report_html(*report);
-    out.close();
-    if (!out) {
-      std::cerr << command << ": cannot write " << args.html_file << '\n';
+    if (Status s = write_html(args.html_file, report::report_html(*report)); !s) {
+      std::cerr << command << ": " << s.error().message << '\n';
       return kExitFailure;
     }
   }

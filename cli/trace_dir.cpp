@@ -1,5 +1,6 @@
 #include "trace_dir.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
@@ -11,53 +12,93 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool holds_pst(const std::string& dir) {
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec))
-    if (entry.path().extension() == ".pst") return true;
-  return false;
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+// A message about converted traces, reworded to name the user's files and directory.
+std::string name_user_files(std::string text, const TraceDir& traces) {
+  for (const auto& [converted, original] : traces.original)
+    replace_all(text, fs::path(converted).filename().string(), fs::path(original).filename().string());
+  if (traces.dir != traces.user_dir) replace_all(text, traces.dir, traces.user_dir);
+  return text;
 }
 
 }  // namespace
 
 Expected<TraceDir> prepare_trace_dir(const std::string& dir) {
-  if (holds_pst(dir)) return TraceDir{dir, "pipescope", nullptr};
-  std::vector<fs::path> kineto;
+  std::vector<fs::path> pst, kineto;
   std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec))
-    if (entry.is_regular_file() && analysis::looks_like_kineto_trace(entry.path().string()))
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    std::error_code type_ec;
+    if (!entry.is_regular_file(type_ec)) continue;
+    if (entry.path().extension() == ".pst") {
+      pst.push_back(entry.path());
+    } else if (analysis::looks_like_kineto_trace(entry.path().string())) {
       kineto.push_back(entry.path());
+    }
+  }
   if (ec) return Error("cannot read " + dir + ": " + ec.message());
-  if (kineto.empty())
-    return Error("no *.pst traces (nor PyTorch profiler JSON traces) in " + dir +
-                 " (record a run with 'pipescope record -o " + dir + " -- ...')");
+  std::sort(pst.begin(), pst.end());
+  std::sort(kineto.begin(), kineto.end());
+  if (!pst.empty() && !kineto.empty())
+    return Error(dir + " holds pipescope traces (" + std::to_string(pst.size()) + " *.pst, e.g. " +
+                 pst.front().filename().string() + ") and PyTorch profiler traces (" +
+                 std::to_string(kineto.size()) + ", e.g. " + kineto.front().filename().string() +
+                 "); keep one kind per directory");
+  TraceDir traces;
+  traces.user_dir = dir;
+  for (const auto& list : {pst, kineto})
+    for (const fs::path& p : list) traces.inputs.push_back(p.string());
+  if (!pst.empty() || kineto.empty()) {  // no trace at all: load_run says so
+    traces.dir = dir;
+    traces.source_format = "pipescope";
+    return traces;
+  }
 
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern =
       std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/pipescope-kineto-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr)
     return Error("cannot create a temporary directory under " + pattern);
-  auto cleanup = std::shared_ptr<void>(nullptr, [path = pattern](void*) {
+  traces.cleanup = std::shared_ptr<void>(nullptr, [path = pattern](void*) {
     std::error_code ignored;
     fs::remove_all(path, ignored);
   });
   for (size_t i = 0; i < kineto.size(); ++i) {
     const std::string out = pattern + "/kineto-" + std::to_string(i) + ".pst";
     if (Status s = analysis::convert_kineto_trace(kineto[i].string(), out); !s) return s.error();
+    traces.original[out] = kineto[i].string();
   }
-  return TraceDir{pattern, "kineto", cleanup};
+  traces.dir = pattern;
+  traces.source_format = "kineto";
+  return traces;
+}
+
+Expected<ChosenRun> load_chosen_run(TraceDir traces, analysis::LoadOptions options,
+                                    const std::optional<std::string>& run_id, int64_t attempt) {
+  options.run_id = run_id;
+  if (attempt >= 0) options.attempt = static_cast<int32_t>(attempt);
+  auto run = analysis::load_run(traces.dir, options);
+  if (!run) return Error(name_user_files(run.error().message, traces));
+  run->dir = traces.user_dir;
+  for (std::string& warning : run->warnings) warning = name_user_files(std::move(warning), traces);
+  ChosenRun chosen{std::move(traces), std::move(*run), {}};
+  for (analysis::RankDigest& digest : chosen.run.ranks) {
+    chosen.trace_files.push_back(digest.path);
+    if (auto it = chosen.traces.original.find(digest.path); it != chosen.traces.original.end())
+      digest.path = it->second;
+  }
+  return chosen;
 }
 
 Expected<ChosenRun> load_chosen_run(const std::string& dir, analysis::LoadOptions options,
                                     const std::string& run_id, int64_t attempt) {
-  if (!run_id.empty()) options.run_id = run_id;
-  if (attempt >= 0) options.attempt = static_cast<int32_t>(attempt);
   auto traces = prepare_trace_dir(dir);
   if (!traces) return traces.error();
-  auto run = analysis::load_run(traces->dir, options);
-  if (!run) return run.error();
-  run->dir = dir;
-  return ChosenRun{std::move(*traces), std::move(*run)};
+  return load_chosen_run(std::move(*traces), std::move(options),
+                         run_id.empty() ? std::nullopt : std::optional<std::string>(run_id), attempt);
 }
 
 }  // namespace pipescope::cli

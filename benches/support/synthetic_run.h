@@ -74,6 +74,15 @@ struct SyntheticRunTruth {
   uint64_t record_bytes = 0;  // uncompressed record bytes, all ranks
 };
 
+// The default run with another layout.
+inline SyntheticRunSpec with_layout(int tp, int pp, int dp) {
+  SyntheticRunSpec spec;
+  spec.tp = tp;
+  spec.pp = pp;
+  spec.dp = dp;
+  return spec;
+}
+
 // Writes rank-<r>.<pid>.pst files into `dir` (which must exist).
 Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, const std::string& dir);
 

@@ -159,6 +159,32 @@ TEST(KinetoImport, RefusesWhatIsNotADistributedProfilerTrace) {
   }
   EXPECT_FALSE(looks_like_kineto_trace(write_json(dir, "plain.txt", R"({"traceEvents": []})")));
   EXPECT_FALSE(looks_like_kineto_trace(write_json(dir, "other.json", R"({"hello": 1})")));
+  // pipescope's own Perfetto export holds trace events too.
+  EXPECT_FALSE(looks_like_kineto_trace(write_json(
+      dir, "export.json", R"({"displayTimeUnit":"ns","otherData":{"tool":"pipescope"},"traceEvents":[]})")));
+}
+
+TEST(KinetoImport, ACutOffOrDamagedGzipTraceSaysSoRatherThanNotJson) {
+  ScratchDir dir;
+  std::ifstream in(kData + "rank-0.json.gz", std::ios::binary);
+  const std::string whole{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  ASSERT_GT(whole.size(), 100'000u);
+  const std::string cut = dir.file("cut.json.gz");
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
+  EXPECT_TRUE(looks_like_kineto_trace(cut));  // its beginning is fine
+  const Status truncated = convert_kineto_trace(cut, dir.file("cut.pst"));
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.error().message.find("is truncated: its gzip data ends early"), std::string::npos)
+      << truncated.error().message;
+
+  std::string flipped = whole;
+  flipped[whole.size() - 6] = static_cast<char>(flipped[whole.size() - 6] ^ 0x55);  // the gzip CRC-32 trailer
+  const std::string damaged = dir.file("damaged.json.gz");
+  std::ofstream(damaged, std::ios::binary) << flipped;
+  const Status corrupt = convert_kineto_trace(damaged, dir.file("damaged.pst"));
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_NE(corrupt.error().message.find("is corrupt gzip data"), std::string::npos)
+      << corrupt.error().message;
 }
 
 }  // namespace

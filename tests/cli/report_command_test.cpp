@@ -5,60 +5,22 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "run_command.h"
-#include "synthetic_run.h"
+#include "report_test_support.h"
 
 namespace pipescope::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-class Dir {
- public:
-  Dir() {
-    path_ = fs::path(::testing::TempDir()) /
-            ("pipescope-report-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
-
-void write_run(const Dir& dir, synthetic::SyntheticRunSpec spec = {}) {
-  auto truth = synthetic::write_synthetic_run(spec, dir.str());
-  ASSERT_TRUE(truth.ok()) << truth.error().message;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void expect_bad_input(const CommandResult& r, const std::string& part) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(line_count(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-}
+using Dir = ScratchDir;
 
 TEST(ReportCommand, TerminalReportPutsFindingsFirst) {
   Dir dir;
   write_run(dir);
-  const CommandResult r = run_pipescope({"report", dir.str()});
+  const CommandResult r = run_pipescope({"report", dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const size_t findings = r.out.find("findings");
   ASSERT_NE(findings, std::string::npos);
@@ -73,7 +35,7 @@ TEST(ReportCommand, JsonHasTheDocumentedKeys) {
   spec.straggler_rank = 9;
   spec.straggler_delay_ns = 15'000'000;
   write_run(dir, spec);
-  const CommandResult r = run_pipescope({"report", dir.str(), "--json"});
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["schema_version"], 1);
@@ -96,7 +58,7 @@ TEST(ReportCommand, HtmlIsOneSelfContainedFile) {
   Dir dir;
   write_run(dir);
   const std::string html = dir.file("report.html");
-  const CommandResult r = run_pipescope({"report", dir.str(), "--html", html});
+  const CommandResult r = run_pipescope({"report", dir.path(), "--html", html});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string page = slurp(html);
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
@@ -119,7 +81,7 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   Dir dir;
   for (const char* name : {"rank-0.json.gz", "rank-1.json.gz"})
     fs::copy_file(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/" + name, dir.file(name));
-  const CommandResult r = run_pipescope({"report", dir.str(), "--json"});
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["source_format"], "kineto");
@@ -130,50 +92,82 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   EXPECT_EQ(doc["steps"]["count"], 2);
   EXPECT_TRUE(doc["ranks"][0]["gpu"]["captured"].get<bool>());
   EXPECT_FALSE(fs::exists(dir.file("kineto-0.pst")));  // the user's directory is left alone
+  // Files are named as the user knows them, not by their temporary conversions.
+  EXPECT_EQ(doc["files"][0]["path"], dir.file("rank-0.json.gz"));
+  EXPECT_EQ(doc["files"][1]["path"], dir.file("rank-1.json.gz"));
+  const std::string db = dir.file("kineto.sqlite");
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", db}).exit_code, 0);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT path FROM ranks ORDER BY rank", -1, &s, nullptr), SQLITE_OK);
+  std::vector<std::string> paths;
+  while (sqlite3_step(s) == SQLITE_ROW)
+    paths.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  EXPECT_EQ(paths, (std::vector<std::string>{dir.file("rank-0.json.gz"), dir.file("rank-1.json.gz")}));
+}
+
+TEST(ReportCommand, ACutOffKinetoTraceIsCalledTruncated) {
+  Dir dir;
+  const std::string whole = slurp(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-1.json.gz");
+  fs::copy_file(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-0.json.gz",
+                dir.file("rank-0.json.gz"));
+  std::ofstream(dir.file("rank-1.json.gz"), std::ios::binary) << whole.substr(0, whole.size() * 3 / 4);
+  const CommandResult r = run_pipescope({"report", dir.path()});
+  expect_bad_input(r, "rank-1.json.gz is truncated");
+}
+
+TEST(ReportCommand, RefusesADirectoryOfBothKindsOfTrace) {
+  Dir dir;
+  write_run(dir, synthetic::with_layout(1, 2, 1));
+  fs::copy_file(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-0.json.gz",
+                dir.file("rank-0.json.gz"));
+  expect_bad_input(run_pipescope({"report", dir.path()}), "keep one kind per directory");
+  expect_bad_input(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", dir.file("x.sqlite")}),
+                   "rank-0.json.gz");
 }
 
 TEST(ReportCommand, BadInputIsOneLineAndExit2) {
   Dir empty;
-  expect_bad_input(run_pipescope({"report", empty.str()}), "no *.pst traces");
+  expect_bad_input(run_pipescope({"report", empty.path()}), "no *.pst traces");
 
   Dir foreign;
   write_run(foreign);
   std::ofstream(foreign.file("notes.pst")) << "these are not trace bytes, just a text file named .pst\n";
-  expect_bad_input(run_pipescope({"report", foreign.str()}), "notes.pst is not a readable pipescope trace");
+  expect_bad_input(run_pipescope({"report", foreign.path()}), "notes.pst is not a readable pipescope trace");
 
   Dir mixed;
-  synthetic::SyntheticRunSpec a;
-  a.tp = 1;
-  a.pp = 2;
-  a.dp = 1;
+  synthetic::SyntheticRunSpec a = synthetic::with_layout(1, 2, 1);
   a.run_id = "job-a";
   write_run(mixed, a);
   Dir other;
   synthetic::SyntheticRunSpec b = a;
   b.run_id = "job-b";
   write_run(other, b);
-  for (const auto& entry : fs::directory_iterator(other.str()))
+  for (const auto& entry : fs::directory_iterator(other.path()))
     fs::copy_file(entry.path(), mixed.file("b-" + entry.path().filename().string()));
-  const CommandResult both = run_pipescope({"report", mixed.str()});
+  const CommandResult both = run_pipescope({"report", mixed.path()});
   expect_bad_input(both, "--run");
   EXPECT_NE(both.err.find("job-a"), std::string::npos);
   EXPECT_NE(both.err.find("job-b"), std::string::npos);
-  const CommandResult picked = run_pipescope({"report", mixed.str(), "--run", "job-b", "--json"});
+  const CommandResult picked = run_pipescope({"report", mixed.path(), "--run", "job-b", "--json"});
   ASSERT_EQ(picked.exit_code, 0) << picked.err;
   EXPECT_EQ(nlohmann::json::parse(picked.out)["run_id"], "job-b");
-  expect_bad_input(run_pipescope({"report", mixed.str(), "--run", "job-c"}), "job-c");
+  expect_bad_input(run_pipescope({"report", mixed.path(), "--run", "job-c"}), "job-c");
 
   Dir twice;
   write_run(twice, a);
-  for (const auto& entry : fs::directory_iterator(twice.str()))
+  for (const auto& entry : fs::directory_iterator(twice.path()))
     if (entry.path().filename().string().starts_with("rank-0."))
       fs::copy_file(entry.path(), twice.file("copy-of-rank-0.pst"));
-  expect_bad_input(run_pipescope({"report", twice.str()}), "rank 0 has two traces");
+  expect_bad_input(run_pipescope({"report", twice.path()}), "rank 0 has two traces");
 
   Dir plan;
   write_run(plan, a);
   std::ofstream(plan.file("plan.json")) << "{\"not\": \"a plan\"}";
-  expect_bad_input(run_pipescope({"report", plan.str(), "--plan", plan.file("plan.json")}), "plan.json");
+  expect_bad_input(run_pipescope({"report", plan.path(), "--plan", plan.file("plan.json")}), "plan.json");
 }
 
 TEST(ReportCommand, TruncatedTraceIsUsedAsFarAsItGoes) {
@@ -182,10 +176,10 @@ TEST(ReportCommand, TruncatedTraceIsUsedAsFarAsItGoes) {
   spec.kernels_per_microbatch = 64;  // several chunks per trace
   write_run(dir, spec);
   std::string victim;
-  for (const auto& entry : fs::directory_iterator(dir.str()))
+  for (const auto& entry : fs::directory_iterator(dir.path()))
     if (entry.path().filename().string().starts_with("rank-3.")) victim = entry.path().string();
   fs::resize_file(victim, fs::file_size(victim) / 2);
-  const CommandResult r = run_pipescope({"report", dir.str(), "--json"});
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["files"][3]["stop"], "truncated");
@@ -197,12 +191,134 @@ TEST(ReportCommand, TruncatedTraceIsUsedAsFarAsItGoes) {
   EXPECT_EQ(doc["layout"]["pp"], 4);
 }
 
+TEST(ReportCommand, ARankCutInItsFirstBytesIsNamedAndTheRunStillReported) {
+  Dir dir;
+  write_run(dir);
+  const std::string victim = trace_of_rank(dir, 5);
+  const std::string name = fs::path(victim).filename().string();
+  const std::string whole = slurp(victim);
+  for (const size_t cut : {size_t{10}, size_t{150}}) {
+    std::ofstream(victim, std::ios::binary | std::ios::trunc) << whole.substr(0, cut);
+    const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["run_id"], "synthetic");
+    std::string said;
+    for (const auto& w : doc["warnings"])
+      if (w.get<std::string>().find(name) != std::string::npos) said = w;
+    // 10 bytes: not even a header, left out (rank 5 missing); 150: a header and a clock anchor,
+    // no process info: taken as rank 5 of the only run.
+    EXPECT_NE(said.find(cut == 10 ? "skipped: trace header cut short" : "names no run"), std::string::npos)
+        << said;
+    EXPECT_EQ(doc["ranks"].size(), cut == 10 ? 15u : 16u);
+    EXPECT_EQ(doc["missing_ranks"].size(), cut == 10 ? 1u : 0u);
+  }
+}
+
+TEST(ReportCommand, AttemptPicksOneRestartOfTheRun) {
+  Dir dir, restart;
+  const synthetic::SyntheticRunSpec first = synthetic::with_layout(1, 2, 1);
+  write_run(dir, first);
+  synthetic::SyntheticRunSpec second = first;
+  second.attempt = 1;
+  second.steps = 2;  // the restart ran 2 steps
+  write_run(restart, second);
+  for (const auto& entry : fs::directory_iterator(restart.path()))
+    fs::copy_file(entry.path(), dir.file("restart-" + entry.path().filename().string()));
+
+  const CommandResult both = run_pipescope({"report", dir.path()});
+  expect_bad_input(both, "--attempt N");
+  EXPECT_NE(both.err.find("run 'synthetic' attempt 0"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("run 'synthetic' attempt 1"), std::string::npos) << both.err;
+  for (const int attempt : {0, 1}) {
+    const CommandResult r =
+        run_pipescope({"report", dir.path(), "--attempt", std::to_string(attempt), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["attempt"], attempt);
+    EXPECT_EQ(doc["steps"]["count"], attempt == 0 ? 3 : 2);
+    for (const auto& f : doc["files"])
+      EXPECT_EQ(fs::path(f["path"].get<std::string>()).filename().string().starts_with("restart-"),
+                attempt == 1);
+  }
+  expect_bad_input(run_pipescope({"report", dir.path(), "--attempt", "2"}), "--attempt 2");
+  const CommandResult exported = run_pipescope(
+      {"export", dir.path(), "--format", "perfetto", "--attempt", "1", "-o", dir.file("a1.json")});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+}
+
+TEST(ReportCommand, ACorruptChunkInTheMiddleIsUsedUpToItAndSaidSo) {
+  Dir dir;
+  synthetic::SyntheticRunSpec spec;
+  spec.kernels_per_microbatch = 64;  // several chunks per trace
+  write_run(dir, spec);
+  const std::string victim = trace_of_rank(dir, 6);
+  std::string bytes = slurp(victim);
+  // The chunk header magic "PSCK" of a chunk about half-way: the reader stops there.
+  const size_t chunk = bytes.find("PSCK", bytes.size() / 2);
+  ASSERT_NE(chunk, std::string::npos);
+  bytes[chunk + 30] = static_cast<char>(bytes[chunk + 30] ^ 0x5a);  // in its payload: checksum mismatch
+  std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["files"][6]["stop"], "corrupt");
+  EXPECT_EQ(doc["files"][6]["valid_bytes"], chunk);
+  EXPECT_EQ(doc["files"][6]["total_bytes"], bytes.size());
+  const std::string said = "rank 6: trace corrupt after " + std::to_string(chunk) + " of " +
+                           std::to_string(bytes.size()) + " bytes";
+  bool warned = false;
+  for (const auto& w : doc["warnings"]) warned |= w.get<std::string>().find(said) != std::string::npos;
+  EXPECT_TRUE(warned) << said;
+  EXPECT_EQ(doc["layout"]["pp"], 4);  // what came before the damage still shows the layout
+}
+
+TEST(ReportCommand, PlanFromPipescopePlanIsComparedStageByStage) {
+  Dir dir;
+  write_run(dir);  // tp 2 x pp 4 x dp 2, 8 micro-batches of 2 ms forward, 4 ms backward per stage
+  const std::string plan_file = dir.file("plan.json");
+  const CommandResult plan =
+      run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "2",
+                     "--pp", "4", "--mbs", "1", "--gbs", "16", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::ofstream(plan_file) << plan.out;
+  const auto planned = nlohmann::json::parse(plan.out)["suggested"];
+
+  const CommandResult r = run_pipescope({"report", dir.path(), "--plan", plan_file, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& cmp = doc["plan"];
+  EXPECT_EQ(cmp["plan_path"], plan_file);
+  EXPECT_EQ(cmp["memory_figure"], "reserved");  // the traces' cudaMalloc-style records
+  ASSERT_EQ(cmp["stages"].size(), 4u);
+  for (int s = 0; s < 4; ++s) {
+    const auto& c = cmp["stages"][static_cast<size_t>(s)];
+    const auto& p = planned["stages"][static_cast<size_t>(s)];
+    EXPECT_EQ(c["stage"], s);
+    EXPECT_DOUBLE_EQ(c["predicted_peak_memory_bytes"].get<double>(), p["reserved_bytes"].get<double>());
+    EXPECT_DOUBLE_EQ(c["predicted_forward_s"].get<double>(), p["forward_s"].get<double>());
+    EXPECT_DOUBLE_EQ(c["predicted_backward_s"].get<double>(), p["backward_s"].get<double>());
+    // 1F1B: stage s holds 4 - s micro-batches of 256 MiB on top of 8 GiB of static memory.
+    EXPECT_DOUBLE_EQ(c["measured_peak_memory_bytes"].get<double>(),
+                     double((8ull << 30) + (4 - s) * (256ull << 20)));
+    EXPECT_DOUBLE_EQ(c["measured_forward_s"].get<double>(), 0.002);
+    EXPECT_DOUBLE_EQ(c["measured_backward_s"].get<double>(), 0.004);
+  }
+  EXPECT_DOUBLE_EQ(cmp["predicted_step_s"].get<double>(), planned["iteration_s"].get<double>());
+  EXPECT_DOUBLE_EQ(cmp["predicted_bubble_fraction"].get<double>(), planned["bubble_fraction"].get<double>());
+  EXPECT_DOUBLE_EQ(cmp["measured_step_s"].get<double>(), doc["steps"]["median_ns"].get<double>() * 1e-9);
+  const CommandResult text = run_pipescope({"report", dir.path(), "--plan", plan_file});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("planned vs measured (" + plan_file + "; memory figure: reserved)"),
+            std::string::npos);
+}
+
 TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   Dir dir;
   write_run(dir);
   const std::string out = dir.file("trace.json");
   const CommandResult r =
-      run_pipescope({"export", dir.str(), "--format", "perfetto", "-o", out, "--ranks", "0-3,8"});
+      run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", out, "--ranks", "0-3,8"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(slurp(out));
   std::set<int> pids;
@@ -223,21 +339,29 @@ TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   EXPECT_GT(nvtx, 0u);
   // Ranks 0-3 (stage 0) send to 4-7, which are not exported; rank 8 (stage 2) receives from 4.
   // So no arrow closes; with all ranks every send finds its recv.
-  const CommandResult all = run_pipescope({"export", dir.str(), "--format", "perfetto", "-o", out});
+  const CommandResult all = run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", out});
   ASSERT_EQ(all.exit_code, 0) << all.err;
   sends.clear();
   recvs.clear();
   double last_ts = 0;
+  std::map<uint64_t, double> sent_at;
   const auto whole = nlohmann::json::parse(slurp(out));
   for (const auto& e : whole["traceEvents"]) {
     if (e["ph"] == "s") sends.insert(e["id"].get<uint64_t>());
+    if (e["ph"] == "s") sent_at[e["id"].get<uint64_t>()] = e["ts"].get<double>();
     if (e["ph"] == "f") recvs.insert(e["id"].get<uint64_t>());
     if (e["ph"] == "X") last_ts = std::max(last_ts, e["ts"].get<double>());
   }
   EXPECT_FALSE(sends.empty());
   EXPECT_EQ(sends, recvs);
+  // On the aligned clocks every arrow points forward: from the send's call to the recv's end.
+  for (const auto& e : whole["traceEvents"]) {
+    if (e["ph"] == "f") {
+      EXPECT_GE(e["ts"].get<double>(), sent_at[e["id"].get<uint64_t>()]);
+    }
+  }
   const CommandResult window =
-      run_pipescope({"export", dir.str(), "--format", "perfetto", "-o", out, "--window", "0.05:0.06"});
+      run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", out, "--window", "0.05:0.06"});
   ASSERT_EQ(window.exit_code, 0) << window.err;
   const auto cut = nlohmann::json::parse(slurp(out));
   for (const auto& e : cut["traceEvents"]) {
@@ -253,7 +377,7 @@ TEST(ExportCommand, SqliteTablesPerRecordKind) {
   Dir dir;
   write_run(dir);
   const std::string out = dir.file("trace.sqlite");
-  ASSERT_EQ(run_pipescope({"export", dir.str(), "--format", "sqlite", "-o", out}).exit_code, 0);
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
   auto scalar = [&](const std::string& sql) {
@@ -269,16 +393,119 @@ TEST(ExportCommand, SqliteTablesPerRecordKind) {
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM nvtx WHERE event = 1"), 16 * 3 * (1 + 16));  // steps + ranges
   EXPECT_EQ(scalar("SELECT MIN(start_ns) FROM kernel") >= 0, true);                   // on the common clock
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM nccl_comm WHERE comm_rank >= size"), 0);
-  EXPECT_EQ(scalar("SELECT value FROM meta WHERE key = 'schema_version'"), 1);
+  EXPECT_EQ(scalar("SELECT value FROM meta WHERE key = 'schema_version'"), 2);
   EXPECT_GT(scalar("SELECT COUNT(*) FROM strings s JOIN kernel k ON s.rank = k.rank AND s.id = k.name_id"),
             0);
   sqlite3_close(db);
   // Replacing an earlier export is fine; a file that is not one is refused.
-  EXPECT_EQ(run_pipescope({"export", dir.str(), "--format", "sqlite", "-o", out}).exit_code, 0);
+  EXPECT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
   std::ofstream(dir.file("precious.db")) << "user data";
-  expect_bad_input(run_pipescope({"export", dir.str(), "--format", "sqlite", "-o", dir.file("precious.db")}),
+  expect_bad_input(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", dir.file("precious.db")}),
                    "not a pipescope export");
   EXPECT_EQ(slurp(dir.file("precious.db")), "user data");
+}
+
+// Rows of a query, each row's columns as text ("NULL" for NULL).
+std::vector<std::vector<std::string>> rows_of(sqlite3* db, const std::string& sql) {
+  std::vector<std::vector<std::string>> rows;
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db) << "\n"
+                                                                             << sql;
+  while (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
+    std::vector<std::string> row;
+    for (int c = 0; c < sqlite3_column_count(s); ++c) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
+      row.emplace_back(text != nullptr ? text : "NULL");
+    }
+    rows.push_back(std::move(row));
+  }
+  sqlite3_finalize(s);
+  return rows;
+}
+
+// The statements of every ```sql block of a Markdown file.
+std::vector<std::string> sql_in(const std::string& markdown) {
+  std::vector<std::string> statements;
+  for (size_t at = markdown.find("```sql\n"); at != std::string::npos; at = markdown.find("```sql\n", at)) {
+    at += 7;
+    const size_t end = markdown.find("```", at);
+    std::string block = markdown.substr(at, end - at);
+    std::string statement;
+    for (size_t line = 0; line < block.size();) {
+      const size_t eol = block.find('\n', line);
+      const std::string text = block.substr(line, eol - line);
+      line = eol == std::string::npos ? block.size() : eol + 1;
+      if (text.starts_with("--")) continue;
+      statement += text + "\n";
+      if (text.ends_with(";")) {
+        statements.push_back(statement);
+        statement.clear();
+      }
+    }
+    at = end;
+  }
+  return statements;
+}
+
+TEST(ExportCommand, SqliteKnowsTheLayoutAndRunsTheDocumentedQueries) {
+  Dir dir;
+  write_run(dir);  // tp 2 x pp 4 x dp 2, Megatron order: rank = tp + 2 * (dp + 2 * stage)
+  const std::string out = dir.file("trace.sqlite");
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
+  const auto places = rows_of(db, "SELECT rank, stage, tp_rank, dp_rank FROM ranks ORDER BY rank");
+  ASSERT_EQ(places.size(), 16u);
+  for (int r = 0; r < 16; ++r) {
+    const std::vector<std::string> expected = {std::to_string(r), std::to_string(r / 4),
+                                               std::to_string(r % 2), std::to_string(r / 2 % 2)};
+    EXPECT_EQ(places[static_cast<size_t>(r)], expected);
+  }
+  // 8 tensor pairs, 8 data pairs, 4 pipelines of 4 stages, the world.
+  EXPECT_EQ(rows_of(db, "SELECT role, COUNT(*), SUM(size) FROM communicators GROUP BY role ORDER BY role"),
+            (std::vector<std::vector<std::string>>{
+                {"data", "8", "16"}, {"pipeline", "4", "16"}, {"tensor", "8", "16"}, {"world", "1", "16"}}));
+  EXPECT_EQ(rows_of(db, "SELECT COUNT(*) FROM communicator_members"),
+            (std::vector<std::vector<std::string>>{{"64"}}));
+  EXPECT_EQ(rows_of(db, "SELECT members FROM communicators WHERE role = 'pipeline' AND members LIKE '1,%'"),
+            (std::vector<std::vector<std::string>>{{"1,5,9,13"}}));
+  EXPECT_EQ(rows_of(db,
+                    "SELECT COUNT(*) FROM communicators c JOIN nccl_comm n ON n.comm_id = c.comm_id "
+                    "WHERE printf('%016x', n.comm_id) != c.comm_id_hex"),
+            (std::vector<std::vector<std::string>>{{"0"}}));
+
+  const std::vector<std::string> queries =
+      sql_in(slurp(std::string(PIPESCOPE_SOURCE_DIR) + "/docs/export.md"));
+  ASSERT_GE(queries.size(), 7u);
+  for (const std::string& q : queries) EXPECT_FALSE(rows_of(db, q).empty()) << q;
+  // Two of them with answers known by construction: rank 5's tensor group is {4, 5}; stage s
+  // holds 8 GiB of static memory and 4 - s micro-batches of 256 MiB of activations at its peak.
+  for (const std::string& q : queries) {
+    if (q.find("role = 'tensor'") != std::string::npos) {
+      EXPECT_EQ(rows_of(db, q), (std::vector<std::vector<std::string>>{{"4"}, {"5"}}));
+    }
+    if (q.find("r.stage, MAX(level)") != std::string::npos) {
+      const auto stages = rows_of(db, q);
+      ASSERT_EQ(stages.size(), 4u);
+      for (int st = 0; st < 4; ++st)
+        EXPECT_EQ(stages[static_cast<size_t>(st)],
+                  (std::vector<std::string>{std::to_string(st),
+                                            std::to_string((8ull << 30) + (4 - st) * (256ull << 20))}));
+    }
+  }
+  sqlite3_close(db);
+}
+
+TEST(ExportCommand, SqliteLeavesTheLayoutNullWhenNoneIsKnown) {
+  Dir dir;
+  write_run(dir, synthetic::with_layout(1, 1, 1));
+  const std::string out = dir.file("one.sqlite");
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "sqlite", "-o", out}).exit_code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(rows_of(db, "SELECT rank, stage, tp_rank, dp_rank FROM ranks"),
+            (std::vector<std::vector<std::string>>{{"0", "NULL", "NULL", "NULL"}}));
+  sqlite3_close(db);
 }
 
 }  // namespace

@@ -36,6 +36,11 @@ std::vector<std::byte> read_file(const std::string& path) {
   return out;
 }
 
+std::string read_text(const std::string& path) {
+  const std::vector<std::byte> bytes = read_file(path);
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
 void write_file(const std::string& path, std::span<const std::byte> bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));

@@ -35,6 +35,7 @@ class ScratchDir {
 };
 
 std::vector<std::byte> read_file(const std::string& path);
+std::string read_text(const std::string& path);
 void write_file(const std::string& path, std::span<const std::byte> bytes);
 
 template <class T>

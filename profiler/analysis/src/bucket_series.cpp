@@ -7,8 +7,9 @@
 namespace pipescope::analysis {
 
 bool BucketSeries::place(int64_t at_ns, size_t& index, bool merge_as_max) {
-  if (values_.empty()) {
+  if (values_.empty()) [[unlikely]] {
     origin_ns_ = at_ns - (at_ns % width_ns_ + width_ns_) % width_ns_;
+    values_.reserve(capacity_);  // the whole bound at once, not twice it after vector doubling
   }
   if (at_ns < origin_ns_) at_ns = origin_ns_;  // out of order before the first bucket: clamp
   while (at_ns >= origin_ns_ + static_cast<int64_t>(capacity_) * width_ns_) {

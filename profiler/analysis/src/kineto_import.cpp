@@ -17,7 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-// The whole file, gunzipped when it is gzip (zlib reads plain files through too).
+// The whole file (or its first `limit` bytes), gunzipped when it is gzip (zlib reads plain files
+// through too). A gzip stream that ends early is a copy cut short, not a JSON problem: say so.
 Expected<std::string> read_maybe_gzip(const std::string& path, size_t limit = SIZE_MAX) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) return Error("cannot read " + path);
@@ -26,9 +27,16 @@ Expected<std::string> read_maybe_gzip(const std::string& path, size_t limit = SI
   int n = 0;
   while (text.size() < limit && (n = gzread(file, buffer, sizeof(buffer))) > 0)
     text.append(buffer, static_cast<size_t>(n));
-  const bool failed = n < 0;
+  int code = Z_OK;
+  const std::string detail = gzerror(file, &code);
+  const bool gzip = gzdirect(file) == 0;
   gzclose(file);
-  if (failed) return Error(path + " is not readable gzip data");
+  if (text.size() >= limit) return text;
+  if (gzip && code == Z_BUF_ERROR)
+    return Error(path +
+                 " is truncated: its gzip data ends early (an interrupted copy or write?); copy it again");
+  if (n < 0 || (code != Z_OK && code != Z_BUF_ERROR))
+    return Error(path + " is corrupt gzip data (" + detail + "); copy it again");
   return text;
 }
 
@@ -174,8 +182,14 @@ bool looks_like_kineto_trace(const std::string& path) {
   const std::string file = std::filesystem::path(path).filename().string();
   if (!file.ends_with(".json") && !file.ends_with(".json.gz")) return false;
   auto head = read_maybe_gzip(path, 1 << 16);
-  return head && (head->find("\"traceEvents\"") != std::string::npos ||
-                  head->find("\"schemaVersion\"") != std::string::npos);
+  if (!head) return false;
+  // `pipescope export --format perfetto` writes trace events too, and says so first (earlier
+  // versions began with exactly the display unit and the events).
+  if (head->starts_with("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"pipescope\"}") ||
+      head->starts_with("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{\"ph\":\"M\""))
+    return false;
+  return head->find("\"traceEvents\"") != std::string::npos ||
+         head->find("\"schemaVersion\"") != std::string::npos;
 }
 
 Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path) {

@@ -56,8 +56,8 @@ struct PipelineRange {
 // Start/end ranges left open at once; more (ranges never ended) are not followed.
 constexpr size_t kMaxOpenRanges = 100'000;
 
-// Steps kept one by one per rank; the report lists at most this many.
-constexpr size_t kMaxSteps = 1000;
+// Host entries of a communicator's first collectives kept for step detection (rank_digest.h).
+constexpr size_t kFirstEnters = 256;
 
 // What the profiler writes when a call's communicator was unknown to it.
 constexpr uint64_t kUnknownSequence = UINT64_MAX;
@@ -93,13 +93,17 @@ class RankScanner {
         memory_window_(options.reorder_window_ns),
         join_(options.join_horizon_ns) {}
 
-  Expected<RankDigest> scan(std::span<const std::byte> data) {
+  // `file`, when the data is a mapped file, is told after each chunk how far the scan got.
+  Expected<RankDigest> scan(std::span<const std::byte> data, trace::MappedFile* file) {
     auto decoder = trace::TraceDecoder::open(data);
     if (!decoder) return decoder.error();
     d_.header = decoder->header();
     d_.total_bytes = data.size();
     trace::ChunkView chunk;
-    while (decoder->next_chunk(chunk)) on_chunk(chunk);
+    while (decoder->next_chunk(chunk)) {
+      on_chunk(chunk);
+      if (file != nullptr) file->release_before(decoder->valid_bytes());
+    }
     d_.stop_reason = decoder->stop_reason();
     d_.stop_detail = decoder->stop_detail();
     d_.valid_bytes = decoder->valid_bytes();
@@ -211,8 +215,9 @@ class RankScanner {
     const int64_t start = as_ns(r.start_ns), end = std::max(as_ns(r.end_ns), as_ns(r.start_ns));
     see_time(start);
     see_time(end);
-    const bool nccl = kernel_is_nccl(r.name_id);
-    KernelNameStats& stats = kernel_stats(r.name_id);
+    const uint32_t kernel = kernel_index(r.name_id);
+    const bool nccl = kernel_nccl_[kernel] != 0;
+    KernelNameStats& stats = d_.kernels[kernel];
     ++stats.count;
     stats.total_ns += end - start;
     stats.max_ns = std::max(stats.max_ns, end - start);
@@ -352,7 +357,10 @@ class RankScanner {
         add_sample(p.sample_stride, p.samples, InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
     } else if (r.sequence != kUnknownSequence) {
       ++comm.collectives;
-      if (comm.first_enters_ns.size() < 256) comm.first_enters_ns.push_back(enter);
+      if (comm.first_enters_ns.size() < kFirstEnters) {
+        if (comm.first_enters_ns.empty()) comm.first_enters_ns.reserve(kFirstEnters);
+        comm.first_enters_ns.push_back(enter);
+      }
       if (r.sequence + 1 >= comm.last_entered) {
         comm.last_entered = r.sequence + 1;
         comm.last_entered_op = op;
@@ -370,6 +378,10 @@ class RankScanner {
 
   void add_sample(uint32_t& stride, std::vector<InstanceSample>& samples, const InstanceSample& sample) {
     if (sample.sequence % stride != 0) return;
+    // Exactly the cap (and the one that halves the list), not a doubling vector's slack.
+    if (samples.size() == samples.capacity())
+      samples.reserve(std::min<size_t>(std::max<size_t>(16, 2 * samples.size()),
+                                       size_t{options_.instances_per_comm} + 1));
     samples.push_back(sample);
     if (samples.size() <= options_.instances_per_comm) return;
     stride *= 2;
@@ -538,7 +550,9 @@ class RankScanner {
         fold(step, PipelineRange{inner.first_backward_ns, inner.last_backward_end_ns, false}, inner.backwards,
              inner.backward_ns);
     }
-    if (d_.steps.size() < kMaxSteps) {
+    if (d_.steps.size() < options_.max_steps) {
+      if (d_.steps.size() == d_.steps.capacity())
+        d_.steps.reserve(std::min(std::max<size_t>(8, 2 * d_.steps.size()), options_.max_steps));
       d_.steps.push_back(step);
     } else {  // past the cap, steps still count in the pipeline figures, not one by one
       fold(d_.unstepped, PipelineRange{step.first_forward_ns, step.last_forward_end_ns, true}, step.forwards,
@@ -576,18 +590,25 @@ class RankScanner {
     }
   }
 
-  bool kernel_is_nccl(uint32_t name_id) {
+  // One entry per distinct kernel name (statistics, name, whether it is NCCL's), found through
+  // an index per string id: string ids grow with every name the trace defines (NVTX names with
+  // step numbers, ...), kernel names do not.
+  uint32_t kernel_index(uint32_t name_id) {
     name_id = known_name(name_id);
-    if (name_id >= kernel_nccl_.size()) kernel_nccl_.resize(name_id + 1, 0);
-    uint8_t& known = kernel_nccl_[name_id];
-    if (known == 0) known = is_nccl_kernel(strings_.get(name_id)) ? 2 : 1;
-    return known == 2;
+    if (name_id >= kernel_slot_.size()) kernel_slot_.resize(name_id + 1, 0);
+    uint32_t& slot = kernel_slot_[name_id];
+    if (slot == 0) [[unlikely]]
+      slot = add_kernel_name(name_id);
+    return slot - 1;
   }
 
-  KernelNameStats& kernel_stats(uint32_t name_id) {
-    name_id = known_name(name_id);
-    if (name_id >= d_.kernels.size()) d_.kernels.resize(name_id + 1);
-    return d_.kernels[name_id];
+  // Out of line: once per name, and the per-record path above stays small enough to inline.
+  [[gnu::noinline]] uint32_t add_kernel_name(uint32_t name_id) {
+    const std::string_view name = strings_.get(name_id);
+    d_.kernels.emplace_back();
+    d_.kernel_names.emplace_back(name);
+    kernel_nccl_.push_back(is_nccl_kernel(name) ? 1 : 0);
+    return static_cast<uint32_t>(d_.kernels.size());
   }
 
   void finish() {
@@ -600,10 +621,6 @@ class RankScanner {
     d_.p2p_ns = d_.nccl_kernels_seen ? kernel_p2p_ns_ : host_p2p_ns_;
     for (const PipelineRange& r : pending_) fold(d_.unstepped, r);
     pending_.clear();
-    d_.kernel_names.resize(d_.kernels.size());
-    for (size_t id = 0; id < d_.kernels.size(); ++id)
-      if (d_.kernels[id].count > 0)
-        d_.kernel_names[id] = std::string(strings_.get(static_cast<uint32_t>(id)));
     if (d_.end && d_.end->records_dropped > d_.records_dropped) d_.records_dropped = d_.end->records_dropped;
     d_.ops_without_kernel = join_.ops_without_kernel();
   }
@@ -613,7 +630,8 @@ class RankScanner {
   trace::StringTable strings_;
   std::regex step_re_, forward_re_, backward_re_;
   std::vector<NameClass> name_classes_;
-  std::vector<uint8_t> kernel_nccl_;  // per name id: 0 unknown, 1 no, 2 yes
+  std::vector<uint32_t> kernel_slot_;  // per name id: 0 none, else index + 1 in d_.kernels
+  std::vector<uint8_t> kernel_nccl_;   // per d_.kernels index: 1 when an NCCL kernel
   int64_t now_ns_ = INT64_MIN;
 
   ReorderWindow<GpuInterval> gpu_window_;
@@ -637,19 +655,28 @@ void Matched::operator()(const NcclOpRef& ref, const KernelSpan& span) const {
 
 }  // namespace
 
-Expected<RankDigest> scan_rank_bytes(std::span<const std::byte> data, const ScanOptions& options) {
+namespace {
+
+Expected<RankDigest> scan(std::span<const std::byte> data, trace::MappedFile* file,
+                          const ScanOptions& options) {
   try {
     RankScanner scanner(options);
-    return scanner.scan(data);
+    return scanner.scan(data, file);
   } catch (const std::regex_error& e) {
     return Error("invalid NVTX regular expression: " + std::string(e.what()));
   }
 }
 
+}  // namespace
+
+Expected<RankDigest> scan_rank_bytes(std::span<const std::byte> data, const ScanOptions& options) {
+  return scan(data, nullptr, options);
+}
+
 Expected<RankDigest> scan_rank_trace(const std::string& path, const ScanOptions& options) {
   auto file = trace::MappedFile::open(path);
   if (!file) return file.error();
-  auto digest = scan_rank_bytes(file->bytes(), options);
+  auto digest = scan(file->bytes(), &*file, options);
   if (!digest) return Error(path + ": " + digest.error().message);
   digest->path = path;
   return digest;

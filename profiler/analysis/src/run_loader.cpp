@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
+
+#include "pipescope/trace/format.h"
 
 namespace pipescope::analysis {
 namespace {
@@ -41,26 +46,55 @@ Expected<std::vector<std::string>> list_traces(const std::string& dir, std::vect
 using KernelTable = std::unordered_map<std::string, MergedKernel>;
 
 void merge_kernels(RankDigest& digest, KernelTable& table) {
-  for (size_t id = 0; id < digest.kernels.size(); ++id) {
-    const KernelNameStats& s = digest.kernels[id];
-    if (s.count == 0) continue;
-    MergedKernel& m = table[digest.kernel_names[id]];
+  for (size_t k = 0; k < digest.kernels.size(); ++k) {
+    const KernelNameStats& s = digest.kernels[k];
+    MergedKernel& m = table[digest.kernel_names[k]];
     m.count += s.count;
     m.total_ns += s.total_ns;
     m.max_ns = std::max(m.max_ns, s.max_ns);
     for (size_t b = 0; b < s.histogram.size(); ++b) m.histogram[b] += s.histogram[b];
   }
-  digest.kernels = {};
-  digest.kernel_names = {};
+  // Released, not just cleared (`= {}` would keep the capacity).
+  std::vector<KernelNameStats>().swap(digest.kernels);
+  std::vector<std::string>().swap(digest.kernel_names);
 }
 
 std::string file_name(const std::string& path) { return fs::path(path).filename().string(); }
 
-int32_t rank_of(const RankDigest& d) {
-  if (d.process && d.process->rank) return *d.process->rank;
-  return d.global_rank_from_nccl;
+// Whether a file that failed to open as a trace is a damaged one rather than a foreign file:
+// it starts with the magic bytes (or the part of them it holds), or with zeros, which is what a
+// machine crash leaves where data had not been written back.
+bool starts_like_trace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[64] = {};
+  in.read(head, sizeof(head));
+  const auto n = static_cast<size_t>(in.gcount());
+  if (n == 0) return true;
+  if (std::memcmp(head, trace::kFileMagic, std::min(n, sizeof(trace::kFileMagic))) == 0) return true;
+  return std::all_of(head, head + n, [](char c) { return c == 0; });
 }
 
+// The rank in a file name `rank-<rank>.<pid>.pst`; -1 for `rank-x` and other names.
+int32_t rank_in_name(const std::string& path) {
+  const std::string name = file_name(path);
+  int32_t rank = -1;
+  unsigned pid = 0;
+  char tail[8] = {};
+  if (std::sscanf(name.c_str(), "rank-%d.%u.%7s", &rank, &pid, tail) != 3 || std::string(tail) != "pst")
+    return -1;
+  return rank;
+}
+
+// Rank stated in the process info, else learned from NCCL, else (a file cut before either)
+// the one in its name.
+int32_t rank_of(const RankDigest& d) {
+  if (d.process && d.process->rank) return *d.process->rank;
+  if (d.global_rank_from_nccl >= 0) return d.global_rank_from_nccl;
+  return rank_in_name(d.path);
+}
+
+// A file whose process info was lost (cut or damaged before it) names no run.
+bool names_run(const RankDigest& d) { return d.process.has_value(); }
 std::string run_of(const RankDigest& d) { return d.process ? d.process->run_id : std::string(); }
 int32_t attempt_of(const RankDigest& d) {
   return d.process && d.process->restart_attempt ? *d.process->restart_attempt : 0;
@@ -68,8 +102,26 @@ int32_t attempt_of(const RankDigest& d) {
 
 std::string describe_group(const std::string& run, int32_t attempt, const std::vector<size_t>& members,
                            const std::vector<RankDigest>& digests) {
-  return "run '" + run + "' attempt " + std::to_string(attempt) + " (" + std::to_string(members.size()) +
-         " files, e.g. " + file_name(digests[members.front()].path) + ")";
+  return (run.empty() ? std::string("a run without id") : "run '" + run + "'") + " attempt " +
+         std::to_string(attempt) + " (" + std::to_string(members.size()) + " files, e.g. " +
+         file_name(digests[members.front()].path) + ")";
+}
+
+// "a.pst, b.pst and 3 more"
+std::string some_names(const std::vector<size_t>& files, const std::vector<RankDigest>& digests) {
+  std::string text;
+  for (size_t k = 0; k < files.size() && k < 3; ++k)
+    text += (k == 0 ? "" : ", ") + file_name(digests[files[k]].path);
+  if (files.size() > 3) text += " and " + std::to_string(files.size() - 3) + " more";
+  return text;
+}
+
+// "(it ends at byte 180 of 4096: chunk at byte 152: payload cut short)"
+std::string how_far(const RankDigest& d) {
+  if (d.stop_reason == trace::StopReason::kEndOfData)
+    return "(it ends at byte " + std::to_string(d.valid_bytes) + ", before its process info)";
+  return "(" + std::string(trace::stop_reason_name(d.stop_reason)) + " at byte " +
+         std::to_string(d.valid_bytes) + " of " + std::to_string(d.total_bytes) + ": " + d.stop_detail + ")";
 }
 
 }  // namespace
@@ -101,18 +153,38 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
   }
   for (std::thread& t : workers) t.join();
 
+  // A damaged trace (a rank killed while writing its header, a header the disk mangled) is left
+  // out with a warning: the other ranks still tell what happened, often more so because one
+  // of them crashed. A file that is no trace at all is the user's to move.
   std::vector<RankDigest> digests;
+  std::string first_failure;
   for (size_t i = 0; i < results.size(); ++i) {
-    if (!results[i]->ok())
-      return Error(file_name((*paths)[i]) + " is not a readable pipescope trace (" +
-                   results[i]->error().message + "); move it out of " + dir);
-    digests.push_back(std::move(results[i]->value()));
+    if (results[i]->ok()) {
+      digests.push_back(std::move(results[i]->value()));
+      continue;
+    }
+    const std::string& path = (*paths)[i];
+    std::string reason = results[i]->error().message;
+    if (reason.starts_with(path + ": ")) reason.erase(0, path.size() + 2);
+    if (!starts_like_trace(path))
+      return Error(file_name(path) + " is not a readable pipescope trace (" + reason + "); move it out of " +
+                   dir);
+    run.warnings.push_back(file_name(path) + " skipped: " + reason);
+    if (first_failure.empty()) first_failure = file_name(path) + ": " + reason;
   }
+  if (digests.empty()) return Error("no readable trace in " + dir + " (" + first_failure + ")");
 
-  // One run and attempt.
+  // One run and attempt. Files that name no run join the only run there is.
   std::map<std::pair<std::string, int32_t>, std::vector<size_t>> groups;
-  for (size_t i = 0; i < digests.size(); ++i)
-    groups[{run_of(digests[i]), attempt_of(digests[i])}].push_back(i);
+  std::vector<size_t> runless;
+  for (size_t i = 0; i < digests.size(); ++i) {
+    if (names_run(digests[i])) {
+      groups[{run_of(digests[i]), attempt_of(digests[i])}].push_back(i);
+    } else {
+      runless.push_back(i);
+    }
+  }
+  if (groups.empty()) groups[{std::string(), 0}] = std::exchange(runless, {});
   std::vector<std::pair<std::string, int32_t>> chosen;
   for (const auto& [key, members] : groups) {
     if (options.run_id && key.first != *options.run_id) continue;
@@ -123,10 +195,14 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
     std::string text;
     for (const auto& [key, members] : groups)
       text += (text.empty() ? "" : ", ") + describe_group(key.first, key.second, members, digests);
+    if (!runless.empty())
+      text += ", and " + std::to_string(runless.size()) + " that name no run (" +
+              some_names(runless, digests) + ")";
     return text;
   };
   if (chosen.empty())
-    return Error("no traces in " + dir + " match" + (options.run_id ? " --run " + *options.run_id : "") +
+    return Error("no traces in " + dir + " match" +
+                 (options.run_id ? " --run '" + *options.run_id + "'" : "") +
                  (options.attempt ? " --attempt " + std::to_string(*options.attempt) : "") + "; it holds " +
                  list_groups());
   if (chosen.size() > 1)
@@ -135,6 +211,30 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
   run.run_id = chosen.front().first;
   run.attempt = chosen.front().second;
   std::vector<size_t> members = groups[chosen.front()];
+  if (!runless.empty()) {
+    // Attached only when the run is beyond doubt, and never over a rank the run already has
+    // (a crashed earlier attempt's leftover beside the restart's trace).
+    std::set<int32_t> ranks;
+    for (size_t i : members) ranks.insert(rank_of(digests[i]));
+    std::vector<size_t> attached, left_out;
+    for (size_t i : runless)
+      (groups.size() == 1 && (rank_of(digests[i]) < 0 || ranks.count(rank_of(digests[i])) == 0) ? attached
+                                                                                                : left_out)
+          .push_back(i);
+    const auto name_no_run = [&](const std::vector<size_t>& files) {
+      return some_names(files, digests) + (files.size() == 1 ? " names" : " name") + " no run " +
+             how_far(digests[files.front()]);
+    };
+    if (!attached.empty())
+      run.warnings.push_back(name_no_run(attached) + "; taken as part of " +
+                             describe_group(run.run_id, run.attempt, members, digests) +
+                             ", the only run here");
+    if (!left_out.empty())
+      run.warnings.push_back(
+          name_no_run(left_out) + "; left out: " +
+          (groups.size() == 1 ? "its rank has a trace that names the run" : dir + " holds several runs"));
+    members.insert(members.end(), attached.begin(), attached.end());
+  }
 
   // Ranks: stated, else learned from NCCL, else numbered after the known ones.
   std::map<int32_t, size_t> by_rank;

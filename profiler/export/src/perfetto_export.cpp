@@ -1,6 +1,7 @@
 // Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): one process per
 // rank; a track per CUDA stream, an NCCL and an NVTX track per host thread, a memory counter per
-// device; flow arrows from each send to its recv. Written as it is read, rank after rank.
+// device; flow arrows from each send to its recv. Written as it is read, rank after rank, into a
+// temporary file that replaces the output only when complete.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 
 #include "pipescope/export/export.h"
+#include "pipescope/export/output_file.h"
 #include "trace_walk.h"
 
 namespace pipescope::exporter {
@@ -122,16 +124,99 @@ class Tracks {
   std::unordered_map<uint32_t, int64_t> streams_, nccl_, nvtx_;
 };
 
+// Where a p2p arrow ends. An arrow runs from the send's host call entry (no byte can leave
+// before it) to the end of the recv's NCCL kernel (none arrives after it), so on aligned clocks
+// it always points forward. NCCL calls are asynchronous: the recv's host call may return before
+// the send is even entered, so the host call's exit is only the fallback for a recv whose kernel
+// never shows (host-only traces). The kernel comes through CUPTI's correlation records, in
+// either order with the call; the tables hold only what is in flight between the two.
+class FlowEnds {
+ public:
+  struct Place {
+    int64_t tid;
+    int64_t at_ns;
+  };
+  // A recv call: its arrow ends at its kernel when known (now or later), else at `fallback`.
+  template <class Emit>
+  void on_recv(uint64_t external_id, uint64_t flow, Place fallback, Emit&& emit) {
+    if (auto it = early_kernels_.find(external_id); it != early_kernels_.end()) {
+      emit(flow, it->second);
+      early_kernels_.erase(it);
+      return;
+    }
+    if (external_id == 0) return emit(flow, fallback);
+    if (pending_.size() >= kMaxInFlight) flush(emit);
+    pending_[external_id] = Pending{flow, fallback};
+  }
+  void on_other_call(uint64_t external_id) { early_kernels_.erase(external_id); }
+  bool linked(uint32_t correlation_id) const { return links_.count(correlation_id) != 0; }
+  void on_link(uint32_t correlation_id, uint64_t external_id) {
+    if (links_.size() >= kMaxInFlight) links_.clear();  // kernels never delivered: forget them
+    links_[correlation_id] = external_id;
+  }
+  template <class Emit>
+  void on_kernel(uint32_t correlation_id, Place end, Emit&& emit) {
+    const auto link = links_.find(correlation_id);
+    if (link == links_.end()) return;
+    const uint64_t external_id = link->second;
+    links_.erase(link);
+    if (auto it = pending_.find(external_id); it != pending_.end()) {
+      emit(it->second.flow, end);
+      pending_.erase(it);
+      return;
+    }
+    if (early_kernels_.size() >= kMaxInFlight) early_kernels_.clear();
+    early_kernels_[external_id] = end;
+  }
+  // Recvs whose kernel never came end at their host call's exit.
+  template <class Emit>
+  void flush(Emit&& emit) {
+    for (const auto& [id, p] : pending_) emit(p.flow, p.fallback);
+    pending_.clear();
+  }
+
+ private:
+  // Records between a call and its kernel: a flush interval's worth, far below this.
+  static constexpr size_t kMaxInFlight = 1 << 16;
+  struct Pending {
+    uint64_t flow;
+    Place fallback;
+  };
+  std::unordered_map<uint64_t, Pending> pending_;      // by external id
+  std::unordered_map<uint32_t, uint64_t> links_;       // correlation id -> external id
+  std::unordered_map<uint64_t, Place> early_kernels_;  // by external id
+};
+
 struct RankState {
   int32_t rank;
   int64_t offset_ns;
   std::optional<std::pair<int64_t, int64_t>> window;
   std::unordered_map<uint64_t, int32_t> nccl_rank_of_comm;
   std::unordered_map<uint32_t, int64_t> memory_level;  // per device
+  FlowEnds flow_ends;
   bool kept(int64_t start, int64_t end) const {
     return !window || (end >= window->first && start < window->second);
   }
 };
+
+std::string size_text(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(text, sizeof(text), "%.0f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else {
+    std::snprintf(text, sizeof(text), "%.0f KiB", static_cast<double>(bytes) / (1 << 10));
+  }
+  return text;
+}
+
+// The last nanosecond of a slice, so that a flow event binds to it rather than to a neighbour.
+int64_t inside_end(int64_t start_ns, int64_t end_ns) { return std::max(start_ns, end_ns - 1); }
+
+void write_flow_end(JsonEventWriter& out, int32_t pid, uint64_t flow, const FlowEnds::Place& at) {
+  std::string& f = out.begin('f', pid, at.tid, at.at_ns);
+  f += ",\"cat\":\"p2p\",\"name\":\"p2p\",\"id\":" + std::to_string(flow) + ",\"bp\":\"e\"";
+  out.end();
+}
 
 void write_record(JsonEventWriter& out, Tracks& tracks, RankState& st, const trace::RecordView& view,
                   const trace::StringTable& strings) {
@@ -147,8 +232,18 @@ void write_record(JsonEventWriter& out, Tracks& tracks, RankState& st, const tra
     case RecordKind::kKernel: {
       trace::KernelRecord r;
       view.decode(r);
-      if (!st.kept(t(r.start_ns), t(r.end_ns))) return;
-      std::string& e = span(tracks.stream(r.stream), t(r.start_ns), t(r.end_ns));
+      if (!st.kept(t(r.start_ns), t(r.end_ns))) {
+        if (!st.flow_ends.linked(r.correlation_id)) return;
+        st.flow_ends.on_kernel(
+            r.correlation_id, {tracks.stream(r.stream), inside_end(t(r.start_ns), t(r.end_ns))},
+            [&](uint64_t flow, const FlowEnds::Place& at) { write_flow_end(out, pid, flow, at); });
+        return;
+      }
+      const int64_t stream_tid = tracks.stream(r.stream);
+      st.flow_ends.on_kernel(
+          r.correlation_id, {stream_tid, inside_end(t(r.start_ns), t(r.end_ns))},
+          [&](uint64_t flow, const FlowEnds::Place& at) { write_flow_end(out, pid, flow, at); });
+      std::string& e = span(stream_tid, t(r.start_ns), t(r.end_ns));
       e += ",\"cat\":\"kernel\",\"name\":\"";
       append_escaped(e, strings.get(r.name_id));
       e += "\",\"args\":{\"correlation\":" + std::to_string(r.correlation_id) + ",\"grid\":[" +
@@ -204,6 +299,9 @@ void write_record(JsonEventWriter& out, Tracks& tracks, RankState& st, const tra
       trace::NcclOpRecord r;
       view.decode(r);
       const int64_t enter = t(r.host_enter_ns), exit = t(std::max(r.host_exit_ns, r.host_enter_ns));
+      const bool send = r.op == static_cast<uint8_t>(trace::NcclOpType::kSend);
+      const bool recv = r.op == static_cast<uint8_t>(trace::NcclOpType::kRecv);
+      if (!recv) st.flow_ends.on_other_call(r.external_correlation_id);
       if (!st.kept(enter, exit)) return;
       const int64_t tid = tracks.nccl(r.thread_id);
       std::string& e = span(tid, enter, exit);
@@ -217,16 +315,25 @@ void write_record(JsonEventWriter& out, Tracks& tracks, RankState& st, const tra
            ",\"failed\":" + ((r.flags & trace::kNcclFlagFailed) ? "true" : "false") + "}";
       out.end();
       const auto self = st.nccl_rank_of_comm.find(r.comm_id);
-      const bool send = r.op == static_cast<uint8_t>(trace::NcclOpType::kSend);
-      const bool recv = r.op == static_cast<uint8_t>(trace::NcclOpType::kRecv);
-      if ((send || recv) && self != st.nccl_rank_of_comm.end() && r.peer >= 0) {
-        const uint64_t flow = send ? flow_id(r.comm_id, self->second, r.peer, r.sequence)
-                                   : flow_id(r.comm_id, r.peer, self->second, r.sequence);
-        std::string& f = out.begin(send ? 's' : 'f', pid, tid, enter + (send ? 0 : (exit - enter) / 2));
-        f += ",\"cat\":\"p2p\",\"name\":\"p2p\",\"id\":" + std::to_string(flow);
-        if (recv) f += ",\"bp\":\"e\"";
+      if (self == st.nccl_rank_of_comm.end() || r.peer < 0) return;
+      if (send) {
+        std::string& f = out.begin('s', pid, tid, enter);
+        f += ",\"cat\":\"p2p\",\"name\":\"p2p\",\"id\":" +
+             std::to_string(flow_id(r.comm_id, self->second, r.peer, r.sequence));
         out.end();
+      } else if (recv) {
+        st.flow_ends.on_recv(r.external_correlation_id, flow_id(r.comm_id, r.peer, self->second, r.sequence),
+                             {tid, inside_end(enter, exit)}, [&](uint64_t flow, const FlowEnds::Place& at) {
+                               write_flow_end(out, pid, flow, at);
+                             });
       }
+      return;
+    }
+    case RecordKind::kExternalCorrelation: {
+      trace::ExternalCorrelationRecord r;
+      view.decode(r);
+      if (r.external_kind == static_cast<uint8_t>(trace::ExternalCorrelationKind::kNccl))
+        st.flow_ends.on_link(r.correlation_id, r.external_id);
       return;
     }
     case RecordKind::kNvtx: {
@@ -275,15 +382,18 @@ void write_record(JsonEventWriter& out, Tracks& tracks, RankState& st, const tra
 }  // namespace
 
 Expected<ExportSummary> export_perfetto(const ExportOptions& options) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(options.output_path.c_str(), "wb"),
+  auto output = OutputFile::create(options.output_path);
+  if (!output) return Error("cannot write " + output.error().message);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(output->temp_path().c_str(), "wb"),
                                                        &std::fclose);
   if (!file) return Error("cannot write " + options.output_path);
   std::setvbuf(file.get(), nullptr, _IOFBF, size_t{1} << 20);
   JsonEventWriter out(file.get());
   ExportSummary summary;
-  out.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+  // The tool's name first: it tells this file from a PyTorch profiler trace (kineto_import.h).
+  out.raw("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"pipescope\"},\"traceEvents\":[");
   for (const ExportRank& rank : options.ranks) {
-    RankState st{rank.rank, rank.clock_offset_ns, options.window_ns, {}, {}};
+    RankState st{rank.rank, rank.clock_offset_ns, options.window_ns, {}, {}, {}};
     Tracks tracks(out, rank.rank);
     WalkVisitor visitor;
     visitor.on_header = [&](const trace::FileHeader& header) {
@@ -301,17 +411,20 @@ Expected<ExportSummary> export_perfetto(const ExportOptions& options) {
     };
     auto walked = walk_trace(rank.path, visitor);
     if (!walked) return walked.error();
+    st.flow_ends.flush(
+        [&](uint64_t flow, const FlowEnds::Place& at) { write_flow_end(out, rank.rank, flow, at); });
     if (std::string w = recovery_warning(rank.rank, *walked); !w.empty()) summary.warnings.push_back(w);
   }
   out.raw("\n]}\n");
-  if (std::fflush(file.get()) != 0 || std::ferror(file.get()))
-    return Error("cannot write " + options.output_path);
+  if (std::fflush(file.get()) != 0 || std::ferror(file.get()) || std::fclose(file.release()) != 0)
+    return Error("cannot write " + options.output_path + " (is the disk full?)");
+  if (Status committed = output->commit(); !committed) return committed.error();
   summary.records_written = out.events();
   summary.bytes_written = out.bytes();
-  if (summary.bytes_written > kLargeExportBytes)
+  if (summary.bytes_written > options.large_output_bytes)
     summary.warnings.push_back(
-        options.output_path + " holds " + std::to_string(summary.bytes_written >> 20) +
-        " MiB; viewers slow down on files this large: keep fewer ranks (--ranks) or a shorter "
+        options.output_path + " holds " + size_text(summary.bytes_written) +
+        "; viewers slow down on files this large: keep fewer ranks (--ranks) or a shorter "
         "window (--window)");
   return summary;
 }

@@ -1,24 +1,29 @@
 // The SQLite export: one table per record kind, its columns drawn from the record schema
-// (record_schema.h) so that a new field needs no change here, plus ranks, strings and meta.
+// (record_schema.h) so that a new field needs no change here, plus ranks (with their place in
+// the layout when known), communicators, strings and meta.
 // Every time column (`*_ns`) is on the run's common clock; ranks.clock_offset_ns gives back the raw
 // value. Unsigned 64-bit fields (communicator ids) are stored as their signed 64-bit pattern.
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
 
 #include "pipescope/export/export.h"
+#include "pipescope/export/output_file.h"
 #include "pipescope/trace/record_schema.h"
 #include "trace_walk.h"
 
 namespace pipescope::exporter {
 namespace {
 
-constexpr int kSqliteSchemaVersion = 1;
+// 2: ranks.stage / tp_rank / dp_rank, communicators, communicator_members.
+constexpr int kSqliteSchemaVersion = 2;
 
-using Db = std::unique_ptr<sqlite3, int (*)(sqlite3*)>;
 using Statement = std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>;
 
 bool is_column(const trace::FieldDesc& f) {
@@ -51,10 +56,13 @@ Expected<Statement> prepare(sqlite3* db, const std::string& sql) {
   return Statement(raw, &sqlite3_finalize);
 }
 
+}  // namespace
+
 // An existing output is replaced only when it is an earlier pipescope export (or empty).
-Status make_room(const std::string& path) {
+Status check_sqlite_output(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return Status::Ok();
+  if (std::filesystem::is_directory(path, ec)) return Error(path + " is a directory; name a file");
   if (std::filesystem::file_size(path, ec) == 0 && !ec) return Status::Ok();
   sqlite3* raw = nullptr;
   bool ours = false;
@@ -69,10 +77,10 @@ Status make_room(const std::string& path) {
   }
   sqlite3_close(raw);
   if (!ours) return Error(path + " exists and is not a pipescope export; choose another -o FILE");
-  std::filesystem::remove(path, ec);
-  if (ec) return Error("cannot replace " + path + ": " + ec.message());
   return Status::Ok();
 }
+
+namespace {
 
 struct KindTable {
   const trace::RecordSchema* schema = nullptr;
@@ -85,7 +93,11 @@ Status create_tables(sqlite3* db, std::unordered_map<uint16_t, KindTable>& table
       "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
       "CREATE TABLE ranks(rank INTEGER PRIMARY KEY, path TEXT, host TEXT, pid INTEGER, run_id TEXT, attempt "
       "INTEGER, world_size INTEGER, clock_offset_ns INTEGER, valid_bytes INTEGER, total_bytes INTEGER, stop "
-      "TEXT);"
+      "TEXT, stage INTEGER, tp_rank INTEGER, dp_rank INTEGER);"
+      "CREATE TABLE communicators(comm_id INTEGER PRIMARY KEY, comm_id_hex TEXT, size INTEGER, role TEXT, "
+      "members TEXT);"
+      "CREATE TABLE communicator_members(comm_id INTEGER, comm_rank INTEGER, rank INTEGER, "
+      "PRIMARY KEY(comm_id, comm_rank));"
       "CREATE TABLE strings(rank INTEGER, id INTEGER, text TEXT, PRIMARY KEY(rank, id));";
   for (const trace::RecordSchema& s : trace::record_schemas()) {
     KindTable& t = tables[static_cast<uint16_t>(s.kind)];
@@ -125,27 +137,62 @@ Status finish(sqlite3* db) {
   return exec(db, sql);
 }
 
-}  // namespace
-
-Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
-  if (Status st = make_room(options.output_path); !st) return st.error();
-  sqlite3* raw = nullptr;
-  if (sqlite3_open(options.output_path.c_str(), &raw) != SQLITE_OK) {
-    sqlite3_close(raw);
-    return Error("cannot create " + options.output_path);
+Status write_communicators(sqlite3* db, const std::vector<ExportCommunicator>& communicators) {
+  auto comm_insert = prepare(db, "INSERT INTO communicators VALUES(?,?,?,?,?)");
+  auto member_insert = prepare(db, "INSERT INTO communicator_members VALUES(?,?,?)");
+  if (!comm_insert) return comm_insert.error();
+  if (!member_insert) return member_insert.error();
+  if (Status st = exec(db, "BEGIN"); !st) return st;
+  for (const ExportCommunicator& c : communicators) {
+    char hex[24];
+    std::snprintf(hex, sizeof(hex), "%016" PRIx64, c.comm_id);
+    std::string members;
+    for (size_t m = 0; m < c.members.size(); ++m)
+      members += (m == 0 ? "" : ",") + (c.members[m] < 0 ? std::string("?") : std::to_string(c.members[m]));
+    sqlite3_stmt* s = comm_insert->get();
+    sqlite3_bind_int64(s, 1, static_cast<int64_t>(c.comm_id));
+    sqlite3_bind_text(s, 2, hex, -1, SQLITE_TRANSIENT);
+    if (c.size > 0) {
+      sqlite3_bind_int64(s, 3, c.size);
+    } else {
+      sqlite3_bind_null(s, 3);
+    }
+    if (c.role.empty()) {
+      sqlite3_bind_null(s, 4);
+    } else {
+      sqlite3_bind_text(s, 4, c.role.c_str(), -1, SQLITE_TRANSIENT);
+    }
+    sqlite3_bind_text(s, 5, members.c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(s) != SQLITE_DONE)
+      return Error("SQLite: " + std::string(sqlite3_errmsg(db)) + " (communicator " + hex +
+                   " listed twice?)");
+    sqlite3_reset(s);
+    for (size_t m = 0; m < c.members.size(); ++m) {
+      if (c.members[m] < 0) continue;
+      sqlite3_stmt* row = member_insert->get();
+      sqlite3_bind_int64(row, 1, static_cast<int64_t>(c.comm_id));
+      sqlite3_bind_int64(row, 2, static_cast<int64_t>(m));
+      sqlite3_bind_int64(row, 3, c.members[m]);
+      sqlite3_step(row);
+      sqlite3_reset(row);
+    }
   }
-  Db db(raw, &sqlite3_close);
-  if (Status st = exec(db.get(), "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"); !st) return st.error();
+  return exec(db, "COMMIT");
+}
+
+// The whole export into `db` (the temporary file's database, which the caller closes).
+Expected<ExportSummary> write_database(sqlite3* db, const ExportOptions& options) {
+  if (Status st = exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"); !st) return st.error();
   std::unordered_map<uint16_t, KindTable> tables;
-  if (Status st = create_tables(db.get(), tables); !st) return st.error();
-  auto rank_insert = prepare(db.get(), "INSERT INTO ranks VALUES(?,?,?,?,?,?,?,?,?,?,?)");
-  auto string_insert = prepare(db.get(), "INSERT INTO strings VALUES(?,?,?)");
+  if (Status st = create_tables(db, tables); !st) return st.error();
+  auto rank_insert = prepare(db, "INSERT INTO ranks VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  auto string_insert = prepare(db, "INSERT INTO strings VALUES(?,?,?)");
   if (!rank_insert) return rank_insert.error();
   if (!string_insert) return string_insert.error();
 
   ExportSummary summary;
   for (const ExportRank& rank : options.ranks) {
-    if (Status st = exec(db.get(), "BEGIN"); !st) return st.error();
+    if (Status st = exec(db, "BEGIN"); !st) return st.error();
     Status failure;
     WalkVisitor visitor;
     visitor.on_record = [&](const trace::RecordView& view, const trace::StringTable&) {
@@ -171,7 +218,7 @@ Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
         sqlite3_reset(s);
         return;
       }
-      if (sqlite3_step(s) != SQLITE_DONE) failure = Error(std::string("SQLite: ") + sqlite3_errmsg(db.get()));
+      if (sqlite3_step(s) != SQLITE_DONE) failure = Error(std::string("SQLite: ") + sqlite3_errmsg(db));
       sqlite3_reset(s);
       ++summary.records_written;
     };
@@ -192,7 +239,8 @@ Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
     sqlite3_stmt* s = rank_insert->get();
     const trace::ProcessInfo& p = walked->process;
     sqlite3_bind_int64(s, 1, rank.rank);
-    sqlite3_bind_text(s, 2, rank.path.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, (rank.source_path.empty() ? rank.path : rank.source_path).c_str(), -1,
+                      SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 3, walked->header.host.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 4, walked->header.pid);
     sqlite3_bind_text(s, 5, p.run_id.c_str(), -1, SQLITE_TRANSIENT);
@@ -202,20 +250,47 @@ Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
     sqlite3_bind_int64(s, 9, static_cast<int64_t>(walked->valid_bytes));
     sqlite3_bind_int64(s, 10, static_cast<int64_t>(walked->total_bytes));
     sqlite3_bind_text(s, 11, trace::stop_reason_name(walked->stop), -1, SQLITE_STATIC);
+    const auto place = std::find_if(options.places.begin(), options.places.end(),
+                                    [&](const ExportRankPlace& known) { return known.rank == rank.rank; });
+    for (int column = 12; column <= 14; ++column) sqlite3_bind_null(s, column);
+    if (place != options.places.end()) {
+      sqlite3_bind_int64(s, 12, place->stage);
+      sqlite3_bind_int64(s, 13, place->tp_rank);
+      sqlite3_bind_int64(s, 14, place->dp_rank);
+    }
     if (sqlite3_step(s) != SQLITE_DONE)
-      return Error("SQLite: " + std::string(sqlite3_errmsg(db.get())) + " (rank " +
-                   std::to_string(rank.rank) + " listed twice?)");
+      return Error("SQLite: " + std::string(sqlite3_errmsg(db)) + " (rank " + std::to_string(rank.rank) +
+                   " listed twice?)");
     sqlite3_reset(s);
-    if (Status st = exec(db.get(), "COMMIT"); !st) return st.error();
+    if (Status st = exec(db, "COMMIT"); !st) return st.error();
     if (std::string w = recovery_warning(rank.rank, *walked); !w.empty()) summary.warnings.push_back(w);
   }
-  if (Status st = finish(db.get()); !st) return st.error();
-  if (Status st = exec(db.get(), "INSERT INTO meta VALUES('tool','pipescope'),('schema_version','" +
-                                     std::to_string(kSqliteSchemaVersion) + "')");
+  if (Status st = write_communicators(db, options.communicators); !st) return st.error();
+  if (Status st = finish(db); !st) return st.error();
+  if (Status st = exec(db, "INSERT INTO meta VALUES('tool','pipescope'),('schema_version','" +
+                               std::to_string(kSqliteSchemaVersion) + "')");
       !st)
     return st.error();
+  return summary;
+}
+
+}  // namespace
+
+Expected<ExportSummary> export_sqlite(const ExportOptions& options) {
+  if (Status st = check_sqlite_output(options.output_path); !st) return st.error();
+  auto output = OutputFile::create(options.output_path);
+  if (!output) return Error("cannot write " + output.error().message);
+  sqlite3* raw = nullptr;
+  if (sqlite3_open(output->temp_path().c_str(), &raw) != SQLITE_OK) {
+    sqlite3_close(raw);
+    return Error("cannot create " + options.output_path);
+  }
+  auto summary = write_database(raw, options);
+  if (sqlite3_close(raw) != SQLITE_OK && summary) return Error("cannot write " + options.output_path);
+  if (!summary) return summary.error();
   std::error_code ec;
-  summary.bytes_written = std::filesystem::file_size(options.output_path, ec);
+  summary->bytes_written = std::filesystem::file_size(output->temp_path(), ec);
+  if (Status committed = output->commit(); !committed) return committed.error();
   return summary;
 }
 

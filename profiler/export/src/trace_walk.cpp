@@ -16,7 +16,7 @@ Expected<WalkResult> walk_trace(const std::string& path, const WalkVisitor& visi
   if (visitor.on_header) visitor.on_header(result.header);
   trace::StringTable strings;
   trace::ChunkView chunk;
-  while (decoder->next_chunk(chunk)) {
+  for (; decoder->next_chunk(chunk); file->release_before(decoder->valid_bytes())) {
     switch (chunk.type) {
       case trace::ChunkType::kStrings: trace::read_strings_chunk(chunk.payload, strings); break;
       case trace::ChunkType::kProcessInfo:

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -38,6 +39,7 @@ Expected<MappedFile> MappedFile::open(const std::string& path) {
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
+      released_(std::exchange(other.released_, 0)),
       path_(std::move(other.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -45,12 +47,22 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     unmap();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    released_ = std::exchange(other.released_, 0);
     path_ = std::move(other.path_);
   }
   return *this;
 }
 
 MappedFile::~MappedFile() { unmap(); }
+
+void MappedFile::release_before(uint64_t offset) {
+  static const auto page_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  offset = std::min<uint64_t>(offset, size_) / page_bytes * page_bytes;
+  if (data_ == nullptr || offset < released_ + kReleaseStepBytes) return;
+  // A private read-only mapping never written: dropping its pages loses nothing.
+  madvise(const_cast<std::byte*>(data_) + released_, offset - released_, MADV_DONTNEED);
+  released_ = offset;
+}
 
 void MappedFile::unmap() {
   if (data_ != nullptr) munmap(const_cast<std::byte*>(data_), size_);

@@ -28,7 +28,8 @@ namespace pipescope::analysis {
 
 Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path);
 
-// A cheap sniff: a .json / .json.gz file whose first bytes hold a trace-event document.
+// A cheap sniff: a .json / .json.gz file whose first bytes hold a trace-event document that is
+// not a pipescope Perfetto export.
 bool looks_like_kineto_trace(const std::string& path);
 
 }  // namespace pipescope::analysis

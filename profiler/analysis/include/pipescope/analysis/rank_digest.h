@@ -37,6 +37,8 @@ struct ScanOptions {
   // An NCCL call waits this long (trace time) for its kernel record, which CUPTI may deliver
   // seconds after the call's own record.
   int64_t join_horizon_ns = 20'000'000'000;
+  // Steps kept one by one (StepDigest, 72 bytes each); later ones are counted and folded.
+  size_t max_steps = 1000;
 };
 
 // One member's view of one collective (or of one p2p operation when `p2p`).
@@ -166,9 +168,9 @@ struct RankDigest {
   uint64_t out_of_order_intervals = 0;
   BucketSeries busy{};  // union of GPU activity per bucket, ns
 
-  // Kernels by this file's name id, and the names themselves (only those used).
-  std::vector<KernelNameStats> kernels;   // index = name id
-  std::vector<std::string> kernel_names;  // index = name id ("" when unused)
+  // One entry per distinct kernel name, in order of first appearance.
+  std::vector<KernelNameStats> kernels;
+  std::vector<std::string> kernel_names;  // of kernels[i]
   OpTotals memcpy_totals, memset_totals;
 
   // NCCL.
@@ -188,7 +190,7 @@ struct RankDigest {
 
   // NVTX.
   uint64_t nvtx_ranges = 0;
-  std::vector<StepDigest> steps;  // closed step ranges, in order (the first 1,000)
+  std::vector<StepDigest> steps;  // closed step ranges, in order (the first ScanOptions::max_steps)
   uint64_t steps_beyond_cap = 0;  // later ones: counted, their ranges folded into `unstepped`
   StepDigest unstepped;           // forwards/backwards outside any step range
   int64_t first_forward_ns = -1;
@@ -203,7 +205,9 @@ struct RankDigest {
   std::vector<ExcerptSpan> excerpt;  // from a range named stage=<k>
 };
 
-// Reads the file at `path` (memory-mapped) in one pass. Fails only when it is not a trace.
+// Reads the file at `path` (memory-mapped) in one pass, releasing the pages behind it as it goes
+// (MappedFile::release_before), so that its resident memory is a few MiB, whatever the file's
+// length. Fails only when it is not a trace.
 Expected<RankDigest> scan_rank_trace(const std::string& path, const ScanOptions& options);
 // The same over bytes in memory.
 Expected<RankDigest> scan_rank_bytes(std::span<const std::byte> data, const ScanOptions& options);

@@ -1,6 +1,8 @@
 // Finds the traces of one run in a directory and scans them, one rank per thread: every
 // `*.pst` file is read once (rank_digest.h), files are grouped by run id and restart attempt,
-// and exactly one group is chosen (the only one, or the one --run / --attempt names).
+// and exactly one group is chosen (the only one, or the one --run / --attempt names). What a
+// crash leaves is used, not refused: a file whose header is cut or damaged is skipped with a
+// warning, and a file cut before its process info (it names no run) joins the only run there is.
 #pragma once
 
 #include <array>
@@ -16,7 +18,7 @@ namespace pipescope::analysis {
 
 struct LoadOptions {
   ScanOptions scan;
-  std::optional<std::string> run_id;  // --run
+  std::optional<std::string> run_id;  // --run ("" chooses a run whose traces state no id)
   std::optional<int32_t> attempt;     // --attempt
   unsigned threads = 0;               // 0: one per core
 };
@@ -44,9 +46,10 @@ struct LoadedRun {
   std::vector<std::string> warnings;  // skipped empty files, numbered ranks, ...
 };
 
-// Fails (a message naming the files involved) when DIR holds no trace, when a `*.pst` is not a
-// pipescope trace, when traces of several runs or attempts are mixed and no option picks one,
-// or when two traces of the chosen run claim the same rank.
+// Fails (a message naming the files involved) when DIR holds no readable trace, when a `*.pst`
+// is not a pipescope trace at all (neither its magic bytes nor zeros), when traces of several
+// runs or attempts are mixed and no option picks one, or when two traces of the chosen run claim
+// the same rank. A rank comes from the process info, else from NCCL, else from the file name.
 Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options);
 
 }  // namespace pipescope::analysis

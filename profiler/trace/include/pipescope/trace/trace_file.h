@@ -1,5 +1,7 @@
-// A trace file mapped read-only into memory, for TraceDecoder. Pages come and go with the
-// page cache, so reading a large trace does not hold it in the process's memory.
+// A trace file mapped read-only into memory, for TraceDecoder. The pages belong to the page
+// cache, but every page touched counts in the process's resident memory until it is unmapped
+// or released: a one-pass reader calls release_before() as it goes, so that what it holds is a
+// few MiB behind its cursor, not the file read so far.
 #pragma once
 
 #include <cstddef>
@@ -22,12 +24,19 @@ class MappedFile {
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
 
+  // Drops this process's mapping of the pages wholly before `offset` (they stay in the page
+  // cache), in steps of kReleaseStepBytes so that the system call is rare. Bytes before
+  // `offset` still read the same, at the cost of faulting their pages in again.
+  void release_before(uint64_t offset);
+  static constexpr uint64_t kReleaseStepBytes = uint64_t{4} << 20;
+
  private:
   MappedFile(const std::byte* data, size_t size, std::string path)
       : data_(data), size_(size), path_(std::move(path)) {}
   void unmap();
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
+  size_t released_ = 0;  // bytes from the start already released
   std::string path_;
 };
 
