@@ -264,6 +264,15 @@ class RankWriter {
   std::vector<Bytes> gpu_;
 };
 
+// A process killed leaves no end chunk (a file's last 56 bytes).
+Status cut_end_chunk(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec) std::filesystem::resize_file(path, size - sizeof(ChunkHeader) - sizeof(EndPayload), ec);
+  if (ec) return Error("synthetic run: cannot cut the end chunk off " + path);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, const std::string& dir) {
@@ -393,6 +402,13 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     info.launcher = "torchrun";
     if (Status st = (*writer)->write_process_info(info); !st) return st.error();
 
+    const bool silent =
+        std::find(spec.silent_ranks.begin(), spec.silent_ranks.end(), r) != spec.silent_ranks.end();
+    if (silent) {
+      if (Status st = (*writer)->close(); !st) return st.error();
+      if (Status st = cut_end_chunk(path); !st) return st.error();
+      continue;
+    }
     RankWriter w(**writer, *buffer, truth.clock_offset_ns[static_cast<size_t>(r)]);
     const auto& n = w.names();
     const int64_t t0 = kRunStartNs - 5'000'000;
@@ -476,13 +492,8 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     }
     w.flush_step(truth.records, truth.record_bytes);
     if (Status st = (*writer)->close(); !st) return st.error();
-    if (spec.hang_step >= 0) {
-      // A job killed at its NCCL timeout leaves no end chunk (its last 56 bytes).
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(path, ec);
-      if (!ec) std::filesystem::resize_file(path, size - sizeof(ChunkHeader) - sizeof(EndPayload), ec);
-      if (ec) return Error("synthetic run: cannot cut the end chunk off " + path);
-    }
+    if (spec.hang_step >= 0)
+      if (Status st = cut_end_chunk(path); !st) return st.error();  // killed at its NCCL timeout
   }
   return truth;
 }

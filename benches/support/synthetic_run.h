@@ -44,6 +44,9 @@ struct SyntheticRunSpec {
   // none of them closed (no end chunk), as when a job is killed at a NCCL timeout.
   int hang_rank = -1;
   int hang_step = -1;
+  // Ranks killed before their first flush (SIGKILL, an out-of-memory kill): their files hold the
+  // header and process info only, no end chunk. The others' traces are as if they took part.
+  std::vector<int> silent_ranks;
   bool gpu = true;  // kernel, memcpy-free GPU records (CUPTI); false: host records only
   // false: the stages talk through something other than NCCL (no send/recv records), and
   // `stage_ranges` can declare them with DESIGN.md's NVTX convention (a range "stage=<k>").

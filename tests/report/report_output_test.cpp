@@ -16,7 +16,7 @@ RunReport two_stage_run() {
   RunReport r;
   r.dir = "/runs/7";
   r.run_id = "job-7";
-  r.layout = LayoutReport{"inferred", 4, 1, 2, 2, 1, 1, {{11, "pipeline", {0, 2}}}, {}};
+  r.layout = LayoutReport{"inferred", 4, 1, 2, 2, 1, 1, {{11, "pipeline", {0, 2}, {}}}, {}};
   for (int32_t rank = 0; rank < 4; ++rank) {
     RankReport k;
     k.rank = rank;
@@ -31,7 +31,7 @@ RunReport two_stage_run() {
   r.stragglers = {Straggler{3, 6, 120'000'000, {"data"}}};
   r.kernels = {KernelStat{"void gemm<float, 128>(Params<a&b>)", "gemm", 10, 1000, 100, 90, 120, 130, 140}};
   r.hang.suspected = true;
-  r.hang.communicators = {CommHang{42, "data", 17, "all_reduce", {1}, {3}, 1'500'000'000}};
+  r.hang.communicators = {CommHang{42, "data", 17, "all_reduce", {1}, {3}, 1'500'000'000, {}}};
   r.findings = {"layout (inferred): tp 1 x pp 2 x dp 2 on 4 ranks", "straggler: rank 3"};
   r.gpu_busy = Series{0, 1000, {0.5, 0.75}};
   r.memory_timelines = {RankSeries{0, Series{0, 1000, {1e9, 2e9}}}};

@@ -138,6 +138,97 @@ TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOn) {
   EXPECT_EQ(report.hang.not_closed.size(), 16u);
 }
 
+// Ranks that died before their first flush leave 0-byte files (skipped) or files with their
+// header and process info only; their peers' communicator records still place them.
+RunReport report_without(const std::vector<int>& dead, bool files_kept, SyntheticRunTruth& truth) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.silent_ranks = dead;
+  auto written = synthetic::write_synthetic_run(spec, dir.path());
+  EXPECT_TRUE(written.ok()) << written.error().message;
+  truth = *written;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    for (int rank : dead)
+      if (!files_kept && entry.path().filename().string().starts_with("rank-" + std::to_string(rank) + "."))
+        std::filesystem::resize_file(entry.path(), 0);
+  }
+  auto run = load_run(dir.path(), {});
+  EXPECT_TRUE(run.ok()) << run.error().message;
+  auto report = build_run_report(*run, {});
+  EXPECT_TRUE(report.ok()) << report.error().message;
+  return std::move(*report);
+}
+
+void expect_true_layout(const RunReport& report, const SyntheticRunTruth& truth, const std::string& what) {
+  EXPECT_EQ(report.layout.source, "inferred") << what;
+  EXPECT_EQ(report.layout.tp, 2) << what;
+  EXPECT_EQ(report.layout.pp, 4) << what;
+  EXPECT_EQ(report.layout.dp, 2) << what;
+  for (const RankReport& r : report.ranks) {
+    EXPECT_EQ(r.stage, truth.stage[static_cast<size_t>(r.rank)]) << what << ", rank " << r.rank;
+    EXPECT_EQ(r.tp_rank, truth.tp_rank[static_cast<size_t>(r.rank)]) << what << ", rank " << r.rank;
+    EXPECT_EQ(r.dp_rank, truth.dp_rank[static_cast<size_t>(r.rank)]) << what << ", rank " << r.rank;
+  }
+  for (const std::string& note : report.layout.notes)
+    EXPECT_EQ(note.find("no p2p traffic"), std::string::npos) << what << ": " << note;
+}
+
+TEST(ReportOnSyntheticRun, LayoutStandsWhenARankLeftNoTrace) {
+  for (int rank : {15, 6, 0}) {  // the end of a pipeline chain, a middle stage, rank 0
+    for (bool kept : {true, false}) {
+      const std::string what = "rank " + std::to_string(rank) + (kept ? " header only" : " 0 bytes");
+      SyntheticRunTruth truth;
+      const RunReport report = report_without({rank}, kept, truth);
+      expect_true_layout(report, truth, what);
+      // It shows in every communicator it belonged to (world, tp, pp, dp), marked untraced.
+      size_t listed = 0;
+      for (const CommunicatorReport& c : report.layout.communicators) {
+        if (std::find(c.members.begin(), c.members.end(), rank) == c.members.end()) continue;
+        ++listed;
+        EXPECT_EQ(c.untraced, std::vector<int32_t>{rank}) << what << ", " << c.role;
+      }
+      EXPECT_EQ(listed, 4u) << what;
+      EXPECT_EQ(report.hang.no_trace, std::vector<int32_t>{rank}) << what;
+      EXPECT_FALSE(report.hang.suspected) << what;
+      EXPECT_TRUE(report.clock.unaligned_ranks.empty()) << what;
+    }
+  }
+}
+
+TEST(ReportOnSyntheticRun, LayoutStandsWhenAWholeGroupOrStageLeftNoTrace) {
+  // Ranks 0 and 1: a whole tensor-parallel group, whose communicator nobody recorded. Ranks
+  // 8-11: all of stage 2.
+  for (const std::vector<int>& dead : {std::vector<int>{0, 1}, std::vector<int>{8, 9, 10, 11}}) {
+    SyntheticRunTruth truth;
+    const RunReport report = report_without(dead, true, truth);
+    expect_true_layout(report, truth, "ranks " + std::to_string(dead.front()) + "..");
+  }
+}
+
+TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOnWhenItLeftNoTrace) {
+  // The 3 a.m. case: rank 6 hung and was killed before it flushed anything.
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.hang_rank = 6;
+  spec.hang_step = 2;
+  spec.silent_ranks = {6};
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_TRUE(report.hang.suspected);
+  ASSERT_EQ(report.hang.communicators.size(), 1u);
+  const CommHang& h = report.hang.communicators[0];
+  EXPECT_EQ(h.role, "data");
+  EXPECT_EQ(h.last_completed_by_all, 2u);
+  EXPECT_EQ(h.next_op, "all_reduce");
+  EXPECT_EQ(h.entered, std::vector<int32_t>{4});
+  EXPECT_EQ(h.missing, std::vector<int32_t>{6});
+  EXPECT_EQ(h.untraced, std::vector<int32_t>{6});
+  EXPECT_EQ(report.hang.no_trace, std::vector<int32_t>{6});
+  const bool named = std::any_of(report.findings.begin(), report.findings.end(), [](const std::string& f) {
+    return f.find("hang:") == 0 && f.find("rank(s) 6 (no trace)") != std::string::npos;
+  });
+  EXPECT_TRUE(named) << (report.findings.empty() ? "" : report.findings[0]);
+}
+
 TEST(ReportOnSyntheticRun, HierarchicalZeroShardGroups) {
   ScratchDir dir;
   SyntheticRunSpec spec;

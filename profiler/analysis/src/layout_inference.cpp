@@ -114,8 +114,12 @@ struct Dims {
 class Inference {
  public:
   Inference(int32_t world_size, const std::vector<Group>& groups, const std::optional<StatedLayout>& stated,
-            InferredLayout& out)
-      : world_(world_size), groups_(groups), stated_(stated), out_(out), role_(groups.size()) {}
+            const std::vector<int32_t>& untraced, InferredLayout& out)
+      : world_(world_size), groups_(groups), stated_(stated), out_(out), role_(groups.size()) {
+    untraced_.assign(at(world_size), false);
+    for (int32_t r : untraced)
+      if (r >= 0 && r < world_size) untraced_[at(r)] = true;
+  }
 
   void note(std::string text) {
     if (std::find(out_.notes.begin(), out_.notes.end(), text) == out_.notes.end())
@@ -137,10 +141,12 @@ class Inference {
   Error not_orthogonal(const Family& tp, const Family& other, int32_t dp) const;
   void fallback(const std::vector<int32_t>& ranks, const Family* tp, const Family* dp, bool dp_found,
                 const Dims& dims);
+  void fill_uncovered(const std::vector<int32_t>& ranks, const Family& tp, const Family& dp);
 
   int32_t world_;
   const std::vector<Group>& groups_;
   const std::optional<StatedLayout>& stated_;
+  std::vector<bool> untraced_;  // per global rank
   InferredLayout& out_;
   std::vector<std::optional<CommRole>> role_;
 };
@@ -216,7 +222,11 @@ std::vector<Family> Inference::families(int32_t stage, const std::vector<int32_t
         f.span = std::max(f.span, *hi - *lo);
         f.traffic.add(g.traffic);
       }
-      f.complete = covered == static_cast<int32_t>(ranks.size());
+      // Groups whose members all died left no record: the family still partitions the stage
+      // when what it misses is untraced ranks, whole groups of them.
+      int32_t lost = 0;
+      for (int32_t r : ranks) lost += f.group_of[at(r)] < 0 && untraced_[at(r)];
+      f.complete = covered + lost == static_cast<int32_t>(ranks.size()) && lost % size == 0 && covered > 0;
       out.push_back(std::move(f));
     }
   }
@@ -228,6 +238,7 @@ bool Inference::orthogonal(const Family& a, const Family& b) const {
   for (size_t g : b.groups) {
     std::set<int32_t> met;
     for (int32_t m : groups_[g].members) {
+      if (a.group_of[at(m)] < 0 && untraced_[at(m)]) continue;  // its group of `a` left no record
       if (a.group_of[at(m)] < 0 || !met.insert(a.group_of[at(m)]).second) return false;
     }
   }
@@ -450,8 +461,27 @@ Expected<Dims> Inference::analyze(int32_t stage, const std::vector<int32_t>& ran
   if (tp != nullptr) {
     for (int32_t r : ranks) out_.ranks[at(r)].tp_rank = tp->position[at(r)];
   }
+  if (tp != nullptr && dp != nullptr) fill_uncovered(ranks, *tp, *dp);
   fallback(ranks, tp, dp, dp != nullptr || inner != nullptr, dims);
   return dims;
+}
+
+// A rank whose tensor- (or data-) parallel group died whole has no place in that family; the
+// other family's group gives it, as a data-parallel group holds one tp_rank and a tensor-parallel
+// group one dp_rank.
+void Inference::fill_uncovered(const std::vector<int32_t>& ranks, const Family& tp, const Family& dp) {
+  auto from_group = [&](const Family& along, int32_t r, const Family& of) {
+    const int32_t g = along.group_of[at(r)];
+    if (g < 0) return -1;
+    for (int32_t m : groups_[along.groups[at(g)]].members)
+      if (m != r && of.position[at(m)] >= 0) return of.position[at(m)];
+    return -1;
+  };
+  for (int32_t r : ranks) {
+    RankCoordinates& c = out_.ranks[at(r)];
+    if (tp.group_of[at(r)] < 0) c.tp_rank = std::max(0, from_group(dp, r, tp));
+    if (dp.group_of[at(r)] < 0) c.dp_rank = std::max(0, from_group(tp, r, dp));
+  }
 }
 
 // Coordinates of a dimension no communicator shows: from the other dimension's groups, or from
@@ -462,10 +492,10 @@ void Inference::fallback(const std::vector<int32_t>& ranks, const Family* tp, co
   const bool dp_missing = dims.dp > 1 && !dp_found;
   if (!tp_missing && !dp_missing) return;
   if (tp_missing && dp != nullptr) {
-    for (int32_t r : ranks) out_.ranks[at(r)].tp_rank = dp->group_of[at(r)];
+    for (int32_t r : ranks) out_.ranks[at(r)].tp_rank = std::max(0, dp->group_of[at(r)]);
     note("tp_rank: the index of the rank's data-parallel group (no tensor-parallel communicator)");
   } else if (dp_missing && !tp_missing && tp != nullptr) {
-    for (int32_t r : ranks) out_.ranks[at(r)].dp_rank = tp->group_of[at(r)];
+    for (int32_t r : ranks) out_.ranks[at(r)].dp_rank = std::max(0, tp->group_of[at(r)]);
     note("dp_rank: the index of the rank's tensor-parallel group (no data-parallel communicator of " +
          std::to_string(dims.dp) + " ranks)");
   } else {
@@ -483,6 +513,14 @@ void Inference::fallback(const std::vector<int32_t>& ranks, const Family* tp, co
 Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
                                       const std::vector<P2pFlow>& flows,
                                       const std::optional<StatedLayout>& stated) {
+  LayoutEvidence evidence;
+  evidence.stated = stated;
+  return infer_layout(world_size, comms, flows, evidence);
+}
+
+Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
+                                      const std::vector<P2pFlow>& flows, const LayoutEvidence& evidence) {
+  const std::optional<StatedLayout>& stated = evidence.stated;
   if (world_size <= 0) return Error{"world size must be positive, got " + std::to_string(world_size)};
   if (stated) {
     const int64_t product = int64_t{stated->tp} * stated->pp * stated->dp;
@@ -528,23 +566,46 @@ Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<Comm
     stage_ranks[at(stages.stage[at(r)])].push_back(r);
   }
 
-  Inference inference(world_size, groups, stated, out);
-  Dims first;
+  Inference inference(world_size, groups, stated, evidence.untraced, out);
+  std::optional<Dims> first;
+  int32_t first_stage = 0;
+  std::vector<int32_t> dark;  // stages none of whose ranks left a trace
   for (int32_t s = 0; s < stages.pp; ++s) {
-    std::vector<Family> families = inference.families(s, stage_ranks[at(s)]);
-    const auto analyzed = inference.analyze(s, stage_ranks[at(s)], families);
+    const auto& ranks = stage_ranks[at(s)];
+    if (!evidence.untraced.empty() && std::all_of(ranks.begin(), ranks.end(), [&](int32_t r) {
+          return std::binary_search(evidence.untraced.begin(), evidence.untraced.end(), r);
+        })) {
+      dark.push_back(s);
+      continue;
+    }
+    std::vector<Family> families = inference.families(s, ranks);
+    const auto analyzed = inference.analyze(s, ranks, families);
     if (!analyzed) return analyzed.error();
     const Dims dims = *analyzed;
-    if (s == 0) first = dims;
-    if (!(dims == first)) {
-      return Error{"pipeline stages disagree: stage 0 has " + first.str() + ", stage " + std::to_string(s) +
-                   " has " + dims.str() + " (its communicators do not partition the stages alike)"};
+    if (!first) {
+      first = dims;
+      first_stage = s;
+    }
+    if (!(dims == *first)) {
+      return Error{"pipeline stages disagree: stage " + std::to_string(first_stage) + " has " + first->str() +
+                   ", stage " + std::to_string(s) + " has " + dims.str() +
+                   " (its communicators do not partition the stages alike)"};
     }
   }
-  out.tp = first.tp;
-  out.dp = first.dp;
-  out.zero_shard = first.shard;
-  out.ep = first.ep;
+  if (!first) return Error{"no rank of any pipeline stage left a trace"};
+  for (int32_t s : dark) {  // Megatron's order inside the stage: tensor parallel fastest
+    const auto& ranks = stage_ranks[at(s)];
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      out.ranks[at(ranks[i])].tp_rank = static_cast<int32_t>(i) % first->tp;
+      out.ranks[at(ranks[i])].dp_rank = static_cast<int32_t>(i) / first->tp;
+    }
+    out.notes.push_back("stage " + std::to_string(s) +
+                        ": no rank left a trace; tp_rank and dp_rank assumed from the rank order");
+  }
+  out.tp = first->tp;
+  out.dp = first->dp;
+  out.zero_shard = first->shard;
+  out.ep = first->ep;
 
   for (size_t g = 0; g < groups.size(); ++g) {
     const Group& group = groups[g];

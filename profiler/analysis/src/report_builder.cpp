@@ -30,33 +30,6 @@ int64_t anchor_shift_ns(const RankDigest& d) {
   return static_cast<int64_t>(d.header.start_realtime_ns) - static_cast<int64_t>(d.header.start_monotonic_ns);
 }
 
-void collect_comms(const LoadedRun& run, std::vector<CommInfo>& comms,
-                   std::unordered_map<uint64_t, size_t>& comm_by_id) {
-  for (size_t i = 0; i < run.ranks.size(); ++i) {
-    for (const CommDigest& c : run.ranks[i].comms) {
-      auto [it, fresh] = comm_by_id.try_emplace(c.comm_id, comms.size());
-      if (fresh) comms.push_back(CommInfo{c.comm_id, c.size, std::vector<int32_t>(std::max(c.size, 0), -1)});
-      CommInfo& info = comms[it->second];
-      if (c.size > info.size) {
-        info.size = c.size;
-        info.members.resize(c.size, -1);
-      }
-      if (c.nccl_rank >= 0 && c.nccl_rank < info.size) info.members[c.nccl_rank] = static_cast<int32_t>(i);
-      info.sample_stride = std::max(info.sample_stride, c.sample_stride);
-    }
-  }
-}
-
-bool complete(const CommInfo& c) {
-  return c.size >= 2 && std::none_of(c.members.begin(), c.members.end(), [](int32_t m) { return m < 0; });
-}
-
-const CommDigest* digest_of(const RankDigest& d, uint64_t comm_id) {
-  for (const CommDigest& c : d.comms)
-    if (c.comm_id == comm_id) return &c;
-  return nullptr;
-}
-
 // A p2p transfer as a two-member collective: identified by its communicator, sender and
 // receiver (NCCL ranks) and sequence, which both sides know.
 uint64_t transfer_key(uint64_t comm_id, int32_t src, int32_t dst) {
@@ -65,12 +38,6 @@ uint64_t transfer_key(uint64_t comm_id, int32_t src, int32_t dst) {
        {static_cast<uint64_t>(static_cast<uint32_t>(src)), static_cast<uint64_t>(static_cast<uint32_t>(dst))})
     h = (h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdULL;
   return h | 1;
-}
-
-const P2pDigest* p2p_of(const RankDigest& d, uint64_t comm_id, int32_t peer, bool send) {
-  for (const P2pDigest& p : d.p2p)
-    if (p.comm_id == comm_id && p.peer == peer && p.send == send) return &p;
-  return nullptr;
 }
 
 void add_transfer_ends(const LoadedRun& run, const std::vector<CommInfo>& comms,
@@ -134,8 +101,9 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
   clock.residual_median_ns = a.residual_median_ns;
   clock.residual_p99_ns = a.residual_p99_ns;
   clock.residual_max_ns = a.residual_max_ns;
-  for (size_t i = 0; i < n && n > 1; ++i)
-    if (!a.refined[i]) clock.unaligned_ranks.push_back(run.global_rank[i]);
+  for (size_t i = 0; i < n && n > 1; ++i)  // a trace with no record has no clock to align
+    if (!a.refined[i] && run.ranks[i].first_ns != INT64_MAX)
+      clock.unaligned_ranks.push_back(run.global_rank[i]);
   int64_t origin = INT64_MAX;
   for (size_t i = 0; i < n; ++i)
     if (run.ranks[i].first_ns != INT64_MAX)
@@ -147,60 +115,17 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
 void infer(ReportContext& ctx, RunReport& report) {
   LayoutReport& layout = report.layout;
   layout.world_size = ctx.run.world_size;
-  std::vector<CommunicatorTraffic> traffic;
-  for (const CommInfo& comm : ctx.comms) {
-    if (!complete(comm)) continue;
-    CommunicatorTraffic t;
-    t.comm_id = comm.comm_id;
-    for (int32_t m : comm.members) t.members.push_back(ctx.run.global_rank[m]);
-    for (int32_t m : comm.members) {
-      const CommDigest* c = digest_of(ctx.run.ranks[m], comm.comm_id);
-      if (c == nullptr) continue;
-      using T = trace::NcclOpType;
-      auto bytes = [&](T op) { return c->ops[static_cast<size_t>(op)].bytes; };
-      auto calls = [&](T op) { return c->ops[static_cast<size_t>(op)].calls; };
-      t.all_reduce_bytes += bytes(T::kAllReduce);
-      t.all_gather_bytes += bytes(T::kAllGather);
-      t.reduce_scatter_bytes += bytes(T::kReduceScatter);
-      t.all_to_all_bytes += bytes(T::kAllToAll);
-      t.broadcast_bytes += bytes(T::kBroadcast) + bytes(T::kReduce);
-      t.p2p_bytes += bytes(T::kSend) + bytes(T::kRecv);
-      t.p2p_calls += calls(T::kSend) + calls(T::kRecv);
-      for (size_t op = 1; op < c->ops.size(); ++op)
-        if (op != static_cast<size_t>(T::kSend) && op != static_cast<size_t>(T::kRecv))
-          t.collective_calls += c->ops[op].calls;
-    }
-    traffic.push_back(std::move(t));
-  }
-  std::vector<P2pFlow> flows;
-  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
-    for (const P2pDigest& p : ctx.run.ranks[i].p2p) {
-      if (!p.send) continue;
-      auto it = ctx.comm_by_id.find(p.comm_id);
-      if (it == ctx.comm_by_id.end()) continue;
-      const CommInfo& comm = ctx.comms[it->second];
-      if (!complete(comm) || p.peer < 0 || p.peer >= comm.size) continue;
-      const int32_t dst = comm.members[p.peer];
-      P2pFlow flow{ctx.run.global_rank[i],
-                   ctx.run.global_rank[dst],
-                   p.bytes,
-                   p.calls,
-                   p.first_enter_ns,
-                   -1,
-                   p.comm_id};
-      const CommDigest* mine = digest_of(ctx.run.ranks[i], p.comm_id);
-      for (const P2pDigest& q : ctx.run.ranks[dst].p2p)
-        if (!q.send && q.comm_id == p.comm_id && mine != nullptr && q.peer == mine->nccl_rank)
-          flow.first_recv_ns = q.first_enter_ns;
-      flows.push_back(flow);
-    }
-  }
+  const std::vector<CommunicatorTraffic> traffic = layout_traffic(ctx);
+  const std::vector<P2pFlow> flows = layout_flows(ctx);
   if (traffic.empty() && !ctx.options.stated_layout) {
     layout.source = "none";
     layout.world_size = ctx.run.world_size;
     layout.notes.push_back("no communicator joins two traced ranks: layout unknown");
   } else {
-    auto inferred = infer_layout(ctx.run.world_size, traffic, flows, ctx.options.stated_layout);
+    LayoutEvidence evidence;
+    evidence.stated = ctx.options.stated_layout;
+    evidence.untraced = silent_ranks(ctx.run);
+    auto inferred = infer_layout(ctx.run.world_size, traffic, flows, evidence);
     if (!inferred) {
       layout.source = "unknown";
       report.warnings.push_back("layout: " + inferred.error().message +
@@ -239,9 +164,10 @@ void infer(ReportContext& ctx, RunReport& report) {
     }
   }
   for (const CommInfo& comm : ctx.comms) {
-    if (!complete(comm)) continue;
-    CommunicatorReport c{comm.comm_id, comm.role, {}};
-    for (int32_t m : comm.members) c.members.push_back(ctx.run.global_rank[m]);
+    if (comm.size < 2) continue;
+    CommunicatorReport c{comm.comm_id, comm.role, comm.ranks, {}};
+    for (size_t k = 0; k < comm.members.size(); ++k)
+      if (!comm.traced(k)) c.untraced.push_back(comm.ranks[k]);
     layout.communicators.push_back(std::move(c));
   }
 }
@@ -305,8 +231,11 @@ int64_t step_duration(const StepDigest& s) { return s.end_ns - s.start_ns; }
 void steps_from_collectives(const ReportContext& ctx, StepReport& steps) {
   for (const char* role : {"data", "shard", "world"}) {
     for (const CommInfo& comm : ctx.comms) {
-      if (comm.role != role || !complete(comm)) continue;
-      const CommDigest* c = digest_of(ctx.run.ranks[comm.members.front()], comm.comm_id);
+      if (comm.role != role) continue;
+      const auto first =
+          std::find_if(comm.members.begin(), comm.members.end(), [](int32_t m) { return m >= 0; });
+      if (first == comm.members.end()) continue;
+      const CommDigest* c = digest_of(ctx.run.ranks[*first], comm.comm_id);
       if (c == nullptr) continue;
       const std::vector<int64_t> starts = step_starts_from_rhythm(c->first_enters_ns);
       if (starts.size() < 2) continue;
@@ -359,82 +288,6 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
   steps.min_ns = sorted.front();
   steps.max_ns = sorted.back();
   steps.stdev_ns = std::sqrt(sq / static_cast<double>(sorted.size()));
-}
-
-std::string ms(int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f ms", static_cast<double>(ns) / 1e6);
-  return text;
-}
-
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.0f%%", fraction * 100);
-  return text;
-}
-
-void add_findings(RunReport& report) {
-  auto& f = report.findings;
-  const LayoutReport& l = report.layout;
-  if (l.source == "inferred" || l.source == "stated") {
-    std::string line = "layout (" + l.source + "): tp " + std::to_string(l.tp) + " x pp " +
-                       std::to_string(l.pp) + " x dp " + std::to_string(l.dp);
-    if (l.zero_shard > 1) line += ", parameters sharded over " + std::to_string(l.zero_shard);
-    if (l.ep > 1) line += ", ep " + std::to_string(l.ep);
-    f.push_back(line + " on " + std::to_string(l.world_size) + " ranks");
-  }
-  if (report.hang.suspected) {
-    for (const CommHang& h : report.hang.communicators) {
-      std::string missing;
-      for (int32_t r : h.missing) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-      f.push_back("hang: " + std::to_string(h.entered.size()) + " ranks of a " + h.role +
-                  " communicator entered " + h.next_op + " #" + std::to_string(h.last_completed_by_all) +
-                  " and waited " + ms(h.waited_ns) + " for rank(s) " + missing + ", which never entered it");
-    }
-    if (!report.hang.ended_early.empty()) {
-      std::string ranks;
-      for (int32_t r : report.hang.ended_early) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-      f.push_back("trace ends early on rank(s) " + ranks);
-    }
-  }
-  if (report.steps.count > 0)
-    f.push_back("step time " + ms(report.steps.median_ns) + " (median of " +
-                std::to_string(report.steps.count) + " steps, min " + ms(report.steps.min_ns) + ", max " +
-                ms(report.steps.max_ns) + ")");
-  if (report.stages.size() > 1) {
-    std::string bubbles;
-    for (const StageReport& s : report.stages)
-      bubbles += (bubbles.empty() ? "" : " ") + percent(s.bubble_fraction);
-    f.push_back("pipeline bubble per stage: " + bubbles);
-    const StageReport& first = report.stages.front();
-    if (first.activation_vs_last_stage > 1.05) {
-      char text[160];
-      std::snprintf(text, sizeof(text),
-                    "memory imbalance: stage 0 holds %.1fx the activations of stage %d (1F1B)",
-                    first.activation_vs_last_stage, report.stages.back().stage);
-      f.push_back(text);
-    }
-  }
-  for (const Straggler& s : report.stragglers)
-    f.push_back("straggler: rank " + std::to_string(s.rank) + " arrived last at " +
-                std::to_string(s.instances_last) + " sampled collectives; the others waited " +
-                ms(s.cost_ns) + " in all");
-  int64_t compute = 0, exposed = 0, idle = 0, span = 0;
-  for (const RankReport& r : report.ranks) {
-    compute += r.gpu.compute_ns;
-    exposed += r.gpu.comm_exposed_ns;
-    idle += r.gpu.idle_ns;
-    span += r.gpu.span_ns;
-  }
-  if (span > 0)
-    f.push_back("GPU time: compute " + percent(static_cast<double>(compute) / static_cast<double>(span)) +
-                ", exposed communication " +
-                percent(static_cast<double>(exposed) / static_cast<double>(span)) + ", idle " +
-                percent(static_cast<double>(idle) / static_cast<double>(span)) + " (all ranks)");
-  if (!report.clock.unaligned_ranks.empty())
-    report.warnings.push_back(
-        std::to_string(report.clock.unaligned_ranks.size()) +
-        " rank(s) share no collective with the others: their clocks rest on the header anchors");
 }
 
 }  // namespace

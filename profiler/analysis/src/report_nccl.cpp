@@ -121,36 +121,44 @@ void add_hang_report(const ReportContext& ctx, RunReport& report) {
   HangReport& hang = report.hang;
   const size_t n = ctx.run.ranks.size();
   int64_t first = INT64_MAX, last = INT64_MIN;
-  for (const RankReport& r : report.ranks) {
-    first = std::min(first, r.first_event_ns);
-    last = std::max(last, r.last_event_ns);
+  for (size_t i = 0; i < n; ++i) {
+    if (ctx.run.ranks[i].first_ns == INT64_MAX) continue;  // no timed record: listed as no trace
+    first = std::min(first, report.ranks[i].first_event_ns);
+    last = std::max(last, report.ranks[i].last_event_ns);
   }
+  hang.no_trace = ctx.run.missing_ranks;
   for (size_t i = 0; i < n; ++i) {
     if (!ctx.run.ranks[i].end) hang.not_closed.push_back(ctx.run.global_rank[i]);
+    if (ctx.run.ranks[i].first_ns == INT64_MAX) {
+      hang.no_trace.push_back(ctx.run.global_rank[i]);
+      continue;
+    }
     const int64_t slack = std::max<int64_t>(1'000'000'000, (last - first) / 20);
     if (n > 1 && report.ranks[i].last_event_ns < last - slack)
       hang.ended_early.push_back(ctx.run.global_rank[i]);
   }
+  std::sort(hang.no_trace.begin(), hang.no_trace.end());
   for (const CommInfo& comm : ctx.comms) {
-    if (comm.size < 2 ||
-        std::any_of(comm.members.begin(), comm.members.end(), [](int32_t m) { return m < 0; }))
-      continue;
+    if (comm.size < 2) continue;
     struct Progress {
       int32_t member;
       const CommDigest* digest;
       uint64_t completed;
     };
+    // Traced members only: a member without a trace is seen through the others. Every member
+    // completed what all the traced ones completed (a collective ends for all or none), so when
+    // every traced member entered the next one, the untraced are the ones it waits for.
     std::vector<Progress> progress;
     for (int32_t m : comm.members) {
+      if (m < 0) continue;
       const RankDigest& d = ctx.run.ranks[m];
-      for (const CommDigest& c : d.comms) {
-        if (c.comm_id != comm.comm_id) continue;
+      if (const CommDigest* c = digest_of(d, comm.comm_id)) {
         const uint64_t done =
-            ctx.kernel_mode && d.nccl_kernels_seen ? c.last_completed_kernel : c.last_completed_host;
-        progress.push_back(Progress{m, &c, done});
+            ctx.kernel_mode && d.nccl_kernels_seen ? c->last_completed_kernel : c->last_completed_host;
+        progress.push_back(Progress{m, c, done});
       }
     }
-    if (progress.size() != comm.members.size()) continue;
+    if (progress.empty()) continue;
     uint64_t done_by_all = UINT64_MAX;
     for (const Progress& p : progress) done_by_all = std::min(done_by_all, p.completed);
     CommHang h;
@@ -168,7 +176,13 @@ void add_hang_report(const ReportContext& ctx, RunReport& report) {
         h.missing.push_back(rank);
       }
     }
+    for (size_t k = 0; k < comm.members.size(); ++k) {
+      if (comm.traced(k)) continue;
+      h.missing.push_back(comm.ranks[k]);
+      h.untraced.push_back(comm.ranks[k]);
+    }
     if (h.entered.empty() || h.missing.empty()) continue;
+    std::sort(h.missing.begin(), h.missing.end());
     hang.communicators.push_back(std::move(h));
   }
   std::sort(hang.communicators.begin(), hang.communicators.end(),

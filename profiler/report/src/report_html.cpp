@@ -193,7 +193,7 @@ std::string report_html(const RunReport& r) {
         "th");
     for (const CommHang& h : r.hang.communicators)
       table_row(out, {hex(h.comm_id), h.role, std::to_string(h.last_completed_by_all), h.next_op,
-                      rank_list(h.entered), rank_list(h.missing), fixed(ms(h.waited_ns), 1)});
+                      rank_list(h.entered), rank_list(h.missing, h.untraced), fixed(ms(h.waited_ns), 1)});
     out << "</table>\n";
     if (!r.hang.ended_early.empty())
       out << "<p>Traces ending early: " << rank_list(r.hang.ended_early) << "</p>\n";

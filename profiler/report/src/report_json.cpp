@@ -18,8 +18,11 @@ ordered_json series_json(const Series& s) {
 ordered_json layout_json(const LayoutReport& l) {
   ordered_json comms = ordered_json::array();
   for (const CommunicatorReport& c : l.communicators)
-    comms.push_back(ordered_json{
-        {"comm_id", c.comm_id}, {"role", c.role}, {"size", c.members.size()}, {"members", c.members}});
+    comms.push_back(ordered_json{{"comm_id", c.comm_id},
+                                 {"role", c.role},
+                                 {"size", c.members.size()},
+                                 {"members", c.members},
+                                 {"untraced", c.untraced}});
   return ordered_json{
       {"source", l.source}, {"world_size", l.world_size}, {"tp", l.tp}, {"pp", l.pp},
       {"dp", l.dp},         {"zero_shard", l.zero_shard}, {"ep", l.ep}, {"communicators", comms},
@@ -103,11 +106,13 @@ ordered_json hang_json(const HangReport& h) {
                                  {"next_op", c.next_op},
                                  {"entered", c.entered},
                                  {"missing", c.missing},
-                                 {"waited_ns", c.waited_ns}});
+                                 {"waited_ns", c.waited_ns},
+                                 {"untraced", c.untraced}});
   return ordered_json{{"suspected", h.suspected},
                       {"communicators", comms},
                       {"ended_early", h.ended_early},
-                      {"not_closed", h.not_closed}};
+                      {"not_closed", h.not_closed},
+                      {"no_trace", h.no_trace}};
 }
 
 ordered_json plan_json(const PlanComparison& p) {

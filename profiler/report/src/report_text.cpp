@@ -215,11 +215,13 @@ void write_hang(std::ostream& out, const RunReport& r) {
             c.role + " communicator " + hex(c.comm_id) + ": all completed " +
                 std::to_string(c.last_completed_by_all) + "; entered " +
                 (c.next_op.empty() ? std::string("the next") : c.next_op) + " #" +
-                std::to_string(c.last_completed_by_all) + ": " + rank_list(c.entered) +
-                "; never entered: " + rank_list(c.missing) + "; waited " + fixed(ms(c.waited_ns), 1) + " ms");
+                std::to_string(c.last_completed_by_all) + ": " + rank_list(c.entered) + "; never entered: " +
+                rank_list(c.missing, c.untraced) + "; waited " + fixed(ms(c.waited_ns), 1) + " ms");
   if (!h.ended_early.empty()) out << "  traces ending early: " << rank_list(h.ended_early) << '\n';
   if (!h.not_closed.empty())
     out << "  traces not closed (killed or crashed): " << rank_list(h.not_closed) << '\n';
+  if (!h.no_trace.empty())
+    out << "  no trace (file missing, empty or header only): " << rank_list(h.no_trace) << '\n';
 }
 
 void write_plan(std::ostream& out, const RunReport& r) {

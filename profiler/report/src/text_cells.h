@@ -37,11 +37,17 @@ inline std::string left(const std::string& text, size_t width) {
 inline std::string shorten(const std::string& text, size_t width) {
   return text.size() <= width ? text : text.substr(0, width - 3) + "...";
 }
-inline std::string rank_list(const std::vector<int32_t>& ranks) {
+// "3,6 (no trace)": ranks, marked where they left no trace; "?" where no trace tells which.
+inline std::string rank_list(const std::vector<int32_t>& ranks, const std::vector<int32_t>& untraced = {}) {
   std::string text;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (i == 16) return text + ", ... (" + std::to_string(ranks.size()) + " ranks)";
-    text += (i ? "," : "") + std::to_string(ranks[i]);
+    text += (i ? "," : "") + (ranks[i] >= 0 ? std::to_string(ranks[i]) : std::string("?"));
+    for (int32_t u : untraced)
+      if (u == ranks[i]) {
+        text += " (no trace)";
+        break;
+      }
   }
   return text.empty() ? "none" : text;
 }

@@ -90,6 +90,15 @@ struct StatedLayout {
   int32_t dp = 1;
 };
 
+// What else the traces tell, beside communicators and flows.
+struct LayoutEvidence {
+  std::optional<StatedLayout> stated;  // --layout
+  // Ranks that left no trace (sorted): their communicators are known from the others' records,
+  // but a group whose members all died is not; families that miss only such ranks still
+  // partition their stage, and a stage none of whose ranks left a trace takes the others' sizes.
+  std::vector<int32_t> untraced;
+};
+
 // `world_size` ranks 0..world_size-1. Fails with a message when the communicators contradict
 // each other or cover no rank. With `stated`, the sizes are taken from it and the traffic only
 // orders the stages and names the groups.
@@ -114,6 +123,8 @@ struct StatedLayout {
 // - Contradictions are errors: p2p that is no chain, chains of unequal length, a communicator
 //   whose members the flows put in different stages, groups of the data-parallel size that meet
 //   a tensor group twice, stages whose sizes differ, stated sizes the traffic or world refute.
+Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
+                                      const std::vector<P2pFlow>& flows, const LayoutEvidence& evidence);
 Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
                                       const std::vector<P2pFlow>& flows,
                                       const std::optional<StatedLayout>& stated = std::nullopt);

@@ -41,8 +41,9 @@ struct ClockReport {
 
 struct CommunicatorReport {
   uint64_t comm_id = 0;
-  std::string role;              // comm_role_name()
-  std::vector<int32_t> members;  // global ranks in NCCL-rank order
+  std::string role;               // comm_role_name()
+  std::vector<int32_t> members;   // global ranks in NCCL-rank order; -1: no trace tells which
+  std::vector<int32_t> untraced;  // members that left no trace (worked out from the others' records)
 };
 
 struct LayoutReport {
@@ -161,12 +162,14 @@ struct CommHang {
   std::vector<int32_t> entered;        // ranks that entered the next operation
   std::vector<int32_t> missing;        // members that never entered it: the ranks waited on
   int64_t waited_ns = 0;               // longest wait of an entered member, until its trace ended
+  std::vector<int32_t> untraced;       // of `missing`, those that left no trace (-1: rank unknown)
 };
 
 struct HangReport {
   bool suspected = false;  // some rank's trace ends early, or a collective never completed
   std::vector<CommHang> communicators;
   std::vector<int32_t> ended_early;  // traces that stop well before the others
+  std::vector<int32_t> no_trace;     // ranks without a trace, or whose trace holds no record
   std::vector<int32_t> not_closed;   // traces without an end chunk (killed, crashed)
 };
 

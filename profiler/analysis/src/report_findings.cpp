@@ -1,0 +1,99 @@
+// The headline lines of the report, most important first: the layout, a hang and the rank it
+// comes from, step time, the pipeline bubble, the memory imbalance, stragglers, where GPU time went.
+#include <algorithm>
+#include <cstdio>
+
+#include "report_context.h"
+
+namespace pipescope::analysis {
+namespace {
+
+std::string ms(int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f ms", static_cast<double>(ns) / 1e6);
+  return text;
+}
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.0f%%", fraction * 100);
+  return text;
+}
+
+// "4,6 (no trace)": ranks, marked where they left no trace; "?" where no trace tells which.
+std::string ranks_text(const std::vector<int32_t>& ranks, const std::vector<int32_t>& untraced = {}) {
+  std::string text;
+  for (int32_t r : ranks) {
+    text += text.empty() ? "" : ",";
+    text += r >= 0 ? std::to_string(r) : "?";
+    if (std::find(untraced.begin(), untraced.end(), r) != untraced.end()) text += " (no trace)";
+  }
+  return text;
+}
+
+}  // namespace
+
+void add_findings(RunReport& report) {
+  auto& f = report.findings;
+  const LayoutReport& l = report.layout;
+  if (l.source == "inferred" || l.source == "stated") {
+    std::string line = "layout (" + l.source + "): tp " + std::to_string(l.tp) + " x pp " +
+                       std::to_string(l.pp) + " x dp " + std::to_string(l.dp);
+    if (l.zero_shard > 1) line += ", parameters sharded over " + std::to_string(l.zero_shard);
+    if (l.ep > 1) line += ", ep " + std::to_string(l.ep);
+    f.push_back(line + " on " + std::to_string(l.world_size) + " ranks");
+  }
+  if (report.hang.suspected) {
+    for (const CommHang& h : report.hang.communicators) {
+      f.push_back("hang: " + std::to_string(h.entered.size()) + " rank(s) of a " + h.role +
+                  " communicator entered " + (h.next_op.empty() ? "collective" : h.next_op) + " #" +
+                  std::to_string(h.last_completed_by_all) + " and waited " + ms(h.waited_ns) +
+                  " for rank(s) " + ranks_text(h.missing, h.untraced) + ", which never entered it");
+    }
+    if (!report.hang.ended_early.empty())
+      f.push_back("trace ends early on rank(s) " + ranks_text(report.hang.ended_early));
+    if (!report.hang.no_trace.empty())
+      f.push_back("no trace from rank(s) " + ranks_text(report.hang.no_trace) +
+                  " (file missing, empty or header only: killed before its first flush?)");
+  }
+  if (report.steps.count > 0)
+    f.push_back("step time " + ms(report.steps.median_ns) + " (median of " +
+                std::to_string(report.steps.count) + " steps, min " + ms(report.steps.min_ns) + ", max " +
+                ms(report.steps.max_ns) + ")");
+  if (report.stages.size() > 1) {
+    std::string bubbles;
+    for (const StageReport& s : report.stages)
+      bubbles += (bubbles.empty() ? "" : " ") + percent(s.bubble_fraction);
+    f.push_back("pipeline bubble per stage: " + bubbles);
+    const StageReport& first = report.stages.front();
+    if (first.activation_vs_last_stage > 1.05) {
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "memory imbalance: stage 0 holds %.1fx the activations of stage %d (1F1B)",
+                    first.activation_vs_last_stage, report.stages.back().stage);
+      f.push_back(text);
+    }
+  }
+  for (const Straggler& s : report.stragglers)
+    f.push_back("straggler: rank " + std::to_string(s.rank) + " arrived last at " +
+                std::to_string(s.instances_last) + " sampled collectives; the others waited " +
+                ms(s.cost_ns) + " in all");
+  int64_t compute = 0, exposed = 0, idle = 0, span = 0;
+  for (const RankReport& r : report.ranks) {
+    compute += r.gpu.compute_ns;
+    exposed += r.gpu.comm_exposed_ns;
+    idle += r.gpu.idle_ns;
+    span += r.gpu.span_ns;
+  }
+  if (span > 0)
+    f.push_back("GPU time: compute " + percent(static_cast<double>(compute) / static_cast<double>(span)) +
+                ", exposed communication " +
+                percent(static_cast<double>(exposed) / static_cast<double>(span)) + ", idle " +
+                percent(static_cast<double>(idle) / static_cast<double>(span)) + " (all ranks)");
+  if (!report.clock.unaligned_ranks.empty())
+    report.warnings.push_back(
+        std::to_string(report.clock.unaligned_ranks.size()) +
+        " rank(s) share no collective with the others: their clocks rest on the header anchors");
+}
+
+}  // namespace pipescope::analysis
