@@ -40,7 +40,12 @@ TEST(NcclReport, LayoutAndStageOrderOfAWaitingJob) {
   EXPECT_EQ(report.layout.pp, 2);
   EXPECT_EQ(report.layout.dp, 2);
   ASSERT_EQ(report.ranks.size(), 8u);
-  for (const analysis::RankReport& r : report.ranks) EXPECT_EQ(r.stage, r.rank / 4) << r.rank;
+  // The program's layout (nccl_ranks.h): rank = tp_rank + 2 * (dp_rank + 2 * stage).
+  for (const analysis::RankReport& r : report.ranks) {
+    EXPECT_EQ(r.stage, r.rank / 4) << r.rank;
+    EXPECT_EQ(r.tp_rank, r.rank % 2) << r.rank;
+    EXPECT_EQ(r.dp_rank, r.rank / 2 % 2) << r.rank;
+  }
   EXPECT_EQ(report.clock.source, "nccl calls");  // no GPU: the blocking calls' returns
   EXPECT_TRUE(report.clock.unaligned_ranks.empty());
   EXPECT_EQ(report.steps.source, "nvtx");
@@ -85,7 +90,14 @@ TEST(NcclReport, HierarchicalZeroShardGroupsFromTheirTraffic) {
   EXPECT_EQ(report.layout.pp, 1);
   EXPECT_EQ(report.layout.dp, 8);
   EXPECT_EQ(report.layout.zero_shard, 4);
-  for (const analysis::RankReport& r : report.ranks) EXPECT_EQ(r.shard_rank, r.rank % 4) << r.rank;
+  // Shard groups of 4 consecutive ranks, replica groups across them (rank % 4 equal):
+  // dp_rank = (place across) * 4 + (place within) = rank.
+  for (const analysis::RankReport& r : report.ranks) {
+    EXPECT_EQ(r.stage, 0) << r.rank;
+    EXPECT_EQ(r.tp_rank, 0) << r.rank;
+    EXPECT_EQ(r.shard_rank, r.rank % 4) << r.rank;
+    EXPECT_EQ(r.dp_rank, r.rank) << r.rank;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -98,7 +99,8 @@ struct Family {
   int32_t size = 0;
   bool complete = false;  // covers the stage
   Traffic traffic;
-  int32_t span = 0;  // widest distance between a group's lowest and highest global rank
+  int32_t span = 0;    // widest distance between a group's lowest and highest global rank
+  int32_t traced = 0;  // members that left a trace (their records are the family's traffic)
   std::vector<int32_t> group_of, position;  // per global rank: index in `groups`, NCCL rank; -1 outside
 };
 
@@ -226,6 +228,7 @@ std::vector<Family> Inference::families(int32_t stage, const std::vector<int32_t
       // when what it misses is untraced ranks, whole groups of them.
       int32_t lost = 0;
       for (int32_t r : ranks) lost += f.group_of[at(r)] < 0 && untraced_[at(r)];
+      for (int32_t r : ranks) f.traced += f.group_of[at(r)] >= 0 && !untraced_[at(r)];
       f.complete = covered + lost == static_cast<int32_t>(ranks.size()) && lost % size == 0 && covered > 0;
       out.push_back(std::move(f));
     }
@@ -301,6 +304,26 @@ const Family* most_traffic(const std::vector<const Family*>& candidates) {
   return best;
 }
 
+// Collectives per traced member.
+double call_rate(const Family& f) {
+  return f.traced > 0 ? static_cast<double>(f.traffic.collective_calls) / f.traced : 0.0;
+}
+
+// Tensor parallelism runs collectives in every layer of every micro-batch (forward and
+// backward), data parallelism a few per step (the gradient reduction, the parameter gather), so
+// the family that calls most often per rank is tensor parallel, however many bytes the gradients
+// weigh. Bytes decide only between families within 2x of the most frequent (`close` says so).
+const Family* tensor_family(const std::vector<const Family*>& candidates, bool& close) {
+  close = false;
+  double most = 0;
+  for (const Family* f : candidates) most = std::max(most, call_rate(*f));
+  std::vector<const Family*> frequent;
+  for (const Family* f : candidates)
+    if (2 * call_rate(*f) >= most) frequent.push_back(f);
+  close = frequent.size() > 1;
+  return most_traffic(frequent);
+}
+
 template <class Pred>
 std::vector<const Family*> select(const std::vector<const Family*>& in, Pred pred) {
   std::vector<const Family*> out;
@@ -341,7 +364,8 @@ Expected<Dims> Inference::analyze(int32_t stage, const std::vector<int32_t>& ran
       auto plain = select(sized, [](const Family* f) {
         return !f->traffic.all_to_all_dominated() && !f->traffic.parameter_gather_dominated();
       });
-      tp = most_traffic(plain.empty() ? sized : plain);
+      bool close = false;
+      tp = tensor_family(plain.empty() ? sized : plain, close);
       if (tp == nullptr)
         note(where + "no communicators of tp = " + std::to_string(dims.tp) + " ranks partition it");
     }
@@ -360,15 +384,19 @@ Expected<Dims> Inference::analyze(int32_t stage, const std::vector<int32_t>& ran
     auto candidates = select(no_all_to_all, [&](const Family* f) {
       return !f->traffic.parameter_gather_dominated() && f->size < per_stage;
     });
-    if (!hierarchical) tp = most_traffic(candidates);
+    bool close = false;
+    if (!hierarchical) tp = tensor_family(candidates, close);
     if (tp != nullptr) {
       dims.tp = tp->size;
       for (const Family* f : candidates) {
-        if (f != tp && f->size != tp->size &&
-            f->traffic.collective_bytes() >= 0.9 * tp->traffic.collective_bytes()) {
-          note(where + "communicators of " + std::to_string(tp->size) + " and of " + std::to_string(f->size) +
-               " ranks carry about as many bytes; tensor parallel taken as the busier (" +
-               std::to_string(tp->size) + "); state --layout if that is wrong");
+        if (close && f != tp && 2 * call_rate(*f) >= call_rate(*tp)) {
+          char rates[96];
+          std::snprintf(rates, sizeof rates, "%.1f and %.1f collectives per rank", call_rate(*tp),
+                        call_rate(*f));
+          note(where + "communicators of " + std::to_string(tp->size) + " ranks and others of " +
+               std::to_string(f->size) + " ranks run about as often (" + rates +
+               "); tensor parallel taken as the one with more bytes (" + std::to_string(tp->size) +
+               " ranks; tensor-parallel groups are usually within a node); state --layout if that is wrong");
         }
       }
     } else if (!hierarchical && per_stage > 1 && no_all_to_all.size() == 1 &&

@@ -21,6 +21,7 @@ namespace {
 namespace fake = pipescope::fake_nccl;
 
 constexpr int kIdWaitMs = 30000;
+constexpr int kLayers = 2;
 
 struct Options {
   std::string id_dir;
@@ -330,6 +331,16 @@ void pipeline_exchange(Nccl& nccl, const Comms& comms, const Layout& layout, Buf
   std::_Exit(3);
 }
 
+// Megatron's tensor parallelism without sequence parallelism: each layer all-reduces after its
+// attention and after its MLP, in forward and again in backward; two layers.
+void tensor_parallel_layers(Nccl& nccl, const Comms& comms, std::byte* send, std::byte* recv,
+                            cudaStream_t stream) {
+  for (int layer = 0; layer < kLayers; ++layer) {
+    nccl.all_reduce(send, recv, 1024, ncclFloat32, ncclSum, comms.tp, stream);  // attention
+    nccl.all_reduce(send, recv, 1024, ncclFloat32, ncclSum, comms.tp, stream);  // MLP
+  }
+}
+
 void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buffers, bool nvtx, int step,
               const Options& options) {
   const auto stream =
@@ -340,11 +351,12 @@ void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buf
   NvtxRange step_range(nvtx, "train_step");
   {
     NvtxRange forward(nvtx, "forward");
-    nccl.all_reduce(send, recv, 1024, ncclFloat32, ncclSum, comms.tp, stream);
+    tensor_parallel_layers(nccl, comms, send, recv, stream);
     pipeline_exchange(nccl, comms, layout, buffers, stream);
   }
   {
     NvtxRange backward(nvtx, "backward");
+    tensor_parallel_layers(nccl, comms, send, recv, stream);
     if (stage + 1 < layout.pp) nccl.send(send, 128, ncclFloat32, stage + 1, comms.pp, stream);
     if (stage > 0) nccl.recv(recv, 128, ncclFloat32, stage - 1, comms.pp, stream);
     if (layout.rank == options.hang_rank && step == options.hang_step) hang_until_killed();

@@ -10,8 +10,9 @@
 // hands it over in DIR/nccl-id; everyone builds the world communicator and splits it, in this
 // order, into TP (split 0), PP (split 1), a "first stage" communicator that only pipeline stage
 // 0 joins (split 2; everyone else passes NCCL_SPLIT_NOCOLOR) and DP (split 3). Megatron's rank
-// order: rank = tp_rank + T * (dp_rank + D * pp_rank). Per step, on every member:
-//   TP:    ncclAllReduce 1024 float sum
+// order: rank = tp_rank + T * (dp_rank + D * pp_rank). Per step, on every member, as Megatron
+// calls them (tensor parallel in every layer, data parallel once a step):
+//   TP:    4 x ncclAllReduce 1024 float sum in forward (2 layers: attention, MLP), 4 in backward
 //   PP:    group { to next stage: send 2048 bf16, recv 1024 bf16 } and
 //          group { from previous stage: recv 2048 bf16, send 1024 bf16 }, then ungrouped:
 //          send 128 float to the next stage / recv 128 float from the previous one
@@ -24,7 +25,7 @@
 // and the program exits 0 (1 when an NCCL call failed, 2 on bad usage).
 //
 // --nvtx wraps each step in NVTX ranges: push "train_step" { push "forward" { TP, PP groups }
-// pop; push "backward" { ungrouped p2p, DP, stage } pop; world } pop.
+// pop; push "backward" { TP, ungrouped p2p, DP, stage } pop; world } pop.
 // --call-log FILE writes each NCCL call as the fake library's call log would (call_text.h).
 // --straggler R:MS: rank R sleeps MS ms before every data-parallel ncclAllReduce. --hang R:STEP:
 // rank R stops before step STEP's data-parallel ncclAllReduce and ends by SIGTERM after twice

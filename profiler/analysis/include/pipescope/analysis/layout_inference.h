@@ -115,9 +115,11 @@ struct LayoutEvidence {
 //   traffic form a family; families that do not cover the stage are named other (noted).
 //   All-to-all families are expert parallel. A family dominated by all-gathers (parameters
 //   gathered for forward and backward: all-gather >= 1.5 x reduce-scatter + all-reduce) is a
-//   ZeRO shard group. Tensor parallel is the other family with the most collective bytes (ties:
-//   the narrower rank span), unless a shard family times a lighter family across it makes up
-//   the stage (hierarchical ZeRO, tp = 1). Data parallel is the family of the remaining size
+//   ZeRO shard group. Tensor parallel is the other family that runs the most collectives per rank
+//   (every layer of every micro-batch, where data parallelism reduces gradients a few times a
+//   step); among families within 2x of that rate the one with most collective bytes (ties: the
+//   narrower rank span), noted as close. Unless a shard family times a lighter family across it
+//   makes up the stage (hierarchical ZeRO, tp = 1). Data parallel is the family of the remaining size
 //   that meets each tensor group once, or shard groups times the groups across them. A lone
 //   family spanning a whole stage is taken as data parallel (noted: tp = stage is possible).
 // - Contradictions are errors: p2p that is no chain, chains of unequal length, a communicator
