@@ -386,6 +386,37 @@ TEST(LayoutInference, StageWideGroupIsAmbiguousUntilStated) {
   EXPECT_EQ(stated->roles[0].second, CommRole::kWorld);
 }
 
+TEST(LayoutInference, DeclaredStagesMakeThePipelineWhenNoP2pShowsIt) {
+  // tp 2 x pp 2 x dp 2, Megatron's order; the stages talk through something other than NCCL and
+  // declare themselves with NVTX stage=<k>, except rank 6, which takes its groups' stage.
+  auto comms = tensor_and_data(2, 2, 8, 4096, 1, 4096);
+  for (auto& c : tensor_and_data(2, 2, 8, 4096, 1, 4096)) {
+    for (int32_t& m : c.members) m += 4;
+    c.comm_id += 1000;
+    comms.push_back(c);
+  }
+  LayoutEvidence evidence;
+  evidence.declared_stage = {0, 0, 0, 0, 1, 1, -1, 1};
+  const auto layout = infer_layout(8, comms, {}, evidence);
+  ASSERT_TRUE(layout.ok()) << layout.error().message;
+  EXPECT_EQ(layout->tp, 2);
+  EXPECT_EQ(layout->pp, 2);
+  EXPECT_EQ(layout->dp, 2);
+  for (int32_t r = 0; r < 8; ++r) {
+    EXPECT_EQ(layout->ranks[static_cast<size_t>(r)].stage, r / 4) << r;
+    EXPECT_EQ(layout->ranks[static_cast<size_t>(r)].tp_rank, r % 2) << r;
+    EXPECT_EQ(layout->ranks[static_cast<size_t>(r)].dp_rank, r / 2 % 2) << r;
+  }
+  EXPECT_TRUE(has_note(*layout, "1 rank(s) without a declaration took their communicator's stage"));
+  evidence.stated = StatedLayout{2, 4, 1};
+  const auto contradicted = infer_layout(8, comms, {}, evidence);
+  ASSERT_FALSE(contradicted.ok());
+  EXPECT_NE(contradicted.error().message.find("make 2 stages"), std::string::npos);
+  evidence.stated.reset();
+  evidence.declared_stage = {0, 0, 0, 0, 1, 1, 1, 2};
+  EXPECT_FALSE(infer_layout(8, comms, {}, evidence).ok());  // stages of 4, 3 and 1 ranks
+}
+
 TEST(LayoutInference, StatedPipelineWithoutNcclP2pTakesStagesFromTheGroups) {
   for (const Order order : {Order::kMegatron, Order::kRandom}) {
     Spec spec{.tp = 2, .pp = 4, .dp = 4, .order = order, .world_comm = false};

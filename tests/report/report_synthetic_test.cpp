@@ -310,9 +310,19 @@ TEST(ReportOnSyntheticRun, NvtxStageRangesDeclareStagesWithoutP2p) {
   spec.pipeline_p2p = false;
   spec.stage_ranges = true;
   const auto [truth, report] = report_of(spec, dir);
+  EXPECT_EQ(report.layout.source, "inferred");
+  EXPECT_EQ(report.layout.tp, 2);
   EXPECT_EQ(report.layout.pp, 4);
-  for (const RankReport& r : report.ranks)
+  EXPECT_EQ(report.layout.dp, 2);
+  for (const RankReport& r : report.ranks) {
     EXPECT_EQ(r.stage, truth.stage[static_cast<size_t>(r.rank)]) << r.rank;
+    EXPECT_EQ(r.tp_rank, truth.tp_rank[static_cast<size_t>(r.rank)]) << r.rank;
+    EXPECT_EQ(r.dp_rank, truth.dp_rank[static_cast<size_t>(r.rank)]) << r.rank;
+  }
+  const auto& notes = report.layout.notes;
+  EXPECT_NE(
+      std::find(notes.begin(), notes.end(), "layout: tp 2 x pp 4 x dp 2, zero_shard 1, ep 1 (inferred)"),
+      notes.end());
   ASSERT_EQ(report.stages.size(), 4u);
   EXPECT_EQ(report.stages[0].peak_activation_bytes, truth.peak_activation_bytes[0]);
 }

@@ -578,7 +578,17 @@ Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<Comm
     return Error{"--layout says pp=" + std::to_string(stated->pp) +
                  " but the p2p flows form pipeline chains of " + std::to_string(stages.pp) + " stages"};
   }
-  if (stated && stages.pp == 1 && stated->pp > 1) {
+  const bool declared = std::any_of(evidence.declared_stage.begin(), evidence.declared_stage.end(),
+                                    [](int32_t s) { return s > 0; });
+  if (stages.pp == 1 && declared) {
+    auto from_nvtx = layout::pipeline_from_declarations(world_size, evidence.declared_stage, groups);
+    if (!from_nvtx) return from_nvtx.error();
+    if (stated && stated->pp != from_nvtx->pp) {
+      return Error{"--layout says pp=" + std::to_string(stated->pp) +
+                   " but the NVTX stage=<k> declarations make " + std::to_string(from_nvtx->pp) + " stages"};
+    }
+    stages = std::move(*from_nvtx);
+  } else if (stated && stages.pp == 1 && stated->pp > 1) {
     stages = layout::pipeline_from_groups(world_size, stated->pp, stated->tp, stated->dp, groups);
   }
 

@@ -121,10 +121,19 @@ void infer(ReportContext& ctx, RunReport& report) {
     layout.source = "none";
     layout.world_size = ctx.run.world_size;
     layout.notes.push_back("no communicator joins two traced ranks: layout unknown");
+    for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {  // stages the ranks declare still show
+      report.ranks[i].stage = ctx.run.ranks[i].declared_stage.value_or(0);
+      layout.pp = std::max(layout.pp, report.ranks[i].stage + 1);
+    }
   } else {
     LayoutEvidence evidence;
     evidence.stated = ctx.options.stated_layout;
     evidence.untraced = silent_ranks(ctx.run);
+    evidence.declared_stage.assign(static_cast<size_t>(ctx.run.world_size), -1);
+    for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
+      if (ctx.run.ranks[i].declared_stage)
+        evidence.declared_stage[static_cast<size_t>(ctx.run.global_rank[i])] =
+            *ctx.run.ranks[i].declared_stage;
     auto inferred = infer_layout(ctx.run.world_size, traffic, flows, evidence);
     if (!inferred) {
       layout.source = "unknown";
@@ -149,18 +158,6 @@ void infer(ReportContext& ctx, RunReport& report) {
         r.dp_rank = c.dp_rank;
         r.shard_rank = c.shard_rank;
       }
-    }
-  }
-  // The NVTX stage convention: ranges named stage=<k> when no p2p showed a pipeline.
-  if (layout.pp == 1) {
-    int32_t stages = 0;
-    for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
-      if (ctx.run.ranks[i].declared_stage) stages = std::max(stages, *ctx.run.ranks[i].declared_stage + 1);
-    if (stages > 1) {
-      for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
-        report.ranks[i].stage = ctx.run.ranks[i].declared_stage.value_or(0);
-      layout.pp = stages;
-      layout.notes.push_back("pipeline stages from NVTX ranges named stage=<k>");
     }
   }
   for (const CommInfo& comm : ctx.comms) {

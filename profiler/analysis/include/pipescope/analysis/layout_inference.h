@@ -97,6 +97,10 @@ struct LayoutEvidence {
   // but a group whose members all died is not; families that miss only such ranks still
   // partition their stage, and a stage none of whose ranks left a trace takes the others' sizes.
   std::vector<int32_t> untraced;
+  // Per global rank, the pipeline stage its trace declares (an NVTX range or mark named
+  // stage=<k>, DESIGN.md), -1 where none does. Used when no p2p flow shows the pipeline; a rank
+  // without a declaration takes the stage of the members of its smallest communicator.
+  std::vector<int32_t> declared_stage;
 };
 
 // `world_size` ranks 0..world_size-1. Fails with a message when the communicators contradict
@@ -108,7 +112,9 @@ struct LayoutEvidence {
 //   chain (1F1B, GPipe) or a ring (interleaved), all of one length pp. Stage 0 is the end whose
 //   flows all point away from it, else the rank whose first p2p operation is a send (see
 //   P2pFlow); chains without either are aligned with oriented ones through communicators that
-//   lie within a stage, and failing that start at their lowest global rank (noted). Flows inside
+//   lie within a stage, and failing that start at their lowest global rank (noted). Without
+//   p2p flows, the stages the ranks declare (evidence.declared_stage) make the pipeline; else,
+//   with stated sizes, the rank sets the tensor- and data-parallel communicators join. Flows inside
 //   an all-to-all communicator are expert traffic. A rank with p2p to more than two peers
 //   (context-parallel rings beside a pipeline) is an error for now.
 // - Within each stage, communicators of one size that are pairwise disjoint and alike in
