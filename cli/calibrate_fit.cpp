@@ -107,8 +107,8 @@ Expected<calibrate::RunObservation> observe(const analysis::RunReport& report,
     s.stage = static_cast<int>(k);
     s.predicted_forward_s = p.forward_s;
     s.predicted_backward_s = p.backward_s;
-    s.measured_forward_s = static_cast<double>(m.forward_mean_ns) * 1e-9;
-    s.measured_backward_s = static_cast<double>(m.backward_mean_ns) * 1e-9;
+    s.measured_forward_s = static_cast<double>(m.forward_mean_ns.value_or(0)) * 1e-9;  // 0: not measured
+    s.measured_backward_s = static_cast<double>(m.backward_mean_ns.value_or(0)) * 1e-9;
     s.predicted_allocated_bytes = static_cast<double>(p.allocated_bytes);
     s.predicted_reserved_bytes = static_cast<double>(p.peak_memory_bytes);
     s.measured_peak_bytes = static_cast<double>(m.peak_memory_bytes);

@@ -357,6 +357,13 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     truth.bubble_fraction.push_back(
         1.0 - static_cast<double>(spec.microbatches * (forward_range + backward_range)) /
                   static_cast<double>(span));
+    int64_t first_backward = span, last_forward_end = 0;
+    for (const Op& op : ops) {
+      if (!op.forward) first_backward = std::min(first_backward, op.start);
+      if (op.forward) last_forward_end = std::max(last_forward_end, op.end);
+    }
+    truth.warmup_ns.push_back(first_backward - ops.front().start);
+    truth.cooldown_ns.push_back(ops.back().end - last_forward_end);
     int live = 0, most = 0;
     for (const Op& op : ops) {
       live += op.forward ? 1 : -1;

@@ -63,8 +63,11 @@ struct SyntheticRunTruth {
   int world = 0;
   std::vector<int64_t> clock_offset_ns;  // per rank
   std::vector<int> stage, tp_rank, dp_rank;
-  std::vector<uint64_t> peak_memory_bytes;      // per rank
-  std::vector<double> bubble_fraction;          // per stage, mean over the completed steps
+  std::vector<uint64_t> peak_memory_bytes;  // per rank
+  std::vector<double> bubble_fraction;      // per stage, mean over the completed steps
+  // Per stage and step: first forward start to first backward start, last forward end to last
+  // backward end (1F1B's warm-up and cool-down).
+  std::vector<int64_t> warmup_ns, cooldown_ns;
   std::vector<int64_t> step_ns;                 // per completed step
   std::vector<uint64_t> peak_activation_bytes;  // per stage
   uint64_t records = 0;

@@ -26,8 +26,19 @@ RunReport two_stage_run() {
     k.gpu = GpuBreakdown{true, 100, 60, 10, 5, 5, 25, 3, 0.75, 0};
     r.ranks.push_back(k);
   }
-  r.stages = {StageReport{0, 2, 2'000'000, 4'000'000, 0, 0, 0, 0.3, 0, 9u << 30, 2u << 30, 2.0},
-              StageReport{1, 2, 2'000'000, 4'000'000, 0, 0, 0, 0.1, 0, 8u << 30, 1u << 30, 1.0}};
+  for (int32_t stage = 0; stage < 2; ++stage) {
+    StageReport s;
+    s.stage = stage;
+    s.ranks = 2;
+    s.source = "nvtx";
+    s.forward_mean_ns = 2'000'000;
+    s.backward_mean_ns = 4'000'000;
+    s.bubble_fraction = stage == 0 ? 0.3 : 0.1;
+    s.peak_memory_bytes = (9ull - static_cast<uint64_t>(stage)) << 30;
+    s.peak_activation_bytes = (2ull - static_cast<uint64_t>(stage)) << 30;
+    s.activation_vs_last_stage = 2.0 - stage;
+    r.stages.push_back(s);
+  }
   r.stragglers = {Straggler{3, 6, 120'000'000, {"data"}}};
   r.kernels = {KernelStat{"void gemm<float, 128>(Params<a&b>)", "gemm", 10, 1000, 100, 90, 120, 130, 140}};
   r.hang.suspected = true;

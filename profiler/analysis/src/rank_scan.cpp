@@ -242,11 +242,32 @@ class RankScanner {
   }
 
   void sweep(const GpuInterval& i) {
+    if (i.cls != IntervalClass::kComm) add_to_island(i);
     if (i.cls == IntervalClass::kCompute) compute_.add(i.start_ns, i.end_ns);
     if (i.cls == IntervalClass::kComm) comm_.add(i.start_ns, i.end_ns);
     if (i.cls != IntervalClass::kCopy) compute_or_comm_.add(i.start_ns, i.end_ns);
     int64_t from = 0;
     if (any_.add(i.start_ns, i.end_ns, &from) > 0) d_.busy.add_span(from, i.end_ns);
+  }
+
+  // Islands in start order (the sweep's); one that arrived out of order only stretches the open one.
+  void add_to_island(const GpuInterval& i) {
+    if (island_.end_ns > INT64_MIN && i.start_ns <= island_.end_ns + options_.island_gap_ns) {
+      island_.end_ns = std::max(island_.end_ns, i.end_ns);
+      return;
+    }
+    close_island();
+    island_ = {i.start_ns, i.end_ns};
+  }
+
+  void close_island() {
+    if (island_.end_ns == INT64_MIN) return;
+    if (d_.islands.size() < options_.pipeline_events) {
+      d_.islands.push_back(island_);
+    } else {
+      d_.islands_complete = false;
+    }
+    island_ = {INT64_MIN, INT64_MIN};
   }
 
   void on_memory(const trace::MemoryRecord& r) {
@@ -398,6 +419,11 @@ class RankScanner {
       P2pDigest& p = d_.p2p[ref.p2p_index];
       p.kernel_time_ns += duration;
       set_kernel(p.samples, ref.sequence, span);
+      if (d_.p2p_kernels.size() < options_.pipeline_events) {
+        d_.p2p_kernels.push_back(P2pKernel{span.start_ns, span.end_ns, ref.p2p_index});
+      } else {
+        d_.p2p_kernels_complete = false;
+      }
       return;
     }
     comm.last_completed_kernel = std::max(comm.last_completed_kernel, ref.sequence + 1);
@@ -592,6 +618,10 @@ class RankScanner {
 
   void finish() {
     gpu_window_.drain([this](const GpuInterval& i) { sweep(i); });
+    close_island();
+    // Matched in the join's order, which follows the records' arrival: put in start order.
+    std::stable_sort(d_.p2p_kernels.begin(), d_.p2p_kernels.end(),
+                     [](const P2pKernel& a, const P2pKernel& b) { return a.start_ns < b.start_ns; });
     memory_window_.drain([this](const MemoryEvent& e) { apply_memory(e); });
     d_.compute_union_ns = compute_.total();
     d_.comm_union_ns = comm_.total();
@@ -618,6 +648,7 @@ class RankScanner {
 
   ReorderWindow<GpuInterval> gpu_window_;
   UnionLength compute_, comm_, compute_or_comm_, any_;
+  ComputeIsland island_{INT64_MIN, INT64_MIN};  // the open one
   ReorderWindow<MemoryEvent> memory_window_;
   int64_t level_ = 0;
   int64_t checkpoint_spacing_ns_ = 0;

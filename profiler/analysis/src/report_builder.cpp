@@ -150,6 +150,8 @@ void infer(ReportContext& ctx, RunReport& report) {
       for (const auto& [id, role] : inferred->roles)
         if (auto it = ctx.comm_by_id.find(id); it != ctx.comm_by_id.end())
           ctx.comms[it->second].role = comm_role_name(role);
+      ctx.pp = inferred->pp;
+      ctx.coordinates = inferred->ranks;
       for (RankReport& r : report.ranks) {
         if (r.rank < 0 || static_cast<size_t>(r.rank) >= inferred->ranks.size()) continue;
         const RankCoordinates& c = inferred->ranks[r.rank];
@@ -307,7 +309,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
     report.warnings.push_back(std::to_string(run.missing_ranks.size()) + " of " +
                               std::to_string(run.world_size) + " ranks have no trace (first: rank " +
                               std::to_string(run.missing_ranks.front()) + ")");
-  ReportContext ctx{run, options, {}, 0, false, {}, {}, {}};
+  ReportContext ctx{run, options, {}, 0, false, {}, {}, {}, 1, {}};
   for (size_t i = 0; i < run.ranks.size(); ++i) ctx.index_of_rank[run.global_rank[i]] = i;
   collect_comms(run, ctx.comms, ctx.comm_by_id);
   RunTimebase base = align(run, ctx.comms);

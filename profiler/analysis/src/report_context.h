@@ -42,6 +42,8 @@ struct ReportContext {
   std::vector<CommInfo> comms;
   std::unordered_map<uint64_t, size_t> comm_by_id;
   std::unordered_map<int32_t, size_t> index_of_rank;  // global rank -> index
+  int32_t pp = 1;                                     // the layout's, once known
+  std::vector<RankCoordinates> coordinates;           // per global rank, once the layout is known
 
   int64_t aligned(size_t index, int64_t t) const { return t + shift_ns[index] - origin_ns; }
 };

@@ -61,10 +61,19 @@ void add_findings(RunReport& report) {
                 std::to_string(report.steps.count) + " steps, min " + ms(report.steps.min_ns) + ", max " +
                 ms(report.steps.max_ns) + ")");
   if (report.stages.size() > 1) {
-    std::string bubbles;
-    for (const StageReport& s : report.stages)
-      bubbles += (bubbles.empty() ? "" : " ") + percent(s.bubble_fraction);
-    f.push_back("pipeline bubble per stage: " + bubbles);
+    std::string bubbles, source;
+    for (const StageReport& s : report.stages) {
+      bubbles += (bubbles.empty() ? "" : " ") + (s.bubble_fraction ? percent(*s.bubble_fraction) : "-");
+      if (s.source != "none") source = s.source;
+    }
+    if (source.empty()) {
+      f.push_back(
+          "pipeline bubble: not measured (no NVTX forward/backward ranges, and no p2p kernels "
+          "beside compute kernels to read the schedule from)");
+    } else {
+      f.push_back("pipeline bubble per stage: " + bubbles + " (from " +
+                  (source == "nvtx" ? "NVTX ranges" : "the p2p pattern") + ")");
+    }
     const StageReport& first = report.stages.front();
     if (first.activation_vs_last_stage > 1.05) {
       char text[160];

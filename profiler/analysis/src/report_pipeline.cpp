@@ -5,20 +5,39 @@
 #include <map>
 #include <regex>
 
+#include "p2p_pipeline.h"
 #include "report_context.h"
 
 namespace pipescope::analysis {
 namespace {
 
+// Sums over a rank's steps, from NVTX ranges or the p2p pattern; added up again per stage.
 struct PipelineFigures {
-  uint64_t forwards = 0, backwards = 0;
-  int64_t forward_ns = 0, backward_ns = 0;
+  std::string source = "none";
+  uint64_t forwards = 0, backwards = 0, pairs = 0;
+  int64_t forward_ns = 0, backward_ns = 0, pair_ns = 0;
   double bubble_sum = 0;
+  uint64_t steps = 0;  // steps with a measured bubble
   int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;
-  uint64_t steps = 0;  // steps with both forwards and backwards
+  uint64_t phase_steps = 0;
+
+  void add(const PipelineFigures& o) {
+    forwards += o.forwards;
+    backwards += o.backwards;
+    pairs += o.pairs;
+    forward_ns += o.forward_ns;
+    backward_ns += o.backward_ns;
+    pair_ns += o.pair_ns;
+    bubble_sum += o.bubble_sum;
+    steps += o.steps;
+    warmup_ns += o.warmup_ns;
+    steady_ns += o.steady_ns;
+    cooldown_ns += o.cooldown_ns;
+    phase_steps += o.phase_steps;
+  }
 };
 
-PipelineFigures pipeline_of(const RankDigest& d) {
+PipelineFigures nvtx_figures(const RankDigest& d) {
   PipelineFigures p;
   auto add_counts = [&p](const StepDigest& s) {
     p.forwards += s.forwards;
@@ -38,12 +57,38 @@ PipelineFigures pipeline_of(const RankDigest& d) {
         1.0 - static_cast<double>(s.forward_ns + s.backward_ns) / static_cast<double>(span), 0.0, 1.0);
     const int64_t warmup = std::max<int64_t>(0, s.first_backward_ns - s.first_forward_ns);
     const int64_t cooldown = std::max<int64_t>(0, s.last_backward_end_ns - s.last_forward_end_ns);
+    ++p.phase_steps;
     p.warmup_ns += warmup;
     p.cooldown_ns += cooldown;
     p.steady_ns += std::max<int64_t>(0, span - warmup - cooldown);
   }
   add_counts(d.unstepped);
+  if (p.forwards + p.backwards > 0) p.source = "nvtx";
   return p;
+}
+
+PipelineFigures p2p_figures(const P2pPipelineFigures& f) {
+  PipelineFigures p;
+  if (f.steps == 0) return p;
+  p.source = "p2p";
+  p.forwards = f.forwards;
+  p.backwards = f.backwards;
+  p.pairs = f.pairs;
+  p.forward_ns = f.forward_ns;
+  p.backward_ns = f.backward_ns;
+  p.pair_ns = f.pair_ns;
+  p.bubble_sum = f.bubble_sum;
+  p.steps = f.steps;
+  p.warmup_ns = f.warmup_ns;
+  p.steady_ns = f.steady_ns;
+  p.cooldown_ns = f.cooldown_ns;
+  p.phase_steps = f.phase_steps;
+  return p;
+}
+
+std::optional<int64_t> mean_of(int64_t total, uint64_t count) {
+  if (count == 0) return std::nullopt;
+  return total / static_cast<int64_t>(count);
 }
 
 int64_t mean(int64_t total, uint64_t count) { return count == 0 ? 0 : total / static_cast<int64_t>(count); }
@@ -92,15 +137,18 @@ int64_t percentile_ns(const MergedKernel& k, double q) {
 void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
   std::map<int32_t, std::vector<size_t>> by_stage;
   std::vector<PipelineFigures> figures(ctx.run.ranks.size());
+  const std::vector<P2pPipelineFigures> from_p2p = p2p_pipeline_figures(ctx);
   for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
     RankReport& r = report.ranks[i];
-    figures[i] = pipeline_of(ctx.run.ranks[i]);
+    figures[i] = nvtx_figures(ctx.run.ranks[i]);
+    r.forward_ranges = figures[i].forwards;
+    r.backward_ranges = figures[i].backwards;
+    if (figures[i].source == "none") figures[i] = p2p_figures(from_p2p[i]);
     const PipelineFigures& p = figures[i];
-    r.forward_ranges = p.forwards;
-    r.backward_ranges = p.backwards;
-    r.forward_mean_ns = mean(p.forward_ns, p.forwards);
-    r.backward_mean_ns = mean(p.backward_ns, p.backwards);
-    r.bubble_fraction = p.steps == 0 ? 0 : p.bubble_sum / static_cast<double>(p.steps);
+    r.pipeline_source = p.source;
+    r.forward_mean_ns = mean_of(p.forward_ns, p.forwards);
+    r.backward_mean_ns = mean_of(p.backward_ns, p.backwards);
+    if (p.steps > 0) r.bubble_fraction = p.bubble_sum / static_cast<double>(p.steps);
     fill_memory(ctx, i, r);
     by_stage[r.stage].push_back(i);
   }
@@ -112,27 +160,24 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     int64_t p2p = 0;
     uint64_t steps = 0;
     for (size_t i : members) {
-      const PipelineFigures& p = figures[i];
-      sum.forwards += p.forwards;
-      sum.backwards += p.backwards;
-      sum.forward_ns += p.forward_ns;
-      sum.backward_ns += p.backward_ns;
-      sum.bubble_sum += p.bubble_sum;
-      sum.steps += p.steps;
-      sum.warmup_ns += p.warmup_ns;
-      sum.steady_ns += p.steady_ns;
-      sum.cooldown_ns += p.cooldown_ns;
+      sum.add(figures[i]);
+      if (figures[i].source != "none") s.source = figures[i].source;
       p2p += report.ranks[i].p2p_ns;
       steps += std::max<uint64_t>(1, report.ranks[i].steps);
       s.peak_memory_bytes = std::max(s.peak_memory_bytes, report.ranks[i].peak_memory_bytes);
       s.peak_activation_bytes = std::max(s.peak_activation_bytes, report.ranks[i].peak_activation_bytes);
     }
-    s.forward_mean_ns = mean(sum.forward_ns, sum.forwards);
-    s.backward_mean_ns = mean(sum.backward_ns, sum.backwards);
-    s.warmup_ns = mean(sum.warmup_ns, sum.steps);
-    s.steady_ns = mean(sum.steady_ns, sum.steps);
-    s.cooldown_ns = mean(sum.cooldown_ns, sum.steps);
-    s.bubble_fraction = sum.steps == 0 ? 0 : sum.bubble_sum / static_cast<double>(sum.steps);
+    s.forward_mean_ns = mean_of(sum.forward_ns, sum.forwards);
+    s.backward_mean_ns = mean_of(sum.backward_ns, sum.backwards);
+    if (s.forward_mean_ns && s.backward_mean_ns) {
+      s.microbatch_ns = *s.forward_mean_ns + *s.backward_mean_ns;
+    } else {
+      s.microbatch_ns = mean_of(sum.pair_ns, sum.pairs);
+    }
+    s.warmup_ns = mean_of(sum.warmup_ns, sum.phase_steps);
+    s.steady_ns = mean_of(sum.steady_ns, sum.phase_steps);
+    s.cooldown_ns = mean_of(sum.cooldown_ns, sum.phase_steps);
+    if (sum.steps > 0) s.bubble_fraction = sum.bubble_sum / static_cast<double>(sum.steps);
     s.p2p_ns = mean(p2p, steps);
     report.stages.push_back(s);
   }

@@ -54,15 +54,19 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
     }
     c.predicted_forward_s = number(s, "forward_s");
     c.predicted_backward_s = number(s, "backward_s");
-    c.measured_forward_s = static_cast<double>(measured.forward_mean_ns) * 1e-9;
-    c.measured_backward_s = static_cast<double>(measured.backward_mean_ns) * 1e-9;
+    c.measured_forward_s = static_cast<double>(measured.forward_mean_ns.value_or(0)) * 1e-9;
+    c.measured_backward_s = static_cast<double>(measured.backward_mean_ns.value_or(0)) * 1e-9;
     plan.stages.push_back(c);
   }
   plan.predicted_bubble_fraction = number(*side, "bubble_fraction");
   double bubble = 0;
-  for (const StageReport& s : report.stages) bubble += s.bubble_fraction;
-  plan.measured_bubble_fraction =
-      report.stages.empty() ? 0 : bubble / static_cast<double>(report.stages.size());
+  size_t measured_stages = 0;
+  for (const StageReport& s : report.stages) {
+    if (!s.bubble_fraction) continue;
+    bubble += *s.bubble_fraction;
+    ++measured_stages;
+  }
+  plan.measured_bubble_fraction = measured_stages == 0 ? 0 : bubble / static_cast<double>(measured_stages);
   plan.predicted_step_s = number(*side, "iteration_s");
   plan.measured_step_s = static_cast<double>(report.steps.median_ns) * 1e-9;
   if (report.steps.count == 0) plan.notes.push_back("no step ranges in the traces: step time not measured");

@@ -11,6 +11,12 @@ namespace {
 using nlohmann::ordered_json;
 using namespace analysis;  // NOLINT(google-build-using-namespace): the report's types
 
+// A figure the traces may not show: null when not measured.
+template <class T>
+ordered_json optional_json(const std::optional<T>& value) {
+  return value ? ordered_json(*value) : ordered_json(nullptr);
+}
+
 ordered_json series_json(const Series& s) {
   return ordered_json{{"start_ns", s.start_ns}, {"bucket_ns", s.bucket_ns}, {"values", s.values}};
 }
@@ -57,9 +63,10 @@ ordered_json rank_json(const RankReport& r) {
                       {"gpu", gpu_json(r.gpu)},
                       {"forward_ranges", r.forward_ranges},
                       {"backward_ranges", r.backward_ranges},
-                      {"forward_mean_ns", r.forward_mean_ns},
-                      {"backward_mean_ns", r.backward_mean_ns},
-                      {"bubble_fraction", r.bubble_fraction},
+                      {"pipeline_source", r.pipeline_source},
+                      {"forward_mean_ns", optional_json(r.forward_mean_ns)},
+                      {"backward_mean_ns", optional_json(r.backward_mean_ns)},
+                      {"bubble_fraction", optional_json(r.bubble_fraction)},
                       {"p2p_ns", r.p2p_ns},
                       {"collective_wait_ns", r.collective_wait_ns},
                       {"steps", r.steps},
@@ -71,12 +78,14 @@ ordered_json rank_json(const RankReport& r) {
 ordered_json stage_json(const StageReport& s) {
   return ordered_json{{"stage", s.stage},
                       {"ranks", s.ranks},
-                      {"forward_mean_ns", s.forward_mean_ns},
-                      {"backward_mean_ns", s.backward_mean_ns},
-                      {"warmup_ns", s.warmup_ns},
-                      {"steady_ns", s.steady_ns},
-                      {"cooldown_ns", s.cooldown_ns},
-                      {"bubble_fraction", s.bubble_fraction},
+                      {"source", s.source},
+                      {"forward_mean_ns", optional_json(s.forward_mean_ns)},
+                      {"backward_mean_ns", optional_json(s.backward_mean_ns)},
+                      {"microbatch_ns", optional_json(s.microbatch_ns)},
+                      {"warmup_ns", optional_json(s.warmup_ns)},
+                      {"steady_ns", optional_json(s.steady_ns)},
+                      {"cooldown_ns", optional_json(s.cooldown_ns)},
+                      {"bubble_fraction", optional_json(s.bubble_fraction)},
                       {"p2p_ns", s.p2p_ns},
                       {"peak_memory_bytes", s.peak_memory_bytes},
                       {"peak_activation_bytes", s.peak_activation_bytes},

@@ -56,7 +56,7 @@ void write_stages(std::ostream& out, const RunReport& r) {
       << right("x last", 8) << '\n';
   for (const StageReport& s : r.stages)
     out << "  " << right(std::to_string(s.stage), 5) << right(std::to_string(s.ranks), 6)
-        << right(fixed(ms(s.forward_mean_ns), 2), 9) << right(fixed(ms(s.backward_mean_ns), 2), 9)
+        << right(ms_cell(s.forward_mean_ns, 2), 9) << right(ms_cell(s.backward_mean_ns, 2), 9)
         << right(pct(s.bubble_fraction), 8) << right(fixed(ms(s.p2p_ns), 2), 9)
         << right(fixed(gib(s.peak_memory_bytes), 2), 10) << right(fixed(gib(s.peak_activation_bytes), 2), 9)
         << right(fixed(s.activation_vs_last_stage, 2) + "x", 8) << '\n';

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ inline std::string fixed(double value, int decimals) {
   return text;
 }
 inline std::string pct(double fraction) { return fixed(fraction * 100, 0) + "%"; }
+// Figures the traces may not show: "-" when not measured.
+inline std::string pct(const std::optional<double>& fraction) { return fraction ? pct(*fraction) : "-"; }
+inline std::string ms_cell(const std::optional<int64_t>& ns, int decimals) {
+  return ns ? fixed(static_cast<double>(*ns) / 1e6, decimals) : "-";
+}
 // Relative error of a prediction against the measurement, "+12%"; "-" without a measurement.
 inline std::string error_pct(double predicted, double measured) {
   if (measured == 0) return "-";

@@ -37,6 +37,26 @@ struct ScanOptions {
   // An NCCL call waits this long (trace time) for its kernel record, which CUPTI may deliver
   // seconds after the call's own record.
   int64_t join_horizon_ns = 20'000'000'000;
+  // The first compute islands and p2p kernels kept per rank, from which the pipeline's phases
+  // are read when no NVTX range marks them (a few steps' worth; about 40 bytes each).
+  uint32_t pipeline_events = 512;
+  // Compute kernels closer than this belong to one island: launch gaps are not pipeline bubble.
+  int64_t island_gap_ns = 20'000;
+};
+
+// A stretch of GPU compute (kernels other than NCCL's, copies) with no gap longer than
+// ScanOptions::island_gap_ns inside.
+struct ComputeIsland {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// One p2p operation's kernel: grouped sends and receives share one kernel and show as one event
+// each. `p2p` indexes RankDigest::p2p (communicator, peer, direction).
+struct P2pKernel {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t p2p = 0;
 };
 
 // One member's view of one collective (or of one p2p operation when `p2p`).
@@ -177,6 +197,11 @@ struct RankDigest {
   bool nccl_kernels_seen = false;
   uint64_t ops_without_kernel = 0;  // calls whose kernel was not found
   int64_t p2p_ns = 0;
+  // The pipeline's shape without NVTX: the first compute islands and p2p kernels, in start
+  // order; `*_complete` is false once the cap cut them short (later ones were not kept).
+  std::vector<ComputeIsland> islands;
+  std::vector<P2pKernel> p2p_kernels;
+  bool islands_complete = true, p2p_kernels_complete = true;
 
   // Memory (device): level over time per figure.
   bool memory_seen = false;

@@ -82,11 +82,14 @@ struct RankReport {
   int64_t peak_memory_at_ns = 0;
   uint64_t static_memory_bytes = 0;    // held before the first forward
   uint64_t peak_activation_bytes = 0;  // peak - static
-  // Pipeline (from NVTX forward/backward ranges; 0 when there are none).
-  uint64_t forward_ranges = 0, backward_ranges = 0;
-  int64_t forward_mean_ns = 0, backward_mean_ns = 0;
-  double bubble_fraction = 0;  // 1 - (forward + backward) / (first forward .. last backward), per step, mean
-  int64_t p2p_ns = 0;          // time in p2p operations (kernels, or blocking host calls)
+  // Pipeline: from NVTX forward/backward ranges ("nvtx"), else from the p2p pattern and the
+  // compute between transfers ("p2p"); figures nothing measured are empty ("none").
+  std::string pipeline_source = "none";
+  uint64_t forward_ranges = 0, backward_ranges = 0;  // NVTX ranges seen
+  std::optional<int64_t> forward_mean_ns, backward_mean_ns;
+  // 1 - (forward + backward) / (first forward .. last backward), per step, mean.
+  std::optional<double> bubble_fraction;
+  int64_t p2p_ns = 0;              // time in p2p operations (kernels, or blocking host calls)
   int64_t collective_wait_ns = 0;  // waiting for other members in collectives (see GpuBreakdown)
   // Steps seen by this rank.
   uint64_t steps = 0;
@@ -96,13 +99,17 @@ struct RankReport {
   int64_t last_event_ns = 0;
 };
 
+// Figures of a stage, means over its ranks; empty where not measured (no NVTX range and no
+// p2p pattern shows them; the last stage's forward / backward split and phases under "p2p").
 struct StageReport {
   int32_t stage = 0;
   int32_t ranks = 0;
-  int64_t forward_mean_ns = 0;                            // per micro-batch
-  int64_t backward_mean_ns = 0;                           // per micro-batch
-  int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;  // per step, mean
-  double bubble_fraction = 0;
+  std::string source = "none";                               // "nvtx", "p2p" or "none", as RankReport
+  std::optional<int64_t> forward_mean_ns;                    // per micro-batch
+  std::optional<int64_t> backward_mean_ns;                   // per micro-batch
+  std::optional<int64_t> microbatch_ns;                      // forward + backward of one micro-batch
+  std::optional<int64_t> warmup_ns, steady_ns, cooldown_ns;  // per step, mean
+  std::optional<double> bubble_fraction;
   int64_t p2p_ns = 0;                   // per step, mean over the stage's ranks
   uint64_t peak_memory_bytes = 0;       // max over the stage's ranks
   uint64_t peak_activation_bytes = 0;   // max over the stage's ranks
