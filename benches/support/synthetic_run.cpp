@@ -362,6 +362,11 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       if (!op.forward) first_backward = std::min(first_backward, op.start);
       if (op.forward) last_forward_end = std::max(last_forward_end, op.end);
     }
+    int64_t waited = 0;  // a receive starts at wait_from; its data is sent transfer time before start
+    for (const Op& op : ops)
+      if ((op.forward && st > 0) || (!op.forward && st < stages - 1))
+        waited += op.start - spec.p2p_transfer_ns - op.wait_from;
+    truth.p2p_wait_ns.push_back(spec.pipeline_p2p && !zero ? waited : 0);
     truth.warmup_ns.push_back(first_backward - ops.front().start);
     truth.cooldown_ns.push_back(ops.back().end - last_forward_end);
     int live = 0, most = 0;

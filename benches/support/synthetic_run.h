@@ -68,6 +68,8 @@ struct SyntheticRunTruth {
   // Per stage and step: first forward start to first backward start, last forward end to last
   // backward end (1F1B's warm-up and cool-down).
   std::vector<int64_t> warmup_ns, cooldown_ns;
+  // Per stage and step: time its receives waited for their sender (the transfer itself aside).
+  std::vector<int64_t> p2p_wait_ns;
   std::vector<int64_t> step_ns;                 // per completed step
   std::vector<uint64_t> peak_activation_bytes;  // per stage
   uint64_t records = 0;

@@ -324,6 +324,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   fill_steps(ctx, report);
   add_nccl_reports(ctx, report);
   add_stragglers(ctx, report);
+  add_p2p_waits(ctx, report);
   add_hang_report(ctx, report);
   add_pipeline_reports(ctx, report);
   add_kernel_reports(ctx, report);

@@ -64,8 +64,9 @@ void add_findings(RunReport& report);
 // report_nccl.cpp
 void add_nccl_reports(const ReportContext& ctx, RunReport& report);
 void add_hang_report(const ReportContext& ctx, RunReport& report);
-// report_stragglers.cpp
+// report_stragglers.cpp, report_p2p_wait.cpp
 void add_stragglers(const ReportContext& ctx, RunReport& report);
+void add_p2p_waits(const ReportContext& ctx, RunReport& report);
 // report_pipeline.cpp
 void add_pipeline_reports(const ReportContext& ctx, RunReport& report);
 void add_kernel_reports(const ReportContext& ctx, RunReport& report);

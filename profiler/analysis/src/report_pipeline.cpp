@@ -157,13 +157,15 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     s.stage = stage;
     s.ranks = static_cast<int32_t>(members.size());
     PipelineFigures sum;
-    int64_t p2p = 0;
+    int64_t p2p = 0, p2p_wait = 0;
     uint64_t steps = 0;
     for (size_t i : members) {
       sum.add(figures[i]);
       if (figures[i].source != "none") s.source = figures[i].source;
       p2p += report.ranks[i].p2p_ns;
-      steps += std::max<uint64_t>(1, report.ranks[i].steps);
+      p2p_wait += report.ranks[i].p2p_wait_ns;
+      // Per step: the rank's NVTX steps, else the run's (from the collectives' rhythm).
+      steps += std::max<uint64_t>(1, report.ranks[i].steps > 0 ? report.ranks[i].steps : report.steps.count);
       s.peak_memory_bytes = std::max(s.peak_memory_bytes, report.ranks[i].peak_memory_bytes);
       s.peak_activation_bytes = std::max(s.peak_activation_bytes, report.ranks[i].peak_activation_bytes);
     }
@@ -179,6 +181,7 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     s.cooldown_ns = mean_of(sum.cooldown_ns, sum.phase_steps);
     if (sum.steps > 0) s.bubble_fraction = sum.bubble_sum / static_cast<double>(sum.steps);
     s.p2p_ns = mean(p2p, steps);
+    s.p2p_wait_ns = mean(p2p_wait, steps);
     report.stages.push_back(s);
   }
   if (!report.stages.empty()) {

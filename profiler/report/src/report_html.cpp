@@ -168,15 +168,15 @@ std::string report_html(const RunReport& r) {
 
   if (!r.stages.empty()) {
     out << "<h2>Pipeline stages</h2>\n<table>\n";
-    table_row(
-        out,
-        {"stage", "ranks", "fwd ms", "bwd ms", "bubble", "p2p ms", "peak GiB", "activations GiB", "x last"},
-        "th");
+    table_row(out,
+              {"stage", "ranks", "fwd ms", "bwd ms", "bubble", "p2p ms", "p2p wait ms", "peak GiB",
+               "activations GiB", "x last"},
+              "th");
     for (const StageReport& s : r.stages)
       table_row(out, {std::to_string(s.stage), std::to_string(s.ranks), ms_cell(s.forward_mean_ns, 2),
                       ms_cell(s.backward_mean_ns, 2), pct(s.bubble_fraction), fixed(ms(s.p2p_ns), 2),
-                      fixed(gib(s.peak_memory_bytes), 2), fixed(gib(s.peak_activation_bytes), 2),
-                      fixed(s.activation_vs_last_stage, 2)});
+                      fixed(ms(s.p2p_wait_ns), 2), fixed(gib(s.peak_memory_bytes), 2),
+                      fixed(gib(s.peak_activation_bytes), 2), fixed(s.activation_vs_last_stage, 2)});
     out << "</table>\n";
   }
   if (!r.stragglers.empty()) {

@@ -69,6 +69,7 @@ ordered_json rank_json(const RankReport& r) {
                       {"bubble_fraction", optional_json(r.bubble_fraction)},
                       {"p2p_ns", r.p2p_ns},
                       {"collective_wait_ns", r.collective_wait_ns},
+                      {"p2p_wait_ns", r.p2p_wait_ns},
                       {"steps", r.steps},
                       {"step_mean_ns", r.step_mean_ns},
                       {"first_event_ns", r.first_event_ns},
@@ -87,6 +88,7 @@ ordered_json stage_json(const StageReport& s) {
                       {"cooldown_ns", optional_json(s.cooldown_ns)},
                       {"bubble_fraction", optional_json(s.bubble_fraction)},
                       {"p2p_ns", s.p2p_ns},
+                      {"p2p_wait_ns", s.p2p_wait_ns},
                       {"peak_memory_bytes", s.peak_memory_bytes},
                       {"peak_activation_bytes", s.peak_activation_bytes},
                       {"activation_vs_last_stage", s.activation_vs_last_stage}};

@@ -50,15 +50,16 @@ void write_layout(std::ostream& out, const RunReport& r) {
 
 void write_stages(std::ostream& out, const RunReport& r) {
   if (r.stages.empty()) return;
-  heading(out, "pipeline stages");
+  heading(out, "pipeline stages (per micro-batch; p2p and its wait for the sender per step)");
   out << "  " << right("stage", 5) << right("ranks", 6) << right("fwd ms", 9) << right("bwd ms", 9)
-      << right("bubble", 8) << right("p2p ms", 9) << right("peak GiB", 10) << right("act GiB", 9)
-      << right("x last", 8) << '\n';
+      << right("bubble", 8) << right("p2p ms", 9) << right("wait ms", 9) << right("peak GiB", 10)
+      << right("act GiB", 9) << right("x last", 8) << '\n';
   for (const StageReport& s : r.stages)
     out << "  " << right(std::to_string(s.stage), 5) << right(std::to_string(s.ranks), 6)
         << right(ms_cell(s.forward_mean_ns, 2), 9) << right(ms_cell(s.backward_mean_ns, 2), 9)
         << right(pct(s.bubble_fraction), 8) << right(fixed(ms(s.p2p_ns), 2), 9)
-        << right(fixed(gib(s.peak_memory_bytes), 2), 10) << right(fixed(gib(s.peak_activation_bytes), 2), 9)
+        << right(fixed(ms(s.p2p_wait_ns), 2), 9) << right(fixed(gib(s.peak_memory_bytes), 2), 10)
+        << right(fixed(gib(s.peak_activation_bytes), 2), 9)
         << right(fixed(s.activation_vs_last_stage, 2) + "x", 8) << '\n';
 }
 
@@ -71,8 +72,8 @@ void write_rank_row(std::ostream& out, const RankReport& k) {
       << right(fixed(ms(g.span_ns), 1), 10) << right(share(g.compute_ns), 8)
       << right(share(g.comm_exposed_ns), 8) << right(share(g.comm_hidden_ns), 8)
       << right(share(g.copy_only_ns), 6) << right(share(g.idle_ns), 6)
-      << right(fixed(ms(k.collective_wait_ns), 1), 10) << right(fixed(gib(k.peak_memory_bytes), 2), 9)
-      << '\n';
+      << right(fixed(ms(k.collective_wait_ns + k.p2p_wait_ns), 1), 10)
+      << right(fixed(gib(k.peak_memory_bytes), 2), 9) << '\n';
 }
 
 void write_ranks(std::ostream& out, const RunReport& r) {
@@ -82,7 +83,7 @@ void write_ranks(std::ostream& out, const RunReport& r) {
     out << "  no GPU activity in the traces (no CUPTI kernel or copy records)\n";
     return;
   }
-  heading(out, "GPU time per rank (shares of the rank's GPU span; wait = in collectives, for others)");
+  heading(out, "GPU time per rank (shares of the rank's GPU span; wait: for other ranks, in NCCL)");
   out << "  " << right("rank", 5) << right("stage", 6) << right("tp", 4) << right("dp", 5)
       << right("span ms", 10) << right("compute", 8) << right("exp.com", 8) << right("hid.com", 8)
       << right("copy", 6) << right("idle", 6) << right("wait ms", 10) << right("peak GiB", 9) << '\n';
@@ -101,7 +102,8 @@ void write_ranks(std::ostream& out, const RunReport& r) {
   std::vector<const RankReport*> worst;
   for (const RankReport& k : r.ranks) worst.push_back(&k);
   std::sort(worst.begin(), worst.end(), [](const RankReport* a, const RankReport* b) {
-    return a->gpu.idle_ns + a->collective_wait_ns > b->gpu.idle_ns + b->collective_wait_ns;
+    return a->gpu.idle_ns + a->collective_wait_ns + a->p2p_wait_ns >
+           b->gpu.idle_ns + b->collective_wait_ns + b->p2p_wait_ns;
   });
   for (const RankReport* k : worst) {
     if (shown.size() >= 24) break;

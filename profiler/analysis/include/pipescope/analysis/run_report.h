@@ -65,7 +65,7 @@ struct GpuBreakdown {
   int64_t comm_hidden_ns = 0;           // communication kernels overlapped by compute
   int64_t copy_only_ns = 0;             // copies and memsets with no kernel beside them
   int64_t idle_ns = 0;                  // nothing on the GPU: waiting on the host
-  int64_t comm_wait_ns = 0;             // inside collectives, waiting for the last member to arrive
+  int64_t comm_wait_ns = 0;             // in NCCL kernels waiting for other ranks: collective_wait + p2p_wait
   double gpu_busy_fraction = 0;         // union of all GPU activity / span (not SM activity)
   uint64_t out_of_order_intervals = 0;  // arrived later than the reorder window; approximate
 };
@@ -91,6 +91,7 @@ struct RankReport {
   std::optional<double> bubble_fraction;
   int64_t p2p_ns = 0;              // time in p2p operations (kernels, or blocking host calls)
   int64_t collective_wait_ns = 0;  // waiting for other members in collectives (see GpuBreakdown)
+  int64_t p2p_wait_ns = 0;         // in p2p receives, waiting for the sender to start
   // Steps seen by this rank.
   uint64_t steps = 0;
   int64_t step_mean_ns = 0;
@@ -111,6 +112,7 @@ struct StageReport {
   std::optional<int64_t> warmup_ns, steady_ns, cooldown_ns;  // per step, mean
   std::optional<double> bubble_fraction;
   int64_t p2p_ns = 0;                   // per step, mean over the stage's ranks
+  int64_t p2p_wait_ns = 0;              // of it, receives waiting for their sender; per step, mean
   uint64_t peak_memory_bytes = 0;       // max over the stage's ranks
   uint64_t peak_activation_bytes = 0;   // max over the stage's ranks
   double activation_vs_last_stage = 0;  // this stage's peak activations / the last stage's
