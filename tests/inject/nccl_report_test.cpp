@@ -80,6 +80,30 @@ TEST(NcclReport, PlantedHangNamesTheRankEveryoneWaitedOn) {
             report.hang.ended_early.end());
   EXPECT_NE(std::find(report.hang.not_closed.begin(), report.hang.not_closed.end(), 6),
             report.hang.not_closed.end());
+  // The world communicator's broadcast waits on ranks 4 and 6, but rank 4 is itself stuck in the
+  // data-parallel all-reduce waiting on 6: the root is 6 alone, and all 7 others wait on it.
+  EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{6});
+  EXPECT_EQ(report.hang.blocked, 7u);
+  ASSERT_FALSE(report.findings.empty());
+  const auto headline = std::find_if(report.findings.begin(), report.findings.end(),
+                                     [](const std::string& f) { return f.starts_with("hang:"); });
+  ASSERT_NE(headline, report.findings.end());
+  EXPECT_TRUE(headline->starts_with("hang: rank 6 holds up the run: it never entered all_reduce #6"))
+      << *headline;
+}
+
+TEST(NcclReport, HangInThePipelineIsFollowedToTheRankThatNeverSent) {
+  RigRun run;
+  const analysis::RunReport report = report_of({"--hang-p2p", "6:2"}, run);
+  ASSERT_TRUE(report.hang.suspected);
+  // Rank 6 (stage 1) stops before its pipeline exchange; rank 2, its stage-0 neighbour, waits in
+  // that exchange and never reaches the collectives its own peers then wait in.
+  const auto p2p = std::find_if(report.hang.p2p.begin(), report.hang.p2p.end(),
+                                [](const analysis::P2pHang& h) { return h.rank == 2; });
+  ASSERT_NE(p2p, report.hang.p2p.end());
+  EXPECT_EQ(p2p->peer, 6);
+  EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{6});
+  EXPECT_EQ(report.hang.blocked, 7u);
 }
 
 TEST(NcclReport, HierarchicalZeroShardGroupsFromTheirTraffic) {

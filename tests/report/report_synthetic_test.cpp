@@ -212,6 +212,8 @@ TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOn) {
   EXPECT_EQ(h.missing, std::vector<int32_t>{6});
   EXPECT_EQ(h.entered, std::vector<int32_t>{4});  // rank 6's data-parallel peer
   EXPECT_EQ(report.hang.not_closed.size(), 16u);
+  EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{6});
+  EXPECT_EQ(report.hang.blocked, 1u);
 }
 
 // Ranks that died before their first flush leave 0-byte files (skipped) or files with their
@@ -299,10 +301,18 @@ TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOnWhenItLeftNoTrace
   EXPECT_EQ(h.missing, std::vector<int32_t>{6});
   EXPECT_EQ(h.untraced, std::vector<int32_t>{6});
   EXPECT_EQ(report.hang.no_trace, std::vector<int32_t>{6});
-  const bool named = std::any_of(report.findings.begin(), report.findings.end(), [](const std::string& f) {
-    return f.find("hang:") == 0 && f.find("rank(s) 6 (no trace)") != std::string::npos;
-  });
-  EXPECT_TRUE(named) << (report.findings.empty() ? "" : report.findings[0]);
+  EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{6});
+  // Rank 4's trace ends 0.1 ms after it entered: the synthetic run stops writing there.
+  auto has = [&](const std::string& text) {
+    return std::find(report.findings.begin(), report.findings.end(), text) != report.findings.end();
+  };
+  EXPECT_TRUE(
+      has("hang: rank 6 holds up the run: it never entered all_reduce #2 of a data communicator "
+          "(it left no trace); 1 rank(s) waited on it, directly or through ranks blocked on it, up to "
+          "0.1 ms"));
+  EXPECT_TRUE(
+      has("hang: 1 rank(s) of a data communicator entered all_reduce #2 and waited 0.1 ms for "
+          "rank(s) 6 (no trace), which never entered it"));
 }
 
 TEST(ReportOnSyntheticRun, HierarchicalZeroShardGroups) {

@@ -371,6 +371,14 @@ class RankScanner {
       if (p.first_enter_ns < 0 || enter < p.first_enter_ns) p.first_enter_ns = enter;
       if (!failed && r.sequence != kUnknownSequence)
         add_sample(p.sample_stride, p.samples, InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
+      if (r.sequence != kUnknownSequence) {
+        if (r.sequence + 1 >= p.last_entered) {
+          p.last_entered = r.sequence + 1;
+          p.last_entered_at_ns = enter;
+          p.last_entered_in_group = (r.flags & trace::kNcclFlagInGroup) != 0;
+        }
+        if (!failed) p.last_completed_host = std::max(p.last_completed_host, r.sequence + 1);
+      }
     } else if (r.sequence != kUnknownSequence) {
       ++comm.collectives;
       if (comm.first_enters_ns.size() < 256) comm.first_enters_ns.push_back(enter);
@@ -418,6 +426,7 @@ class RankScanner {
       kernel_p2p_ns_ += duration;
       P2pDigest& p = d_.p2p[ref.p2p_index];
       p.kernel_time_ns += duration;
+      p.last_completed_kernel = std::max(p.last_completed_kernel, ref.sequence + 1);
       set_kernel(p.samples, ref.sequence, span);
       if (d_.p2p_kernels.size() < options_.pipeline_events) {
         d_.p2p_kernels.push_back(P2pKernel{span.start_ns, span.end_ns, ref.p2p_index});

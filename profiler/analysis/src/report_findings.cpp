@@ -31,6 +31,40 @@ std::string ranks_text(const std::vector<int32_t>& ranks, const std::vector<int3
   return text;
 }
 
+// The headline of a hang: the ranks at the root of the waiting, what they never entered, and
+// how many ranks waited on them.
+std::string root_cause(const HangReport& hang) {
+  if (hang.root_ranks.empty()) return "";
+  const int32_t root = hang.root_ranks.front();
+  std::string what;
+  int64_t waited = 0;
+  const CommHang* direct = nullptr;  // where it alone is missing, if anywhere: the plainest evidence
+  for (const CommHang& h : hang.communicators) {
+    waited = std::max(waited, h.waited_ns);
+    if (std::find(h.missing.begin(), h.missing.end(), root) != h.missing.end() &&
+        (direct == nullptr || h.missing.size() < direct->missing.size()))
+      direct = &h;
+  }
+  if (direct != nullptr)
+    what = "never entered " + (direct->next_op.empty() ? std::string("collective") : direct->next_op) + " #" +
+           std::to_string(direct->last_completed_by_all) + " of a " + direct->role + " communicator";
+  for (const P2pHang& h : hang.p2p) {  // a p2p wait on it is the more direct evidence
+    waited = std::max(waited, h.waited_ns);
+    if (h.peer == root) what = "never met rank " + std::to_string(h.rank) + "'s " + h.op;
+  }
+  std::string status;
+  if (std::find(hang.no_trace.begin(), hang.no_trace.end(), root) != hang.no_trace.end()) {
+    status = " (it left no trace)";
+  } else if (std::find(hang.ended_early.begin(), hang.ended_early.end(), root) != hang.ended_early.end()) {
+    status = " (its trace ends early)";
+  }
+  const bool one = hang.root_ranks.size() == 1;
+  return "hang: " + std::string(one ? "rank " : "ranks ") + ranks_text(hang.root_ranks) +
+         (one ? " holds" : " hold") + " up the run: " + (one ? "it" : "rank " + std::to_string(root)) + " " +
+         what + status + "; " + std::to_string(hang.blocked) + " rank(s) waited on " + (one ? "it" : "them") +
+         ", directly or through ranks blocked on " + (one ? "it" : "them") + ", up to " + ms(waited);
+}
+
 }  // namespace
 
 void add_findings(RunReport& report) {
@@ -44,12 +78,34 @@ void add_findings(RunReport& report) {
     f.push_back(line + " on " + std::to_string(l.world_size) + " ranks");
   }
   if (report.hang.suspected) {
-    for (const CommHang& h : report.hang.communicators) {
+    const HangReport& hang = report.hang;
+    if (const std::string root = root_cause(hang); !root.empty()) f.push_back(root);
+    // The waits on a root first; a big job has hundreds more, which the hang view lists.
+    std::vector<const CommHang*> order;
+    for (const CommHang& h : hang.communicators) order.push_back(&h);
+    auto on_root = [&](const CommHang* h) {
+      return std::any_of(h->missing.begin(), h->missing.end(), [&](int32_t m) {
+        return std::find(hang.root_ranks.begin(), hang.root_ranks.end(), m) != hang.root_ranks.end();
+      });
+    };
+    std::stable_partition(order.begin(), order.end(), on_root);
+    constexpr size_t kShown = 3;
+    for (size_t k = 0; k < order.size() && k < kShown; ++k) {
+      const CommHang& h = *order[k];
       f.push_back("hang: " + std::to_string(h.entered.size()) + " rank(s) of a " + h.role +
                   " communicator entered " + (h.next_op.empty() ? "collective" : h.next_op) + " #" +
                   std::to_string(h.last_completed_by_all) + " and waited " + ms(h.waited_ns) +
                   " for rank(s) " + ranks_text(h.missing, h.untraced) + ", which never entered it");
     }
+    for (size_t k = 0; k < hang.p2p.size() && k < kShown; ++k) {
+      const P2pHang& h = hang.p2p[k];
+      f.push_back("hang: rank " + std::to_string(h.rank) + " waited " + ms(h.waited_ns) + " in " + h.op +
+                  (h.op == "send" ? " to" : " from") + " rank " + ranks_text({h.peer}, hang.no_trace) +
+                  ", which never completed");
+    }
+    const size_t more =
+        order.size() - std::min(order.size(), kShown) + hang.p2p.size() - std::min(hang.p2p.size(), kShown);
+    if (more > 0) f.push_back("hang: " + std::to_string(more) + " more wait(s) in the hang view");
     if (!report.hang.ended_early.empty())
       f.push_back("trace ends early on rank(s) " + ranks_text(report.hang.ended_early));
     if (!report.hang.no_trace.empty())

@@ -187,7 +187,11 @@ std::string report_html(const RunReport& r) {
     out << "</table>\n";
   }
   if (r.hang.suspected) {
-    out << "<h2>Hang / failure view</h2>\n<table>\n";
+    out << "<h2>Hang / failure view</h2>\n";
+    if (!r.hang.root_ranks.empty())
+      out << "<p><b>Root: rank(s) " << escape_html(rank_list(r.hang.root_ranks, r.hang.no_trace)) << "</b> ("
+          << r.hang.blocked << " rank(s) waited on them, directly or through others).</p>\n";
+    out << "<table>\n";
     table_row(
         out, {"communicator", "role", "completed by all", "next op", "entered", "never entered", "waited ms"},
         "th");
@@ -195,8 +199,23 @@ std::string report_html(const RunReport& r) {
       table_row(out, {hex(h.comm_id), h.role, std::to_string(h.last_completed_by_all), h.next_op,
                       rank_list(h.entered), rank_list(h.missing, h.untraced), fixed(ms(h.waited_ns), 1)});
     out << "</table>\n";
+    if (!r.hang.p2p.empty()) {
+      out << "<table>\n";
+      table_row(out, {"rank", "waits in", "peer", "waited ms"}, "th");
+      for (const P2pHang& p : r.hang.p2p)
+        table_row(out, {std::to_string(p.rank), p.op, rank_list({p.peer}, r.hang.no_trace),
+                        fixed(ms(p.waited_ns), 1)});
+      out << "</table>\n";
+    }
     if (!r.hang.ended_early.empty())
       out << "<p>Traces ending early: " << rank_list(r.hang.ended_early) << "</p>\n";
+  }
+  if (!r.hang.not_closed.empty() || !r.hang.no_trace.empty()) {
+    if (!r.hang.suspected) out << "<h2>Traces</h2>\n";
+    if (!r.hang.not_closed.empty())
+      out << "<p>Traces not closed (killed or crashed): " << rank_list(r.hang.not_closed) << "</p>\n";
+    if (!r.hang.no_trace.empty())
+      out << "<p>No trace (file missing, empty or header only): " << rank_list(r.hang.no_trace) << "</p>\n";
   }
   if (!r.nccl.empty()) {
     out << "<h2>NCCL</h2>\n<table>\n";

@@ -119,8 +119,14 @@ ordered_json hang_json(const HangReport& h) {
                                  {"missing", c.missing},
                                  {"waited_ns", c.waited_ns},
                                  {"untraced", c.untraced}});
+  ordered_json p2p = ordered_json::array();
+  for (const P2pHang& p : h.p2p)
+    p2p.push_back(ordered_json{{"rank", p.rank}, {"peer", p.peer}, {"op", p.op}, {"waited_ns", p.waited_ns}});
   return ordered_json{{"suspected", h.suspected},
+                      {"root_ranks", h.root_ranks},
+                      {"blocked", h.blocked},
                       {"communicators", comms},
+                      {"p2p", p2p},
                       {"ended_early", h.ended_early},
                       {"not_closed", h.not_closed},
                       {"no_trace", h.no_trace}};

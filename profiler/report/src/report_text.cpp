@@ -212,6 +212,9 @@ void write_hang(std::ostream& out, const RunReport& r) {
   const HangReport& h = r.hang;
   if (!h.suspected) return;
   heading(out, "hang / failure view");
+  if (!h.root_ranks.empty())
+    out << "  root: rank(s) " << rank_list(h.root_ranks, h.no_trace) << " (" << h.blocked
+        << " rank(s) waited on them, directly or through others)\n";
   for (const CommHang& c : h.communicators)
     wrapped(out, "  ",
             c.role + " communicator " + hex(c.comm_id) + ": all completed " +
@@ -219,6 +222,10 @@ void write_hang(std::ostream& out, const RunReport& r) {
                 (c.next_op.empty() ? std::string("the next") : c.next_op) + " #" +
                 std::to_string(c.last_completed_by_all) + ": " + rank_list(c.entered) + "; never entered: " +
                 rank_list(c.missing, c.untraced) + "; waited " + fixed(ms(c.waited_ns), 1) + " ms");
+  for (const P2pHang& p : h.p2p)
+    out << "  rank " << p.rank << ": " << p.op << (p.op == "send" ? " to rank " : " from rank ")
+        << rank_list({p.peer}, h.no_trace) << " never completed; waited " << fixed(ms(p.waited_ns), 1)
+        << " ms\n";
   if (!h.ended_early.empty()) out << "  traces ending early: " << rank_list(h.ended_early) << '\n';
   if (!h.not_closed.empty())
     out << "  traces not closed (killed or crashed): " << rank_list(h.not_closed) << '\n';

@@ -4,7 +4,7 @@
 // with RTLD_LOCAL the way Python opens torch's extension modules.
 //
 //   nccl_ranks_program --id-dir DIR [--nvtx] [--steps N] [--tp T] [--pp P] [--call-log FILE]
-//                      [--straggler R:MS] [--hang R:STEP] [--zero K]
+//                      [--straggler R:MS] [--hang R:STEP] [--hang-p2p R:STEP] [--zero K]
 //
 // Reads RANK, WORLD_SIZE and LOCAL_RANK as torchrun sets them. Rank 0 makes the unique id and
 // hands it over in DIR/nccl-id; everyone builds the world communicator and splits it, in this
@@ -30,6 +30,8 @@
 // --straggler R:MS: rank R sleeps MS ms before every data-parallel ncclAllReduce. --hang R:STEP:
 // rank R stops before step STEP's data-parallel ncclAllReduce and ends by SIGTERM after twice
 // FAKE_NCCL_TIMEOUT_MS. Under FAKE_NCCL_WAIT=1 the others wait for it (and time out).
+// --hang-p2p R:STEP: the same, but before step STEP's pipeline exchange (its neighbour stage
+// then waits in a send/receive group).
 // --zero K: hierarchical ZeRO instead (no tp/pp): world split into shard groups of K consecutive
 // ranks and replica groups (equal rank % K); per step on the shard group 2 ncclAllGather 8192
 // bf16 in "forward", 2 more and a ncclReduceScatter 1024 float in "backward", then ncclAllReduce

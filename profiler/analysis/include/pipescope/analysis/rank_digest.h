@@ -92,6 +92,12 @@ struct P2pDigest {
   // together, which ties the clocks of pipeline neighbours that share no collective.
   uint32_t sample_stride = 1;
   std::vector<InstanceSample> samples;
+  // Progress, for the hang view, as counts (highest sequence + 1), as CommDigest's.
+  uint64_t last_entered = 0;
+  uint64_t last_completed_host = 0;
+  uint64_t last_completed_kernel = 0;
+  int64_t last_entered_at_ns = 0;
+  bool last_entered_in_group = false;  // its failure, if any, was ncclGroupEnd's: not recorded
 };
 
 struct CommDigest {

@@ -174,9 +174,23 @@ struct CommHang {
   std::vector<int32_t> untraced;       // of `missing`, those that left no trace (-1: rank unknown)
 };
 
+// A rank whose last NCCL operation was a send or receive that never completed.
+struct P2pHang {
+  int32_t rank = 0;
+  int32_t peer = -1;      // global rank; -1 when no trace tells which
+  std::string op;         // "send" or "recv"
+  int64_t waited_ns = 0;  // from its entry until the rank's trace ended
+};
+
 struct HangReport {
   bool suspected = false;  // some rank's trace ends early, or a collective never completed
+  // Where the waiting comes from: following each waiting rank to the ranks it waits for, and
+  // those on to whom they wait for, the ranks at the end (none of whose own operations is
+  // stuck). `blocked` counts the ranks that wait on them, directly or through others.
+  std::vector<int32_t> root_ranks;
+  size_t blocked = 0;
   std::vector<CommHang> communicators;
+  std::vector<P2pHang> p2p;
   std::vector<int32_t> ended_early;  // traces that stop well before the others
   std::vector<int32_t> no_trace;     // ranks without a trace, or whose trace holds no record
   std::vector<int32_t> not_closed;   // traces without an end chunk (killed, crashed)
