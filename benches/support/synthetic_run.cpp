@@ -17,6 +17,8 @@ constexpr int64_t kRunStartNs = 1'000'000'000;
 constexpr uint32_t kComputeStream = 7;
 constexpr uint32_t kCommStream = 13;
 constexpr uint32_t kHostThread = 4242;
+// With memory_pool, what NCCL and cuBLAS take with cudaMalloc beside the pool's tensors.
+constexpr uint64_t kWorkspaceBytes = 1ull << 30;
 
 uint64_t comm_id_of(const char* what, int a, int b) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -192,8 +194,9 @@ class RankWriter {
     if (kernel_end >= 0) kernel(kernel_start, kernel_end, kCommStream, kernel_name, correlation);
   }
 
-  void memory(int64_t at, MemoryOperation op, uint64_t address, uint64_t bytes) {
+  void memory(int64_t at, MemoryOperation op, uint64_t address, uint64_t bytes, bool from_pool = false) {
     auto m = make_record<MemoryRecord>();
+    m.flags = from_pool ? kMemoryFlagFromPool : 0;
     m.timestamp_ns = static_cast<uint64_t>(local(at));
     m.address = address;
     m.bytes = bytes;
@@ -432,7 +435,10 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       w.range(t0 + 40'000, t0 + 50'000, stage_name);
     }
     if (comms.dp.size > 1) w.comm_record(comms.dp, comms.world.id, r, t0 + 30'000);
-    if (spec.memory) w.memory(t0 + 100'000, MemoryOperation::kAllocate, 0x10000000, spec.static_bytes);
+    if (spec.memory) {
+      w.memory(t0 + 100'000, MemoryOperation::kAllocate, 0x10000000, spec.static_bytes, spec.memory_pool);
+      if (spec.memory_pool) w.memory(t0 + 90'000, MemoryOperation::kAllocate, 0x8000000, kWorkspaceBytes);
+    }
     uint64_t seq_tp = 0, seq_dp = 0, seq_send_next = 0, seq_recv_prev = 0, seq_send_prev = 0,
              seq_recv_next = 0;
     const bool last_stage = stage == stages - 1;
@@ -475,9 +481,9 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
                  end - 100'000, end, n.allreduce, spec.gpu);
         if (spec.memory) {
           if (op.forward)
-            w.memory(start, MemoryOperation::kAllocate, act, spec.activation_bytes);
+            w.memory(start, MemoryOperation::kAllocate, act, spec.activation_bytes, spec.memory_pool);
           else
-            w.memory(end, MemoryOperation::kRelease, act, spec.activation_bytes);
+            w.memory(end, MemoryOperation::kRelease, act, spec.activation_bytes, spec.memory_pool);
         }
         if (p2p && op.forward && !last_stage)
           w.nccl(comms.pp, NcclOpType::kSend, seq_send_next++, stage + 1, 1 << 20, end, end + 10'000, end,

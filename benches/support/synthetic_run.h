@@ -54,6 +54,9 @@ struct SyntheticRunSpec {
   bool stage_ranges = false;
   bool nvtx = true;
   bool memory = true;
+  // Tensors (static and activations) come from a stream-ordered pool (cudaMallocAsync: the
+  // "allocated" figure); 1 GiB of workspace is cudaMalloc'ed beside them ("reserved").
+  bool memory_pool = false;
   bool compress = false;
   std::string run_id = "synthetic";
   int attempt = 0;

@@ -76,7 +76,7 @@ TEST(ReportCommand, JsonHasTheDocumentedKeys) {
   const CommandResult r = run_pipescope({"report", dir.str(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
-  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["schema_version"], 2);
   EXPECT_EQ(doc["layout"]["tp"], 2);
   EXPECT_EQ(doc["layout"]["pp"], 4);
   EXPECT_EQ(doc["layout"]["dp"], 2);

@@ -45,7 +45,7 @@ RunReport two_stage_run() {
   r.hang.communicators = {CommHang{42, "data", 17, "all_reduce", {1}, {3}, 1'500'000'000, {}}};
   r.findings = {"layout (inferred): tp 1 x pp 2 x dp 2 on 4 ranks", "straggler: rank 3"};
   r.gpu_busy = Series{0, 1000, {0.5, 0.75}};
-  r.memory_timelines = {RankSeries{0, Series{0, 1000, {1e9, 2e9}}}};
+  r.memory_timelines = {MemoryTimeline{0, "reserved", Series{0, 1000, {1e9, 2e9}}, std::nullopt}};
   r.timeline_excerpt = {TimelineLane{0, 0, {{0, 1000, "step"}, {0, 400, "forward"}, {500, 900, "backward"}}}};
   return r;
 }

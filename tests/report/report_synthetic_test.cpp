@@ -82,7 +82,7 @@ TEST(ReportOnSyntheticRun, BubbleAndActivationMemoryPerStageMatchThe1F1BSchedule
     EXPECT_EQ(s.cooldown_ns, truth.cooldown_ns[k]) << s.stage;
   }
   // 1F1B with 4 stages and 8 micro-batches: stage 0 holds 4 micro-batches, the last one 1.
-  EXPECT_DOUBLE_EQ(report.stages.front().activation_vs_last_stage, 4.0);
+  EXPECT_DOUBLE_EQ(report.stages.front().activation_vs_last_stage.value_or(0), 4.0);
   for (const RankReport& r : report.ranks) {
     EXPECT_EQ(r.peak_memory_bytes, truth.peak_memory_bytes[static_cast<size_t>(r.rank)]) << r.rank;
     EXPECT_EQ(r.static_memory_bytes, 8ull << 30) << r.rank;
@@ -120,6 +120,13 @@ TEST(ReportOnSyntheticRun, WithoutNvtxThePipelineIsReadFromTheP2pPattern) {
   EXPECT_NE(std::find(report.findings.begin(), report.findings.end(),
                       "pipeline bubble per stage: 28% 21% 12% 1% (from the p2p pattern)"),
             report.findings.end());
+  // Static memory is what was held before the first forward, found from the p2p pattern too.
+  for (const RankReport& r : report.ranks) EXPECT_EQ(r.static_memory_bytes, 8ull << 30) << r.rank;
+  for (const StageReport& s : report.stages)
+    EXPECT_EQ(s.peak_activation_bytes, truth.peak_activation_bytes[static_cast<size_t>(s.stage)]) << s.stage;
+  EXPECT_NE(std::find(report.findings.begin(), report.findings.end(),
+                      "memory imbalance: stage 0 holds 4.0x the activations of stage 3 (1F1B)"),
+            report.findings.end());
 }
 
 TEST(ReportOnSyntheticRun, WithoutNvtxOrGpuActivityTheBubbleIsNotMeasured) {
@@ -134,10 +141,49 @@ TEST(ReportOnSyntheticRun, WithoutNvtxOrGpuActivityTheBubbleIsNotMeasured) {
     EXPECT_FALSE(s.bubble_fraction.has_value());
     EXPECT_FALSE(s.forward_mean_ns.has_value());
   }
-  const bool said = std::any_of(report.findings.begin(), report.findings.end(), [](const std::string& f) {
-    return f.starts_with("pipeline bubble: not measured");
-  });
-  EXPECT_TRUE(said);
+  auto said = [&](const std::string& start) {
+    return std::any_of(report.findings.begin(), report.findings.end(),
+                       [&](const std::string& f) { return f.starts_with(start); });
+  };
+  EXPECT_TRUE(said("pipeline bubble: not measured"));
+  // Nothing marks the first forward either: the peak is known, its static part is not.
+  for (const RankReport& r : report.ranks) {
+    EXPECT_EQ(r.peak_memory_bytes, truth.peak_memory_bytes[static_cast<size_t>(r.rank)]) << r.rank;
+    EXPECT_FALSE(r.static_memory_bytes.has_value()) << r.rank;
+    EXPECT_FALSE(r.peak_activation_bytes.has_value()) << r.rank;
+  }
+  EXPECT_FALSE(report.stages[0].activation_vs_last_stage.has_value());
+  EXPECT_TRUE(said("memory imbalance: not measured"));
+}
+
+TEST(ReportOnSyntheticRun, EveryRankHasAMemoryTimelineInEachFigureItsTraceHolds) {
+  for (bool pool : {false, true}) {
+    ScratchDir dir;
+    SyntheticRunSpec spec;
+    spec.memory_pool = pool;
+    const auto [truth, report] = report_of(spec, dir);
+    ASSERT_EQ(report.memory_timelines.size(), 16u) << pool;
+    for (size_t k = 0; k < 16; ++k) {
+      const MemoryTimeline& m = report.memory_timelines[k];
+      const RankReport& r = report.ranks[k];
+      EXPECT_EQ(m.rank, r.rank);
+      // Tensors from a pool: the allocated figure, with the allocator's 1 GiB of workspace as
+      // the reserved one beside it; else reserved alone.
+      EXPECT_EQ(m.figure, pool ? "allocated" : "reserved");
+      EXPECT_EQ(r.memory_figure, m.figure);
+      EXPECT_EQ(m.allocated.has_value(), pool);
+      ASSERT_TRUE(m.reserved.has_value());
+      const Series& main = pool ? *m.allocated : *m.reserved;
+      EXPECT_LE(main.values.size(), 401u);
+      EXPECT_DOUBLE_EQ(*std::max_element(main.values.begin(), main.values.end()),
+                       static_cast<double>(truth.peak_memory_bytes[k]));
+      EXPECT_EQ(r.peak_memory_bytes, truth.peak_memory_bytes[k]);
+      EXPECT_EQ(r.static_memory_bytes, 8ull << 30);
+      if (pool) {
+        EXPECT_DOUBLE_EQ(m.reserved->values.back(), static_cast<double>(1ull << 30));
+      }
+    }
+  }
 }
 
 TEST(ReportOnSyntheticRun, P2pWaitPerStageIsTheTimeReceivesWaitedForTheirSender) {

@@ -207,6 +207,13 @@ std::vector<P2pPipelineFigures> p2p_pipeline_figures(const ReportContext& ctx) {
       if (w.end_ns > t.known_until_ns) break;
       add_step(t, w, c.stage == 0, c.stage == ctx.pp - 1, out[i]);
     }
+    if (c.stage == 0 && !steps.empty()) {
+      out[i].first_forward_ns = steps.front().start_ns;
+    } else if (c.stage > 0) {
+      const auto in = std::find_if(t.events.begin(), t.events.end(),
+                                   [](const Event& e) { return e.kind == Kind::kActivationIn; });
+      if (in != t.events.end()) out[i].first_forward_ns = in->end_ns;
+    }
   }
   return out;
 }

@@ -26,6 +26,9 @@ struct P2pPipelineFigures {
   int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;
   uint64_t forwards = 0, backwards = 0, pairs = 0;  // pairs: forward + backward, not split
   int64_t forward_ns = 0, backward_ns = 0, pair_ns = 0;
+  // When the rank's first forward started (aligned clock): the first stage's first step window,
+  // the others' first activation arriving; -1 when not seen.
+  int64_t first_forward_ns = -1;
 };
 
 // Per rank (LoadedRun order); empty figures where the rank has no p2p kernels, no compute

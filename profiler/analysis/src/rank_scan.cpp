@@ -285,33 +285,42 @@ class RankScanner {
 
   void apply_memory(const MemoryEvent& e) {
     d_.memory_seen = true;
-    if (e.from_pool) d_.memory_from_pool = true;
-    level_ = std::max<int64_t>(0, level_ + e.delta_bytes);
-    const auto level = static_cast<uint64_t>(level_);
-    if (level > d_.peak_memory_bytes) {
-      d_.peak_memory_bytes = level;
-      d_.peak_memory_at_ns = e.start_ns;
+    MemoryLevel& m = e.from_pool ? allocated_ : reserved_;
+    (e.from_pool ? d_.allocated_seen : d_.reserved_seen) = true;
+    m.level = std::max<int64_t>(0, m.level + e.delta_bytes);
+    const auto level = static_cast<uint64_t>(m.level);
+    if (level > m.peak_bytes) {
+      m.peak_bytes = level;
+      m.peak_at_ns = e.start_ns;
     }
-    d_.memory.add_max(e.start_ns, static_cast<double>(level));
-    add_checkpoint(e.start_ns, level);
+    (e.from_pool ? d_.memory_allocated : d_.memory_reserved).add_max(e.start_ns, static_cast<double>(level));
+    m.add_checkpoint(e.start_ns, level);
   }
 
-  // Keeps at most 512 (time, level) points; when full, every other one goes, so the points
-  // thin out evenly over the run.
-  void add_checkpoint(int64_t t, uint64_t level) {
-    auto& points = d_.memory_checkpoints;
-    if (!points.empty() && t - points.back().first < checkpoint_spacing_ns_) {
-      points.back().second = level;  // the latest level of this neighbourhood
-      return;
+  // One memory figure's level over the run.
+  struct MemoryLevel {
+    int64_t level = 0;
+    uint64_t peak_bytes = 0;
+    int64_t peak_at_ns = 0;
+    std::vector<std::pair<int64_t, uint64_t>> checkpoints;
+    int64_t spacing_ns = 0;
+
+    // Keeps at most 512 (time, level) points; when full, every other one goes, so the points
+    // thin out evenly over the run.
+    void add_checkpoint(int64_t t, uint64_t value) {
+      if (!checkpoints.empty() && t - checkpoints.back().first < spacing_ns) {
+        checkpoints.back().second = value;  // the latest level of this neighbourhood
+        return;
+      }
+      checkpoints.emplace_back(t, value);
+      if (checkpoints.size() >= 512) {
+        size_t kept = 0;
+        for (size_t i = 0; i < checkpoints.size(); i += 2) checkpoints[kept++] = checkpoints[i];
+        checkpoints.resize(kept);
+        spacing_ns = std::max<int64_t>(1, spacing_ns * 2);
+      }
     }
-    points.emplace_back(t, level);
-    if (points.size() >= 512) {
-      size_t kept = 0;
-      for (size_t i = 0; i < points.size(); i += 2) points[kept++] = points[i];
-      points.resize(kept);
-      checkpoint_spacing_ns_ = std::max<int64_t>(1, checkpoint_spacing_ns_ * 2);
-    }
-  }
+  };
 
   uint32_t comm_index(uint64_t comm_id) {
     auto [it, fresh] = comm_index_.try_emplace(comm_id, static_cast<uint32_t>(d_.comms.size()));
@@ -632,6 +641,11 @@ class RankScanner {
     std::stable_sort(d_.p2p_kernels.begin(), d_.p2p_kernels.end(),
                      [](const P2pKernel& a, const P2pKernel& b) { return a.start_ns < b.start_ns; });
     memory_window_.drain([this](const MemoryEvent& e) { apply_memory(e); });
+    d_.memory_from_pool = d_.allocated_seen;
+    MemoryLevel& figure = d_.memory_from_pool ? allocated_ : reserved_;
+    d_.peak_memory_bytes = figure.peak_bytes;
+    d_.peak_memory_at_ns = figure.peak_at_ns;
+    d_.memory_checkpoints = std::move(figure.checkpoints);
     d_.compute_union_ns = compute_.total();
     d_.comm_union_ns = comm_.total();
     d_.compute_or_comm_union_ns = compute_or_comm_.total();
@@ -659,8 +673,7 @@ class RankScanner {
   UnionLength compute_, comm_, compute_or_comm_, any_;
   ComputeIsland island_{INT64_MIN, INT64_MIN};  // the open one
   ReorderWindow<MemoryEvent> memory_window_;
-  int64_t level_ = 0;
-  int64_t checkpoint_spacing_ns_ = 0;
+  MemoryLevel reserved_, allocated_;
 
   std::unordered_map<uint64_t, uint32_t> comm_index_;
   NcclKernelJoin<NcclOpRef> join_;

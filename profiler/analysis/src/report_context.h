@@ -46,6 +46,7 @@ struct ReportContext {
   std::vector<RankCoordinates> coordinates;           // per global rank, once the layout is known
 
   int64_t aligned(size_t index, int64_t t) const { return t + shift_ns[index] - origin_ns; }
+  int64_t local(size_t index, int64_t aligned_ns) const { return aligned_ns - shift_ns[index] + origin_ns; }
 };
 
 // report_comms.cpp: communicators across ranks, and what layout inference reads of them.

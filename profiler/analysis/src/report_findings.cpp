@@ -131,12 +131,16 @@ void add_findings(RunReport& report) {
                   (source == "nvtx" ? "NVTX ranges" : "the p2p pattern") + ")");
     }
     const StageReport& first = report.stages.front();
-    if (first.activation_vs_last_stage > 1.05) {
+    if (first.activation_vs_last_stage.value_or(0) > 1.05) {
       char text[160];
       std::snprintf(text, sizeof(text),
                     "memory imbalance: stage 0 holds %.1fx the activations of stage %d (1F1B)",
-                    first.activation_vs_last_stage, report.stages.back().stage);
+                    *first.activation_vs_last_stage, report.stages.back().stage);
       f.push_back(text);
+    } else if (first.peak_memory_bytes > 0 && !first.activation_vs_last_stage) {
+      f.push_back(
+          "memory imbalance: not measured (nothing marks where the first forward starts: no NVTX "
+          "forward range, step range or p2p pattern)");
     }
   }
   for (const Straggler& s : report.stragglers)

@@ -93,7 +93,9 @@ std::optional<int64_t> mean_of(int64_t total, uint64_t count) {
 
 int64_t mean(int64_t total, uint64_t count) { return count == 0 ? 0 : total / static_cast<int64_t>(count); }
 
-void fill_memory(const ReportContext& ctx, size_t i, RankReport& r) {
+// Static memory is what the rank held just before its first forward: from NVTX (the first
+// forward range, else the first step), else from the p2p pattern; without either, not measured.
+void fill_memory(const ReportContext& ctx, size_t i, const P2pPipelineFigures& p2p, RankReport& r) {
   const RankDigest& d = ctx.run.ranks[i];
   if (!d.memory_seen) return;
   r.memory_figure = d.memory_from_pool ? "allocated" : "reserved";
@@ -101,9 +103,11 @@ void fill_memory(const ReportContext& ctx, size_t i, RankReport& r) {
   r.peak_memory_at_ns = ctx.aligned(i, d.peak_memory_at_ns);
   int64_t before = d.first_forward_ns;
   if (before < 0 && !d.steps.empty()) before = d.steps.front().start_ns;
-  if (before < 0) return;  // nothing marks where the model's static memory ends
-  r.static_memory_bytes = memory_level_at(d, before - 1);
-  r.peak_activation_bytes = d.peak_memory_bytes - std::min(d.peak_memory_bytes, r.static_memory_bytes);
+  if (before < 0 && p2p.first_forward_ns >= 0) before = ctx.local(i, p2p.first_forward_ns);
+  if (before < 0) return;
+  const uint64_t held = memory_level_at(d, before - 1);
+  r.static_memory_bytes = held;
+  r.peak_activation_bytes = d.peak_memory_bytes - std::min(d.peak_memory_bytes, held);
 }
 
 const char* category_of(const std::string& name) {
@@ -149,7 +153,7 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     r.forward_mean_ns = mean_of(p.forward_ns, p.forwards);
     r.backward_mean_ns = mean_of(p.backward_ns, p.backwards);
     if (p.steps > 0) r.bubble_fraction = p.bubble_sum / static_cast<double>(p.steps);
-    fill_memory(ctx, i, r);
+    fill_memory(ctx, i, from_p2p[i], r);
     by_stage[r.stage].push_back(i);
   }
   for (const auto& [stage, members] : by_stage) {
@@ -167,7 +171,8 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
       // Per step: the rank's NVTX steps, else the run's (from the collectives' rhythm).
       steps += std::max<uint64_t>(1, report.ranks[i].steps > 0 ? report.ranks[i].steps : report.steps.count);
       s.peak_memory_bytes = std::max(s.peak_memory_bytes, report.ranks[i].peak_memory_bytes);
-      s.peak_activation_bytes = std::max(s.peak_activation_bytes, report.ranks[i].peak_activation_bytes);
+      if (const auto& a = report.ranks[i].peak_activation_bytes)
+        s.peak_activation_bytes = std::max(s.peak_activation_bytes.value_or(0), *a);
     }
     s.forward_mean_ns = mean_of(sum.forward_ns, sum.forwards);
     s.backward_mean_ns = mean_of(sum.backward_ns, sum.backwards);
@@ -184,10 +189,11 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     s.p2p_wait_ns = mean(p2p_wait, steps);
     report.stages.push_back(s);
   }
-  if (!report.stages.empty()) {
-    const double last = static_cast<double>(report.stages.back().peak_activation_bytes);
+  if (!report.stages.empty() && report.stages.back().peak_activation_bytes.value_or(0) > 0) {
+    const auto last = static_cast<double>(*report.stages.back().peak_activation_bytes);
     for (StageReport& s : report.stages)
-      s.activation_vs_last_stage = last > 0 ? static_cast<double>(s.peak_activation_bytes) / last : 0;
+      if (s.peak_activation_bytes)
+        s.activation_vs_last_stage = static_cast<double>(*s.peak_activation_bytes) / last;
   }
 }
 
@@ -233,9 +239,9 @@ namespace {
 // Re-buckets one rank's series onto a common grid on the aligned clock.
 void resample(const BucketSeries& from, int64_t shift_ns, Series& into, bool as_max) {
   for (size_t b = 0; b < from.values().size(); ++b) {
-    const int64_t at =
-        from.origin_ns() + static_cast<int64_t>(b) * from.width_ns() + shift_ns - into.start_ns;
-    if (at < 0) continue;
+    int64_t at = from.origin_ns() + static_cast<int64_t>(b) * from.width_ns() + shift_ns - into.start_ns;
+    if (at + from.width_ns() <= 0) continue;
+    at = std::max<int64_t>(at, 0);  // a bucket that starts before the run's origin overlaps the first
     const auto index = static_cast<size_t>(at / into.bucket_ns);
     if (index >= into.values.size()) continue;
     const double v = from.values()[b];
@@ -282,21 +288,28 @@ void add_series(const ReportContext& ctx, RunReport& report) {
     for (double& v : report.gpu_busy.values)
       v = std::min(1.0, v / (static_cast<double>(gpu_ranks) * static_cast<double>(width)));
   }
-  // Memory: per stage, the rank with the highest peak.
-  std::map<int32_t, size_t> peak_of_stage;
-  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
-    if (!ctx.run.ranks[i].memory_seen) continue;
-    auto [it, fresh] = peak_of_stage.try_emplace(report.ranks[i].stage, i);
-    if (!fresh && report.ranks[i].peak_memory_bytes > report.ranks[it->second].peak_memory_bytes)
-      it->second = i;
-  }
-  for (const auto& [stage, i] : peak_of_stage) {
-    RankSeries series{report.ranks[i].rank, Series{0, width, std::vector<double>(buckets, 0.0)}};
-    resample(ctx.run.ranks[i].memory, ctx.shift_ns[i] - ctx.origin_ns, series.values, true);
+  // Memory: every rank, both figures it has, on a coarser grid the more ranks there are.
+  size_t with_memory = 0;
+  for (const RankDigest& d : ctx.run.ranks) with_memory += d.memory_seen;
+  if (with_memory == 0) return;
+  const int64_t points = std::clamp<int64_t>(100'000 / static_cast<int64_t>(with_memory), 32, 400);
+  const int64_t memory_width = std::max(width, end / points + 1);
+  const auto memory_buckets = static_cast<size_t>(end / memory_width + 1);
+  auto timeline = [&](size_t i, const BucketSeries& from) {
+    Series series{0, memory_width, std::vector<double>(memory_buckets, 0.0)};
+    resample(from, ctx.shift_ns[i] - ctx.origin_ns, series, true);
     // Buckets without an event hold the level of the one before.
-    for (size_t b = 1; b < series.values.values.size(); ++b)
-      if (series.values.values[b] == 0) series.values.values[b] = series.values.values[b - 1];
-    report.memory_timelines.push_back(std::move(series));
+    for (size_t b = 1; b < series.values.size(); ++b)
+      if (series.values[b] == 0) series.values[b] = series.values[b - 1];
+    return series;
+  };
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    const RankDigest& d = ctx.run.ranks[i];
+    if (!d.memory_seen) continue;
+    MemoryTimeline m{report.ranks[i].rank, report.ranks[i].memory_figure, std::nullopt, std::nullopt};
+    if (d.reserved_seen) m.reserved = timeline(i, d.memory_reserved);
+    if (d.allocated_seen) m.allocated = timeline(i, d.memory_allocated);
+    report.memory_timelines.push_back(std::move(m));
   }
 }
 

@@ -61,31 +61,52 @@ std::string memory_stage_chart(const RunReport& r) {
   std::vector<BarRow> rows;
   for (const StageReport& s : r.stages) {
     if (s.peak_memory_bytes == 0) continue;
-    const uint64_t static_bytes =
-        s.peak_memory_bytes - std::min(s.peak_memory_bytes, s.peak_activation_bytes);
+    if (!s.peak_activation_bytes) {  // the split is not measured: the peak alone
+      rows.push_back(BarRow{"stage " + std::to_string(s.stage),
+                            {{gib(s.peak_memory_bytes), "#bdbdbd"}},
+                            fixed(gib(s.peak_memory_bytes), 2) + " GiB (static / activations not measured)"});
+      continue;
+    }
+    const uint64_t activations = *s.peak_activation_bytes;
+    const uint64_t static_bytes = s.peak_memory_bytes - std::min(s.peak_memory_bytes, activations);
     rows.push_back(BarRow{"stage " + std::to_string(s.stage),
-                          {{gib(static_bytes), "#9ecae9"}, {gib(s.peak_activation_bytes), "#3182bd"}},
+                          {{gib(static_bytes), "#9ecae9"}, {gib(activations), "#3182bd"}},
                           fixed(gib(s.peak_memory_bytes), 2) + " GiB (activations " +
-                              fixed(s.activation_vs_last_stage, 1) + "x last stage)"});
+                              fixed(s.activation_vs_last_stage.value_or(0), 1) + "x last stage)"});
   }
   if (rows.empty()) return "<p>No memory records in the traces.</p>";
-  return stacked_bars(rows,
-                      {{"static (before the first forward)", "#9ecae9"}, {"activations (peak)", "#3182bd"}});
+  return stacked_bars(rows, {{"static (before the first forward)", "#9ecae9"},
+                             {"activations (peak)", "#3182bd"},
+                             {"peak (split not measured)", "#bdbdbd"}});
 }
 
+// Per stage, the rank with the highest peak; each in the figure its peak comes from.
 std::string memory_timeline_chart(const RunReport& r) {
-  if (r.memory_timelines.empty()) return "<p>No memory records in the traces.</p>";
+  std::map<int32_t, const RankReport*> peak_of_stage;
+  for (const RankReport& k : r.ranks) {
+    if (k.memory_figure == "none") continue;
+    const RankReport*& best = peak_of_stage[k.stage];
+    if (best == nullptr || k.peak_memory_bytes > best->peak_memory_bytes) best = &k;
+  }
   static const char* kColors[] = {"#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#d6616b"};
   std::vector<Line> lines;
   double x0 = 0, dx = 0;
-  for (size_t i = 0; i < r.memory_timelines.size() && i < 6; ++i) {
-    const RankSeries& m = r.memory_timelines[i];
+  for (const auto& [stage, k] : peak_of_stage) {
+    if (lines.size() >= 6) break;
+    const auto m = std::find_if(r.memory_timelines.begin(), r.memory_timelines.end(),
+                                [&](const MemoryTimeline& t) { return t.rank == k->rank; });
+    if (m == r.memory_timelines.end()) continue;
+    const std::optional<Series>& series = m->figure == "allocated" ? m->allocated : m->reserved;
+    if (!series) continue;
     std::vector<double> gibs;
-    for (double v : m.values.values) gibs.push_back(v / (1024.0 * 1024 * 1024));
-    lines.push_back(Line{"rank " + std::to_string(m.rank), kColors[i], gibs});
-    x0 = static_cast<double>(m.values.start_ns) * 1e-9;
-    dx = static_cast<double>(m.values.bucket_ns) * 1e-9;
+    for (double v : series->values) gibs.push_back(v / (1024.0 * 1024 * 1024));
+    lines.push_back(
+        Line{"stage " + std::to_string(stage) + ": rank " + std::to_string(k->rank) + " (" + m->figure + ")",
+             kColors[lines.size()], gibs});
+    x0 = static_cast<double>(series->start_ns) * 1e-9;
+    dx = static_cast<double>(series->bucket_ns) * 1e-9;
   }
+  if (lines.empty()) return "<p>No memory records in the traces.</p>";
   return line_chart(lines, x0, dx, 0, "GiB");
 }
 
@@ -161,7 +182,9 @@ std::string report_html(const RunReport& r) {
          "hardware counts), as a share of each bucket, averaged over ranks.</p>\n"
       << busy_chart(r) << '\n';
   out << "<h2>Memory per stage</h2>\n" << memory_stage_chart(r) << '\n';
-  out << "<h2>Memory over time</h2>\n<p>The rank with the highest peak of each stage.</p>\n"
+  out << "<h2>Memory over time</h2>\n<p>The rank with the highest peak of each stage, in the figure the "
+         "trace holds (reserved: what allocators took with cudaMalloc; allocated: stream-ordered pool "
+         "allocations). --json has every rank's timeline.</p>\n"
       << memory_timeline_chart(r) << '\n';
   out << "<h2>Timeline excerpt</h2>\n<p>The first two steps of one rank per stage (NVTX ranges).</p>\n"
       << timeline_chart(r) << '\n';
@@ -176,7 +199,8 @@ std::string report_html(const RunReport& r) {
       table_row(out, {std::to_string(s.stage), std::to_string(s.ranks), ms_cell(s.forward_mean_ns, 2),
                       ms_cell(s.backward_mean_ns, 2), pct(s.bubble_fraction), fixed(ms(s.p2p_ns), 2),
                       fixed(ms(s.p2p_wait_ns), 2), fixed(gib(s.peak_memory_bytes), 2),
-                      fixed(gib(s.peak_activation_bytes), 2), fixed(s.activation_vs_last_stage, 2)});
+                      s.peak_activation_bytes ? fixed(gib(*s.peak_activation_bytes), 2) : "-",
+                      s.activation_vs_last_stage ? fixed(*s.activation_vs_last_stage, 2) : "-"});
     out << "</table>\n";
   }
   if (!r.stragglers.empty()) {

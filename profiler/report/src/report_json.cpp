@@ -57,8 +57,8 @@ ordered_json rank_json(const RankReport& r) {
                       {"host", r.host},
                       {"peak_memory_bytes", r.peak_memory_bytes},
                       {"peak_memory_at_ns", r.peak_memory_at_ns},
-                      {"static_memory_bytes", r.static_memory_bytes},
-                      {"peak_activation_bytes", r.peak_activation_bytes},
+                      {"static_memory_bytes", optional_json(r.static_memory_bytes)},
+                      {"peak_activation_bytes", optional_json(r.peak_activation_bytes)},
                       {"memory_figure", r.memory_figure},
                       {"gpu", gpu_json(r.gpu)},
                       {"forward_ranges", r.forward_ranges},
@@ -90,8 +90,8 @@ ordered_json stage_json(const StageReport& s) {
                       {"p2p_ns", s.p2p_ns},
                       {"p2p_wait_ns", s.p2p_wait_ns},
                       {"peak_memory_bytes", s.peak_memory_bytes},
-                      {"peak_activation_bytes", s.peak_activation_bytes},
-                      {"activation_vs_last_stage", s.activation_vs_last_stage}};
+                      {"peak_activation_bytes", optional_json(s.peak_activation_bytes)},
+                      {"activation_vs_last_stage", optional_json(s.activation_vs_last_stage)}};
 }
 
 ordered_json nccl_json(const NcclOpReport& n) {
@@ -213,8 +213,12 @@ std::string report_json(const RunReport& report) {
   doc["plan"] = report.plan ? plan_json(*report.plan) : ordered_json(nullptr);
   doc["gpu_busy"] = series_json(report.gpu_busy);
   ordered_json memory = ordered_json::array();
-  for (const RankSeries& m : report.memory_timelines)
-    memory.push_back(ordered_json{{"rank", m.rank}, {"bytes", series_json(m.values)}});
+  for (const MemoryTimeline& m : report.memory_timelines)
+    memory.push_back(
+        ordered_json{{"rank", m.rank},
+                     {"figure", m.figure},
+                     {"reserved_bytes", m.reserved ? series_json(*m.reserved) : ordered_json(nullptr)},
+                     {"allocated_bytes", m.allocated ? series_json(*m.allocated) : ordered_json(nullptr)}});
   doc["memory_timelines"] = memory;
   ordered_json files = ordered_json::array();
   for (const RankFile& f : report.files)

@@ -59,8 +59,8 @@ void write_stages(std::ostream& out, const RunReport& r) {
         << right(ms_cell(s.forward_mean_ns, 2), 9) << right(ms_cell(s.backward_mean_ns, 2), 9)
         << right(pct(s.bubble_fraction), 8) << right(fixed(ms(s.p2p_ns), 2), 9)
         << right(fixed(ms(s.p2p_wait_ns), 2), 9) << right(fixed(gib(s.peak_memory_bytes), 2), 10)
-        << right(fixed(gib(s.peak_activation_bytes), 2), 9)
-        << right(fixed(s.activation_vs_last_stage, 2) + "x", 8) << '\n';
+        << right(s.peak_activation_bytes ? fixed(gib(*s.peak_activation_bytes), 2) : "-", 9)
+        << right(s.activation_vs_last_stage ? fixed(*s.activation_vs_last_stage, 2) + "x" : "-", 8) << '\n';
 }
 
 void write_rank_row(std::ostream& out, const RankReport& k) {

@@ -209,12 +209,17 @@ struct RankDigest {
   std::vector<P2pKernel> p2p_kernels;
   bool islands_complete = true, p2p_kernels_complete = true;
 
-  // Memory (device): level over time per figure.
+  // Memory (device), per figure: "reserved" is what allocators took with cudaMalloc (not from a
+  // pool), "allocated" the stream-ordered pool allocations (cudaMallocAsync: one per tensor).
+  // The report's figure is allocated when the trace has pool allocations, else reserved; peak
+  // and checkpoints are that figure's, the series both.
   bool memory_seen = false;
   bool memory_from_pool = false;  // stream-ordered allocations: the "allocated" figure
   uint64_t peak_memory_bytes = 0;
   int64_t peak_memory_at_ns = 0;
-  BucketSeries memory{1'000'000, 1024};                          // max level per bucket
+  bool reserved_seen = false, allocated_seen = false;
+  BucketSeries memory_reserved{1'000'000, 1024};                 // max level per bucket
+  BucketSeries memory_allocated{1'000'000, 1024};                // max level per bucket
   std::vector<std::pair<int64_t, uint64_t>> memory_checkpoints;  // (time, level) at sparse moments
 
   // NVTX.

@@ -10,7 +10,7 @@
 
 namespace pipescope::analysis {
 
-inline constexpr int kRunReportSchemaVersion = 1;
+inline constexpr int kRunReportSchemaVersion = 2;
 
 // One trace file that took part.
 struct RankFile {
@@ -80,8 +80,10 @@ struct RankReport {
   std::string memory_figure = "none";
   uint64_t peak_memory_bytes = 0;
   int64_t peak_memory_at_ns = 0;
-  uint64_t static_memory_bytes = 0;    // held before the first forward
-  uint64_t peak_activation_bytes = 0;  // peak - static
+  // Held before the first forward (NVTX, else the p2p pattern's first forward); empty when
+  // nothing shows where the first forward starts.
+  std::optional<uint64_t> static_memory_bytes;
+  std::optional<uint64_t> peak_activation_bytes;  // peak - static
   // Pipeline: from NVTX forward/backward ranges ("nvtx"), else from the p2p pattern and the
   // compute between transfers ("p2p"); figures nothing measured are empty ("none").
   std::string pipeline_source = "none";
@@ -111,11 +113,11 @@ struct StageReport {
   std::optional<int64_t> microbatch_ns;                      // forward + backward of one micro-batch
   std::optional<int64_t> warmup_ns, steady_ns, cooldown_ns;  // per step, mean
   std::optional<double> bubble_fraction;
-  int64_t p2p_ns = 0;                   // per step, mean over the stage's ranks
-  int64_t p2p_wait_ns = 0;              // of it, receives waiting for their sender; per step, mean
-  uint64_t peak_memory_bytes = 0;       // max over the stage's ranks
-  uint64_t peak_activation_bytes = 0;   // max over the stage's ranks
-  double activation_vs_last_stage = 0;  // this stage's peak activations / the last stage's
+  int64_t p2p_ns = 0;                              // per step, mean over the stage's ranks
+  int64_t p2p_wait_ns = 0;                         // of it, receives waiting for their sender; per step, mean
+  uint64_t peak_memory_bytes = 0;                  // max over the stage's ranks
+  std::optional<uint64_t> peak_activation_bytes;   // max over the stage's ranks; empty: not measured
+  std::optional<double> activation_vs_last_stage;  // this stage's peak activations / the last stage's
 };
 
 struct NcclOpReport {
@@ -219,9 +221,13 @@ struct Series {
   std::vector<double> values;
 };
 
-struct RankSeries {
+// One rank's memory over the run, per figure the trace holds (DESIGN.md): `reserved` (what
+// allocators took with cudaMalloc) and `allocated` (stream-ordered pool allocations); the highest
+// level per bucket, a bucket without an event holding the level before it.
+struct MemoryTimeline {
   int32_t rank = 0;
-  Series values;
+  std::string figure;  // the one the rank's peak and static figures come from
+  std::optional<Series> reserved, allocated;
 };
 
 // A few seconds of one rank's pipeline work (its first two steps' NVTX ranges), for the HTML
@@ -256,11 +262,11 @@ struct RunReport {
   std::vector<CategoryStat> categories;
   HangReport hang;
   std::optional<PlanComparison> plan;
-  Series gpu_busy;                             // mean over ranks of the union of GPU activity
-  std::vector<RankSeries> memory_timelines;    // one rank per stage (the stage's peak), bytes
-  std::vector<TimelineLane> timeline_excerpt;  // one rank per stage (its lowest rank)
-  std::vector<std::string> findings;           // the headline lines, most important first
-  std::vector<std::string> warnings;           // truncated files, drops, unaligned ranks, ...
+  Series gpu_busy;                               // mean over ranks of the union of GPU activity
+  std::vector<MemoryTimeline> memory_timelines;  // every rank with memory records, by rank
+  std::vector<TimelineLane> timeline_excerpt;    // one rank per stage (its lowest rank)
+  std::vector<std::string> findings;             // the headline lines, most important first
+  std::vector<std::string> warnings;             // truncated files, drops, unaligned ranks, ...
 };
 
 }  // namespace pipescope::analysis
