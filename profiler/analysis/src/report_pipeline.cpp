@@ -3,9 +3,9 @@
 // the top kernels by category; the busy and memory time series.
 #include <algorithm>
 #include <map>
-#include <regex>
 
 #include "p2p_pipeline.h"
+#include "pipescope/analysis/kernel_category.h"
 #include "report_context.h"
 
 namespace pipescope::analysis {
@@ -110,22 +110,6 @@ void fill_memory(const ReportContext& ctx, size_t i, const P2pPipelineFigures& p
   r.peak_activation_bytes = d.peak_memory_bytes - std::min(d.peak_memory_bytes, held);
 }
 
-const char* category_of(const std::string& name) {
-  static const std::regex nccl("nccl", std::regex::icase | std::regex::optimize);
-  static const std::regex attention("flash|fmha|attention|attn|sdpa|softmax",
-                                    std::regex::icase | std::regex::optimize);
-  static const std::regex gemm("gemm|gemv|cutlass|xmma|cublas|matmul|wgmma",
-                               std::regex::icase | std::regex::optimize);
-  static const std::regex elementwise(
-      "elementwise|vectorized|unrolled|reduce|norm|copy_kernel|fill|cat|index",
-      std::regex::icase | std::regex::optimize);
-  if (std::regex_search(name, nccl)) return "nccl";
-  if (std::regex_search(name, attention)) return "attention";
-  if (std::regex_search(name, gemm)) return "gemm";
-  if (std::regex_search(name, elementwise)) return "elementwise";
-  return "other";
-}
-
 int64_t percentile_ns(const MergedKernel& k, double q) {
   const auto target = static_cast<uint64_t>(q * static_cast<double>(k.count - 1));
   uint64_t seen = 0;
@@ -205,7 +189,7 @@ void add_kernel_reports(const ReportContext& ctx, RunReport& report) {
   std::map<std::string, CategoryStat> categories;
   int64_t all = 0;
   for (const MergedKernel* k : order) {
-    const char* category = category_of(k->name);
+    const char* category = kernel_category(k->name);
     CategoryStat& c = categories[category];
     c.category = category;
     c.count += k->count;

@@ -143,7 +143,7 @@ struct Straggler {
 
 struct KernelStat {
   std::string name;
-  std::string category;  // gemm, attention, elementwise, nccl, copy, other
+  std::string category;  // kernel_category(): gemm, attention, embedding, elementwise, nccl, other
   uint64_t count = 0;
   int64_t total_ns = 0;
   int64_t mean_ns = 0, p50_ns = 0, p90_ns = 0, p99_ns = 0, max_ns = 0;
