@@ -100,7 +100,8 @@ struct RankComms {
 // order first, then the step's GPU records, the way CUPTI buffers arrive after the calls.
 class RankWriter {
  public:
-  RankWriter(TraceWriter& writer, ThreadBuffer& out, int64_t offset_ns) : out_(out), offset_(offset_ns) {
+  RankWriter(TraceWriter& writer, ThreadBuffer& out, int64_t offset_ns, const SyntheticRunSpec& spec)
+      : out_(out), offset_(offset_ns) {
     names_.gemm =
         writer.intern("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1");
     names_.attention = writer.intern("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>");
@@ -111,9 +112,9 @@ class RankWriter {
     names_.allgather = writer.intern("ncclDevKernel_AllGather_RING_LL");
     names_.reducescatter = writer.intern("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL");
     names_.sendrecv = writer.intern("ncclDevKernel_SendRecv");
-    names_.step = writer.intern("train_step");
-    names_.forward = writer.intern("forward");
-    names_.backward = writer.intern("backward");
+    names_.step = writer.intern(spec.step_range);
+    names_.forward = writer.intern(spec.forward_range);
+    names_.backward = writer.intern(spec.backward_range);
   }
 
   int64_t local(int64_t true_ns) const { return true_ns + offset_; }
@@ -424,7 +425,7 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       if (Status st = cut_end_chunk(path); !st) return st.error();
       continue;
     }
-    RankWriter w(**writer, *buffer, truth.clock_offset_ns[static_cast<size_t>(r)]);
+    RankWriter w(**writer, *buffer, truth.clock_offset_ns[static_cast<size_t>(r)], spec);
     const auto& n = w.names();
     const int64_t t0 = kRunStartNs - 5'000'000;
     w.comm_record(comms.world, 0, r, t0);

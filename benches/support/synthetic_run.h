@@ -53,6 +53,7 @@ struct SyntheticRunSpec {
   bool pipeline_p2p = true;
   bool stage_ranges = false;
   bool nvtx = true;
+  std::string step_range = "train_step", forward_range = "forward", backward_range = "backward";
   bool memory = true;
   // Tensors (static and activations) come from a stream-ordered pool (cudaMallocAsync: the
   // "allocated" figure); 1 GiB of workspace is cudaMalloc'ed beside them ("reserved").

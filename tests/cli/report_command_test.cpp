@@ -281,5 +281,25 @@ TEST(ExportCommand, SqliteTablesPerRecordKind) {
   EXPECT_EQ(slurp(dir.file("precious.db")), "user data");
 }
 
+TEST(ReportCommand, NvtxOverridesNameTheRangesTheDefaultsMiss) {
+  Dir dir;
+  synthetic::SyntheticRunSpec spec;
+  spec.step_range = "iter_boundary";
+  spec.forward_range = "fprop";
+  spec.backward_range = "bprop";
+  write_run(dir, spec);
+  const CommandResult plain = run_pipescope({"report", dir.str(), "--json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["steps"]["source"], "collectives");
+  const CommandResult r = run_pipescope({"report", dir.str(), "--json", "--nvtx-step", "^iter_boundary$",
+                                         "--nvtx-forward", "^fprop$", "--nvtx-backward", "^bprop$"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["steps"]["source"], "nvtx");
+  EXPECT_EQ(doc["steps"]["count"], 3);
+  EXPECT_EQ(doc["stages"][0]["source"], "nvtx");
+  EXPECT_EQ(doc["stages"][0]["forward_mean_ns"], 2'000'000);
+}
+
 }  // namespace
 }  // namespace pipescope::testing

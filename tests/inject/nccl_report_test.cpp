@@ -84,6 +84,10 @@ TEST(NcclReport, PlantedHangNamesTheRankEveryoneWaitedOn) {
   // data-parallel all-reduce waiting on 6: the root is 6 alone, and all 7 others wait on it.
   EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{6});
   EXPECT_EQ(report.hang.blocked, 7u);
+  // Steps 0 and 1 ended; step 2's ranges closed only as the timed-out ranks unwound.
+  EXPECT_EQ(report.steps.count, 2u);
+  EXPECT_EQ(report.steps.unfinished, 1u);
+  EXPECT_LT(report.steps.max_ns, 1'000'000'000);
   ASSERT_FALSE(report.findings.empty());
   const auto headline = std::find_if(report.findings.begin(), report.findings.end(),
                                      [](const std::string& f) { return f.starts_with("hang:"); });

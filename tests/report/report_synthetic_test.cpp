@@ -216,6 +216,40 @@ TEST(ReportOnSyntheticRun, StepTimeIsTheSimulatedOne) {
   for (size_t k = 0; k < truth.step_ns.size(); ++k) EXPECT_EQ(report.steps.step_ns[k], truth.step_ns[k]);
 }
 
+TEST(ReportOnSyntheticRun, NvtxNamesOutsideTheConventionsAreReadWithTheOverrides) {
+  // NeMo-like names none of DESIGN.md's default patterns matches.
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.step_range = "iter_boundary";
+  spec.forward_range = "fprop";
+  spec.backward_range = "bprop";
+  auto truth = synthetic::write_synthetic_run(spec, dir.path());
+  ASSERT_TRUE(truth.ok()) << truth.error().message;
+  auto plain = load_run(dir.path(), {});
+  ASSERT_TRUE(plain.ok());
+  const auto unseen = build_run_report(*plain, {});
+  ASSERT_TRUE(unseen.ok());
+  EXPECT_EQ(unseen->steps.source, "collectives");
+  EXPECT_EQ(unseen->stages[0].source, "p2p");
+  LoadOptions options;
+  options.scan.nvtx.step = "^iter_boundary$";
+  options.scan.nvtx.forward = "^fprop$";
+  options.scan.nvtx.backward = "^bprop$";
+  auto run = load_run(dir.path(), options);
+  ASSERT_TRUE(run.ok());
+  const auto seen = build_run_report(*run, {});
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->steps.source, "nvtx");
+  ASSERT_EQ(seen->steps.step_ns.size(), truth->step_ns.size());
+  for (size_t k = 0; k < truth->step_ns.size(); ++k) EXPECT_EQ(seen->steps.step_ns[k], truth->step_ns[k]);
+  for (const StageReport& s : seen->stages) {
+    EXPECT_EQ(s.source, "nvtx");
+    EXPECT_EQ(s.forward_mean_ns, 2'000'000);
+    EXPECT_EQ(s.backward_mean_ns, 4'000'000);
+  }
+  EXPECT_EQ(seen->ranks[0].forward_ranges, 3u * 8u);
+}
+
 TEST(ReportOnSyntheticRun, StepsFromTheDataParallelRhythmWithoutNvtx) {
   ScratchDir dir;
   SyntheticRunSpec spec;

@@ -369,6 +369,7 @@ class RankScanner {
     totals.bytes += r.bytes;
     totals.time_ns += exit - enter;
     const bool failed = (r.flags & trace::kNcclFlagFailed) != 0;
+    if (failed) latest_failure_ns_ = std::max(latest_failure_ns_, enter);
     NcclOpRef ref{ci, op, r.sequence, is_p2p(op), 0};
     if (ref.p2p) {
       const bool send = op == static_cast<uint8_t>(trace::NcclOpType::kSend);
@@ -559,6 +560,7 @@ class RankScanner {
     StepDigest step;
     step.start_ns = start;
     step.end_ns = end;
+    step.failed = latest_failure_ns_ >= start && latest_failure_ns_ <= end;
     std::vector<PipelineRange> keep;
     for (const PipelineRange& r : pending_) {
       if (r.start_ns >= start && r.end_ns <= end) {
@@ -575,6 +577,7 @@ class RankScanner {
     while (!d_.steps.empty() && d_.steps.back().start_ns >= start && d_.steps.back().end_ns <= end) {
       const StepDigest inner = d_.steps.back();
       d_.steps.pop_back();
+      step.failed |= inner.failed;
       if (inner.forwards > 0)
         fold(step, PipelineRange{inner.first_forward_ns, inner.last_forward_end_ns, true}, inner.forwards,
              inner.forward_ns);
@@ -678,6 +681,7 @@ class RankScanner {
   std::unordered_map<uint64_t, uint32_t> comm_index_;
   NcclKernelJoin<NcclOpRef> join_;
   int64_t host_p2p_ns_ = 0, kernel_p2p_ns_ = 0;
+  int64_t latest_failure_ns_ = INT64_MIN;  // entry of the latest NCCL call that failed
 
   std::unordered_map<uint32_t, std::vector<OpenRange>> open_by_thread_;
   std::unordered_map<uint64_t, OpenRange> open_by_id_;

@@ -247,21 +247,36 @@ void steps_from_collectives(const ReportContext& ctx, StepReport& steps) {
 }
 
 void fill_steps(const ReportContext& ctx, RunReport& report) {
+  // A step in which any rank's NCCL call failed never ended: its ranges closed as the stacks
+  // unwound after a timeout or an abort. It is left out for every rank.
   size_t most = 0;
+  std::vector<bool> unfinished;
+  for (const RankDigest& d : ctx.run.ranks) {
+    most = std::max(most, d.steps.size());
+    unfinished.resize(most, false);
+    for (size_t k = 0; k < d.steps.size(); ++k)
+      if (d.steps[k].failed) unfinished[k] = true;
+  }
   for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
     const RankDigest& d = ctx.run.ranks[i];
     RankReport& r = report.ranks[i];
-    r.steps = d.steps.size() + d.steps_beyond_cap;
     int64_t total = 0;
-    for (const StepDigest& s : d.steps) total += step_duration(s);
-    r.step_mean_ns = d.steps.empty() ? 0 : total / static_cast<int64_t>(d.steps.size());
-    most = std::max(most, d.steps.size());
+    uint64_t finished = 0;
+    for (size_t k = 0; k < d.steps.size(); ++k) {
+      if (unfinished[k]) continue;
+      total += step_duration(d.steps[k]);
+      ++finished;
+    }
+    r.steps = finished + d.steps_beyond_cap;
+    r.step_mean_ns = finished == 0 ? 0 : total / static_cast<int64_t>(finished);
   }
   StepReport& steps = report.steps;
+  steps.unfinished = static_cast<uint64_t>(std::count(unfinished.begin(), unfinished.end(), true));
   if (most > 0) {
     steps.source = "nvtx";
     std::vector<int64_t> across;
     for (size_t k = 0; k < most; ++k) {
+      if (unfinished[k]) continue;
       across.clear();
       for (const RankDigest& d : ctx.run.ranks)
         if (k < d.steps.size()) across.push_back(step_duration(d.steps[k]));
@@ -269,6 +284,8 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
       const int64_t median = across[across.size() / 2];
       if (steps.step_ns.size() < 1000) steps.step_ns.push_back(median);
     }
+    most = steps.step_ns.size();
+    if (most == 0) return;
   } else {
     steps_from_collectives(ctx, steps);
     if (steps.step_ns.empty()) return;

@@ -115,7 +115,11 @@ void add_findings(RunReport& report) {
   if (report.steps.count > 0)
     f.push_back("step time " + ms(report.steps.median_ns) + " (median of " +
                 std::to_string(report.steps.count) + " steps, min " + ms(report.steps.min_ns) + ", max " +
-                ms(report.steps.max_ns) + ")");
+                ms(report.steps.max_ns) +
+                (report.steps.unfinished > 0 ? "; " + std::to_string(report.steps.unfinished) +
+                                                   " step(s) a failed NCCL call cut short left out"
+                                             : "") +
+                ")");
   if (report.stages.size() > 1) {
     std::string bubbles, source;
     for (const StageReport& s : report.stages) {

@@ -46,6 +46,7 @@ PipelineFigures nvtx_figures(const RankDigest& d) {
     p.backward_ns += s.backward_ns;
   };
   for (const StepDigest& s : d.steps) {
+    if (s.failed) continue;  // its ranges hold the timeout it ended in
     add_counts(s);
     if (s.forwards == 0 || s.backwards == 0) continue;
     // The pipeline's span: first forward to last backward. What the stage did not compute in it

@@ -173,9 +173,10 @@ std::string report_json(const RunReport& report) {
                               {"residual_max_ns", c.residual_max_ns},
                               {"unaligned_ranks", c.unaligned_ranks}};
   const StepReport& s = report.steps;
-  doc["steps"] = ordered_json{{"source", s.source},       {"count", s.count},    {"mean_ns", s.mean_ns},
-                              {"median_ns", s.median_ns}, {"min_ns", s.min_ns},  {"max_ns", s.max_ns},
-                              {"stdev_ns", s.stdev_ns},   {"step_ns", s.step_ns}};
+  doc["steps"] =
+      ordered_json{{"source", s.source},       {"count", s.count},     {"mean_ns", s.mean_ns},
+                   {"median_ns", s.median_ns}, {"min_ns", s.min_ns},   {"max_ns", s.max_ns},
+                   {"stdev_ns", s.stdev_ns},   {"step_ns", s.step_ns}, {"unfinished", s.unfinished}};
   ordered_json ranks = ordered_json::array();
   for (const RankReport& r : report.ranks) ranks.push_back(rank_json(r));
   doc["ranks"] = ranks;

@@ -121,6 +121,9 @@ void write_steps(std::ostream& out, const RunReport& r) {
   out << "  " << s.count << " steps: median " << fixed(ms(s.median_ns), 2) << " ms, mean "
       << fixed(ms(s.mean_ns), 2) << " ms, min " << fixed(ms(s.min_ns), 2) << " ms, max "
       << fixed(ms(s.max_ns), 2) << " ms, stdev " << fixed(s.stdev_ns / 1e6, 2) << " ms\n";
+  if (s.unfinished > 0)
+    out << "  " << s.unfinished
+        << " step(s) left out: a failed NCCL call cut them short (they never ended)\n";
 }
 
 void write_nccl(std::ostream& out, const RunReport& r) {

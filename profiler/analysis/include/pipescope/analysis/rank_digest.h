@@ -166,6 +166,9 @@ struct StepDigest {
   int64_t first_backward_ns = -1;
   int64_t last_forward_end_ns = -1;
   int64_t last_backward_end_ns = -1;
+  // An NCCL call failed inside it (a timeout, an abort): the range closed as the stack unwound,
+  // not because the step ended. It stays in the list, out of the step statistics.
+  bool failed = false;
 };
 
 struct RankDigest {

@@ -162,6 +162,7 @@ struct StepReport {
   int64_t mean_ns = 0, median_ns = 0, min_ns = 0, max_ns = 0;
   double stdev_ns = 0;
   std::vector<int64_t> step_ns;  // per step (median across ranks), at most the first 1,000
+  uint64_t unfinished = 0;       // step ranges an NCCL failure closed (never ended): left out
 };
 
 // Per communicator, in a run that died or hung: how far every member got.
