@@ -90,6 +90,71 @@ TEST(ReportHtml, EscapesNamesAndFetchesNothing) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
 }
 
+// The widths of the bar segments drawn in the first row of the SVG after `heading`.
+std::vector<double> first_bar(const std::string& html, const std::string& heading) {
+  const size_t svg = html.find("<svg", html.find(heading));
+  const size_t end = html.find("</svg>", svg);
+  std::vector<double> widths;
+  std::string first_y;
+  for (size_t at = html.find("<rect ", svg); at < end; at = html.find("<rect ", at + 1)) {
+    auto attribute = [&](const std::string& name) {
+      const size_t from = html.find(name + "=\"", at) + name.size() + 2;
+      return html.substr(from, html.find('"', from) - from);
+    };
+    if (first_y.empty()) first_y = attribute("y");
+    if (attribute("y") == first_y && attribute("height") != "10.0")
+      widths.push_back(std::stod(attribute("width")));
+  }
+  return widths;
+}
+
+TEST(ReportHtml, BreakdownBarsAreSharesThatAddUpToTheWholeSpan) {
+  // Of a 100 ns span: compute 60 (5 of it hiding communication), exposed communication 10,
+  // copies 5, idle 25; the bar is 640 px wide.
+  const std::string html = report_html(two_stage_run());
+  const std::vector<double> widths = first_bar(html, "<h2>GPU time per rank</h2>");
+  ASSERT_EQ(widths.size(), 5u);
+  const double expected[] = {0.55 * 640, 0.05 * 640, 0.10 * 640, 0.05 * 640, 0.25 * 640};
+  for (size_t k = 0; k < 5; ++k) EXPECT_NEAR(widths[k], expected[k], 0.1) << k;
+  EXPECT_NE(html.find("compute hiding communication"), std::string::npos);
+}
+
+TEST(ReportHtml, HasThePlanComparisonAndTheHangLists) {
+  RunReport r = two_stage_run();
+  r.hang.root_ranks = {3};
+  r.hang.blocked = 1;
+  r.hang.not_closed = {1, 3};
+  r.hang.no_trace = {3};
+  r.hang.p2p = {P2pHang{2, 3, "recv", 2'000'000'000}};
+  PlanComparison plan;
+  plan.plan_path = "plan.json";
+  plan.memory_figure = "reserved";
+  plan.stages = {PlanStageComparison{0, 10.0 * (1u << 30), 9.0 * (1u << 30), 0.002, 0.002, 0.004, 0.005}};
+  plan.notes = {"the plan has tp 1, the run tp 2"};
+  r.plan = plan;
+  const std::string html = report_html(r);
+  EXPECT_NE(html.find("<h2>Planned versus measured</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>+11%</td>"), std::string::npos);  // 10 GiB planned, 9 measured
+  EXPECT_NE(html.find("<td>-20%</td>"), std::string::npos);  // backward 4 ms planned, 5 measured
+  EXPECT_NE(html.find("the plan has tp 1, the run tp 2"), std::string::npos);
+  EXPECT_NE(html.find("Root: rank(s) 3 (no trace)"), std::string::npos);
+  EXPECT_NE(html.find("Traces not closed (killed or crashed): 1,3"), std::string::npos);
+  EXPECT_NE(html.find("<td>2</td><td>recv</td><td>3 (no trace)</td>"), std::string::npos);
+}
+
+TEST(ReportText, CommunicatorsAreCountedPerRoleAndSize) {
+  RunReport r;
+  r.layout.source = "inferred";
+  for (int k = 0; k < 20; ++k)
+    r.layout.communicators.push_back({static_cast<uint64_t>(k), "other", {0, 1}, {}});
+  r.layout.communicators.push_back({99, "other", std::vector<int32_t>(16, 0), {}});
+  std::ostringstream out;
+  write_report_text(out, r);
+  EXPECT_NE(out.str().find("other     20 communicator(s) of 2 ranks, 1 communicator(s) of 16 ranks"),
+            std::string::npos)
+      << out.str();
+}
+
 TEST(ReportOutputs, AnEmptyReportStillRenders) {
   const RunReport empty;
   std::ostringstream out;

@@ -14,19 +14,24 @@ using namespace analysis;  // NOLINT(google-build-using-namespace): the report's
 
 constexpr const char* kCompute = "#4c78a8";
 constexpr const char* kExposed = "#e45756";
-constexpr const char* kHidden = "#f2a65a";
 constexpr const char* kCopy = "#72b7b2";
 constexpr const char* kIdle = "#d9d9d9";
 
+constexpr const char* kComputeOverlapped = "#8cb3d9";
+
+// Shares of the rank's GPU span, adding up to 100%: hidden communication runs under compute, so
+// it is the part of compute that overlaps it, not time beside it.
 BarRow breakdown_row(const std::string& label, const GpuBreakdown& g) {
   const double span = static_cast<double>(std::max<int64_t>(g.span_ns, 1));
+  auto share = [span](int64_t ns) { return static_cast<double>(ns) / span; };
+  const int64_t hidden = std::min(g.comm_hidden_ns, g.compute_ns);
   return BarRow{label,
-                {{static_cast<double>(g.compute_ns), kCompute},
-                 {static_cast<double>(g.comm_exposed_ns), kExposed},
-                 {static_cast<double>(g.comm_hidden_ns), kHidden},
-                 {static_cast<double>(g.copy_only_ns), kCopy},
-                 {static_cast<double>(g.idle_ns), kIdle}},
-                "busy " + pct(static_cast<double>(g.span_ns - g.idle_ns) / span)};
+                {{share(g.compute_ns - hidden), kCompute},
+                 {share(hidden), kComputeOverlapped},
+                 {share(g.comm_exposed_ns), kExposed},
+                 {share(g.copy_only_ns), kCopy},
+                 {share(g.idle_ns), kIdle}},
+                "busy " + pct(share(g.span_ns - g.idle_ns))};
 }
 
 std::string breakdown_chart(const RunReport& r) {
@@ -50,11 +55,13 @@ std::string breakdown_chart(const RunReport& r) {
     for (const auto& [stage, g] : stages) rows.push_back(breakdown_row("stage " + std::to_string(stage), g));
   }
   if (rows.empty()) return "<p>No GPU activity in the traces (no CUPTI kernel records).</p>";
-  return stacked_bars(rows, {{"compute", kCompute},
-                             {"exposed communication", kExposed},
-                             {"hidden communication", kHidden},
-                             {"copies only", kCopy},
-                             {"idle", kIdle}});
+  return stacked_bars(rows,
+                      {{"compute", kCompute},
+                       {"compute hiding communication", kComputeOverlapped},
+                       {"exposed communication", kExposed},
+                       {"copies only", kCopy},
+                       {"idle", kIdle}},
+                      1.0);
 }
 
 std::string memory_stage_chart(const RunReport& r) {
@@ -147,6 +154,33 @@ void table_row(std::ostringstream& out, const std::vector<std::string>& cells, c
   out << "</tr>\n";
 }
 
+void write_plan(std::ostringstream& out, const PlanComparison& p) {
+  out << "<h2>Planned versus measured</h2>\n<p>" << escape_html(p.plan_path)
+      << "; memory figure: " << escape_html(p.memory_figure) << ".</p>\n<table>\n";
+  table_row(out,
+            {"stage", "peak GiB plan", "measured", "error", "fwd ms plan", "measured", "error", "bwd ms plan",
+             "measured", "error"},
+            "th");
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  for (const PlanStageComparison& s : p.stages)
+    table_row(out, {std::to_string(s.stage), fixed(s.predicted_peak_memory_bytes / kGiB, 2),
+                    fixed(s.measured_peak_memory_bytes / kGiB, 2),
+                    error_pct(s.predicted_peak_memory_bytes, s.measured_peak_memory_bytes),
+                    fixed(s.predicted_forward_s * 1e3, 2), fixed(s.measured_forward_s * 1e3, 2),
+                    error_pct(s.predicted_forward_s, s.measured_forward_s),
+                    fixed(s.predicted_backward_s * 1e3, 2), fixed(s.measured_backward_s * 1e3, 2),
+                    error_pct(s.predicted_backward_s, s.measured_backward_s)});
+  out << "</table>\n<p>Bubble: plan " << pct(p.predicted_bubble_fraction) << ", measured "
+      << pct(p.measured_bubble_fraction) << ". Step: plan " << fixed(p.predicted_step_s * 1e3, 1)
+      << " ms, measured " << fixed(p.measured_step_s * 1e3, 1) << " ms ("
+      << escape_html(error_pct(p.predicted_step_s, p.measured_step_s)) << ").</p>\n";
+  if (!p.notes.empty()) {
+    out << "<ul>\n";
+    for (const std::string& note : p.notes) out << "<li>" << escape_html(note) << "</li>\n";
+    out << "</ul>\n";
+  }
+}
+
 }  // namespace
 
 std::string report_html(const RunReport& r) {
@@ -203,6 +237,7 @@ std::string report_html(const RunReport& r) {
                       s.activation_vs_last_stage ? fixed(*s.activation_vs_last_stage, 2) : "-"});
     out << "</table>\n";
   }
+  if (r.plan) write_plan(out, *r.plan);
   if (!r.stragglers.empty()) {
     out << "<h2>Stragglers</h2>\n<table>\n";
     table_row(out, {"rank", "last at (sampled)", "others waited ms"}, "th");

@@ -37,14 +37,15 @@ void write_layout(std::ostream& out, const RunReport& r) {
   if (l.zero_shard > 1) out << ", ZeRO shard groups of " << l.zero_shard;
   if (l.ep > 1) out << ", ep " << l.ep;
   out << '\n';
-  std::map<std::string, std::pair<size_t, size_t>> by_role;  // role -> (count, size)
-  for (const CommunicatorReport& c : l.communicators) {
-    auto& [count, size] = by_role[c.role];
-    ++count;
-    size = std::max(size, c.members.size());
+  std::map<std::string, std::map<size_t, size_t>> by_role;  // role -> size -> count
+  for (const CommunicatorReport& c : l.communicators) ++by_role[c.role][c.members.size()];
+  for (const auto& [role, sizes] : by_role) {
+    std::string line;
+    for (const auto& [size, count] : sizes)
+      line += (line.empty() ? "" : ", ") + std::to_string(count) + " communicator(s) of " +
+              std::to_string(size) + " ranks";
+    wrapped(out, "  " + left(role, 10), line);
   }
-  for (const auto& [role, cs] : by_role)
-    out << "  " << left(role, 10) << cs.first << " communicator(s) of " << cs.second << " ranks\n";
   for (const std::string& note : l.notes) wrapped(out, "  note: ", note);
 }
 
