@@ -129,7 +129,8 @@ TEST(ReportHtml, HasThePlanComparisonAndTheHangLists) {
   PlanComparison plan;
   plan.plan_path = "plan.json";
   plan.memory_figure = "reserved";
-  plan.stages = {PlanStageComparison{0, 10.0 * (1u << 30), 9.0 * (1u << 30), 0.002, 0.002, 0.004, 0.005}};
+  plan.stages = {PlanStageComparison{
+      0, {10.0 * (1u << 30), 9.0 * (1u << 30), 100.0 / 9}, {0.002, 0.002, 0.0}, {0.004, 0.005, -20.0}}};
   plan.notes = {"the plan has tp 1, the run tp 2"};
   r.plan = plan;
   const std::string html = report_html(r);
@@ -140,6 +141,24 @@ TEST(ReportHtml, HasThePlanComparisonAndTheHangLists) {
   EXPECT_NE(html.find("Root: rank(s) 3 (no trace)"), std::string::npos);
   EXPECT_NE(html.find("Traces not closed (killed or crashed): 1,3"), std::string::npos);
   EXPECT_NE(html.find("<td>2</td><td>recv</td><td>3 (no trace)</td>"), std::string::npos);
+}
+
+TEST(ReportJson, PlanFiguresCarryTheirErrorAndBytesAreIntegers) {
+  RunReport r = two_stage_run();
+  PlanComparison plan;
+  plan.stages = {
+      PlanStageComparison{0, {10.0 * (1u << 30), 9.0 * (1u << 30), 100.0 / 9}, {0.002, {}, {}}, {}}};
+  plan.step_s = {0.07, 0.056, 25.0};
+  r.plan = plan;
+  const auto doc = nlohmann::json::parse(report_json(r));
+  const auto& stage = doc["plan"]["stages"][0];
+  EXPECT_TRUE(stage["predicted_peak_memory_bytes"].is_number_unsigned());
+  EXPECT_EQ(stage["predicted_peak_memory_bytes"], 10ull << 30);
+  EXPECT_EQ(stage["measured_peak_memory_bytes"], 9ull << 30);
+  EXPECT_NEAR(stage["peak_memory_error_percent"].get<double>(), 11.11, 0.01);
+  EXPECT_TRUE(stage["measured_forward_s"].is_null());
+  EXPECT_TRUE(stage["forward_error_percent"].is_null());
+  EXPECT_EQ(doc["plan"]["step_error_percent"], 25.0);
 }
 
 TEST(ReportText, CommunicatorsAreCountedPerRoleAndSize) {

@@ -435,25 +435,65 @@ TEST(ReportOnSyntheticRun, GpuBreakdownAddsUpAndShowsHiddenCommunication) {
   EXPECT_NE(nccl, report.categories.end());
 }
 
-TEST(ReportOnSyntheticRun, PlannedVersusMeasuredComparesLikeWithLike) {
+TEST(ReportOnSyntheticRun, PlannedVersusMeasuredComparesLikeWithLikeWithTheErrorOfEachFigure) {
   ScratchDir dir;
   ReportOptions options;
   options.plan_path = "plan.json";
-  options.plan_json = R"({"schema_version": 1, "suggested": {"bubble_fraction": 0.27, "iteration_s": 0.07,
-      "stages": [{"peak_memory_bytes": 9663676416, "allocated_bytes": 1, "forward_s": 0.0025, "backward_s": 0.004},
+  // A plan for tp 1 x pp 4 x dp 4 with 4 micro-batches of 2: the run is tp 2 x pp 4 x dp 2 with 8.
+  options.plan_json = R"({"schema_version": 1,
+      "inputs": {"config": {"tp": 1, "pp": 4, "dp": 4, "micro_batch": 2, "micro_batches": 4}},
+      "suggested": {"bubble_fraction": 0.27, "iteration_s": 0.07,
+      "stages": [{"peak_memory_bytes": 10737418240, "allocated_bytes": 1, "forward_s": 0.0025, "backward_s": 0.004},
                  {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004},
                  {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004},
                  {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004}]}})";
   const auto [truth, report] = report_of(SyntheticRunSpec{}, dir, options);
   ASSERT_TRUE(report.plan.has_value());
-  EXPECT_EQ(report.plan->memory_figure, "reserved");
-  ASSERT_EQ(report.plan->stages.size(), 4u);
-  EXPECT_EQ(report.plan->stages[0].predicted_peak_memory_bytes, 9663676416.0);  // reserved vs reserved
-  EXPECT_EQ(report.plan->stages[0].measured_peak_memory_bytes,
-            static_cast<double>(truth.peak_memory_bytes[0]));
-  EXPECT_DOUBLE_EQ(report.plan->stages[0].measured_forward_s, 0.002);
-  EXPECT_DOUBLE_EQ(report.plan->predicted_step_s, 0.07);
-  EXPECT_NEAR(report.plan->measured_step_s, static_cast<double>(truth.step_ns[0]) * 1e-9, 1e-9);
+  const PlanComparison& plan = *report.plan;
+  EXPECT_EQ(plan.memory_figure, "reserved");
+  ASSERT_EQ(plan.stages.size(), 4u);
+  // Stage 0: 10 GiB planned (reserved, as the trace), 9 GiB measured (8 static + 4 x 256 MiB).
+  const PlanStageComparison& first = plan.stages[0];
+  EXPECT_EQ(first.peak_memory_bytes.predicted, 10.0 * (1ull << 30));
+  EXPECT_EQ(first.peak_memory_bytes.measured, 9.0 * (1ull << 30));
+  EXPECT_NEAR(first.peak_memory_bytes.error_percent.value_or(0), 100.0 / 9.0, 1e-9);
+  EXPECT_DOUBLE_EQ(first.forward_s.measured.value_or(0), 0.002);
+  EXPECT_NEAR(first.forward_s.error_percent.value_or(0), 25.0, 1e-9);  // 2.5 ms planned, 2 measured
+  EXPECT_NEAR(first.backward_s.error_percent.value_or(1), 0.0, 1e-9);
+  const double step = static_cast<double>(truth.step_ns[0]) * 1e-9;
+  EXPECT_DOUBLE_EQ(plan.step_s.predicted, 0.07);
+  EXPECT_NEAR(plan.step_s.measured.value_or(0), step, 1e-9);
+  EXPECT_NEAR(plan.step_s.error_percent.value_or(0), (0.07 - step) / step * 100, 1e-6);
+  double bubble = 0;
+  for (double b : truth.bubble_fraction) bubble += b / 4;
+  EXPECT_NEAR(plan.bubble_fraction.error_percent.value_or(0), (0.27 - bubble) / bubble * 100, 0.5);
+  auto noted = [&](const std::string& text) {
+    return std::find(plan.notes.begin(), plan.notes.end(), text) != plan.notes.end();
+  };
+  EXPECT_TRUE(noted("the plan is for tp 1, the run has tp 2: its per-stage figures are for another split"));
+  EXPECT_TRUE(noted("the plan is for dp 4, the run has dp 2: its per-stage figures are for another split"));
+  EXPECT_FALSE(noted("the plan is for pp 4, the run has pp 4: its per-stage figures are for another split"));
+  EXPECT_TRUE(
+      noted("the plan has 4 micro-batches a step (micro-batch size 2), the run 8 on stage 0: the "
+            "micro-batch size or the global batch differ"));
+}
+
+TEST(ReportOnSyntheticRun, APlanFigureTheTracesDoNotShowHasNoError) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.nvtx = false;
+  spec.gpu = false;
+  spec.memory = false;
+  ReportOptions options;
+  options.plan_json = R"({"schema_version": 1, "suggested": {"bubble_fraction": 0.27, "iteration_s": 0.07,
+      "stages": [{"peak_memory_bytes": 5, "forward_s": 0.002, "backward_s": 0.004}]}})";
+  const auto [truth, report] = report_of(spec, dir, options);
+  ASSERT_TRUE(report.plan.has_value());
+  const PlanStageComparison& first = report.plan->stages.at(0);
+  EXPECT_FALSE(first.peak_memory_bytes.measured.has_value());
+  EXPECT_FALSE(first.forward_s.measured.has_value());
+  EXPECT_FALSE(first.forward_s.error_percent.has_value());
+  EXPECT_FALSE(report.plan->bubble_fraction.error_percent.has_value());
 }
 
 TEST(ReportOnSyntheticRun, ABadPlanIsAnError) {
@@ -528,11 +568,28 @@ TEST(ReportOnSyntheticRun, StatedLayoutIsTakenAndChecked) {
   const auto ok = build_run_report(*run, options);
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->layout.source, "stated");
-  options.stated_layout = StatedLayout{4, 2, 2};  // the p2p chains have 4 stages
+  // The p2p chains have 4 stages: the user's word is taken, with a warning naming the conflict.
+  options.stated_layout = StatedLayout{4, 2, 2};
   const auto refuted = build_run_report(*run, options);
   ASSERT_TRUE(refuted.ok());
-  EXPECT_EQ(refuted->layout.source, "unknown");
-  EXPECT_FALSE(refuted->warnings.empty());
+  EXPECT_EQ(refuted->layout.source, "stated");
+  EXPECT_EQ(refuted->layout.tp, 4);
+  EXPECT_EQ(refuted->layout.pp, 2);
+  EXPECT_EQ(refuted->ranks[13].stage, 1);  // Megatron's order: 13 = 1 + 4 * (1 + 2 * 1)
+  EXPECT_EQ(refuted->ranks[13].tp_rank, 1);
+  EXPECT_EQ(refuted->ranks[13].dp_rank, 1);
+  const auto warning = std::find_if(
+      refuted->warnings.begin(), refuted->warnings.end(),
+      [](const std::string& w) { return w.starts_with("--layout tp=4,pp=2,dp=2 is used as stated"); });
+  ASSERT_NE(warning, refuted->warnings.end());
+  EXPECT_NE(warning->find("the p2p flows form pipeline chains of 4 stages"), std::string::npos) << *warning;
+  for (const std::string& w : refuted->warnings)
+    EXPECT_EQ(w.find("state it with --layout"), std::string::npos) << w;
+  // Sizes that do not make the world cannot be used at all.
+  options.stated_layout = StatedLayout{2, 2, 2};
+  const auto impossible = build_run_report(*run, options);
+  ASSERT_TRUE(impossible.ok());
+  EXPECT_EQ(impossible->layout.source, "unknown");
 }
 
 }  // namespace

@@ -138,6 +138,9 @@ void add_step(const Timeline& t, const Span& window, bool first_stage, bool last
   const int64_t length = span.end_ns - span.start_ns;
   if (length <= 0) return;
   ++f.steps;
+  const Kind activation = first_stage ? Kind::kActivationOut : Kind::kActivationIn;
+  f.microbatches +=
+      static_cast<uint64_t>(std::count_if(begin, end, [&](const Event& e) { return e.kind == activation; }));
   f.bubble_sum += std::clamp(
       1.0 - static_cast<double>(t.work(span.start_ns, span.end_ns)) / static_cast<double>(length), 0.0, 1.0);
   if (!last_stage) {

@@ -26,6 +26,7 @@ struct P2pPipelineFigures {
   int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;
   uint64_t forwards = 0, backwards = 0, pairs = 0;  // pairs: forward + backward, not split
   int64_t forward_ns = 0, backward_ns = 0, pair_ns = 0;
+  uint64_t microbatches = 0;  // activations that came in (the first stage: went out), all steps
   // When the rank's first forward started (aligned clock): the first stage's first step window,
   // the others' first activation arriving; -1 when not seen.
   int64_t first_forward_ns = -1;

@@ -112,6 +112,23 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
   return base;
 }
 
+// A stated layout the traffic contradicts is still the user's word: Megatron's order
+// (rank = tp_rank + tp * (dp_rank + dp * stage)).
+InferredLayout layout_in_rank_order(int32_t world_size, const StatedLayout& stated) {
+  InferredLayout out;
+  out.world_size = world_size;
+  out.tp = stated.tp;
+  out.pp = stated.pp;
+  out.dp = stated.dp;
+  for (int32_t r = 0; r < world_size; ++r)
+    out.ranks.push_back(
+        RankCoordinates{r, r / (stated.tp * stated.dp), r % stated.tp, r / stated.tp % stated.dp, 0});
+  out.notes.push_back("layout: tp " + std::to_string(out.tp) + " x pp " + std::to_string(out.pp) + " x dp " +
+                      std::to_string(out.dp) +
+                      " as stated; coordinates from the rank order, not the traffic");
+  return out;
+}
+
 void infer(ReportContext& ctx, RunReport& report) {
   LayoutReport& layout = report.layout;
   layout.world_size = ctx.run.world_size;
@@ -135,10 +152,19 @@ void infer(ReportContext& ctx, RunReport& report) {
         evidence.declared_stage[static_cast<size_t>(ctx.run.global_rank[i])] =
             *ctx.run.ranks[i].declared_stage;
     auto inferred = infer_layout(ctx.run.world_size, traffic, flows, evidence);
+    const auto& stated = ctx.options.stated_layout;
+    if (!inferred && stated && int64_t{stated->tp} * stated->pp * stated->dp == ctx.run.world_size) {
+      report.warnings.push_back("--layout tp=" + std::to_string(stated->tp) +
+                                ",pp=" + std::to_string(stated->pp) + ",dp=" + std::to_string(stated->dp) +
+                                " is used as stated, with coordinates in Megatron's rank order, but the "
+                                "traffic contradicts it: " +
+                                inferred.error().message);
+      inferred = layout_in_rank_order(ctx.run.world_size, *stated);
+    }
     if (!inferred) {
       layout.source = "unknown";
       report.warnings.push_back("layout: " + inferred.error().message +
-                                " (state it with --layout tp=T,pp=P,dp=D)");
+                                (stated ? "" : " (state it with --layout tp=T,pp=P,dp=D)"));
     } else {
       layout.source = ctx.options.stated_layout ? "stated" : "inferred";
       layout.tp = inferred->tp;

@@ -20,8 +20,11 @@ struct PipelineFigures {
   uint64_t steps = 0;  // steps with a measured bubble
   int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;
   uint64_t phase_steps = 0;
+  uint64_t microbatches = 0, microbatch_steps = 0;  // forwards per step, over the steps that had some
 
   void add(const PipelineFigures& o) {
+    microbatches += o.microbatches;
+    microbatch_steps += o.microbatch_steps;
     forwards += o.forwards;
     backwards += o.backwards;
     pairs += o.pairs;
@@ -48,6 +51,10 @@ PipelineFigures nvtx_figures(const RankDigest& d) {
   for (const StepDigest& s : d.steps) {
     if (s.failed) continue;  // its ranges hold the timeout it ended in
     add_counts(s);
+    if (s.forwards > 0) {
+      p.microbatches += s.forwards;
+      ++p.microbatch_steps;
+    }
     if (s.forwards == 0 || s.backwards == 0) continue;
     // The pipeline's span: first forward to last backward. What the stage did not compute in it
     // is its bubble (p2p waits, warm-up and cool-down idling); 1F1B's ideal is (p-1)/(m+p-1).
@@ -84,6 +91,8 @@ PipelineFigures p2p_figures(const P2pPipelineFigures& f) {
   p.steady_ns = f.steady_ns;
   p.cooldown_ns = f.cooldown_ns;
   p.phase_steps = f.phase_steps;
+  p.microbatches = f.microbatches;
+  p.microbatch_steps = f.steps;
   return p;
 }
 
@@ -170,6 +179,9 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     s.steady_ns = mean_of(sum.steady_ns, sum.phase_steps);
     s.cooldown_ns = mean_of(sum.cooldown_ns, sum.phase_steps);
     if (sum.steps > 0) s.bubble_fraction = sum.bubble_sum / static_cast<double>(sum.steps);
+    if (sum.microbatch_steps > 0)
+      s.microbatches_per_step =
+          static_cast<double>(sum.microbatches) / static_cast<double>(sum.microbatch_steps);
     s.p2p_ns = mean(p2p, steps);
     s.p2p_wait_ns = mean(p2p_wait, steps);
     report.stages.push_back(s);

@@ -161,19 +161,24 @@ void write_plan(std::ostringstream& out, const PlanComparison& p) {
             {"stage", "peak GiB plan", "measured", "error", "fwd ms plan", "measured", "error", "bwd ms plan",
              "measured", "error"},
             "th");
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
-  for (const PlanStageComparison& s : p.stages)
-    table_row(out, {std::to_string(s.stage), fixed(s.predicted_peak_memory_bytes / kGiB, 2),
-                    fixed(s.measured_peak_memory_bytes / kGiB, 2),
-                    error_pct(s.predicted_peak_memory_bytes, s.measured_peak_memory_bytes),
-                    fixed(s.predicted_forward_s * 1e3, 2), fixed(s.measured_forward_s * 1e3, 2),
-                    error_pct(s.predicted_forward_s, s.measured_forward_s),
-                    fixed(s.predicted_backward_s * 1e3, 2), fixed(s.measured_backward_s * 1e3, 2),
-                    error_pct(s.predicted_backward_s, s.measured_backward_s)});
-  out << "</table>\n<p>Bubble: plan " << pct(p.predicted_bubble_fraction) << ", measured "
-      << pct(p.measured_bubble_fraction) << ". Step: plan " << fixed(p.predicted_step_s * 1e3, 1)
-      << " ms, measured " << fixed(p.measured_step_s * 1e3, 1) << " ms ("
-      << escape_html(error_pct(p.predicted_step_s, p.measured_step_s)) << ").</p>\n";
+  constexpr double kGiB = 1.0 / (1024.0 * 1024 * 1024);
+  auto cells = [](std::vector<std::string>& row, const PlanFigure& f, double factor) {
+    row.push_back(fixed(f.predicted * factor, 2));
+    row.push_back(scaled(f.measured, factor, 2));
+    row.push_back(error_pct(f.error_percent));
+  };
+  for (const PlanStageComparison& s : p.stages) {
+    std::vector<std::string> row{std::to_string(s.stage)};
+    cells(row, s.peak_memory_bytes, kGiB);
+    cells(row, s.forward_s, 1e3);
+    cells(row, s.backward_s, 1e3);
+    table_row(out, row);
+  }
+  out << "</table>\n<p>Bubble: plan " << pct(p.bubble_fraction.predicted) << ", measured "
+      << pct(p.bubble_fraction.measured) << " (" << escape_html(error_pct(p.bubble_fraction.error_percent))
+      << "). Step: plan " << fixed(p.step_s.predicted * 1e3, 1) << " ms, measured "
+      << scaled(p.step_s.measured, 1e3, 1) << " ms (" << escape_html(error_pct(p.step_s.error_percent))
+      << ").</p>\n";
   if (!p.notes.empty()) {
     out << "<ul>\n";
     for (const std::string& note : p.notes) out << "<li>" << escape_html(note) << "</li>\n";

@@ -1,6 +1,8 @@
 // The stable JSON document of `pipescope report --json` (docs/report-json.md). Keys are
 // snake_case with units in their names; new keys may be added, none renamed without a
 // schema_version bump.
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "pipescope/report/report_output.h"
@@ -87,6 +89,7 @@ ordered_json stage_json(const StageReport& s) {
                       {"steady_ns", optional_json(s.steady_ns)},
                       {"cooldown_ns", optional_json(s.cooldown_ns)},
                       {"bubble_fraction", optional_json(s.bubble_fraction)},
+                      {"microbatches_per_step", optional_json(s.microbatches_per_step)},
                       {"p2p_ns", s.p2p_ns},
                       {"p2p_wait_ns", s.p2p_wait_ns},
                       {"peak_memory_bytes", s.peak_memory_bytes},
@@ -132,24 +135,34 @@ ordered_json hang_json(const HangReport& h) {
                       {"no_trace", h.no_trace}};
 }
 
+// predicted_<name>, measured_<name>, <error_name>_error_percent; bytes as integers.
+void add_figure(ordered_json& into, const std::string& name, const std::string& error_name,
+                const PlanFigure& f, bool bytes = false) {
+  if (bytes) {
+    into["predicted_" + name] = static_cast<uint64_t>(std::llround(std::max(0.0, f.predicted)));
+    into["measured_" + name] =
+        f.measured ? ordered_json(static_cast<uint64_t>(std::llround(*f.measured))) : ordered_json(nullptr);
+  } else {
+    into["predicted_" + name] = f.predicted;
+    into["measured_" + name] = optional_json(f.measured);
+  }
+  into[error_name + "_error_percent"] = optional_json(f.error_percent);
+}
+
 ordered_json plan_json(const PlanComparison& p) {
   ordered_json stages = ordered_json::array();
-  for (const PlanStageComparison& s : p.stages)
-    stages.push_back(ordered_json{{"stage", s.stage},
-                                  {"predicted_peak_memory_bytes", s.predicted_peak_memory_bytes},
-                                  {"measured_peak_memory_bytes", s.measured_peak_memory_bytes},
-                                  {"predicted_forward_s", s.predicted_forward_s},
-                                  {"measured_forward_s", s.measured_forward_s},
-                                  {"predicted_backward_s", s.predicted_backward_s},
-                                  {"measured_backward_s", s.measured_backward_s}});
-  return ordered_json{{"plan_path", p.plan_path},
-                      {"memory_figure", p.memory_figure},
-                      {"stages", stages},
-                      {"predicted_bubble_fraction", p.predicted_bubble_fraction},
-                      {"measured_bubble_fraction", p.measured_bubble_fraction},
-                      {"predicted_step_s", p.predicted_step_s},
-                      {"measured_step_s", p.measured_step_s},
-                      {"notes", p.notes}};
+  for (const PlanStageComparison& s : p.stages) {
+    ordered_json stage{{"stage", s.stage}};
+    add_figure(stage, "peak_memory_bytes", "peak_memory", s.peak_memory_bytes, true);
+    add_figure(stage, "forward_s", "forward", s.forward_s);
+    add_figure(stage, "backward_s", "backward", s.backward_s);
+    stages.push_back(stage);
+  }
+  ordered_json doc{{"plan_path", p.plan_path}, {"memory_figure", p.memory_figure}, {"stages", stages}};
+  add_figure(doc, "bubble_fraction", "bubble", p.bubble_fraction);
+  add_figure(doc, "step_s", "step", p.step_s);
+  doc["notes"] = p.notes;
+  return doc;
 }
 
 }  // namespace

@@ -244,20 +244,18 @@ void write_plan(std::ostream& out, const RunReport& r) {
   out << "  " << right("stage", 5) << right("peak GiB plan", 14) << right("meas", 7) << right("err", 7)
       << right("fwd ms plan", 12) << right("meas", 7) << right("err", 7) << right("bwd ms plan", 12)
       << right("meas", 7) << right("err", 7) << '\n';
+  constexpr double kGiB = 1.0 / (1024.0 * 1024 * 1024);
+  auto cells = [&](const PlanFigure& f, double factor, size_t width) {
+    return right(fixed(f.predicted * factor, 2), width) + right(scaled(f.measured, factor, 2), 7) +
+           right(error_pct(f.error_percent), 7);
+  };
   for (const PlanStageComparison& s : p.stages)
-    out << "  " << right(std::to_string(s.stage), 5)
-        << right(fixed(s.predicted_peak_memory_bytes / (1024.0 * 1024 * 1024), 2), 14)
-        << right(fixed(s.measured_peak_memory_bytes / (1024.0 * 1024 * 1024), 2), 7)
-        << right(error_pct(s.predicted_peak_memory_bytes, s.measured_peak_memory_bytes), 7)
-        << right(fixed(s.predicted_forward_s * 1e3, 2), 12) << right(fixed(s.measured_forward_s * 1e3, 2), 7)
-        << right(error_pct(s.predicted_forward_s, s.measured_forward_s), 7)
-        << right(fixed(s.predicted_backward_s * 1e3, 2), 12)
-        << right(fixed(s.measured_backward_s * 1e3, 2), 7)
-        << right(error_pct(s.predicted_backward_s, s.measured_backward_s), 7) << '\n';
-  out << "  bubble: plan " << pct(p.predicted_bubble_fraction) << ", measured "
-      << pct(p.measured_bubble_fraction) << "; step: plan " << fixed(p.predicted_step_s * 1e3, 1)
-      << " ms, measured " << fixed(p.measured_step_s * 1e3, 1) << " ms ("
-      << error_pct(p.predicted_step_s, p.measured_step_s) << ")\n";
+    out << "  " << right(std::to_string(s.stage), 5) << cells(s.peak_memory_bytes, kGiB, 14)
+        << cells(s.forward_s, 1e3, 12) << cells(s.backward_s, 1e3, 12) << '\n';
+  out << "  bubble: plan " << pct(p.bubble_fraction.predicted) << ", measured "
+      << pct(p.bubble_fraction.measured) << " (" << error_pct(p.bubble_fraction.error_percent)
+      << "); step: plan " << fixed(p.step_s.predicted * 1e3, 1) << " ms, measured "
+      << scaled(p.step_s.measured, 1e3, 1) << " ms (" << error_pct(p.step_s.error_percent) << ")\n";
   for (const std::string& note : p.notes) wrapped(out, "  note: ", note);
 }
 

@@ -23,11 +23,14 @@ inline std::string pct(const std::optional<double>& fraction) { return fraction 
 inline std::string ms_cell(const std::optional<int64_t>& ns, int decimals) {
   return ns ? fixed(static_cast<double>(*ns) / 1e6, decimals) : "-";
 }
-// Relative error of a prediction against the measurement, "+12%"; "-" without a measurement.
-inline std::string error_pct(double predicted, double measured) {
-  if (measured == 0) return "-";
-  const double e = (predicted - measured) / measured * 100;
-  return (e >= 0 ? "+" : "") + fixed(e, 0) + "%";
+// A plan figure's error (PlanFigure::error_percent), "+12%"; "-" without a measurement.
+inline std::string error_pct(const std::optional<double>& percent) {
+  if (!percent) return "-";
+  return (*percent >= 0 ? "+" : "") + fixed(*percent, 0) + "%";
+}
+// A figure the traces may not show, scaled for display: "-" when not measured.
+inline std::string scaled(const std::optional<double>& value, double factor, int decimals) {
+  return value ? fixed(*value * factor, decimals) : "-";
 }
 inline std::string hex(uint64_t v) {
   char text[24];

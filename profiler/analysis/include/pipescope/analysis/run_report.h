@@ -113,6 +113,7 @@ struct StageReport {
   std::optional<int64_t> microbatch_ns;                      // forward + backward of one micro-batch
   std::optional<int64_t> warmup_ns, steady_ns, cooldown_ns;  // per step, mean
   std::optional<double> bubble_fraction;
+  std::optional<double> microbatches_per_step;     // forwards a step (NVTX ranges, or activations passed on)
   int64_t p2p_ns = 0;                              // per step, mean over the stage's ranks
   int64_t p2p_wait_ns = 0;                         // of it, receives waiting for their sender; per step, mean
   uint64_t peak_memory_bytes = 0;                  // max over the stage's ranks
@@ -199,20 +200,28 @@ struct HangReport {
   std::vector<int32_t> not_closed;   // traces without an end chunk (killed, crashed)
 };
 
+// One figure as the plan predicts it and the traces measure it; `error_percent` is
+// (predicted - measured) / measured x 100; both empty when the traces do not show the figure.
+struct PlanFigure {
+  double predicted = 0;
+  std::optional<double> measured;
+  std::optional<double> error_percent;
+};
+
 struct PlanStageComparison {
   int32_t stage = 0;
-  double predicted_peak_memory_bytes = 0, measured_peak_memory_bytes = 0;
-  double predicted_forward_s = 0, measured_forward_s = 0;    // per micro-batch
-  double predicted_backward_s = 0, measured_backward_s = 0;  // per micro-batch
+  PlanFigure peak_memory_bytes;  // in PlanComparison::memory_figure
+  PlanFigure forward_s;          // per micro-batch
+  PlanFigure backward_s;         // per micro-batch
 };
 
 struct PlanComparison {
   std::string plan_path;
   std::string memory_figure;  // the figure both sides give ("reserved" or "allocated")
   std::vector<PlanStageComparison> stages;
-  double predicted_bubble_fraction = 0, measured_bubble_fraction = 0;
-  double predicted_step_s = 0, measured_step_s = 0;
-  std::vector<std::string> notes;
+  PlanFigure bubble_fraction;  // mean over stages
+  PlanFigure step_s;
+  std::vector<std::string> notes;  // what differs between the plan and the run (layout, micro-batches)
 };
 
 // A time series with fixed-width buckets from `start_ns`.
