@@ -161,6 +161,16 @@ TEST(ReportJson, PlanFiguresCarryTheirErrorAndBytesAreIntegers) {
   EXPECT_EQ(doc["plan"]["step_error_percent"], 25.0);
 }
 
+TEST(ReportJson, CommunicatorIdsAreHexStringsThatKeepAll64Bits) {
+  RunReport r = two_stage_run();
+  r.layout.communicators[0].comm_id = 0x9a57c2b5e8e8511bULL;  // above 2^53: a double would round it
+  r.nccl = {NcclOpReport{0x9a57c2b5e8e8511bULL, "data", "all_reduce", 2, 1, 8, 10, 0, 0, -1, 0}};
+  const auto doc = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(doc["layout"]["communicators"][0]["comm_id"], "0x9a57c2b5e8e8511b");
+  EXPECT_EQ(doc["nccl"][0]["comm_id"], "0x9a57c2b5e8e8511b");
+  EXPECT_EQ(doc["hang"]["communicators"][0]["comm_id"], "0x000000000000002a");  // 42
+}
+
 TEST(ReportText, CommunicatorsAreCountedPerRoleAndSize) {
   RunReport r;
   r.layout.source = "inferred";

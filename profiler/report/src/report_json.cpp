@@ -3,6 +3,7 @@
 // schema_version bump.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "pipescope/report/report_output.h"
@@ -12,6 +13,14 @@ namespace {
 
 using nlohmann::ordered_json;
 using namespace analysis;  // NOLINT(google-build-using-namespace): the report's types
+
+// Communicator ids are 64-bit hashes: as JSON numbers above 2^53 they lose bits in JavaScript and
+// jq, so they are strings, "0x" and 16 hex digits, as the terminal report and export show them.
+std::string comm_id_text(uint64_t id) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(id));
+  return text;
+}
 
 // A figure the traces may not show: null when not measured.
 template <class T>
@@ -26,7 +35,7 @@ ordered_json series_json(const Series& s) {
 ordered_json layout_json(const LayoutReport& l) {
   ordered_json comms = ordered_json::array();
   for (const CommunicatorReport& c : l.communicators)
-    comms.push_back(ordered_json{{"comm_id", c.comm_id},
+    comms.push_back(ordered_json{{"comm_id", comm_id_text(c.comm_id)},
                                  {"role", c.role},
                                  {"size", c.members.size()},
                                  {"members", c.members},
@@ -98,7 +107,7 @@ ordered_json stage_json(const StageReport& s) {
 }
 
 ordered_json nccl_json(const NcclOpReport& n) {
-  return ordered_json{{"comm_id", n.comm_id},
+  return ordered_json{{"comm_id", comm_id_text(n.comm_id)},
                       {"role", n.role},
                       {"op", n.op},
                       {"comm_size", n.comm_size},
@@ -114,7 +123,7 @@ ordered_json nccl_json(const NcclOpReport& n) {
 ordered_json hang_json(const HangReport& h) {
   ordered_json comms = ordered_json::array();
   for (const CommHang& c : h.communicators)
-    comms.push_back(ordered_json{{"comm_id", c.comm_id},
+    comms.push_back(ordered_json{{"comm_id", comm_id_text(c.comm_id)},
                                  {"role", c.role},
                                  {"completed_by_all", c.last_completed_by_all},
                                  {"next_op", c.next_op},
