@@ -37,7 +37,9 @@ struct Op {
 };
 
 // 1F1B on one pipeline chain: per stage, its operations in order with their times.
-std::vector<std::vector<Op>> one_f_one_b(const SyntheticRunSpec& s, int64_t forward_ns, int64_t backward_ns) {
+// `slow_stage` (if >= 0) computes `slow_factor` times longer than the others.
+std::vector<std::vector<Op>> one_f_one_b(const SyntheticRunSpec& s, int64_t forward_ns, int64_t backward_ns,
+                                         int slow_stage = -1, double slow_factor = 1.0) {
   const int p = s.pp, m = s.microbatches;
   std::vector<std::vector<Op>> order(static_cast<size_t>(p));
   for (int st = 0; st < p; ++st) {
@@ -75,7 +77,9 @@ std::vector<std::vector<Op>> one_f_one_b(const SyntheticRunSpec& s, int64_t forw
         // A transfer completes once both sides are there: send and recv kernels end together.
         op.wait_from = free_at[static_cast<size_t>(st)];
         op.start = ready > 0 ? std::max(op.wait_from, ready) + s.p2p_transfer_ns : op.wait_from;
-        op.end = op.start + (op.forward ? forward_ns : backward_ns);
+        const double factor = st == slow_stage ? slow_factor : 1.0;
+        op.end = op.start +
+                 static_cast<int64_t>(factor * static_cast<double>(op.forward ? forward_ns : backward_ns));
         free_at[static_cast<size_t>(st)] = op.end;
         (op.forward ? f_end : b_end)[static_cast<size_t>(st)][static_cast<size_t>(op.microbatch)] = op.end;
         ++next[static_cast<size_t>(st)];
@@ -308,18 +312,27 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
   if (zero) chain.pp = 1;
   const auto schedule = one_f_one_b(chain, forward_range, backward_range);
   const int stages = zero ? 1 : spec.pp;
-  // When each stage's forward / backward of a micro-batch starts: a send's transfer ends there.
-  auto start_of = [&](int stage, bool forward, int microbatch) {
-    for (const Op& op : schedule[static_cast<size_t>(stage)])
-      if (op.forward == forward && op.microbatch == microbatch) return op.start;
-    return int64_t{0};
-  };
-
   auto coords = [&](int r) {
     const int tp_rank = zero ? 0 : r % spec.tp;
     const int dp_rank = zero ? r : (r / spec.tp) % spec.dp;
     const int stage = zero ? 0 : r / (spec.tp * spec.dp);
     return std::array<int, 3>{stage, tp_rank, dp_rank};
+  };
+  // The slow rank's pipeline runs its own schedule: the slow stage holds up its neighbours.
+  const bool slow = spec.slow_rank >= 0 && spec.slow_rank < world && !zero;
+  const auto slowed =
+      slow ? one_f_one_b(chain, forward_range, backward_range, coords(spec.slow_rank)[0], spec.slow_factor)
+           : schedule;
+  auto schedule_of = [&](int r) -> const std::vector<std::vector<Op>>& {
+    const bool same_chain =
+        slow && coords(r)[1] == coords(spec.slow_rank)[1] && coords(r)[2] == coords(spec.slow_rank)[2];
+    return same_chain ? slowed : schedule;
+  };
+  // When each stage's forward / backward of a micro-batch starts: a send's transfer ends there.
+  auto start_of = [&](int r, int stage, bool forward, int microbatch) {
+    for (const Op& op : schedule_of(r)[static_cast<size_t>(stage)])
+      if (op.forward == forward && op.microbatch == microbatch) return op.start;
+    return int64_t{0};
   };
   for (int r = 0; r < world; ++r) {
     const auto c = coords(r);
@@ -341,9 +354,14 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
   for (int s = 0; s < spec.steps; ++s) {
     int64_t step_end = 0;
     for (int r = 0; r < world; ++r) {
-      const auto& ops = schedule[static_cast<size_t>(coords(r)[0])];
+      const auto& ops = schedule_of(r)[static_cast<size_t>(coords(r)[0])];
       int64_t a = step_start.back() + ops.back().end;
-      if (r == spec.straggler_rank) a += spec.straggler_delay_ns;
+      if (r == spec.straggler_rank) {
+        const auto& by_step = spec.straggler_delay_by_step;
+        a += by_step.empty()
+                 ? spec.straggler_delay_ns
+                 : (static_cast<size_t>(s) < by_step.size() ? by_step[static_cast<size_t>(s)] : 0);
+      }
       arrival[static_cast<size_t>(s)][static_cast<size_t>(r)] = a;
       int64_t& end = reduction_end[static_cast<size_t>(s)][replica_of(r)];
       end = std::max(end, a + spec.allreduce_ns);
@@ -443,7 +461,7 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     uint64_t seq_tp = 0, seq_dp = 0, seq_send_next = 0, seq_recv_prev = 0, seq_send_prev = 0,
              seq_recv_next = 0;
     const bool last_stage = stage == stages - 1;
-    const auto& ops = schedule[static_cast<size_t>(stage)];
+    const auto& ops = schedule_of(r)[static_cast<size_t>(stage)];
     bool stopped = false;
 
     for (int s = 0; s < spec.steps && !stopped; ++s) {
@@ -488,10 +506,10 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
         }
         if (p2p && op.forward && !last_stage)
           w.nccl(comms.pp, NcclOpType::kSend, seq_send_next++, stage + 1, 1 << 20, end, end + 10'000, end,
-                 base + start_of(stage + 1, true, op.microbatch), n.sendrecv, spec.gpu);
+                 base + start_of(r, stage + 1, true, op.microbatch), n.sendrecv, spec.gpu);
         if (p2p && !op.forward && stage > 0)
           w.nccl(comms.pp, NcclOpType::kSend, seq_send_prev++, stage - 1, 1 << 20, end, end + 10'000, end,
-                 base + start_of(stage - 1, false, op.microbatch), n.sendrecv, spec.gpu);
+                 base + start_of(r, stage - 1, false, op.microbatch), n.sendrecv, spec.gpu);
       }
       if (hang_here && r == spec.hang_rank) {
         stopped = true;  // blocks before the reduction: nothing more from this rank

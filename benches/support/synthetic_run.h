@@ -39,6 +39,11 @@ struct SyntheticRunSpec {
   uint64_t seed = 1;
   int straggler_rank = -1;  // arrives this late at every data-parallel gradient reduction
   int64_t straggler_delay_ns = 0;
+  std::vector<int64_t> straggler_delay_by_step;  // when given: its delay at each step (0 past the end)
+  // Its forward and backward take this many times longer; its pipeline neighbours wait for it
+  // in their sends and receives (its pipeline runs a schedule of its own).
+  int slow_rank = -1;
+  double slow_factor = 1.0;
   // The hang rank stops before step hang_step's gradient reduction and writes nothing after;
   // the others enter the reduction (their NCCL kernel never ends) and their traces end too,
   // none of them closed (no end chunk), as when a job is killed at a NCCL timeout.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "nccl_rig.h"
 #include "pipescope/analysis/report_builder.h"
@@ -51,6 +52,24 @@ TEST(NcclReport, LayoutAndStageOrderOfAWaitingJob) {
   EXPECT_EQ(report.steps.source, "nvtx");
   EXPECT_EQ(report.steps.count, 4u);
   EXPECT_FALSE(report.hang.suspected);
+}
+
+// Nobody is slow in these jobs. Rank 0 used to be named a straggler in every one: the first
+// step's waits are start-up skew (ranks start one after another, rank 0 makes the NCCL id),
+// which is not blamed any more, and a rank late only because it waited for its pipeline peer
+// passes the blame on. Eight processes on a few busy cores still make a rank late now and then
+// by chance, so the test asks that no rank is named in two of three jobs: a systematic false
+// straggler would be.
+TEST(NcclReport, JobsWithoutAPlantedStragglerNameNoRankAgainAndAgain) {
+  std::map<int32_t, int> named;
+  for (int job = 0; job < 3; ++job) {
+    RigRun run;
+    for (const analysis::Straggler& s :
+         report_of(job == 2 ? std::vector<std::string>{"--zero", "4"} : std::vector<std::string>{}, run)
+             .stragglers)
+      ++named[s.rank];
+  }
+  for (const auto& [rank, jobs] : named) EXPECT_LT(jobs, 2) << "rank " << rank << " named a straggler";
 }
 
 TEST(NcclReport, PlantedStragglerIsTheOneNamed) {

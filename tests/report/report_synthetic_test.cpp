@@ -80,6 +80,11 @@ TEST(ReportOnSyntheticRun, BubbleAndActivationMemoryPerStageMatchThe1F1BSchedule
     EXPECT_EQ(s.backward_mean_ns, 4'000'000);
     EXPECT_EQ(s.warmup_ns, truth.warmup_ns[k]) << s.stage;
     EXPECT_EQ(s.cooldown_ns, truth.cooldown_ns[k]) << s.stage;
+    // Steady is the rest of the span, which the bubble gives: 8 x 6 ms of compute / (1 - bubble).
+    const double span = 8 * 6e6 / (1 - truth.bubble_fraction[k]);
+    EXPECT_NEAR(static_cast<double>(s.steady_ns.value_or(0)),
+                span - static_cast<double>(truth.warmup_ns[k] + truth.cooldown_ns[k]), 1e3)
+        << s.stage;
   }
   // 1F1B with 4 stages and 8 micro-batches: stage 0 holds 4 micro-batches, the last one 1.
   EXPECT_DOUBLE_EQ(report.stages.front().activation_vs_last_stage.value_or(0), 4.0);
@@ -270,11 +275,59 @@ TEST(ReportOnSyntheticRun, NamesThePlantedStragglerAndWhatItCost) {
   const auto [truth, report] = report_of(spec, dir);
   ASSERT_EQ(report.stragglers.size(), 1u);
   EXPECT_EQ(report.stragglers[0].rank, 5);
-  // Its data-parallel peer (rank 7: same stage and tp rank) waited 20 ms at each of 3 steps.
-  EXPECT_NEAR(static_cast<double>(report.stragglers[0].cost_ns), 3 * 20e6, 1e5);
+  // Its data-parallel peer (rank 7: same stage and tp rank) waited 20 ms at each of 3 steps;
+  // the blame counts the last 2 (the first step is warm-up), the wait all 3.
+  EXPECT_NEAR(static_cast<double>(report.stragglers[0].cost_ns), 2 * 20e6, 1e5);
   EXPECT_EQ(report.stragglers[0].roles, std::vector<std::string>{"data"});
   EXPECT_NEAR(static_cast<double>(report.ranks[7].collective_wait_ns), 3 * 20e6, 1e5);
   EXPECT_EQ(report.ranks[5].collective_wait_ns, 0);
+}
+
+TEST(ReportOnSyntheticRun, LatenessInTheFirstStepOnlyIsWarmUpNotAStraggler) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.straggler_rank = 5;
+  spec.straggler_delay_by_step = {
+      20'000'000};  // late at the first reduction only, as a rank that started late
+  const auto [truth, report] = report_of(spec, dir);
+  EXPECT_TRUE(report.stragglers.empty()) << report.stragglers[0].rank;
+  EXPECT_NEAR(static_cast<double>(report.ranks[7].collective_wait_ns), 20e6, 1e5);  // the wait still counts
+}
+
+TEST(ReportOnSyntheticRun, OneHiccupIsNoStraggler) {
+  // 20 ms late once, in the third of four steps (a process descheduled), and 0.3 ms in the
+  // others: last every time, but without that one instance it caused 0.6 ms, under 1 ms.
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.steps = 4;
+  spec.straggler_rank = 5;
+  spec.straggler_delay_by_step = {0, 300'000, 20'000'000, 300'000};
+  const auto [truth, report] = report_of(spec, dir);
+  EXPECT_TRUE(report.stragglers.empty());
+  // Late twice: a straggler.
+  spec.straggler_delay_by_step = {0, 300'000, 20'000'000, 20'000'000};
+  ScratchDir again;
+  const auto [truth2, report2] = report_of(spec, again);
+  ASSERT_EQ(report2.stragglers.size(), 1u);
+  EXPECT_EQ(report2.stragglers[0].rank, 5);
+  EXPECT_NEAR(static_cast<double>(report2.stragglers[0].cost_ns), 40.3e6, 1e5);
+}
+
+TEST(ReportOnSyntheticRun, AStageLateBecauseItsNeighbourIsSlowIsNoStraggler) {
+  // tp 1 x pp 2 x dp 2: rank 3 (stage 1) computes 1.5x slower; rank 1, stage 0 of its pipeline,
+  // waits for its gradients and so reaches its own data-parallel reduction late too. The blame
+  // passes through rank 1's p2p waits to rank 3.
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.tp = 1;
+  spec.pp = 2;
+  spec.dp = 2;
+  spec.slow_rank = 3;
+  spec.slow_factor = 1.5;
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_EQ(report.stragglers.size(), 1u);
+  EXPECT_EQ(report.stragglers[0].rank, 3);
+  EXPECT_GT(report.ranks[1].p2p_wait_ns, report.ranks[0].p2p_wait_ns);
 }
 
 TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOn) {
@@ -416,6 +469,38 @@ TEST(ReportOnSyntheticRun, HierarchicalZeroShardGroups) {
   EXPECT_NEAR(*report.stages[0].bubble_fraction, truth.bubble_fraction[0], 1e-3);
 }
 
+TEST(ReportOnSyntheticRun, NcclBandwidthsFollowTheNcclTestsDefinitions) {
+  // Hierarchical ZeRO over 16 ranks in shard groups of 4 (replica groups of 4 across them). Per
+  // call, each rank's buffer: all-gather 64 MiB in 250 us, reduce-scatter 16 MiB in 250 us,
+  // the replica all-reduce 256 MiB in 1 ms. nccl-tests (doc/PERFORMANCE.md): S = buffer x n for
+  // all-gather and reduce-scatter, S = buffer for all-reduce; algbw = S / t; busbw = algbw x
+  // (n-1)/n for all-gather and reduce-scatter, x 2(n-1)/n for all-reduce; n = 4.
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.tp = 1;
+  spec.pp = 1;
+  spec.dp = 16;
+  spec.zero_shard = 4;
+  const auto [truth, report] = report_of(spec, dir);
+  auto find = [&](const std::string& role, const std::string& op) -> const NcclOpReport* {
+    for (const NcclOpReport& n : report.nccl)
+      if (n.role == role && n.op == op) return &n;
+    return nullptr;
+  };
+  const NcclOpReport* gather = find("shard", "all_gather");
+  const NcclOpReport* scatter = find("shard", "reduce_scatter");
+  const NcclOpReport* reduce = find("data", "all_reduce");
+  ASSERT_TRUE(gather && scatter && reduce);
+  EXPECT_EQ(gather->comm_size, 4);
+  EXPECT_NEAR(gather->algbw_bytes_per_s, 4 * 67108864.0 / 250e-6, 1e6);  // 1073.7 GB/s
+  EXPECT_NEAR(gather->busbw_bytes_per_s, 4 * 67108864.0 / 250e-6 * 3 / 4, 1e6);
+  EXPECT_NEAR(scatter->algbw_bytes_per_s, 4 * 16777216.0 / 250e-6, 1e6);
+  EXPECT_NEAR(scatter->busbw_bytes_per_s, 4 * 16777216.0 / 250e-6 * 3 / 4, 1e6);
+  EXPECT_NEAR(reduce->algbw_bytes_per_s, 268435456.0 / 1e-3, 1e6);
+  EXPECT_NEAR(reduce->busbw_bytes_per_s, 268435456.0 / 1e-3 * 2 * 3 / 4, 1e6);
+  EXPECT_EQ(reduce->calls, 3u);  // one a step
+}
+
 TEST(ReportOnSyntheticRun, GpuBreakdownAddsUpAndShowsHiddenCommunication) {
   ScratchDir dir;
   const auto [truth, report] = report_of(SyntheticRunSpec{}, dir);
@@ -532,6 +617,40 @@ TEST(ReportOnSyntheticRun, NvtxStageRangesDeclareStagesWithoutP2p) {
       notes.end());
   ASSERT_EQ(report.stages.size(), 4u);
   EXPECT_EQ(report.stages[0].peak_activation_bytes, truth.peak_activation_bytes[0]);
+}
+
+TEST(GpuBusySeries, IsTheUnionOfGpuActivityPerBucketAsAFraction) {
+  // One rank, kernels (ms, on its clock) [1, 6.5) and [3, 4) inside it, [11, 12), [19, 20): on
+  // the run's clock, from its first event at 1 ms, 1 ms buckets.
+  ScratchDir dir;
+  auto writer = trace::TraceWriter::create(dir.file("rank-0.1.pst"), {});
+  ASSERT_TRUE(writer.ok());
+  trace::ThreadBuffer* out = (*writer)->register_thread(trace::FullBufferPolicy::kDrainInline);
+  const uint32_t name = (*writer)->intern("void gemm_kernel<float>(float*)");
+  for (auto [start_us, end_us] : {std::pair{1000, 6500}, {3000, 4000}, {11000, 12000}, {19000, 20000}}) {
+    auto k = trace::make_record<trace::KernelRecord>();
+    k.start_ns = static_cast<uint64_t>(start_us) * 1000;
+    k.end_ns = static_cast<uint64_t>(end_us) * 1000;
+    k.name_id = name;
+    out->append(k);
+  }
+  ASSERT_TRUE((*writer)->close().ok());
+  auto run = load_run(dir.path(), {});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  const auto report = build_run_report(*run, {});
+  ASSERT_TRUE(report.ok());
+  const Series& busy = report->gpu_busy;
+  EXPECT_EQ(busy.start_ns, 0);
+  EXPECT_EQ(busy.bucket_ns, 1'000'000);
+  std::vector<double> expected(20, 0.0);
+  for (size_t b = 0; b < 5; ++b) expected[b] = 1.0;
+  expected[5] = 0.5;
+  expected[10] = 1.0;
+  expected[18] = 1.0;
+  ASSERT_EQ(busy.values.size(), expected.size());
+  for (size_t b = 0; b < expected.size(); ++b)
+    EXPECT_DOUBLE_EQ(busy.values[b], expected[b]) << "bucket " << b;
+  EXPECT_DOUBLE_EQ(report->ranks[0].gpu.gpu_busy_fraction, 7.5 / 19);
 }
 
 TEST(RankScan, UndefinedNameIdsCountAsNoName) {

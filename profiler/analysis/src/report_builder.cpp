@@ -272,6 +272,28 @@ void steps_from_collectives(const ReportContext& ctx, StepReport& steps) {
   }
 }
 
+// When the first step ended on every rank (aligned): its NVTX range's end, else halfway between
+// the first two data-parallel reductions; INT64_MIN when no step shows.
+int64_t first_step_end_ns(const ReportContext& ctx) {
+  int64_t end = INT64_MIN;
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
+    if (!ctx.run.ranks[i].steps.empty())
+      end = std::max(end, ctx.aligned(i, ctx.run.ranks[i].steps[0].end_ns));
+  if (end != INT64_MIN) return end;
+  for (const char* role : {"data", "shard", "world"}) {
+    for (const CommInfo& comm : ctx.comms) {
+      if (comm.role != role) continue;
+      for (int32_t m : comm.members) {
+        const CommDigest* c = m >= 0 ? digest_of(ctx.run.ranks[m], comm.comm_id) : nullptr;
+        if (c == nullptr) continue;
+        const std::vector<int64_t> starts = step_starts_from_rhythm(c->first_enters_ns);
+        if (starts.size() >= 2) return ctx.aligned(static_cast<size_t>(m), (starts[0] + starts[1]) / 2);
+      }
+    }
+  }
+  return INT64_MIN;
+}
+
 void fill_steps(const ReportContext& ctx, RunReport& report) {
   // A step in which any rank's NCCL call failed never ended: its ranges closed as the stacks
   // unwound after a timeout or an abort. It is left out for every rank.
@@ -352,7 +374,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
     report.warnings.push_back(std::to_string(run.missing_ranks.size()) + " of " +
                               std::to_string(run.world_size) + " ranks have no trace (first: rank " +
                               std::to_string(run.missing_ranks.front()) + ")");
-  ReportContext ctx{run, options, {}, 0, false, {}, {}, {}, 1, {}};
+  ReportContext ctx{run, options, {}, 0, false, {}, {}, {}, 1, {}, INT64_MIN};
   for (size_t i = 0; i < run.ranks.size(); ++i) ctx.index_of_rank[run.global_rank[i]] = i;
   collect_comms(run, ctx.comms, ctx.comm_by_id);
   RunTimebase base = align(run, ctx.comms);
@@ -365,6 +387,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   for (size_t i = 0; i < run.ranks.size(); ++i) fill_rank(ctx, i, report.ranks[i]);
   infer(ctx, report);
   fill_steps(ctx, report);
+  if (report.steps.count >= 2) ctx.warmup_end_ns = first_step_end_ns(ctx);
   add_nccl_reports(ctx, report);
   add_stragglers(ctx, report);
   add_p2p_waits(ctx, report);

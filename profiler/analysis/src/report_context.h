@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +45,9 @@ struct ReportContext {
   std::unordered_map<int32_t, size_t> index_of_rank;  // global rank -> index
   int32_t pp = 1;                                     // the layout's, once known
   std::vector<RankCoordinates> coordinates;           // per global rank, once the layout is known
+  // The first step (warm-up: lazy NCCL connections, start-up skew between ranks) ends here on
+  // the aligned clock; INT64_MIN when unknown. Stragglers are judged after it.
+  int64_t warmup_end_ns = INT64_MIN;
 
   int64_t aligned(size_t index, int64_t t) const { return t + shift_ns[index] - origin_ns; }
   int64_t local(size_t index, int64_t aligned_ns) const { return aligned_ns - shift_ns[index] + origin_ns; }
@@ -68,6 +72,15 @@ void add_hang_report(const ReportContext& ctx, RunReport& report);
 // report_stragglers.cpp, report_p2p_wait.cpp
 void add_stragglers(const ReportContext& ctx, RunReport& report);
 void add_p2p_waits(const ReportContext& ctx, RunReport& report);
+// One sampled p2p operation of a traced rank, paired with its counterpart on the peer.
+struct P2pTransfer {
+  size_t rank, peer;  // indices into LoadedRun::ranks
+  bool send;
+  int64_t done_ns;    // aligned: kernel end, or the blocking call's return
+  int64_t waited_ns;  // from its start until the peer's counterpart started, at most its length
+  uint32_t stride;    // sampling: it stands for this many transfers
+};
+void for_each_p2p_transfer(const ReportContext& ctx, const std::function<void(const P2pTransfer&)>& visit);
 // report_pipeline.cpp
 void add_pipeline_reports(const ReportContext& ctx, RunReport& report);
 void add_kernel_reports(const ReportContext& ctx, RunReport& report);
