@@ -36,8 +36,13 @@ const char* comm_role_name(CommRole role) {
 
 namespace {
 
+using layout::call_rate;
+using layout::distance;
+using layout::Family;
 using layout::Group;
+using layout::most_traffic;
 using layout::rank_list;
+using layout::tensor_family;
 using layout::Traffic;
 
 size_t at(int32_t rank) { return static_cast<size_t>(rank); }
@@ -93,17 +98,6 @@ Expected<std::vector<Group>> merge_groups(int32_t world_size, const std::vector<
   return groups;
 }
 
-// Communicators of one size within a stage that are pairwise disjoint.
-struct Family {
-  std::vector<size_t> groups;  // by lowest member
-  int32_t size = 0;
-  bool complete = false;  // covers the stage
-  Traffic traffic;
-  int32_t span = 0;    // widest distance between a group's lowest and highest global rank
-  int32_t traced = 0;  // members that left a trace (their records are the family's traffic)
-  std::vector<int32_t> group_of, position;  // per global rank: index in `groups`, NCCL rank; -1 outside
-};
-
 struct Dims {
   int32_t tp = 1, dp = 1, shard = 1, ep = 1;
   bool operator==(const Dims&) const = default;
@@ -152,18 +146,6 @@ class Inference {
   InferredLayout& out_;
   std::vector<std::optional<CommRole>> role_;
 };
-
-// Which collective a communicator mostly runs, to tell apart families of one size.
-int dominant_op(const Traffic& t) {
-  const uint64_t bytes[] = {t.all_reduce_bytes, t.all_gather_bytes, t.reduce_scatter_bytes,
-                            t.all_to_all_bytes, t.rooted_bytes};
-  return static_cast<int>(std::max_element(std::begin(bytes), std::end(bytes)) - std::begin(bytes));
-}
-
-double distance(const Traffic& a, const Traffic& b) {
-  return std::abs(std::log1p(a.collective_bytes()) - std::log1p(b.collective_bytes())) +
-         (dominant_op(a) == dominant_op(b) ? 0.0 : 100.0);
-}
 
 // Communicators of one role are pairwise disjoint and alike in traffic; those of another role
 // and the same size overlap them. So a family grows from the busiest communicator left, taking
@@ -290,38 +272,6 @@ bool Inference::nested(const Family& inner, const Family& outer) const {
     }
   }
   return true;
-}
-
-const Family* most_traffic(const std::vector<const Family*>& candidates) {
-  const Family* best = nullptr;
-  for (const Family* f : candidates) {
-    if (best == nullptr || f->traffic.collective_bytes() > best->traffic.collective_bytes() ||
-        (f->traffic.collective_bytes() == best->traffic.collective_bytes() &&
-         (f->span < best->span || (f->span == best->span && f->size < best->size)))) {
-      best = f;
-    }
-  }
-  return best;
-}
-
-// Collectives per traced member.
-double call_rate(const Family& f) {
-  return f.traced > 0 ? static_cast<double>(f.traffic.collective_calls) / f.traced : 0.0;
-}
-
-// Tensor parallelism runs collectives in every layer of every micro-batch (forward and
-// backward), data parallelism a few per step (the gradient reduction, the parameter gather), so
-// the family that calls most often per rank is tensor parallel, however many bytes the gradients
-// weigh. Bytes decide only between families within 2x of the most frequent (`close` says so).
-const Family* tensor_family(const std::vector<const Family*>& candidates, bool& close) {
-  close = false;
-  double most = 0;
-  for (const Family* f : candidates) most = std::max(most, call_rate(*f));
-  std::vector<const Family*> frequent;
-  for (const Family* f : candidates)
-    if (2 * call_rate(*f) >= most) frequent.push_back(f);
-  close = frequent.size() > 1;
-  return most_traffic(frequent);
 }
 
 template <class Pred>

@@ -8,7 +8,9 @@
 #include <unordered_map>
 
 #include "interval_sweep.h"
+#include "memory_level.h"
 #include "nccl_join.h"
+#include "nvtx_steps.h"
 #include "pipescope/analysis/rank_digest.h"
 #include "pipescope/trace/trace_file.h"
 #include "pipescope/trace/trace_summary.h"
@@ -47,17 +49,8 @@ struct OpenRange {
   int64_t start_ns;
 };
 
-struct PipelineRange {
-  int64_t start_ns;
-  int64_t end_ns;
-  bool forward;
-};
-
 // Start/end ranges left open at once; more (ranges never ended) are not followed.
 constexpr size_t kMaxOpenRanges = 100'000;
-
-// Steps kept one by one per rank; the report lists at most this many.
-constexpr size_t kMaxSteps = 1000;
 
 // What the profiler writes when a call's communicator was unknown to it.
 constexpr uint64_t kUnknownSequence = UINT64_MAX;
@@ -297,31 +290,6 @@ class RankScanner {
     m.add_checkpoint(e.start_ns, level);
   }
 
-  // One memory figure's level over the run.
-  struct MemoryLevel {
-    int64_t level = 0;
-    uint64_t peak_bytes = 0;
-    int64_t peak_at_ns = 0;
-    std::vector<std::pair<int64_t, uint64_t>> checkpoints;
-    int64_t spacing_ns = 0;
-
-    // Keeps at most 512 (time, level) points; when full, every other one goes, so the points
-    // thin out evenly over the run.
-    void add_checkpoint(int64_t t, uint64_t value) {
-      if (!checkpoints.empty() && t - checkpoints.back().first < spacing_ns) {
-        checkpoints.back().second = value;  // the latest level of this neighbourhood
-        return;
-      }
-      checkpoints.emplace_back(t, value);
-      if (checkpoints.size() >= 512) {
-        size_t kept = 0;
-        for (size_t i = 0; i < checkpoints.size(); i += 2) checkpoints[kept++] = checkpoints[i];
-        checkpoints.resize(kept);
-        spacing_ns = std::max<int64_t>(1, spacing_ns * 2);
-      }
-    }
-  };
-
   uint32_t comm_index(uint64_t comm_id) {
     auto [it, fresh] = comm_index_.try_emplace(comm_id, static_cast<uint32_t>(d_.comms.size()));
     if (fresh) {
@@ -515,85 +483,19 @@ class RankScanner {
                                                  : cls == NameClass::kForward ? 1
                                                                               : 2)});
     switch (cls) {
-      case NameClass::kStep: close_step(start, end); break;
+      case NameClass::kStep: steps_.on_step(start, end, latest_failure_ns_); break;
       case NameClass::kForward:
-      case NameClass::kBackward: {
-        const bool forward = classify(name_id) == NameClass::kForward;
-        if (forward && (d_.first_forward_ns < 0 || start < d_.first_forward_ns)) d_.first_forward_ns = start;
-        pending_.push_back(PipelineRange{start, end, forward});
-        if (pending_.size() > 100'000) {
-          fold(d_.unstepped, pending_.front());
-          pending_.erase(pending_.begin());
-        }
-        break;
-      }
+      case NameClass::kBackward: steps_.on_pipeline_range(start, end, cls == NameClass::kForward); break;
       case NameClass::kStage: declare_stage(name_id); break;
       default: break;
     }
   }
 
-  // Adds `count` ranges of `total_ns` spanning r (one range: r itself) to the step.
   void declare_stage(uint32_t name_id) {
     const std::string_view name = strings_.get(known_name(name_id));
     int stage = -1;
     if (name.size() > 6 && std::sscanf(std::string(name.substr(6)).c_str(), "%d", &stage) == 1 && stage >= 0)
       d_.declared_stage = stage;
-  }
-
-  static void fold(StepDigest& step, const PipelineRange& r, uint32_t count, int64_t total_ns) {
-    if (r.forward) {
-      step.forwards += count;
-      step.forward_ns += total_ns;
-      if (step.first_forward_ns < 0 || r.start_ns < step.first_forward_ns) step.first_forward_ns = r.start_ns;
-      step.last_forward_end_ns = std::max(step.last_forward_end_ns, r.end_ns);
-    } else {
-      step.backwards += count;
-      step.backward_ns += total_ns;
-      if (step.first_backward_ns < 0 || r.start_ns < step.first_backward_ns)
-        step.first_backward_ns = r.start_ns;
-      step.last_backward_end_ns = std::max(step.last_backward_end_ns, r.end_ns);
-    }
-  }
-  static void fold(StepDigest& step, const PipelineRange& r) { fold(step, r, 1, r.end_ns - r.start_ns); }
-
-  void close_step(int64_t start, int64_t end) {
-    StepDigest step;
-    step.start_ns = start;
-    step.end_ns = end;
-    step.failed = latest_failure_ns_ >= start && latest_failure_ns_ <= end;
-    std::vector<PipelineRange> keep;
-    for (const PipelineRange& r : pending_) {
-      if (r.start_ns >= start && r.end_ns <= end) {
-        fold(step, r);
-      } else if (r.end_ns < start) {
-        fold(d_.unstepped, r);
-      } else {
-        keep.push_back(r);
-      }
-    }
-    pending_.swap(keep);
-    // A step range inside another (Optimizer.step inside ProfilerStep#N) is part of it: the
-    // outermost range is the step.
-    while (!d_.steps.empty() && d_.steps.back().start_ns >= start && d_.steps.back().end_ns <= end) {
-      const StepDigest inner = d_.steps.back();
-      d_.steps.pop_back();
-      step.failed |= inner.failed;
-      if (inner.forwards > 0)
-        fold(step, PipelineRange{inner.first_forward_ns, inner.last_forward_end_ns, true}, inner.forwards,
-             inner.forward_ns);
-      if (inner.backwards > 0)
-        fold(step, PipelineRange{inner.first_backward_ns, inner.last_backward_end_ns, false}, inner.backwards,
-             inner.backward_ns);
-    }
-    if (d_.steps.size() < kMaxSteps) {
-      d_.steps.push_back(step);
-    } else {  // past the cap, steps still count in the pipeline figures, not one by one
-      fold(d_.unstepped, PipelineRange{step.first_forward_ns, step.last_forward_end_ns, true}, step.forwards,
-           step.forward_ns);
-      fold(d_.unstepped, PipelineRange{step.first_backward_ns, step.last_backward_end_ns, false},
-           step.backwards, step.backward_ns);
-      ++d_.steps_beyond_cap;
-    }
   }
 
   void on_notice(const trace::NoticeRecord& r) {
@@ -654,8 +556,7 @@ class RankScanner {
     d_.compute_or_comm_union_ns = compute_or_comm_.total();
     d_.any_union_ns = any_.total();
     d_.p2p_ns = d_.nccl_kernels_seen ? kernel_p2p_ns_ : host_p2p_ns_;
-    for (const PipelineRange& r : pending_) fold(d_.unstepped, r);
-    pending_.clear();
+    steps_.finish();
     d_.kernel_names.resize(d_.kernels.size());
     for (size_t id = 0; id < d_.kernels.size(); ++id)
       if (d_.kernels[id].count > 0)
@@ -685,7 +586,7 @@ class RankScanner {
 
   std::unordered_map<uint32_t, std::vector<OpenRange>> open_by_thread_;
   std::unordered_map<uint64_t, OpenRange> open_by_id_;
-  std::vector<PipelineRange> pending_;
+  NvtxSteps steps_{d_};
 };
 
 void Matched::operator()(const NcclOpRef& ref, const KernelSpan& span) const {
