@@ -3,7 +3,6 @@
 // waited from its own start (its kernel's, or its blocking call's entry) until its counterpart
 // started, at most for as long as it lasted. What the transfer itself took is not waiting.
 #include <algorithm>
-#include <unordered_map>
 
 #include "report_context.h"
 
@@ -22,16 +21,16 @@ void for_each_p2p_transfer(const ReportContext& ctx, const std::function<void(co
       const P2pDigest* other = p2p_of(ctx.run.ranks[peer], op.comm_id, mine->nccl_rank, !op.send);
       if (other == nullptr) continue;
       const uint32_t stride = std::max(op.sample_stride, other->sample_stride);
-      std::unordered_map<uint64_t, const InstanceSample*> theirs;
-      for (const InstanceSample& s : other->samples)
-        if (s.sequence % stride == 0) theirs.emplace(s.sequence, &s);
+      // Both sides keep their samples in sequence order: pair them by walking both.
+      auto t = other->samples.begin();
       for (const InstanceSample& s : op.samples) {
         if (s.sequence % stride != 0) continue;
-        const auto t = theirs.find(s.sequence);
-        if (t == theirs.end()) continue;
+        while (t != other->samples.end() && t->sequence < s.sequence) ++t;
+        if (t == other->samples.end()) break;
+        if (t->sequence != s.sequence) continue;
         const int64_t start = ctx.kernel_mode ? s.start_ns : s.enter_ns;
         const int64_t end = ctx.kernel_mode ? s.end_ns : s.exit_ns;
-        const int64_t peer_start = ctx.kernel_mode ? t->second->start_ns : t->second->enter_ns;
+        const int64_t peer_start = ctx.kernel_mode ? t->start_ns : t->enter_ns;
         if (start < 0 || end < start || peer_start < 0) continue;
         const int64_t wait = ctx.aligned(peer, peer_start) - ctx.aligned(i, start);
         visit(P2pTransfer{i, peer, op.send, ctx.aligned(i, end), std::clamp<int64_t>(wait, 0, end - start),

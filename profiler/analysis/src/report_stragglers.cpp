@@ -115,6 +115,8 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
   std::vector<std::unordered_map<int32_t, uint64_t>> comm_last(ctx.comms.size());
   std::vector<int64_t> cost(n, 0);
   std::vector<uint64_t> last_count(n, 0);
+  std::vector<std::pair<int32_t, int64_t>> waited_for;
+  std::vector<int32_t> them;
   for (const Instance& instance : instances) {
     if (instance.first_ns < ctx.warmup_end_ns) continue;  // the first step's waits are start-up skew
     int64_t caused = 0;
@@ -132,24 +134,35 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
       const auto& h = history[static_cast<size_t>(m.rank)];
       auto it = std::upper_bound(h.begin(), h.end(), m.arrive_ns,
                                  [](int64_t t, const Done& d) { return t < d.done_ns; });
-      std::unordered_map<int32_t, int64_t> waited_for;  // culprit -> wait that points at it
+      waited_for.clear();  // (culprit, the wait that points at it)
       int64_t explained = 0;
       const auto self = static_cast<size_t>(&instance - instances.data());
       while (it != h.begin()) {
         const Done& before = *--it;
         if (m.arrive_ns - before.done_ns > lateness + instance.hair_ns) break;
         if (before.instance == self || before.waited_ns <= 0) continue;
-        std::vector<int32_t> them;
+        them.clear();
         if (before.instance == kP2p) {
           them.push_back(before.peer);
         } else {
           for (int32_t r : instances[before.instance].late)
             if (r != m.rank) them.push_back(r);
         }
-        for (int32_t r : them) waited_for[r] += before.waited_ns / static_cast<int64_t>(them.size());
+        for (int32_t r : them)
+          waited_for.emplace_back(r, before.waited_ns / static_cast<int64_t>(them.size()));
         if (!them.empty()) explained += before.waited_ns;
       }
-      if (2 * explained < lateness || waited_for.empty()) waited_for = {{m.rank, 1}};
+      if (2 * explained < lateness || waited_for.empty()) waited_for.assign(1, {m.rank, 1});
+      std::sort(waited_for.begin(), waited_for.end());
+      size_t merged = 0;  // one entry per culprit
+      for (size_t k = 0; k < waited_for.size(); ++k) {
+        if (merged > 0 && waited_for[merged - 1].first == waited_for[k].first) {
+          waited_for[merged - 1].second += waited_for[k].second;
+        } else {
+          waited_for[merged++] = waited_for[k];
+        }
+      }
+      waited_for.resize(merged);
       int64_t weights = 0;
       for (const auto& [r, w] : waited_for) weights += w;
       for (const auto& [r, w] : waited_for) {
