@@ -254,12 +254,7 @@ TEST(ReportOnSyntheticRun, StepsFromTheDataParallelRhythmWithoutNvtx) {
 
 TEST(ReportOnSyntheticRun, HierarchicalZeroShardGroups) {
   ScratchDir dir;
-  SyntheticRunSpec spec;
-  spec.tp = 1;
-  spec.pp = 1;
-  spec.dp = 16;
-  spec.zero_shard = 4;
-  const auto [truth, report] = report_of(spec, dir);
+  const auto [truth, report] = report_of(testing::hierarchical_zero_spec(), dir);
   EXPECT_EQ(report.layout.tp, 1);
   EXPECT_EQ(report.layout.pp, 1);
   EXPECT_EQ(report.layout.dp, 16);
@@ -280,12 +275,7 @@ TEST(ReportOnSyntheticRun, NcclBandwidthsFollowTheNcclTestsDefinitions) {
   // all-gather and reduce-scatter, S = buffer for all-reduce; algbw = S / t; busbw = algbw x
   // (n-1)/n for all-gather and reduce-scatter, x 2(n-1)/n for all-reduce; n = 4.
   ScratchDir dir;
-  SyntheticRunSpec spec;
-  spec.tp = 1;
-  spec.pp = 1;
-  spec.dp = 16;
-  spec.zero_shard = 4;
-  const auto [truth, report] = report_of(spec, dir);
+  const auto [truth, report] = report_of(testing::hierarchical_zero_spec(), dir);
   auto find = [&](const std::string& role, const std::string& op) -> const NcclOpReport* {
     for (const NcclOpReport& n : report.nccl)
       if (n.role == role && n.op == op) return &n;

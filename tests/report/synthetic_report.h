@@ -15,6 +15,16 @@ struct Reported {
   RunReport report;
 };
 
+// Hierarchical ZeRO over 16 ranks in shard groups of 4 (no tensor or pipeline parallelism).
+inline synthetic::SyntheticRunSpec hierarchical_zero_spec() {
+  synthetic::SyntheticRunSpec spec;
+  spec.tp = 1;
+  spec.pp = 1;
+  spec.dp = 16;
+  spec.zero_shard = 4;
+  return spec;
+}
+
 // Writes the run into `dir`, loads and reports it.
 inline Reported report_of(const synthetic::SyntheticRunSpec& spec, const trace::test::ScratchDir& dir,
                           const ReportOptions& options = {}) {
