@@ -150,8 +150,8 @@ calibrate::RunObservation observe(const analysis::RunReport& report, const std::
     s.stage = static_cast<int>(k);
     s.predicted_forward_s = p.forward_s;
     s.predicted_backward_s = p.backward_s;
-    s.measured_forward_s = static_cast<double>(m.forward_mean_ns) * 1e-9;
-    s.measured_backward_s = static_cast<double>(m.backward_mean_ns) * 1e-9;
+    s.measured_forward_s = static_cast<double>(m.forward_mean_ns.value_or(0)) * 1e-9;  // 0: not measured
+    s.measured_backward_s = static_cast<double>(m.backward_mean_ns.value_or(0)) * 1e-9;
     if (!predicted.gemm_s.empty()) {
       s.predicted_gemm_s = predicted.gemm_s[k];
       s.predicted_attention_s = predicted.attention_s[k];

@@ -17,6 +17,8 @@ constexpr int64_t kRunStartNs = 1'000'000'000;
 constexpr uint32_t kComputeStream = 7;
 constexpr uint32_t kCommStream = 13;
 constexpr uint32_t kHostThread = 4242;
+// With memory_pool, what NCCL and cuBLAS take with cudaMalloc beside the pool's tensors.
+constexpr uint64_t kWorkspaceBytes = 1ull << 30;
 
 uint64_t comm_id_of(const char* what, int a, int b) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -35,8 +37,10 @@ struct Op {
 };
 
 // 1F1B on one pipeline chain: per stage, its operations in order with their times.
+// `slow_stage` (if >= 0) computes `slow_factor` times longer than the others.
 std::vector<std::vector<Op>> one_f_one_b(const SyntheticRunSpec& s, const std::vector<int64_t>& forward_ns,
-                                         const std::vector<int64_t>& backward_ns) {
+                                         const std::vector<int64_t>& backward_ns, int slow_stage = -1,
+                                         double slow_factor = 1.0) {
   const int p = s.pp, m = s.microbatches;
   std::vector<std::vector<Op>> order(static_cast<size_t>(p));
   for (int st = 0; st < p; ++st) {
@@ -74,7 +78,9 @@ std::vector<std::vector<Op>> one_f_one_b(const SyntheticRunSpec& s, const std::v
         // A transfer completes once both sides are there: send and recv kernels end together.
         op.wait_from = free_at[static_cast<size_t>(st)];
         op.start = ready > 0 ? std::max(op.wait_from, ready) + s.p2p_transfer_ns : op.wait_from;
-        op.end = op.start + (op.forward ? forward_ns : backward_ns)[static_cast<size_t>(st)];
+        const double factor = st == slow_stage ? slow_factor : 1.0;
+        const int64_t compute_ns = (op.forward ? forward_ns : backward_ns)[static_cast<size_t>(st)];
+        op.end = op.start + static_cast<int64_t>(factor * static_cast<double>(compute_ns));
         free_at[static_cast<size_t>(st)] = op.end;
         (op.forward ? f_end : b_end)[static_cast<size_t>(st)][static_cast<size_t>(op.microbatch)] = op.end;
         ++next[static_cast<size_t>(st)];
@@ -99,7 +105,8 @@ struct RankComms {
 // order first, then the step's GPU records, the way CUPTI buffers arrive after the calls.
 class RankWriter {
  public:
-  RankWriter(TraceWriter& writer, ThreadBuffer& out, int64_t offset_ns) : out_(out), offset_(offset_ns) {
+  RankWriter(TraceWriter& writer, ThreadBuffer& out, int64_t offset_ns, const SyntheticRunSpec& spec)
+      : out_(out), offset_(offset_ns) {
     names_.gemm =
         writer.intern("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1");
     names_.attention = writer.intern("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>");
@@ -110,9 +117,9 @@ class RankWriter {
     names_.allgather = writer.intern("ncclDevKernel_AllGather_RING_LL");
     names_.reducescatter = writer.intern("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL");
     names_.sendrecv = writer.intern("ncclDevKernel_SendRecv");
-    names_.step = writer.intern("train_step");
-    names_.forward = writer.intern("forward");
-    names_.backward = writer.intern("backward");
+    names_.step = writer.intern(spec.step_range);
+    names_.forward = writer.intern(spec.forward_range);
+    names_.backward = writer.intern(spec.backward_range);
   }
 
   int64_t local(int64_t true_ns) const { return true_ns + offset_; }
@@ -201,8 +208,9 @@ class RankWriter {
     if (kernel_end >= 0) kernel(kernel_start, kernel_end, kCommStream, kernel_name, correlation);
   }
 
-  void memory(int64_t at, MemoryOperation op, uint64_t address, uint64_t bytes) {
+  void memory(int64_t at, MemoryOperation op, uint64_t address, uint64_t bytes, bool from_pool = false) {
     auto m = make_record<MemoryRecord>();
+    m.flags = from_pool ? kMemoryFlagFromPool : 0;
     m.timestamp_ns = static_cast<uint64_t>(local(at));
     m.address = address;
     m.bytes = bytes;
@@ -273,6 +281,15 @@ class RankWriter {
   std::vector<Bytes> gpu_;
 };
 
+// A process killed leaves no end chunk (a file's last 56 bytes).
+Status cut_end_chunk(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec) std::filesystem::resize_file(path, size - sizeof(ChunkHeader) - sizeof(EndPayload), ec);
+  if (ec) return Error("synthetic run: cannot cut the end chunk off " + path);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, const std::string& dir) {
@@ -321,18 +338,27 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
   SyntheticRunSpec chain = spec;
   if (zero) chain.pp = 1;
   const auto schedule = one_f_one_b(chain, forward_range, backward_range);
-  // When each stage's forward / backward of a micro-batch starts: a send's transfer ends there.
-  auto start_of = [&](int stage, bool forward, int microbatch) {
-    for (const Op& op : schedule[static_cast<size_t>(stage)])
-      if (op.forward == forward && op.microbatch == microbatch) return op.start;
-    return int64_t{0};
-  };
-
   auto coords = [&](int r) {
     const int tp_rank = zero ? 0 : r % spec.tp;
     const int dp_rank = zero ? r : (r / spec.tp) % spec.dp;
     const int stage = zero ? 0 : r / (spec.tp * spec.dp);
     return std::array<int, 3>{stage, tp_rank, dp_rank};
+  };
+  // The slow rank's pipeline runs its own schedule: the slow stage holds up its neighbours.
+  const bool slow = spec.slow_rank >= 0 && spec.slow_rank < world && !zero;
+  const auto slowed =
+      slow ? one_f_one_b(chain, forward_range, backward_range, coords(spec.slow_rank)[0], spec.slow_factor)
+           : schedule;
+  auto schedule_of = [&](int r) -> const std::vector<std::vector<Op>>& {
+    const bool same_chain =
+        slow && coords(r)[1] == coords(spec.slow_rank)[1] && coords(r)[2] == coords(spec.slow_rank)[2];
+    return same_chain ? slowed : schedule;
+  };
+  // When each stage's forward / backward of a micro-batch starts: a send's transfer ends there.
+  auto start_of = [&](int r, int stage, bool forward, int microbatch) {
+    for (const Op& op : schedule_of(r)[static_cast<size_t>(stage)])
+      if (op.forward == forward && op.microbatch == microbatch) return op.start;
+    return int64_t{0};
   };
   for (int r = 0; r < world; ++r) {
     const auto c = coords(r);
@@ -354,9 +380,14 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
   for (int s = 0; s < spec.steps; ++s) {
     int64_t step_end = 0;
     for (int r = 0; r < world; ++r) {
-      const auto& ops = schedule[static_cast<size_t>(coords(r)[0])];
+      const auto& ops = schedule_of(r)[static_cast<size_t>(coords(r)[0])];
       int64_t a = step_start.back() + ops.back().end;
-      if (r == spec.straggler_rank) a += spec.straggler_delay_ns;
+      if (r == spec.straggler_rank) {
+        const auto& by_step = spec.straggler_delay_by_step;
+        a += by_step.empty()
+                 ? spec.straggler_delay_ns
+                 : (static_cast<size_t>(s) < by_step.size() ? by_step[static_cast<size_t>(s)] : 0);
+      }
       arrival[static_cast<size_t>(s)][static_cast<size_t>(r)] = a;
       int64_t& end = reduction_end[static_cast<size_t>(s)][replica_of(r)];
       end = std::max(end, a + spec.allreduce_ns);
@@ -375,6 +406,18 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
         1.0 - static_cast<double>(spec.microbatches * (forward_range[static_cast<size_t>(st)] +
                                                        backward_range[static_cast<size_t>(st)])) /
                   static_cast<double>(span));
+    int64_t first_backward = span, last_forward_end = 0;
+    for (const Op& op : ops) {
+      if (!op.forward) first_backward = std::min(first_backward, op.start);
+      if (op.forward) last_forward_end = std::max(last_forward_end, op.end);
+    }
+    int64_t waited = 0;  // a receive starts at wait_from; its data is sent transfer time before start
+    for (const Op& op : ops)
+      if ((op.forward && st > 0) || (!op.forward && st < stages - 1))
+        waited += op.start - spec.p2p_transfer_ns - op.wait_from;
+    truth.p2p_wait_ns.push_back(spec.pipeline_p2p && !zero ? waited : 0);
+    truth.warmup_ns.push_back(first_backward - ops.front().start);
+    truth.cooldown_ns.push_back(ops.back().end - last_forward_end);
     int live = 0, most = 0;
     for (const Op& op : ops) {
       live += op.forward ? 1 : -1;
@@ -422,7 +465,14 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     info.launcher = "torchrun";
     if (Status st = (*writer)->write_process_info(info); !st) return st.error();
 
-    RankWriter w(**writer, *buffer, truth.clock_offset_ns[static_cast<size_t>(r)]);
+    const bool silent =
+        std::find(spec.silent_ranks.begin(), spec.silent_ranks.end(), r) != spec.silent_ranks.end();
+    if (silent) {
+      if (Status st = (*writer)->close(); !st) return st.error();
+      if (Status st = cut_end_chunk(path); !st) return st.error();
+      continue;
+    }
+    RankWriter w(**writer, *buffer, truth.clock_offset_ns[static_cast<size_t>(r)], spec);
     const auto& n = w.names();
     const int64_t t0 = kRunStartNs - 5'000'000;
     w.comm_record(comms.world, 0, r, t0);
@@ -433,13 +483,15 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       w.range(t0 + 40'000, t0 + 50'000, stage_name);
     }
     if (comms.dp.size > 1) w.comm_record(comms.dp, comms.world.id, r, t0 + 30'000);
-    if (spec.memory)
+    if (spec.memory) {
       w.memory(t0 + 100'000, MemoryOperation::kAllocate, 0x10000000,
-               (*static_bytes)[static_cast<size_t>(stage)]);
+               (*static_bytes)[static_cast<size_t>(stage)], spec.memory_pool);
+      if (spec.memory_pool) w.memory(t0 + 90'000, MemoryOperation::kAllocate, 0x8000000, kWorkspaceBytes);
+    }
     uint64_t seq_tp = 0, seq_dp = 0, seq_send_next = 0, seq_recv_prev = 0, seq_send_prev = 0,
              seq_recv_next = 0;
     const bool last_stage = stage == stages - 1;
-    const auto& ops = schedule[static_cast<size_t>(stage)];
+    const auto& ops = schedule_of(r)[static_cast<size_t>(stage)];
     bool stopped = false;
 
     for (int s = 0; s < spec.steps && !stopped; ++s) {
@@ -479,16 +531,16 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
                  end - 100'000, end, n.allreduce, spec.gpu);
         if (spec.memory) {
           if (op.forward)
-            w.memory(start, MemoryOperation::kAllocate, act, spec.activation_bytes);
+            w.memory(start, MemoryOperation::kAllocate, act, spec.activation_bytes, spec.memory_pool);
           else
-            w.memory(end, MemoryOperation::kRelease, act, spec.activation_bytes);
+            w.memory(end, MemoryOperation::kRelease, act, spec.activation_bytes, spec.memory_pool);
         }
         if (p2p && op.forward && !last_stage)
           w.nccl(comms.pp, NcclOpType::kSend, seq_send_next++, stage + 1, 1 << 20, end, end + 10'000, end,
-                 base + start_of(stage + 1, true, op.microbatch), n.sendrecv, spec.gpu);
+                 base + start_of(r, stage + 1, true, op.microbatch), n.sendrecv, spec.gpu);
         if (p2p && !op.forward && stage > 0)
           w.nccl(comms.pp, NcclOpType::kSend, seq_send_prev++, stage - 1, 1 << 20, end, end + 10'000, end,
-                 base + start_of(stage - 1, false, op.microbatch), n.sendrecv, spec.gpu);
+                 base + start_of(r, stage - 1, false, op.microbatch), n.sendrecv, spec.gpu);
       }
       if (hang_here && r == spec.hang_rank) {
         stopped = true;  // blocks before the reduction: nothing more from this rank
@@ -508,13 +560,8 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     }
     w.flush_step(truth.records, truth.record_bytes);
     if (Status st = (*writer)->close(); !st) return st.error();
-    if (spec.hang_step >= 0) {
-      // A job killed at its NCCL timeout leaves no end chunk (its last 56 bytes).
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(path, ec);
-      if (!ec) std::filesystem::resize_file(path, size - sizeof(ChunkHeader) - sizeof(EndPayload), ec);
-      if (ec) return Error("synthetic run: cannot cut the end chunk off " + path);
-    }
+    if (spec.hang_step >= 0)
+      if (Status st = cut_end_chunk(path); !st) return st.error();  // killed at its NCCL timeout
   }
   return truth;
 }

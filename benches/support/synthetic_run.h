@@ -45,18 +45,30 @@ struct SyntheticRunSpec {
   uint64_t seed = 1;
   int straggler_rank = -1;  // arrives this late at every data-parallel gradient reduction
   int64_t straggler_delay_ns = 0;
+  std::vector<int64_t> straggler_delay_by_step;  // when given: its delay at each step (0 past the end)
+  // Its forward and backward take this many times longer; its pipeline neighbours wait for it
+  // in their sends and receives (its pipeline runs a schedule of its own).
+  int slow_rank = -1;
+  double slow_factor = 1.0;
   // The hang rank stops before step hang_step's gradient reduction and writes nothing after;
   // the others enter the reduction (their NCCL kernel never ends) and their traces end too,
   // none of them closed (no end chunk), as when a job is killed at a NCCL timeout.
   int hang_rank = -1;
   int hang_step = -1;
+  // Ranks killed before their first flush (SIGKILL, an out-of-memory kill): their files hold the
+  // header and process info only, no end chunk. The others' traces are as if they took part.
+  std::vector<int> silent_ranks;
   bool gpu = true;  // kernel, memcpy-free GPU records (CUPTI); false: host records only
   // false: the stages talk through something other than NCCL (no send/recv records), and
   // `stage_ranges` can declare them with DESIGN.md's NVTX convention (a range "stage=<k>").
   bool pipeline_p2p = true;
   bool stage_ranges = false;
   bool nvtx = true;
+  std::string step_range = "train_step", forward_range = "forward", backward_range = "backward";
   bool memory = true;
+  // Tensors (static and activations) come from a stream-ordered pool (cudaMallocAsync: the
+  // "allocated" figure); 1 GiB of workspace is cudaMalloc'ed beside them ("reserved").
+  bool memory_pool = false;
   bool compress = false;
   std::string run_id = "synthetic";
   int attempt = 0;
@@ -66,8 +78,13 @@ struct SyntheticRunTruth {
   int world = 0;
   std::vector<int64_t> clock_offset_ns;  // per rank
   std::vector<int> stage, tp_rank, dp_rank;
-  std::vector<uint64_t> peak_memory_bytes;      // per rank
-  std::vector<double> bubble_fraction;          // per stage, mean over the completed steps
+  std::vector<uint64_t> peak_memory_bytes;  // per rank
+  std::vector<double> bubble_fraction;      // per stage, mean over the completed steps
+  // Per stage and step: first forward start to first backward start, last forward end to last
+  // backward end (1F1B's warm-up and cool-down).
+  std::vector<int64_t> warmup_ns, cooldown_ns;
+  // Per stage and step: time its receives waited for their sender (the transfer itself aside).
+  std::vector<int64_t> p2p_wait_ns;
   std::vector<int64_t> step_ns;                 // per completed step
   std::vector<uint64_t> peak_activation_bytes;  // per stage
   uint64_t records = 0;

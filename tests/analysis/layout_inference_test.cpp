@@ -240,6 +240,54 @@ TEST(LayoutInference, FlatZero3ShardsOverAllDataParallelRanks) {
   EXPECT_EQ(got->ranks[0].shard_rank, 3);
 }
 
+// tp x dp groups in Megatron's order (rank = t + tp * d), each member's records added up:
+// `tp_calls` / `dp_calls` collectives and `tp_bytes` / `dp_bytes` per member.
+std::vector<CommunicatorTraffic> tensor_and_data(int32_t tp, int32_t dp, uint64_t tp_calls, uint64_t tp_bytes,
+                                                 uint64_t dp_calls, uint64_t dp_bytes) {
+  std::vector<CommunicatorTraffic> comms;
+  uint64_t id = 100;
+  for (int32_t d = 0; d < dp; ++d) {
+    CommunicatorTraffic c{.comm_id = id++, .members = {}};
+    for (int32_t t = 0; t < tp; ++t) c.members.push_back(t + tp * d);
+    c.all_reduce_bytes = tp_bytes * static_cast<uint64_t>(tp);
+    c.collective_calls = tp_calls * static_cast<uint64_t>(tp);
+    comms.push_back(c);
+  }
+  for (int32_t t = 0; t < tp; ++t) {
+    CommunicatorTraffic c{.comm_id = id++, .members = {}};
+    for (int32_t d = 0; d < dp; ++d) c.members.push_back(t + tp * d);
+    c.all_reduce_bytes = dp_bytes * static_cast<uint64_t>(dp);
+    c.collective_calls = dp_calls * static_cast<uint64_t>(dp);
+    comms.push_back(c);
+  }
+  return comms;
+}
+
+TEST(LayoutInference, TensorParallelIsTheFamilyThatCallsMostOftenNotTheOneWithMostBytes) {
+  // A small model with a large data-parallel gradient: per step, 8 tensor-parallel all-reduces of
+  // 4 KiB (two layers, forward and backward) against one 1 GiB gradient all-reduce.
+  for (const auto& [tp, dp] : {std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
+    const auto layout = infer_layout(tp * dp, tensor_and_data(tp, dp, 8, 8 * 4096, 1, 1ull << 30), {});
+    ASSERT_TRUE(layout.ok()) << layout.error().message;
+    EXPECT_EQ(layout->tp, tp);
+    EXPECT_EQ(layout->dp, dp);
+    for (int32_t r = 0; r < tp * dp; ++r) {
+      EXPECT_EQ(layout->ranks[static_cast<size_t>(r)].tp_rank, r % tp) << "tp " << tp << " rank " << r;
+      EXPECT_EQ(layout->ranks[static_cast<size_t>(r)].dp_rank, r / tp) << "tp " << tp << " rank " << r;
+    }
+    EXPECT_FALSE(has_note(*layout, "run about as often"));
+  }
+}
+
+TEST(LayoutInference, FamiliesThatCallAboutAsOftenAreToldApartByBytesWithANote) {
+  // 4 and 3 collectives per rank: within 2x, so bytes decide (4 KiB vs 64 KiB a call), noted.
+  const auto layout = infer_layout(8, tensor_and_data(2, 4, 3, 3 * 65536, 4, 4 * 4096), {});
+  ASSERT_TRUE(layout.ok()) << layout.error().message;
+  EXPECT_EQ(layout->tp, 2);
+  EXPECT_EQ(layout->dp, 4);
+  EXPECT_TRUE(has_note(*layout, "run about as often (3.0 and 4.0 collectives per rank)"));
+}
+
 TEST(LayoutInference, TensorParallelBesideZero3DataParallelIsNotHierarchicalZero) {
   // tp 4 x dp 8, the data-parallel groups gather parameters (ZeRO-3) but carry fewer bytes than
   // tensor parallel: shard groups are the whole data-parallel groups.
@@ -336,6 +384,37 @@ TEST(LayoutInference, StageWideGroupIsAmbiguousUntilStated) {
   EXPECT_EQ(stated->dp, 1);
   EXPECT_EQ(stated->ranks[5].tp_rank, 5);
   EXPECT_EQ(stated->roles[0].second, CommRole::kWorld);
+}
+
+TEST(LayoutInference, DeclaredStagesMakeThePipelineWhenNoP2pShowsIt) {
+  // tp 2 x pp 2 x dp 2, Megatron's order; the stages talk through something other than NCCL and
+  // declare themselves with NVTX stage=<k>, except rank 6, which takes its groups' stage.
+  auto comms = tensor_and_data(2, 2, 8, 4096, 1, 4096);
+  for (auto& c : tensor_and_data(2, 2, 8, 4096, 1, 4096)) {
+    for (int32_t& m : c.members) m += 4;
+    c.comm_id += 1000;
+    comms.push_back(c);
+  }
+  LayoutEvidence evidence;
+  evidence.declared_stage = {0, 0, 0, 0, 1, 1, -1, 1};
+  const auto layout = infer_layout(8, comms, {}, evidence);
+  ASSERT_TRUE(layout.ok()) << layout.error().message;
+  EXPECT_EQ(layout->tp, 2);
+  EXPECT_EQ(layout->pp, 2);
+  EXPECT_EQ(layout->dp, 2);
+  for (int32_t r = 0; r < 8; ++r) {
+    EXPECT_EQ(layout->ranks[static_cast<size_t>(r)].stage, r / 4) << r;
+    EXPECT_EQ(layout->ranks[static_cast<size_t>(r)].tp_rank, r % 2) << r;
+    EXPECT_EQ(layout->ranks[static_cast<size_t>(r)].dp_rank, r / 2 % 2) << r;
+  }
+  EXPECT_TRUE(has_note(*layout, "1 rank(s) without a declaration took their communicator's stage"));
+  evidence.stated = StatedLayout{2, 4, 1};
+  const auto contradicted = infer_layout(8, comms, {}, evidence);
+  ASSERT_FALSE(contradicted.ok());
+  EXPECT_NE(contradicted.error().message.find("make 2 stages"), std::string::npos);
+  evidence.stated.reset();
+  evidence.declared_stage = {0, 0, 0, 0, 1, 1, 1, 2};
+  EXPECT_FALSE(infer_layout(8, comms, {}, evidence).ok());  // stages of 4, 3 and 1 ranks
 }
 
 TEST(LayoutInference, StatedPipelineWithoutNcclP2pTakesStagesFromTheGroups) {

@@ -38,7 +38,7 @@ TEST(ReportCommand, JsonHasTheDocumentedKeys) {
   const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
-  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["schema_version"], 2);
   EXPECT_EQ(doc["layout"]["tp"], 2);
   EXPECT_EQ(doc["layout"]["pp"], 4);
   EXPECT_EQ(doc["layout"]["dp"], 2);
@@ -506,6 +506,26 @@ TEST(ExportCommand, SqliteLeavesTheLayoutNullWhenNoneIsKnown) {
   EXPECT_EQ(rows_of(db, "SELECT rank, stage, tp_rank, dp_rank FROM ranks"),
             (std::vector<std::vector<std::string>>{{"0", "NULL", "NULL", "NULL"}}));
   sqlite3_close(db);
+}
+
+TEST(ReportCommand, NvtxOverridesNameTheRangesTheDefaultsMiss) {
+  Dir dir;
+  synthetic::SyntheticRunSpec spec;
+  spec.step_range = "iter_boundary";
+  spec.forward_range = "fprop";
+  spec.backward_range = "bprop";
+  write_run(dir, spec);
+  const CommandResult plain = run_pipescope({"report", dir.path(), "--json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["steps"]["source"], "collectives");
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json", "--nvtx-step", "^iter_boundary$",
+                                         "--nvtx-forward", "^fprop$", "--nvtx-backward", "^bprop$"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["steps"]["source"], "nvtx");
+  EXPECT_EQ(doc["steps"]["count"], 3);
+  EXPECT_EQ(doc["stages"][0]["source"], "nvtx");
+  EXPECT_EQ(doc["stages"][0]["forward_mean_ns"], 2'000'000);
 }
 
 }  // namespace

@@ -168,7 +168,8 @@ std::vector<ExpectedOp> one_step_collectives(std::optional<Group> group) {
             {NcclOpType::kAllToAll, 16, ncclInt32, kNoReduceOp, -1}};
   }
   switch (*group) {
-    case Group::kTp: return {{NcclOpType::kAllReduce, 1024, ncclFloat32, ncclSum, -1}};
+    case Group::kTp:  // two layers, attention and MLP, forward and backward
+      return std::vector<ExpectedOp>(8, {NcclOpType::kAllReduce, 1024, ncclFloat32, ncclSum, -1});
     case Group::kPp: return {};
     case Group::kStage: return {{NcclOpType::kAllReduce, 32, ncclFloat32, ncclMax, -1}};
     case Group::kDp:
@@ -443,8 +444,8 @@ TEST_P(NcclPreload, EachCallIsRecordedOnceWithItsArguments) {
   ASSERT_EQ(all.size(), static_cast<size_t>(kWorld));
   for (int rank = 0; rank < kWorld; ++rank) {
     const auto ops = all[static_cast<size_t>(rank)].all<NcclOpRecord>();
-    // Per step: TP 1, DP 3, world 2, p2p 3 (send, receive, the ungrouped one), stage 1 on stage 0.
-    const size_t per_step = 1 + 3 + 2 + 3 + (rank < 4 ? 1 : 0);
+    // Per step: TP 8, DP 3, world 2, p2p 3 (send, receive, the ungrouped one), stage 1 on stage 0.
+    const size_t per_step = 8 + 3 + 2 + 3 + (rank < 4 ? 1 : 0);
     EXPECT_EQ(ops.size(), 2 * per_step) << "rank " << rank;
     for (const auto& op : ops) {
       EXPECT_EQ(op.stream, 0x5000u + static_cast<uint64_t>(rank)) << "rank " << rank;
@@ -464,7 +465,8 @@ TEST_P(NcclPreload, EachCallIsRecordedOnceWithItsArguments) {
 INSTANTIATE_TEST_SUITE_P(Variants, NcclPreload, ::testing::Values(RigVariant::kLinked, RigVariant::kDlopen),
                          [](const auto& test) { return std::string(variant_name(test.param)); });
 
-// With --nvtx each step is train_step { forward { TP all-reduce, PP group } backward { ... } }.
+// With --nvtx each step is train_step { forward { 4 TP all-reduces, PP group } backward { 4 TP
+// all-reduces, ... } }.
 TEST(NcclPreloadNvtx, RangesOfEachStepFrameTheCallsMadeInThem) {
   REQUIRE_NCCL_INTERPOSER();
   REQUIRE_NVTX_INJECTION();
@@ -492,12 +494,17 @@ TEST(NcclPreloadNvtx, RangesOfEachStepFrameTheCallsMadeInThem) {
         << "rank " << rank;
     EXPECT_TRUE(open.empty()) << "rank " << rank;
     const auto tp_ops = ops_on(trace, comm_id(trace, Group::kTp));
-    ASSERT_EQ(tp_ops.size(), 2u);
+    ASSERT_EQ(tp_ops.size(), 16u);  // 8 a step: 4 in forward, 4 in backward
     ASSERT_EQ(forward_push.size(), 2u);
     ASSERT_EQ(forward_pop.size(), 2u);
     for (size_t step = 0; step < 2; ++step) {
-      EXPECT_LE(forward_push[step], tp_ops[step].host_enter_ns) << "rank " << rank << ", step " << step;
-      EXPECT_LE(tp_ops[step].host_exit_ns, forward_pop[step]) << "rank " << rank << ", step " << step;
+      for (size_t k = 8 * step; k < 8 * step + 8; ++k) {
+        const bool in_forward = k < 8 * step + 4;
+        EXPECT_EQ(
+            forward_push[step] <= tp_ops[k].host_enter_ns && tp_ops[k].host_exit_ns <= forward_pop[step],
+            in_forward)
+            << "rank " << rank << ", step " << step << ", tensor-parallel call " << k;
+      }
     }
   }
 }

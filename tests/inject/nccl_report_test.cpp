@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "nccl_rig.h"
 #include "pipescope/analysis/report_builder.h"
@@ -40,12 +41,35 @@ TEST(NcclReport, LayoutAndStageOrderOfAWaitingJob) {
   EXPECT_EQ(report.layout.pp, 2);
   EXPECT_EQ(report.layout.dp, 2);
   ASSERT_EQ(report.ranks.size(), 8u);
-  for (const analysis::RankReport& r : report.ranks) EXPECT_EQ(r.stage, r.rank / 4) << r.rank;
+  // The program's layout (nccl_ranks.h): rank = tp_rank + 2 * (dp_rank + 2 * stage).
+  for (const analysis::RankReport& r : report.ranks) {
+    EXPECT_EQ(r.stage, r.rank / 4) << r.rank;
+    EXPECT_EQ(r.tp_rank, r.rank % 2) << r.rank;
+    EXPECT_EQ(r.dp_rank, r.rank / 2 % 2) << r.rank;
+  }
   EXPECT_EQ(report.clock.source, "nccl calls");  // no GPU: the blocking calls' returns
   EXPECT_TRUE(report.clock.unaligned_ranks.empty());
   EXPECT_EQ(report.steps.source, "nvtx");
   EXPECT_EQ(report.steps.count, 4u);
   EXPECT_FALSE(report.hang.suspected);
+}
+
+// Nobody is slow in these jobs. Rank 0 used to be named a straggler in every one: the first
+// step's waits are start-up skew (ranks start one after another, rank 0 makes the NCCL id),
+// which is not blamed any more, and a rank late only because it waited for its pipeline peer
+// passes the blame on. Eight processes on a few busy cores still make a rank late now and then
+// by chance, so the test asks that no rank is named in two of three jobs: a systematic false
+// straggler would be.
+TEST(NcclReport, JobsWithoutAPlantedStragglerNameNoRankAgainAndAgain) {
+  std::map<int32_t, int> named;
+  for (int job = 0; job < 3; ++job) {
+    RigRun run;
+    for (const analysis::Straggler& s :
+         report_of(job == 2 ? std::vector<std::string>{"--zero", "4"} : std::vector<std::string>{}, run)
+             .stragglers)
+      ++named[s.rank];
+  }
+  for (const auto& [rank, jobs] : named) EXPECT_LT(jobs, 2) << "rank " << rank << " named a straggler";
 }
 
 TEST(NcclReport, PlantedStragglerIsTheOneNamed) {
@@ -75,6 +99,34 @@ TEST(NcclReport, PlantedHangNamesTheRankEveryoneWaitedOn) {
             report.hang.ended_early.end());
   EXPECT_NE(std::find(report.hang.not_closed.begin(), report.hang.not_closed.end(), 6),
             report.hang.not_closed.end());
+  // The world communicator's broadcast waits on ranks 4 and 6, but rank 4 is itself stuck in the
+  // data-parallel all-reduce waiting on 6: the root is 6 alone, and all 7 others wait on it.
+  EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{6});
+  EXPECT_EQ(report.hang.blocked, 7u);
+  // Steps 0 and 1 ended; step 2's ranges closed only as the timed-out ranks unwound.
+  EXPECT_EQ(report.steps.count, 2u);
+  EXPECT_EQ(report.steps.unfinished, 1u);
+  EXPECT_LT(report.steps.max_ns, 1'000'000'000);
+  ASSERT_FALSE(report.findings.empty());
+  const auto headline = std::find_if(report.findings.begin(), report.findings.end(),
+                                     [](const std::string& f) { return f.starts_with("hang:"); });
+  ASSERT_NE(headline, report.findings.end());
+  EXPECT_TRUE(headline->starts_with("hang: rank 6 holds up the run: it never entered all_reduce #6"))
+      << *headline;
+}
+
+TEST(NcclReport, HangInThePipelineIsFollowedToTheRankThatNeverSent) {
+  RigRun run;
+  const analysis::RunReport report = report_of({"--hang-p2p", "6:2"}, run);
+  ASSERT_TRUE(report.hang.suspected);
+  // Rank 6 (stage 1) stops before its pipeline exchange; rank 2, its stage-0 neighbour, waits in
+  // that exchange and never reaches the collectives its own peers then wait in.
+  const auto p2p = std::find_if(report.hang.p2p.begin(), report.hang.p2p.end(),
+                                [](const analysis::P2pHang& h) { return h.rank == 2; });
+  ASSERT_NE(p2p, report.hang.p2p.end());
+  EXPECT_EQ(p2p->peer, 6);
+  EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{6});
+  EXPECT_EQ(report.hang.blocked, 7u);
 }
 
 TEST(NcclReport, HierarchicalZeroShardGroupsFromTheirTraffic) {
@@ -85,7 +137,14 @@ TEST(NcclReport, HierarchicalZeroShardGroupsFromTheirTraffic) {
   EXPECT_EQ(report.layout.pp, 1);
   EXPECT_EQ(report.layout.dp, 8);
   EXPECT_EQ(report.layout.zero_shard, 4);
-  for (const analysis::RankReport& r : report.ranks) EXPECT_EQ(r.shard_rank, r.rank % 4) << r.rank;
+  // Shard groups of 4 consecutive ranks, replica groups across them (rank % 4 equal):
+  // dp_rank = (place across) * 4 + (place within) = rank.
+  for (const analysis::RankReport& r : report.ranks) {
+    EXPECT_EQ(r.stage, 0) << r.rank;
+    EXPECT_EQ(r.tp_rank, 0) << r.rank;
+    EXPECT_EQ(r.shard_rank, r.rank % 4) << r.rank;
+    EXPECT_EQ(r.dp_rank, r.rank) << r.rank;
+  }
 }
 
 }  // namespace

@@ -30,9 +30,12 @@ bool BucketSeries::place(int64_t at_ns, size_t& index, bool merge_as_max) {
 
 void BucketSeries::add_span(int64_t start_ns, int64_t end_ns) {
   if (end_ns <= start_ns) return;
-  size_t last = 0;
+  size_t first = 0, last = 0;
+  // An empty series takes its origin from the start (from the end, the part of the span before
+  // the end's bucket would be clamped away). The end may widen the buckets: the start's index
+  // is taken after it.
+  if (values_.empty()) place(start_ns, first, false);
   place(end_ns - 1, last, false);
-  size_t first = 0;
   place(start_ns, first, false);
   start_ns = std::max(start_ns, origin_ns_);
   for (size_t i = first; i <= last && i < values_.size(); ++i) {

@@ -1,6 +1,9 @@
 #include "layout_groups.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <iterator>
 
 namespace pipescope::analysis::layout {
 
@@ -34,6 +37,53 @@ bool Traffic::parameter_gather_dominated() const {
   const auto gathered = static_cast<double>(all_gather_bytes);
   const double reduced = static_cast<double>(reduce_scatter_bytes) + static_cast<double>(all_reduce_bytes);
   return all_gather_bytes > 0 && 2.0 * gathered >= 3.0 * reduced;
+}
+
+// Which collective a communicator mostly runs, to tell apart families of one size.
+namespace {
+
+int dominant_op(const Traffic& t) {
+  const uint64_t bytes[] = {t.all_reduce_bytes, t.all_gather_bytes, t.reduce_scatter_bytes,
+                            t.all_to_all_bytes, t.rooted_bytes};
+  return static_cast<int>(std::max_element(std::begin(bytes), std::end(bytes)) - std::begin(bytes));
+}
+
+}  // namespace
+
+double distance(const Traffic& a, const Traffic& b) {
+  return std::abs(std::log1p(a.collective_bytes()) - std::log1p(b.collective_bytes())) +
+         (dominant_op(a) == dominant_op(b) ? 0.0 : 100.0);
+}
+
+const Family* most_traffic(const std::vector<const Family*>& candidates) {
+  const Family* best = nullptr;
+  for (const Family* f : candidates) {
+    if (best == nullptr || f->traffic.collective_bytes() > best->traffic.collective_bytes() ||
+        (f->traffic.collective_bytes() == best->traffic.collective_bytes() &&
+         (f->span < best->span || (f->span == best->span && f->size < best->size)))) {
+      best = f;
+    }
+  }
+  return best;
+}
+
+double call_rate(const Family& f) {
+  return f.traced > 0 ? static_cast<double>(f.traffic.collective_calls) / f.traced : 0.0;
+}
+
+// Tensor parallelism runs collectives in every layer of every micro-batch (forward and
+// backward), data parallelism a few per step (the gradient reduction, the parameter gather), so
+// the family that calls most often per rank is tensor parallel, however many bytes the gradients
+// weigh. Bytes decide only between families within 2x of the most frequent (`close` says so).
+const Family* tensor_family(const std::vector<const Family*>& candidates, bool& close) {
+  close = false;
+  double most = 0;
+  for (const Family* f : candidates) most = std::max(most, call_rate(*f));
+  std::vector<const Family*> frequent;
+  for (const Family* f : candidates)
+    if (2 * call_rate(*f) >= most) frequent.push_back(f);
+  close = frequent.size() > 1;
+  return most_traffic(frequent);
 }
 
 std::string rank_list(const std::vector<int32_t>& ranks) {

@@ -38,6 +38,28 @@ struct Group {
   int32_t size() const { return static_cast<int32_t>(members.size()); }
 };
 
+// Communicators of one size within a stage that are pairwise disjoint.
+struct Family {
+  std::vector<size_t> groups;  // by lowest member
+  int32_t size = 0;
+  bool complete = false;  // covers the stage
+  Traffic traffic;
+  int32_t span = 0;    // widest distance between a group's lowest and highest global rank
+  int32_t traced = 0;  // members that left a trace (their records are the family's traffic)
+  std::vector<int32_t> group_of, position;  // per global rank: index in `groups`, NCCL rank; -1 outside
+};
+
+// How far apart two communicators' traffic is (bytes on a log scale; a different main
+// collective is far), to grow a family from communicators alike.
+double distance(const Traffic& a, const Traffic& b);
+// The family with the most collective bytes (ties: the narrower rank span, then the smaller).
+const Family* most_traffic(const std::vector<const Family*>& candidates);
+// Collectives per traced member.
+double call_rate(const Family& f);
+// The tensor-parallel family among candidates (layout_inference.h states the rule); `close`
+// says that bytes had to decide between families that call about as often.
+const Family* tensor_family(const std::vector<const Family*>& candidates, bool& close);
+
 // "communicator 0x1f (ranks 0,1,2,3)", members cut short after a few.
 std::string describe(const Group& group);
 // "0,1,2, ... (12 ranks)"

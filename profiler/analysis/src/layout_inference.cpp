@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -35,8 +36,13 @@ const char* comm_role_name(CommRole role) {
 
 namespace {
 
+using layout::call_rate;
+using layout::distance;
+using layout::Family;
 using layout::Group;
+using layout::most_traffic;
 using layout::rank_list;
+using layout::tensor_family;
 using layout::Traffic;
 
 size_t at(int32_t rank) { return static_cast<size_t>(rank); }
@@ -92,16 +98,6 @@ Expected<std::vector<Group>> merge_groups(int32_t world_size, const std::vector<
   return groups;
 }
 
-// Communicators of one size within a stage that are pairwise disjoint.
-struct Family {
-  std::vector<size_t> groups;  // by lowest member
-  int32_t size = 0;
-  bool complete = false;  // covers the stage
-  Traffic traffic;
-  int32_t span = 0;  // widest distance between a group's lowest and highest global rank
-  std::vector<int32_t> group_of, position;  // per global rank: index in `groups`, NCCL rank; -1 outside
-};
-
 struct Dims {
   int32_t tp = 1, dp = 1, shard = 1, ep = 1;
   bool operator==(const Dims&) const = default;
@@ -114,8 +110,12 @@ struct Dims {
 class Inference {
  public:
   Inference(int32_t world_size, const std::vector<Group>& groups, const std::optional<StatedLayout>& stated,
-            InferredLayout& out)
-      : world_(world_size), groups_(groups), stated_(stated), out_(out), role_(groups.size()) {}
+            const std::vector<int32_t>& untraced, InferredLayout& out)
+      : world_(world_size), groups_(groups), stated_(stated), out_(out), role_(groups.size()) {
+    untraced_.assign(at(world_size), false);
+    for (int32_t r : untraced)
+      if (r >= 0 && r < world_size) untraced_[at(r)] = true;
+  }
 
   void note(std::string text) {
     if (std::find(out_.notes.begin(), out_.notes.end(), text) == out_.notes.end())
@@ -137,25 +137,15 @@ class Inference {
   Error not_orthogonal(const Family& tp, const Family& other, int32_t dp) const;
   void fallback(const std::vector<int32_t>& ranks, const Family* tp, const Family* dp, bool dp_found,
                 const Dims& dims);
+  void fill_uncovered(const std::vector<int32_t>& ranks, const Family& tp, const Family& dp);
 
   int32_t world_;
   const std::vector<Group>& groups_;
   const std::optional<StatedLayout>& stated_;
+  std::vector<bool> untraced_;  // per global rank
   InferredLayout& out_;
   std::vector<std::optional<CommRole>> role_;
 };
-
-// Which collective a communicator mostly runs, to tell apart families of one size.
-int dominant_op(const Traffic& t) {
-  const uint64_t bytes[] = {t.all_reduce_bytes, t.all_gather_bytes, t.reduce_scatter_bytes,
-                            t.all_to_all_bytes, t.rooted_bytes};
-  return static_cast<int>(std::max_element(std::begin(bytes), std::end(bytes)) - std::begin(bytes));
-}
-
-double distance(const Traffic& a, const Traffic& b) {
-  return std::abs(std::log1p(a.collective_bytes()) - std::log1p(b.collective_bytes())) +
-         (dominant_op(a) == dominant_op(b) ? 0.0 : 100.0);
-}
 
 // Communicators of one role are pairwise disjoint and alike in traffic; those of another role
 // and the same size overlap them. So a family grows from the busiest communicator left, taking
@@ -216,7 +206,12 @@ std::vector<Family> Inference::families(int32_t stage, const std::vector<int32_t
         f.span = std::max(f.span, *hi - *lo);
         f.traffic.add(g.traffic);
       }
-      f.complete = covered == static_cast<int32_t>(ranks.size());
+      // Groups whose members all died left no record: the family still partitions the stage
+      // when what it misses is untraced ranks, whole groups of them.
+      int32_t lost = 0;
+      for (int32_t r : ranks) lost += f.group_of[at(r)] < 0 && untraced_[at(r)];
+      for (int32_t r : ranks) f.traced += f.group_of[at(r)] >= 0 && !untraced_[at(r)];
+      f.complete = covered + lost == static_cast<int32_t>(ranks.size()) && lost % size == 0 && covered > 0;
       out.push_back(std::move(f));
     }
   }
@@ -228,6 +223,7 @@ bool Inference::orthogonal(const Family& a, const Family& b) const {
   for (size_t g : b.groups) {
     std::set<int32_t> met;
     for (int32_t m : groups_[g].members) {
+      if (a.group_of[at(m)] < 0 && untraced_[at(m)]) continue;  // its group of `a` left no record
       if (a.group_of[at(m)] < 0 || !met.insert(a.group_of[at(m)]).second) return false;
     }
   }
@@ -278,18 +274,6 @@ bool Inference::nested(const Family& inner, const Family& outer) const {
   return true;
 }
 
-const Family* most_traffic(const std::vector<const Family*>& candidates) {
-  const Family* best = nullptr;
-  for (const Family* f : candidates) {
-    if (best == nullptr || f->traffic.collective_bytes() > best->traffic.collective_bytes() ||
-        (f->traffic.collective_bytes() == best->traffic.collective_bytes() &&
-         (f->span < best->span || (f->span == best->span && f->size < best->size)))) {
-      best = f;
-    }
-  }
-  return best;
-}
-
 template <class Pred>
 std::vector<const Family*> select(const std::vector<const Family*>& in, Pred pred) {
   std::vector<const Family*> out;
@@ -330,7 +314,8 @@ Expected<Dims> Inference::analyze(int32_t stage, const std::vector<int32_t>& ran
       auto plain = select(sized, [](const Family* f) {
         return !f->traffic.all_to_all_dominated() && !f->traffic.parameter_gather_dominated();
       });
-      tp = most_traffic(plain.empty() ? sized : plain);
+      bool close = false;
+      tp = tensor_family(plain.empty() ? sized : plain, close);
       if (tp == nullptr)
         note(where + "no communicators of tp = " + std::to_string(dims.tp) + " ranks partition it");
     }
@@ -349,15 +334,19 @@ Expected<Dims> Inference::analyze(int32_t stage, const std::vector<int32_t>& ran
     auto candidates = select(no_all_to_all, [&](const Family* f) {
       return !f->traffic.parameter_gather_dominated() && f->size < per_stage;
     });
-    if (!hierarchical) tp = most_traffic(candidates);
+    bool close = false;
+    if (!hierarchical) tp = tensor_family(candidates, close);
     if (tp != nullptr) {
       dims.tp = tp->size;
       for (const Family* f : candidates) {
-        if (f != tp && f->size != tp->size &&
-            f->traffic.collective_bytes() >= 0.9 * tp->traffic.collective_bytes()) {
-          note(where + "communicators of " + std::to_string(tp->size) + " and of " + std::to_string(f->size) +
-               " ranks carry about as many bytes; tensor parallel taken as the busier (" +
-               std::to_string(tp->size) + "); state --layout if that is wrong");
+        if (close && f != tp && 2 * call_rate(*f) >= call_rate(*tp)) {
+          char rates[96];
+          std::snprintf(rates, sizeof rates, "%.1f and %.1f collectives per rank", call_rate(*tp),
+                        call_rate(*f));
+          note(where + "communicators of " + std::to_string(tp->size) + " ranks and others of " +
+               std::to_string(f->size) + " ranks run about as often (" + rates +
+               "); tensor parallel taken as the one with more bytes (" + std::to_string(tp->size) +
+               " ranks; tensor-parallel groups are usually within a node); state --layout if that is wrong");
         }
       }
     } else if (!hierarchical && per_stage > 1 && no_all_to_all.size() == 1 &&
@@ -450,8 +439,27 @@ Expected<Dims> Inference::analyze(int32_t stage, const std::vector<int32_t>& ran
   if (tp != nullptr) {
     for (int32_t r : ranks) out_.ranks[at(r)].tp_rank = tp->position[at(r)];
   }
+  if (tp != nullptr && dp != nullptr) fill_uncovered(ranks, *tp, *dp);
   fallback(ranks, tp, dp, dp != nullptr || inner != nullptr, dims);
   return dims;
+}
+
+// A rank whose tensor- (or data-) parallel group died whole has no place in that family; the
+// other family's group gives it, as a data-parallel group holds one tp_rank and a tensor-parallel
+// group one dp_rank.
+void Inference::fill_uncovered(const std::vector<int32_t>& ranks, const Family& tp, const Family& dp) {
+  auto from_group = [&](const Family& along, int32_t r, const Family& of) {
+    const int32_t g = along.group_of[at(r)];
+    if (g < 0) return -1;
+    for (int32_t m : groups_[along.groups[at(g)]].members)
+      if (m != r && of.position[at(m)] >= 0) return of.position[at(m)];
+    return -1;
+  };
+  for (int32_t r : ranks) {
+    RankCoordinates& c = out_.ranks[at(r)];
+    if (tp.group_of[at(r)] < 0) c.tp_rank = std::max(0, from_group(dp, r, tp));
+    if (dp.group_of[at(r)] < 0) c.dp_rank = std::max(0, from_group(tp, r, dp));
+  }
 }
 
 // Coordinates of a dimension no communicator shows: from the other dimension's groups, or from
@@ -462,10 +470,10 @@ void Inference::fallback(const std::vector<int32_t>& ranks, const Family* tp, co
   const bool dp_missing = dims.dp > 1 && !dp_found;
   if (!tp_missing && !dp_missing) return;
   if (tp_missing && dp != nullptr) {
-    for (int32_t r : ranks) out_.ranks[at(r)].tp_rank = dp->group_of[at(r)];
+    for (int32_t r : ranks) out_.ranks[at(r)].tp_rank = std::max(0, dp->group_of[at(r)]);
     note("tp_rank: the index of the rank's data-parallel group (no tensor-parallel communicator)");
   } else if (dp_missing && !tp_missing && tp != nullptr) {
-    for (int32_t r : ranks) out_.ranks[at(r)].dp_rank = tp->group_of[at(r)];
+    for (int32_t r : ranks) out_.ranks[at(r)].dp_rank = std::max(0, tp->group_of[at(r)]);
     note("dp_rank: the index of the rank's tensor-parallel group (no data-parallel communicator of " +
          std::to_string(dims.dp) + " ranks)");
   } else {
@@ -483,6 +491,14 @@ void Inference::fallback(const std::vector<int32_t>& ranks, const Family* tp, co
 Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
                                       const std::vector<P2pFlow>& flows,
                                       const std::optional<StatedLayout>& stated) {
+  LayoutEvidence evidence;
+  evidence.stated = stated;
+  return infer_layout(world_size, comms, flows, evidence);
+}
+
+Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
+                                      const std::vector<P2pFlow>& flows, const LayoutEvidence& evidence) {
+  const std::optional<StatedLayout>& stated = evidence.stated;
   if (world_size <= 0) return Error{"world size must be positive, got " + std::to_string(world_size)};
   if (stated) {
     const int64_t product = int64_t{stated->tp} * stated->pp * stated->dp;
@@ -512,7 +528,17 @@ Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<Comm
     return Error{"--layout says pp=" + std::to_string(stated->pp) +
                  " but the p2p flows form pipeline chains of " + std::to_string(stages.pp) + " stages"};
   }
-  if (stated && stages.pp == 1 && stated->pp > 1) {
+  const bool declared = std::any_of(evidence.declared_stage.begin(), evidence.declared_stage.end(),
+                                    [](int32_t s) { return s > 0; });
+  if (stages.pp == 1 && declared) {
+    auto from_nvtx = layout::pipeline_from_declarations(world_size, evidence.declared_stage, groups);
+    if (!from_nvtx) return from_nvtx.error();
+    if (stated && stated->pp != from_nvtx->pp) {
+      return Error{"--layout says pp=" + std::to_string(stated->pp) +
+                   " but the NVTX stage=<k> declarations make " + std::to_string(from_nvtx->pp) + " stages"};
+    }
+    stages = std::move(*from_nvtx);
+  } else if (stated && stages.pp == 1 && stated->pp > 1) {
     stages = layout::pipeline_from_groups(world_size, stated->pp, stated->tp, stated->dp, groups);
   }
 
@@ -528,23 +554,46 @@ Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<Comm
     stage_ranks[at(stages.stage[at(r)])].push_back(r);
   }
 
-  Inference inference(world_size, groups, stated, out);
-  Dims first;
+  Inference inference(world_size, groups, stated, evidence.untraced, out);
+  std::optional<Dims> first;
+  int32_t first_stage = 0;
+  std::vector<int32_t> dark;  // stages none of whose ranks left a trace
   for (int32_t s = 0; s < stages.pp; ++s) {
-    std::vector<Family> families = inference.families(s, stage_ranks[at(s)]);
-    const auto analyzed = inference.analyze(s, stage_ranks[at(s)], families);
+    const auto& ranks = stage_ranks[at(s)];
+    if (!evidence.untraced.empty() && std::all_of(ranks.begin(), ranks.end(), [&](int32_t r) {
+          return std::binary_search(evidence.untraced.begin(), evidence.untraced.end(), r);
+        })) {
+      dark.push_back(s);
+      continue;
+    }
+    std::vector<Family> families = inference.families(s, ranks);
+    const auto analyzed = inference.analyze(s, ranks, families);
     if (!analyzed) return analyzed.error();
     const Dims dims = *analyzed;
-    if (s == 0) first = dims;
-    if (!(dims == first)) {
-      return Error{"pipeline stages disagree: stage 0 has " + first.str() + ", stage " + std::to_string(s) +
-                   " has " + dims.str() + " (its communicators do not partition the stages alike)"};
+    if (!first) {
+      first = dims;
+      first_stage = s;
+    }
+    if (!(dims == *first)) {
+      return Error{"pipeline stages disagree: stage " + std::to_string(first_stage) + " has " + first->str() +
+                   ", stage " + std::to_string(s) + " has " + dims.str() +
+                   " (its communicators do not partition the stages alike)"};
     }
   }
-  out.tp = first.tp;
-  out.dp = first.dp;
-  out.zero_shard = first.shard;
-  out.ep = first.ep;
+  if (!first) return Error{"no rank of any pipeline stage left a trace"};
+  for (int32_t s : dark) {  // Megatron's order inside the stage: tensor parallel fastest
+    const auto& ranks = stage_ranks[at(s)];
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      out.ranks[at(ranks[i])].tp_rank = static_cast<int32_t>(i) % first->tp;
+      out.ranks[at(ranks[i])].dp_rank = static_cast<int32_t>(i) / first->tp;
+    }
+    out.notes.push_back("stage " + std::to_string(s) +
+                        ": no rank left a trace; tp_rank and dp_rank assumed from the rank order");
+  }
+  out.tp = first->tp;
+  out.dp = first->dp;
+  out.zero_shard = first->shard;
+  out.ep = first->ep;
 
   for (size_t g = 0; g < groups.size(); ++g) {
     const Group& group = groups[g];

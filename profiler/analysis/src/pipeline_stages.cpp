@@ -401,4 +401,52 @@ PipelineStages pipeline_from_groups(int32_t world_size, int32_t pp, int32_t tp, 
   return out;
 }
 
+Expected<PipelineStages> pipeline_from_declarations(int32_t world_size, const std::vector<int32_t>& declared,
+                                                    const std::vector<Group>& groups) {
+  const auto world = static_cast<size_t>(world_size);
+  PipelineStages out;
+  out.chain.assign(world, -1);
+  out.stage.assign(world, -1);
+  for (size_t r = 0; r < world && r < declared.size(); ++r) out.stage[r] = declared[r];
+  std::vector<size_t> by_size(groups.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return groups[a].size() < groups[b].size(); });
+  size_t inherited = 0;
+  for (int32_t r = 0; r < world_size; ++r) {
+    if (out.stage[static_cast<size_t>(r)] >= 0) continue;
+    for (size_t g : by_size) {
+      const auto& ms = groups[g].members;
+      if (groups[g].size() < 2 || std::find(ms.begin(), ms.end(), r) == ms.end()) continue;
+      const auto declaring = std::find_if(ms.begin(), ms.end(), [&](int32_t m) {
+        return static_cast<size_t>(m) < declared.size() && declared[static_cast<size_t>(m)] >= 0;
+      });
+      if (declaring == ms.end()) continue;
+      out.stage[static_cast<size_t>(r)] = declared[static_cast<size_t>(*declaring)];
+      ++inherited;
+      break;
+    }
+    if (out.stage[static_cast<size_t>(r)] < 0)
+      return Error{"rank " + std::to_string(r) +
+                   " declares no pipeline stage (NVTX stage=<k>) and shares no communicator with a rank "
+                   "that does"};
+  }
+  out.pp = *std::max_element(out.stage.begin(), out.stage.end()) + 1;
+  std::vector<int32_t> count(static_cast<size_t>(out.pp), 0);
+  for (int32_t s : out.stage) ++count[static_cast<size_t>(s)];
+  for (int32_t s = 0; s < out.pp; ++s) {
+    if (count[static_cast<size_t>(s)] != count[0]) {
+      return Error{"the NVTX stage=<k> declarations make stages of unequal size: stage 0 has " +
+                   std::to_string(count[0]) + " ranks, stage " + std::to_string(s) + " has " +
+                   std::to_string(count[static_cast<size_t>(s)])};
+    }
+  }
+  out.notes.push_back("pipeline: " + std::to_string(out.pp) +
+                      " stages from NVTX ranges or marks named stage=<k> (no p2p traffic shows them)" +
+                      (inherited > 0 ? "; " + std::to_string(inherited) +
+                                           " rank(s) without a declaration took their communicator's stage"
+                                     : ""));
+  return out;
+}
+
 }  // namespace pipescope::analysis::layout

@@ -32,4 +32,10 @@ Expected<PipelineStages> pipeline_from_flows(int32_t world_size, const std::vect
 PipelineStages pipeline_from_groups(int32_t world_size, int32_t pp, int32_t tp, int32_t dp,
                                     const std::vector<Group>& groups);
 
+// Stages as the ranks declare them (`declared[r]`, -1: none): a rank without a declaration
+// takes the one of its smallest communicator's declaring members. Fails when a rank stays
+// without a stage or the stages differ in size.
+Expected<PipelineStages> pipeline_from_declarations(int32_t world_size, const std::vector<int32_t>& declared,
+                                                    const std::vector<Group>& groups);
+
 }  // namespace pipescope::analysis::layout

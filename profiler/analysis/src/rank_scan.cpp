@@ -8,7 +8,9 @@
 #include <unordered_map>
 
 #include "interval_sweep.h"
+#include "memory_level.h"
 #include "nccl_join.h"
+#include "nvtx_steps.h"
 #include "pipescope/analysis/rank_digest.h"
 #include "pipescope/trace/trace_file.h"
 #include "pipescope/trace/trace_summary.h"
@@ -45,12 +47,6 @@ struct NcclOpRef {
 struct OpenRange {
   uint32_t name_id;
   int64_t start_ns;
-};
-
-struct PipelineRange {
-  int64_t start_ns;
-  int64_t end_ns;
-  bool forward;
 };
 
 // Start/end ranges left open at once; more (ranges never ended) are not followed.
@@ -247,11 +243,32 @@ class RankScanner {
   }
 
   void sweep(const GpuInterval& i) {
+    if (i.cls != IntervalClass::kComm) add_to_island(i);
     if (i.cls == IntervalClass::kCompute) compute_.add(i.start_ns, i.end_ns);
     if (i.cls == IntervalClass::kComm) comm_.add(i.start_ns, i.end_ns);
     if (i.cls != IntervalClass::kCopy) compute_or_comm_.add(i.start_ns, i.end_ns);
     int64_t from = 0;
     if (any_.add(i.start_ns, i.end_ns, &from) > 0) d_.busy.add_span(from, i.end_ns);
+  }
+
+  // Islands in start order (the sweep's); one that arrived out of order only stretches the open one.
+  void add_to_island(const GpuInterval& i) {
+    if (island_.end_ns > INT64_MIN && i.start_ns <= island_.end_ns + options_.island_gap_ns) {
+      island_.end_ns = std::max(island_.end_ns, i.end_ns);
+      return;
+    }
+    close_island();
+    island_ = {i.start_ns, i.end_ns};
+  }
+
+  void close_island() {
+    if (island_.end_ns == INT64_MIN) return;
+    if (d_.islands.size() < options_.pipeline_events) {
+      d_.islands.push_back(island_);
+    } else {
+      d_.islands_complete = false;
+    }
+    island_ = {INT64_MIN, INT64_MIN};
   }
 
   void on_memory(const trace::MemoryRecord& r) {
@@ -269,32 +286,16 @@ class RankScanner {
 
   void apply_memory(const MemoryEvent& e) {
     d_.memory_seen = true;
-    if (e.from_pool) d_.memory_from_pool = true;
-    level_ = std::max<int64_t>(0, level_ + e.delta_bytes);
-    const auto level = static_cast<uint64_t>(level_);
-    if (level > d_.peak_memory_bytes) {
-      d_.peak_memory_bytes = level;
-      d_.peak_memory_at_ns = e.start_ns;
+    MemoryLevel& m = e.from_pool ? allocated_ : reserved_;
+    (e.from_pool ? d_.allocated_seen : d_.reserved_seen) = true;
+    m.level = std::max<int64_t>(0, m.level + e.delta_bytes);
+    const auto level = static_cast<uint64_t>(m.level);
+    if (level > m.peak_bytes) {
+      m.peak_bytes = level;
+      m.peak_at_ns = e.start_ns;
     }
-    d_.memory.add_max(e.start_ns, static_cast<double>(level));
-    add_checkpoint(e.start_ns, level);
-  }
-
-  // Keeps at most 512 (time, level) points; when full, every other one goes, so the points
-  // thin out evenly over the run.
-  void add_checkpoint(int64_t t, uint64_t level) {
-    auto& points = d_.memory_checkpoints;
-    if (!points.empty() && t - points.back().first < checkpoint_spacing_ns_) {
-      points.back().second = level;  // the latest level of this neighbourhood
-      return;
-    }
-    points.emplace_back(t, level);
-    if (points.size() >= 512) {
-      size_t kept = 0;
-      for (size_t i = 0; i < points.size(); i += 2) points[kept++] = points[i];
-      points.resize(kept);
-      checkpoint_spacing_ns_ = std::max<int64_t>(1, checkpoint_spacing_ns_ * 2);
-    }
+    (e.from_pool ? d_.memory_allocated : d_.memory_reserved).add_max(e.start_ns, static_cast<double>(level));
+    m.add_checkpoint(e.start_ns, level);
   }
 
   uint32_t comm_index(uint64_t comm_id) {
@@ -344,6 +345,7 @@ class RankScanner {
     totals.bytes += r.bytes;
     totals.time_ns += exit - enter;
     const bool failed = (r.flags & trace::kNcclFlagFailed) != 0;
+    if (failed) latest_failure_ns_ = std::max(latest_failure_ns_, enter);
     NcclOpRef ref{ci, op, r.sequence, is_p2p(op), 0};
     if (ref.p2p) {
       const bool send = op == static_cast<uint8_t>(trace::NcclOpType::kSend);
@@ -355,6 +357,14 @@ class RankScanner {
       if (p.first_enter_ns < 0 || enter < p.first_enter_ns) p.first_enter_ns = enter;
       if (!failed && r.sequence != kUnknownSequence)
         add_sample(p.sample_stride, p.samples, InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
+      if (r.sequence != kUnknownSequence) {
+        if (r.sequence + 1 >= p.last_entered) {
+          p.last_entered = r.sequence + 1;
+          p.last_entered_at_ns = enter;
+          p.last_entered_in_group = (r.flags & trace::kNcclFlagInGroup) != 0;
+        }
+        if (!failed) p.last_completed_host = std::max(p.last_completed_host, r.sequence + 1);
+      }
     } else if (r.sequence != kUnknownSequence) {
       ++comm.collectives;
       if (comm.first_enters_ns.size() < kFirstEnters) {
@@ -409,7 +419,13 @@ class RankScanner {
       kernel_p2p_ns_ += duration;
       P2pDigest& p = d_.p2p[ref.p2p_index];
       p.kernel_time_ns += duration;
+      p.last_completed_kernel = std::max(p.last_completed_kernel, ref.sequence + 1);
       set_kernel(p.samples, ref.sequence, span);
+      if (d_.p2p_kernels.size() < options_.pipeline_events) {
+        d_.p2p_kernels.push_back(P2pKernel{span.start_ns, span.end_ns, ref.p2p_index});
+      } else {
+        d_.p2p_kernels_complete = false;
+      }
       return;
     }
     comm.last_completed_kernel = std::max(comm.last_completed_kernel, ref.sequence + 1);
@@ -482,85 +498,19 @@ class RankScanner {
                                                  : cls == NameClass::kForward ? 1
                                                                               : 2)});
     switch (cls) {
-      case NameClass::kStep: close_step(start, end); break;
+      case NameClass::kStep: steps_.on_step(start, end, latest_failure_ns_); break;
       case NameClass::kForward:
-      case NameClass::kBackward: {
-        const bool forward = classify(name_id) == NameClass::kForward;
-        if (forward && (d_.first_forward_ns < 0 || start < d_.first_forward_ns)) d_.first_forward_ns = start;
-        pending_.push_back(PipelineRange{start, end, forward});
-        if (pending_.size() > 100'000) {
-          fold(d_.unstepped, pending_.front());
-          pending_.erase(pending_.begin());
-        }
-        break;
-      }
+      case NameClass::kBackward: steps_.on_pipeline_range(start, end, cls == NameClass::kForward); break;
       case NameClass::kStage: declare_stage(name_id); break;
       default: break;
     }
   }
 
-  // Adds `count` ranges of `total_ns` spanning r (one range: r itself) to the step.
   void declare_stage(uint32_t name_id) {
     const std::string_view name = strings_.get(known_name(name_id));
     int stage = -1;
     if (name.size() > 6 && std::sscanf(std::string(name.substr(6)).c_str(), "%d", &stage) == 1 && stage >= 0)
       d_.declared_stage = stage;
-  }
-
-  static void fold(StepDigest& step, const PipelineRange& r, uint32_t count, int64_t total_ns) {
-    if (r.forward) {
-      step.forwards += count;
-      step.forward_ns += total_ns;
-      if (step.first_forward_ns < 0 || r.start_ns < step.first_forward_ns) step.first_forward_ns = r.start_ns;
-      step.last_forward_end_ns = std::max(step.last_forward_end_ns, r.end_ns);
-    } else {
-      step.backwards += count;
-      step.backward_ns += total_ns;
-      if (step.first_backward_ns < 0 || r.start_ns < step.first_backward_ns)
-        step.first_backward_ns = r.start_ns;
-      step.last_backward_end_ns = std::max(step.last_backward_end_ns, r.end_ns);
-    }
-  }
-  static void fold(StepDigest& step, const PipelineRange& r) { fold(step, r, 1, r.end_ns - r.start_ns); }
-
-  void close_step(int64_t start, int64_t end) {
-    StepDigest step;
-    step.start_ns = start;
-    step.end_ns = end;
-    std::vector<PipelineRange> keep;
-    for (const PipelineRange& r : pending_) {
-      if (r.start_ns >= start && r.end_ns <= end) {
-        fold(step, r);
-      } else if (r.end_ns < start) {
-        fold(d_.unstepped, r);
-      } else {
-        keep.push_back(r);
-      }
-    }
-    pending_.swap(keep);
-    // A step range inside another (Optimizer.step inside ProfilerStep#N) is part of it: the
-    // outermost range is the step.
-    while (!d_.steps.empty() && d_.steps.back().start_ns >= start && d_.steps.back().end_ns <= end) {
-      const StepDigest inner = d_.steps.back();
-      d_.steps.pop_back();
-      if (inner.forwards > 0)
-        fold(step, PipelineRange{inner.first_forward_ns, inner.last_forward_end_ns, true}, inner.forwards,
-             inner.forward_ns);
-      if (inner.backwards > 0)
-        fold(step, PipelineRange{inner.first_backward_ns, inner.last_backward_end_ns, false}, inner.backwards,
-             inner.backward_ns);
-    }
-    if (d_.steps.size() < options_.max_steps) {
-      if (d_.steps.size() == d_.steps.capacity())
-        d_.steps.reserve(std::min(std::max<size_t>(8, 2 * d_.steps.size()), options_.max_steps));
-      d_.steps.push_back(step);
-    } else {  // past the cap, steps still count in the pipeline figures, not one by one
-      fold(d_.unstepped, PipelineRange{step.first_forward_ns, step.last_forward_end_ns, true}, step.forwards,
-           step.forward_ns);
-      fold(d_.unstepped, PipelineRange{step.first_backward_ns, step.last_backward_end_ns, false},
-           step.backwards, step.backward_ns);
-      ++d_.steps_beyond_cap;
-    }
   }
 
   void on_notice(const trace::NoticeRecord& r) {
@@ -613,14 +563,22 @@ class RankScanner {
 
   void finish() {
     gpu_window_.drain([this](const GpuInterval& i) { sweep(i); });
+    close_island();
+    // Matched in the join's order, which follows the records' arrival: put in start order.
+    std::stable_sort(d_.p2p_kernels.begin(), d_.p2p_kernels.end(),
+                     [](const P2pKernel& a, const P2pKernel& b) { return a.start_ns < b.start_ns; });
     memory_window_.drain([this](const MemoryEvent& e) { apply_memory(e); });
+    d_.memory_from_pool = d_.allocated_seen;
+    MemoryLevel& figure = d_.memory_from_pool ? allocated_ : reserved_;
+    d_.peak_memory_bytes = figure.peak_bytes;
+    d_.peak_memory_at_ns = figure.peak_at_ns;
+    d_.memory_checkpoints = std::move(figure.checkpoints);
     d_.compute_union_ns = compute_.total();
     d_.comm_union_ns = comm_.total();
     d_.compute_or_comm_union_ns = compute_or_comm_.total();
     d_.any_union_ns = any_.total();
     d_.p2p_ns = d_.nccl_kernels_seen ? kernel_p2p_ns_ : host_p2p_ns_;
-    for (const PipelineRange& r : pending_) fold(d_.unstepped, r);
-    pending_.clear();
+    steps_.finish();
     if (d_.end && d_.end->records_dropped > d_.records_dropped) d_.records_dropped = d_.end->records_dropped;
     d_.ops_without_kernel = join_.ops_without_kernel();
   }
@@ -636,17 +594,18 @@ class RankScanner {
 
   ReorderWindow<GpuInterval> gpu_window_;
   UnionLength compute_, comm_, compute_or_comm_, any_;
+  ComputeIsland island_{INT64_MIN, INT64_MIN};  // the open one
   ReorderWindow<MemoryEvent> memory_window_;
-  int64_t level_ = 0;
-  int64_t checkpoint_spacing_ns_ = 0;
+  MemoryLevel reserved_, allocated_;
 
   std::unordered_map<uint64_t, uint32_t> comm_index_;
   NcclKernelJoin<NcclOpRef> join_;
   int64_t host_p2p_ns_ = 0, kernel_p2p_ns_ = 0;
+  int64_t latest_failure_ns_ = INT64_MIN;  // entry of the latest NCCL call that failed
 
   std::unordered_map<uint32_t, std::vector<OpenRange>> open_by_thread_;
   std::unordered_map<uint64_t, OpenRange> open_by_id_;
-  std::vector<PipelineRange> pending_;
+  NvtxSteps steps_{d_, options_.max_steps};
 };
 
 void Matched::operator()(const NcclOpRef& ref, const KernelSpan& span) const {

@@ -30,33 +30,6 @@ int64_t anchor_shift_ns(const RankDigest& d) {
   return static_cast<int64_t>(d.header.start_realtime_ns) - static_cast<int64_t>(d.header.start_monotonic_ns);
 }
 
-void collect_comms(const LoadedRun& run, std::vector<CommInfo>& comms,
-                   std::unordered_map<uint64_t, size_t>& comm_by_id) {
-  for (size_t i = 0; i < run.ranks.size(); ++i) {
-    for (const CommDigest& c : run.ranks[i].comms) {
-      auto [it, fresh] = comm_by_id.try_emplace(c.comm_id, comms.size());
-      if (fresh) comms.push_back(CommInfo{c.comm_id, c.size, std::vector<int32_t>(std::max(c.size, 0), -1)});
-      CommInfo& info = comms[it->second];
-      if (c.size > info.size) {
-        info.size = c.size;
-        info.members.resize(c.size, -1);
-      }
-      if (c.nccl_rank >= 0 && c.nccl_rank < info.size) info.members[c.nccl_rank] = static_cast<int32_t>(i);
-      info.sample_stride = std::max(info.sample_stride, c.sample_stride);
-    }
-  }
-}
-
-bool complete(const CommInfo& c) {
-  return c.size >= 2 && std::none_of(c.members.begin(), c.members.end(), [](int32_t m) { return m < 0; });
-}
-
-const CommDigest* digest_of(const RankDigest& d, uint64_t comm_id) {
-  for (const CommDigest& c : d.comms)
-    if (c.comm_id == comm_id) return &c;
-  return nullptr;
-}
-
 // A p2p transfer as a two-member collective: identified by its communicator, sender and
 // receiver (NCCL ranks) and sequence, which both sides know.
 uint64_t transfer_key(uint64_t comm_id, int32_t src, int32_t dst) {
@@ -65,12 +38,6 @@ uint64_t transfer_key(uint64_t comm_id, int32_t src, int32_t dst) {
        {static_cast<uint64_t>(static_cast<uint32_t>(src)), static_cast<uint64_t>(static_cast<uint32_t>(dst))})
     h = (h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdULL;
   return h | 1;
-}
-
-const P2pDigest* p2p_of(const RankDigest& d, uint64_t comm_id, int32_t peer, bool send) {
-  for (const P2pDigest& p : d.p2p)
-    if (p.comm_id == comm_id && p.peer == peer && p.send == send) return &p;
-  return nullptr;
 }
 
 void add_transfer_ends(const LoadedRun& run, const std::vector<CommInfo>& comms,
@@ -134,8 +101,9 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
   clock.residual_median_ns = a.residual_median_ns;
   clock.residual_p99_ns = a.residual_p99_ns;
   clock.residual_max_ns = a.residual_max_ns;
-  for (size_t i = 0; i < n && n > 1; ++i)
-    if (!a.refined[i]) clock.unaligned_ranks.push_back(run.global_rank[i]);
+  for (size_t i = 0; i < n && n > 1; ++i)  // a trace with no record has no clock to align
+    if (!a.refined[i] && run.ranks[i].first_ns != INT64_MAX)
+      clock.unaligned_ranks.push_back(run.global_rank[i]);
   int64_t origin = INT64_MAX;
   for (size_t i = 0; i < n; ++i)
     if (run.ranks[i].first_ns != INT64_MAX)
@@ -144,67 +112,59 @@ RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
   return base;
 }
 
+// A stated layout the traffic contradicts is still the user's word: Megatron's order
+// (rank = tp_rank + tp * (dp_rank + dp * stage)).
+InferredLayout layout_in_rank_order(int32_t world_size, const StatedLayout& stated) {
+  InferredLayout out;
+  out.world_size = world_size;
+  out.tp = stated.tp;
+  out.pp = stated.pp;
+  out.dp = stated.dp;
+  for (int32_t r = 0; r < world_size; ++r)
+    out.ranks.push_back(
+        RankCoordinates{r, r / (stated.tp * stated.dp), r % stated.tp, r / stated.tp % stated.dp, 0});
+  out.notes.push_back("layout: tp " + std::to_string(out.tp) + " x pp " + std::to_string(out.pp) + " x dp " +
+                      std::to_string(out.dp) +
+                      " as stated; coordinates from the rank order, not the traffic");
+  return out;
+}
+
 void infer(ReportContext& ctx, RunReport& report) {
   LayoutReport& layout = report.layout;
   layout.world_size = ctx.run.world_size;
-  std::vector<CommunicatorTraffic> traffic;
-  for (const CommInfo& comm : ctx.comms) {
-    if (!complete(comm)) continue;
-    CommunicatorTraffic t;
-    t.comm_id = comm.comm_id;
-    for (int32_t m : comm.members) t.members.push_back(ctx.run.global_rank[m]);
-    for (int32_t m : comm.members) {
-      const CommDigest* c = digest_of(ctx.run.ranks[m], comm.comm_id);
-      if (c == nullptr) continue;
-      using T = trace::NcclOpType;
-      auto bytes = [&](T op) { return c->ops[static_cast<size_t>(op)].bytes; };
-      auto calls = [&](T op) { return c->ops[static_cast<size_t>(op)].calls; };
-      t.all_reduce_bytes += bytes(T::kAllReduce);
-      t.all_gather_bytes += bytes(T::kAllGather);
-      t.reduce_scatter_bytes += bytes(T::kReduceScatter);
-      t.all_to_all_bytes += bytes(T::kAllToAll);
-      t.broadcast_bytes += bytes(T::kBroadcast) + bytes(T::kReduce);
-      t.p2p_bytes += bytes(T::kSend) + bytes(T::kRecv);
-      t.p2p_calls += calls(T::kSend) + calls(T::kRecv);
-      for (size_t op = 1; op < c->ops.size(); ++op)
-        if (op != static_cast<size_t>(T::kSend) && op != static_cast<size_t>(T::kRecv))
-          t.collective_calls += c->ops[op].calls;
-    }
-    traffic.push_back(std::move(t));
-  }
-  std::vector<P2pFlow> flows;
-  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
-    for (const P2pDigest& p : ctx.run.ranks[i].p2p) {
-      if (!p.send) continue;
-      auto it = ctx.comm_by_id.find(p.comm_id);
-      if (it == ctx.comm_by_id.end()) continue;
-      const CommInfo& comm = ctx.comms[it->second];
-      if (!complete(comm) || p.peer < 0 || p.peer >= comm.size) continue;
-      const int32_t dst = comm.members[p.peer];
-      P2pFlow flow{ctx.run.global_rank[i],
-                   ctx.run.global_rank[dst],
-                   p.bytes,
-                   p.calls,
-                   p.first_enter_ns,
-                   -1,
-                   p.comm_id};
-      const CommDigest* mine = digest_of(ctx.run.ranks[i], p.comm_id);
-      for (const P2pDigest& q : ctx.run.ranks[dst].p2p)
-        if (!q.send && q.comm_id == p.comm_id && mine != nullptr && q.peer == mine->nccl_rank)
-          flow.first_recv_ns = q.first_enter_ns;
-      flows.push_back(flow);
-    }
-  }
+  const std::vector<CommunicatorTraffic> traffic = layout_traffic(ctx);
+  const std::vector<P2pFlow> flows = layout_flows(ctx);
   if (traffic.empty() && !ctx.options.stated_layout) {
     layout.source = "none";
     layout.world_size = ctx.run.world_size;
     layout.notes.push_back("no communicator joins two traced ranks: layout unknown");
+    for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {  // stages the ranks declare still show
+      report.ranks[i].stage = ctx.run.ranks[i].declared_stage.value_or(0);
+      layout.pp = std::max(layout.pp, report.ranks[i].stage + 1);
+    }
   } else {
-    auto inferred = infer_layout(ctx.run.world_size, traffic, flows, ctx.options.stated_layout);
+    LayoutEvidence evidence;
+    evidence.stated = ctx.options.stated_layout;
+    evidence.untraced = silent_ranks(ctx.run);
+    evidence.declared_stage.assign(static_cast<size_t>(ctx.run.world_size), -1);
+    for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
+      if (ctx.run.ranks[i].declared_stage)
+        evidence.declared_stage[static_cast<size_t>(ctx.run.global_rank[i])] =
+            *ctx.run.ranks[i].declared_stage;
+    auto inferred = infer_layout(ctx.run.world_size, traffic, flows, evidence);
+    const auto& stated = ctx.options.stated_layout;
+    if (!inferred && stated && int64_t{stated->tp} * stated->pp * stated->dp == ctx.run.world_size) {
+      report.warnings.push_back("--layout tp=" + std::to_string(stated->tp) +
+                                ",pp=" + std::to_string(stated->pp) + ",dp=" + std::to_string(stated->dp) +
+                                " is used as stated, with coordinates in Megatron's rank order, but the "
+                                "traffic contradicts it: " +
+                                inferred.error().message);
+      inferred = layout_in_rank_order(ctx.run.world_size, *stated);
+    }
     if (!inferred) {
       layout.source = "unknown";
       report.warnings.push_back("layout: " + inferred.error().message +
-                                " (state it with --layout tp=T,pp=P,dp=D)");
+                                (stated ? "" : " (state it with --layout tp=T,pp=P,dp=D)"));
     } else {
       layout.source = ctx.options.stated_layout ? "stated" : "inferred";
       layout.tp = inferred->tp;
@@ -216,6 +176,8 @@ void infer(ReportContext& ctx, RunReport& report) {
       for (const auto& [id, role] : inferred->roles)
         if (auto it = ctx.comm_by_id.find(id); it != ctx.comm_by_id.end())
           ctx.comms[it->second].role = comm_role_name(role);
+      ctx.pp = inferred->pp;
+      ctx.coordinates = inferred->ranks;
       for (RankReport& r : report.ranks) {
         if (r.rank < 0 || static_cast<size_t>(r.rank) >= inferred->ranks.size()) continue;
         const RankCoordinates& c = inferred->ranks[r.rank];
@@ -226,22 +188,11 @@ void infer(ReportContext& ctx, RunReport& report) {
       }
     }
   }
-  // The NVTX stage convention: ranges named stage=<k> when no p2p showed a pipeline.
-  if (layout.pp == 1) {
-    int32_t stages = 0;
-    for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
-      if (ctx.run.ranks[i].declared_stage) stages = std::max(stages, *ctx.run.ranks[i].declared_stage + 1);
-    if (stages > 1) {
-      for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
-        report.ranks[i].stage = ctx.run.ranks[i].declared_stage.value_or(0);
-      layout.pp = stages;
-      layout.notes.push_back("pipeline stages from NVTX ranges named stage=<k>");
-    }
-  }
   for (const CommInfo& comm : ctx.comms) {
-    if (!complete(comm)) continue;
-    CommunicatorReport c{comm.comm_id, comm.role, {}};
-    for (int32_t m : comm.members) c.members.push_back(ctx.run.global_rank[m]);
+    if (comm.size < 2) continue;
+    CommunicatorReport c{comm.comm_id, comm.role, comm.ranks, {}};
+    for (size_t k = 0; k < comm.members.size(); ++k)
+      if (!comm.traced(k)) c.untraced.push_back(comm.ranks[k]);
     layout.communicators.push_back(std::move(c));
   }
 }
@@ -305,8 +256,11 @@ int64_t step_duration(const StepDigest& s) { return s.end_ns - s.start_ns; }
 void steps_from_collectives(const ReportContext& ctx, StepReport& steps) {
   for (const char* role : {"data", "shard", "world"}) {
     for (const CommInfo& comm : ctx.comms) {
-      if (comm.role != role || !complete(comm)) continue;
-      const CommDigest* c = digest_of(ctx.run.ranks[comm.members.front()], comm.comm_id);
+      if (comm.role != role) continue;
+      const auto first =
+          std::find_if(comm.members.begin(), comm.members.end(), [](int32_t m) { return m >= 0; });
+      if (first == comm.members.end()) continue;
+      const CommDigest* c = digest_of(ctx.run.ranks[*first], comm.comm_id);
       if (c == nullptr) continue;
       const std::vector<int64_t> starts = step_starts_from_rhythm(c->first_enters_ns);
       if (starts.size() < 2) continue;
@@ -318,22 +272,59 @@ void steps_from_collectives(const ReportContext& ctx, StepReport& steps) {
   }
 }
 
+// When the first step ended on every rank (aligned): its NVTX range's end, else halfway between
+// the first two data-parallel reductions; INT64_MIN when no step shows.
+int64_t first_step_end_ns(const ReportContext& ctx) {
+  int64_t end = INT64_MIN;
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i)
+    if (!ctx.run.ranks[i].steps.empty())
+      end = std::max(end, ctx.aligned(i, ctx.run.ranks[i].steps[0].end_ns));
+  if (end != INT64_MIN) return end;
+  for (const char* role : {"data", "shard", "world"}) {
+    for (const CommInfo& comm : ctx.comms) {
+      if (comm.role != role) continue;
+      for (int32_t m : comm.members) {
+        const CommDigest* c = m >= 0 ? digest_of(ctx.run.ranks[m], comm.comm_id) : nullptr;
+        if (c == nullptr) continue;
+        const std::vector<int64_t> starts = step_starts_from_rhythm(c->first_enters_ns);
+        if (starts.size() >= 2) return ctx.aligned(static_cast<size_t>(m), (starts[0] + starts[1]) / 2);
+      }
+    }
+  }
+  return INT64_MIN;
+}
+
 void fill_steps(const ReportContext& ctx, RunReport& report) {
+  // A step in which any rank's NCCL call failed never ended: its ranges closed as the stacks
+  // unwound after a timeout or an abort. It is left out for every rank.
   size_t most = 0;
+  std::vector<bool> unfinished;
+  for (const RankDigest& d : ctx.run.ranks) {
+    most = std::max(most, d.steps.size());
+    unfinished.resize(most, false);
+    for (size_t k = 0; k < d.steps.size(); ++k)
+      if (d.steps[k].failed) unfinished[k] = true;
+  }
   for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
     const RankDigest& d = ctx.run.ranks[i];
     RankReport& r = report.ranks[i];
-    r.steps = d.steps.size() + d.steps_beyond_cap;
     int64_t total = 0;
-    for (const StepDigest& s : d.steps) total += step_duration(s);
-    r.step_mean_ns = d.steps.empty() ? 0 : total / static_cast<int64_t>(d.steps.size());
-    most = std::max(most, d.steps.size());
+    uint64_t finished = 0;
+    for (size_t k = 0; k < d.steps.size(); ++k) {
+      if (unfinished[k]) continue;
+      total += step_duration(d.steps[k]);
+      ++finished;
+    }
+    r.steps = finished + d.steps_beyond_cap;
+    r.step_mean_ns = finished == 0 ? 0 : total / static_cast<int64_t>(finished);
   }
   StepReport& steps = report.steps;
+  steps.unfinished = static_cast<uint64_t>(std::count(unfinished.begin(), unfinished.end(), true));
   if (most > 0) {
     steps.source = "nvtx";
     std::vector<int64_t> across;
     for (size_t k = 0; k < most; ++k) {
+      if (unfinished[k]) continue;
       across.clear();
       for (const RankDigest& d : ctx.run.ranks)
         if (k < d.steps.size()) across.push_back(step_duration(d.steps[k]));
@@ -341,6 +332,8 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
       const int64_t median = across[across.size() / 2];
       if (steps.step_ns.size() < 1000) steps.step_ns.push_back(median);
     }
+    most = steps.step_ns.size();
+    if (most == 0) return;
   } else {
     steps_from_collectives(ctx, steps);
     if (steps.step_ns.empty()) return;
@@ -359,82 +352,6 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
   steps.min_ns = sorted.front();
   steps.max_ns = sorted.back();
   steps.stdev_ns = std::sqrt(sq / static_cast<double>(sorted.size()));
-}
-
-std::string ms(int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f ms", static_cast<double>(ns) / 1e6);
-  return text;
-}
-
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.0f%%", fraction * 100);
-  return text;
-}
-
-void add_findings(RunReport& report) {
-  auto& f = report.findings;
-  const LayoutReport& l = report.layout;
-  if (l.source == "inferred" || l.source == "stated") {
-    std::string line = "layout (" + l.source + "): tp " + std::to_string(l.tp) + " x pp " +
-                       std::to_string(l.pp) + " x dp " + std::to_string(l.dp);
-    if (l.zero_shard > 1) line += ", parameters sharded over " + std::to_string(l.zero_shard);
-    if (l.ep > 1) line += ", ep " + std::to_string(l.ep);
-    f.push_back(line + " on " + std::to_string(l.world_size) + " ranks");
-  }
-  if (report.hang.suspected) {
-    for (const CommHang& h : report.hang.communicators) {
-      std::string missing;
-      for (int32_t r : h.missing) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-      f.push_back("hang: " + std::to_string(h.entered.size()) + " ranks of a " + h.role +
-                  " communicator entered " + h.next_op + " #" + std::to_string(h.last_completed_by_all) +
-                  " and waited " + ms(h.waited_ns) + " for rank(s) " + missing + ", which never entered it");
-    }
-    if (!report.hang.ended_early.empty()) {
-      std::string ranks;
-      for (int32_t r : report.hang.ended_early) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-      f.push_back("trace ends early on rank(s) " + ranks);
-    }
-  }
-  if (report.steps.count > 0)
-    f.push_back("step time " + ms(report.steps.median_ns) + " (median of " +
-                std::to_string(report.steps.count) + " steps, min " + ms(report.steps.min_ns) + ", max " +
-                ms(report.steps.max_ns) + ")");
-  if (report.stages.size() > 1) {
-    std::string bubbles;
-    for (const StageReport& s : report.stages)
-      bubbles += (bubbles.empty() ? "" : " ") + percent(s.bubble_fraction);
-    f.push_back("pipeline bubble per stage: " + bubbles);
-    const StageReport& first = report.stages.front();
-    if (first.activation_vs_last_stage > 1.05) {
-      char text[160];
-      std::snprintf(text, sizeof(text),
-                    "memory imbalance: stage 0 holds %.1fx the activations of stage %d (1F1B)",
-                    first.activation_vs_last_stage, report.stages.back().stage);
-      f.push_back(text);
-    }
-  }
-  for (const Straggler& s : report.stragglers)
-    f.push_back("straggler: rank " + std::to_string(s.rank) + " arrived last at " +
-                std::to_string(s.instances_last) + " sampled collectives; the others waited " +
-                ms(s.cost_ns) + " in all");
-  int64_t compute = 0, exposed = 0, idle = 0, span = 0;
-  for (const RankReport& r : report.ranks) {
-    compute += r.gpu.compute_ns;
-    exposed += r.gpu.comm_exposed_ns;
-    idle += r.gpu.idle_ns;
-    span += r.gpu.span_ns;
-  }
-  if (span > 0)
-    f.push_back("GPU time: compute " + percent(static_cast<double>(compute) / static_cast<double>(span)) +
-                ", exposed communication " +
-                percent(static_cast<double>(exposed) / static_cast<double>(span)) + ", idle " +
-                percent(static_cast<double>(idle) / static_cast<double>(span)) + " (all ranks)");
-  if (!report.clock.unaligned_ranks.empty())
-    report.warnings.push_back(
-        std::to_string(report.clock.unaligned_ranks.size()) +
-        " rank(s) share no collective with the others: their clocks rest on the header anchors");
 }
 
 }  // namespace
@@ -457,7 +374,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
     report.warnings.push_back(std::to_string(run.missing_ranks.size()) + " of " +
                               std::to_string(run.world_size) + " ranks have no trace (first: rank " +
                               std::to_string(run.missing_ranks.front()) + ")");
-  ReportContext ctx{run, options, {}, 0, false, {}, {}, {}};
+  ReportContext ctx{run, options, {}, 0, false, {}, {}, {}, 1, {}, INT64_MIN};
   for (size_t i = 0; i < run.ranks.size(); ++i) ctx.index_of_rank[run.global_rank[i]] = i;
   collect_comms(run, ctx.comms, ctx.comm_by_id);
   RunTimebase base = align(run, ctx.comms);
@@ -470,8 +387,10 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   for (size_t i = 0; i < run.ranks.size(); ++i) fill_rank(ctx, i, report.ranks[i]);
   infer(ctx, report);
   fill_steps(ctx, report);
+  if (report.steps.count >= 2) ctx.warmup_end_ns = first_step_end_ns(ctx);
   add_nccl_reports(ctx, report);
   add_stragglers(ctx, report);
+  add_p2p_waits(ctx, report);
   add_hang_report(ctx, report);
   add_pipeline_reports(ctx, report);
   add_kernel_reports(ctx, report);

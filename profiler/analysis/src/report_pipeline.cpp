@@ -3,22 +3,44 @@
 // the top kernels by category; the busy and memory time series.
 #include <algorithm>
 #include <map>
-#include <regex>
 
+#include "p2p_pipeline.h"
+#include "pipescope/analysis/kernel_category.h"
 #include "report_context.h"
 
 namespace pipescope::analysis {
 namespace {
 
+// Sums over a rank's steps, from NVTX ranges or the p2p pattern; added up again per stage.
 struct PipelineFigures {
-  uint64_t forwards = 0, backwards = 0;
-  int64_t forward_ns = 0, backward_ns = 0;
+  std::string source = "none";
+  uint64_t forwards = 0, backwards = 0, pairs = 0;
+  int64_t forward_ns = 0, backward_ns = 0, pair_ns = 0;
   double bubble_sum = 0;
+  uint64_t steps = 0;  // steps with a measured bubble
   int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;
-  uint64_t steps = 0;  // steps with both forwards and backwards
+  uint64_t phase_steps = 0;
+  uint64_t microbatches = 0, microbatch_steps = 0;  // forwards per step, over the steps that had some
+
+  void add(const PipelineFigures& o) {
+    microbatches += o.microbatches;
+    microbatch_steps += o.microbatch_steps;
+    forwards += o.forwards;
+    backwards += o.backwards;
+    pairs += o.pairs;
+    forward_ns += o.forward_ns;
+    backward_ns += o.backward_ns;
+    pair_ns += o.pair_ns;
+    bubble_sum += o.bubble_sum;
+    steps += o.steps;
+    warmup_ns += o.warmup_ns;
+    steady_ns += o.steady_ns;
+    cooldown_ns += o.cooldown_ns;
+    phase_steps += o.phase_steps;
+  }
 };
 
-PipelineFigures pipeline_of(const RankDigest& d) {
+PipelineFigures nvtx_figures(const RankDigest& d) {
   PipelineFigures p;
   auto add_counts = [&p](const StepDigest& s) {
     p.forwards += s.forwards;
@@ -27,7 +49,12 @@ PipelineFigures pipeline_of(const RankDigest& d) {
     p.backward_ns += s.backward_ns;
   };
   for (const StepDigest& s : d.steps) {
+    if (s.failed) continue;  // its ranges hold the timeout it ended in
     add_counts(s);
+    if (s.forwards > 0) {
+      p.microbatches += s.forwards;
+      ++p.microbatch_steps;
+    }
     if (s.forwards == 0 || s.backwards == 0) continue;
     // The pipeline's span: first forward to last backward. What the stage did not compute in it
     // is its bubble (p2p waits, warm-up and cool-down idling); 1F1B's ideal is (p-1)/(m+p-1).
@@ -38,17 +65,47 @@ PipelineFigures pipeline_of(const RankDigest& d) {
         1.0 - static_cast<double>(s.forward_ns + s.backward_ns) / static_cast<double>(span), 0.0, 1.0);
     const int64_t warmup = std::max<int64_t>(0, s.first_backward_ns - s.first_forward_ns);
     const int64_t cooldown = std::max<int64_t>(0, s.last_backward_end_ns - s.last_forward_end_ns);
+    ++p.phase_steps;
     p.warmup_ns += warmup;
     p.cooldown_ns += cooldown;
     p.steady_ns += std::max<int64_t>(0, span - warmup - cooldown);
   }
   add_counts(d.unstepped);
+  if (p.forwards + p.backwards > 0) p.source = "nvtx";
   return p;
+}
+
+PipelineFigures p2p_figures(const P2pPipelineFigures& f) {
+  PipelineFigures p;
+  if (f.steps == 0) return p;
+  p.source = "p2p";
+  p.forwards = f.forwards;
+  p.backwards = f.backwards;
+  p.pairs = f.pairs;
+  p.forward_ns = f.forward_ns;
+  p.backward_ns = f.backward_ns;
+  p.pair_ns = f.pair_ns;
+  p.bubble_sum = f.bubble_sum;
+  p.steps = f.steps;
+  p.warmup_ns = f.warmup_ns;
+  p.steady_ns = f.steady_ns;
+  p.cooldown_ns = f.cooldown_ns;
+  p.phase_steps = f.phase_steps;
+  p.microbatches = f.microbatches;
+  p.microbatch_steps = f.steps;
+  return p;
+}
+
+std::optional<int64_t> mean_of(int64_t total, uint64_t count) {
+  if (count == 0) return std::nullopt;
+  return total / static_cast<int64_t>(count);
 }
 
 int64_t mean(int64_t total, uint64_t count) { return count == 0 ? 0 : total / static_cast<int64_t>(count); }
 
-void fill_memory(const ReportContext& ctx, size_t i, RankReport& r) {
+// Static memory is what the rank held just before its first forward: from NVTX (the first
+// forward range, else the first step), else from the p2p pattern; without either, not measured.
+void fill_memory(const ReportContext& ctx, size_t i, const P2pPipelineFigures& p2p, RankReport& r) {
   const RankDigest& d = ctx.run.ranks[i];
   if (!d.memory_seen) return;
   r.memory_figure = d.memory_from_pool ? "allocated" : "reserved";
@@ -56,25 +113,11 @@ void fill_memory(const ReportContext& ctx, size_t i, RankReport& r) {
   r.peak_memory_at_ns = ctx.aligned(i, d.peak_memory_at_ns);
   int64_t before = d.first_forward_ns;
   if (before < 0 && !d.steps.empty()) before = d.steps.front().start_ns;
-  if (before < 0) return;  // nothing marks where the model's static memory ends
-  r.static_memory_bytes = memory_level_at(d, before - 1);
-  r.peak_activation_bytes = d.peak_memory_bytes - std::min(d.peak_memory_bytes, r.static_memory_bytes);
-}
-
-const char* category_of(const std::string& name) {
-  static const std::regex nccl("nccl", std::regex::icase | std::regex::optimize);
-  static const std::regex attention("flash|fmha|attention|attn|sdpa|softmax",
-                                    std::regex::icase | std::regex::optimize);
-  static const std::regex gemm("gemm|gemv|cutlass|xmma|cublas|matmul|wgmma",
-                               std::regex::icase | std::regex::optimize);
-  static const std::regex elementwise(
-      "elementwise|vectorized|unrolled|reduce|norm|copy_kernel|fill|cat|index",
-      std::regex::icase | std::regex::optimize);
-  if (std::regex_search(name, nccl)) return "nccl";
-  if (std::regex_search(name, attention)) return "attention";
-  if (std::regex_search(name, gemm)) return "gemm";
-  if (std::regex_search(name, elementwise)) return "elementwise";
-  return "other";
+  if (before < 0 && p2p.first_forward_ns >= 0) before = ctx.local(i, p2p.first_forward_ns);
+  if (before < 0) return;
+  const uint64_t held = memory_level_at(d, before - 1);
+  r.static_memory_bytes = held;
+  r.peak_activation_bytes = d.peak_memory_bytes - std::min(d.peak_memory_bytes, held);
 }
 
 int64_t percentile_ns(const MergedKernel& k, double q) {
@@ -92,16 +135,19 @@ int64_t percentile_ns(const MergedKernel& k, double q) {
 void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
   std::map<int32_t, std::vector<size_t>> by_stage;
   std::vector<PipelineFigures> figures(ctx.run.ranks.size());
+  const std::vector<P2pPipelineFigures> from_p2p = p2p_pipeline_figures(ctx);
   for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
     RankReport& r = report.ranks[i];
-    figures[i] = pipeline_of(ctx.run.ranks[i]);
+    figures[i] = nvtx_figures(ctx.run.ranks[i]);
+    r.forward_ranges = figures[i].forwards;
+    r.backward_ranges = figures[i].backwards;
+    if (figures[i].source == "none") figures[i] = p2p_figures(from_p2p[i]);
     const PipelineFigures& p = figures[i];
-    r.forward_ranges = p.forwards;
-    r.backward_ranges = p.backwards;
-    r.forward_mean_ns = mean(p.forward_ns, p.forwards);
-    r.backward_mean_ns = mean(p.backward_ns, p.backwards);
-    r.bubble_fraction = p.steps == 0 ? 0 : p.bubble_sum / static_cast<double>(p.steps);
-    fill_memory(ctx, i, r);
+    r.pipeline_source = p.source;
+    r.forward_mean_ns = mean_of(p.forward_ns, p.forwards);
+    r.backward_mean_ns = mean_of(p.backward_ns, p.backwards);
+    if (p.steps > 0) r.bubble_fraction = p.bubble_sum / static_cast<double>(p.steps);
+    fill_memory(ctx, i, from_p2p[i], r);
     by_stage[r.stage].push_back(i);
   }
   for (const auto& [stage, members] : by_stage) {
@@ -109,37 +155,42 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     s.stage = stage;
     s.ranks = static_cast<int32_t>(members.size());
     PipelineFigures sum;
-    int64_t p2p = 0;
+    int64_t p2p = 0, p2p_wait = 0;
     uint64_t steps = 0;
     for (size_t i : members) {
-      const PipelineFigures& p = figures[i];
-      sum.forwards += p.forwards;
-      sum.backwards += p.backwards;
-      sum.forward_ns += p.forward_ns;
-      sum.backward_ns += p.backward_ns;
-      sum.bubble_sum += p.bubble_sum;
-      sum.steps += p.steps;
-      sum.warmup_ns += p.warmup_ns;
-      sum.steady_ns += p.steady_ns;
-      sum.cooldown_ns += p.cooldown_ns;
+      sum.add(figures[i]);
+      if (figures[i].source != "none") s.source = figures[i].source;
       p2p += report.ranks[i].p2p_ns;
-      steps += std::max<uint64_t>(1, report.ranks[i].steps);
+      p2p_wait += report.ranks[i].p2p_wait_ns;
+      // Per step: the rank's NVTX steps, else the run's (from the collectives' rhythm).
+      steps += std::max<uint64_t>(1, report.ranks[i].steps > 0 ? report.ranks[i].steps : report.steps.count);
       s.peak_memory_bytes = std::max(s.peak_memory_bytes, report.ranks[i].peak_memory_bytes);
-      s.peak_activation_bytes = std::max(s.peak_activation_bytes, report.ranks[i].peak_activation_bytes);
+      if (const auto& a = report.ranks[i].peak_activation_bytes)
+        s.peak_activation_bytes = std::max(s.peak_activation_bytes.value_or(0), *a);
     }
-    s.forward_mean_ns = mean(sum.forward_ns, sum.forwards);
-    s.backward_mean_ns = mean(sum.backward_ns, sum.backwards);
-    s.warmup_ns = mean(sum.warmup_ns, sum.steps);
-    s.steady_ns = mean(sum.steady_ns, sum.steps);
-    s.cooldown_ns = mean(sum.cooldown_ns, sum.steps);
-    s.bubble_fraction = sum.steps == 0 ? 0 : sum.bubble_sum / static_cast<double>(sum.steps);
+    s.forward_mean_ns = mean_of(sum.forward_ns, sum.forwards);
+    s.backward_mean_ns = mean_of(sum.backward_ns, sum.backwards);
+    if (s.forward_mean_ns && s.backward_mean_ns) {
+      s.microbatch_ns = *s.forward_mean_ns + *s.backward_mean_ns;
+    } else {
+      s.microbatch_ns = mean_of(sum.pair_ns, sum.pairs);
+    }
+    s.warmup_ns = mean_of(sum.warmup_ns, sum.phase_steps);
+    s.steady_ns = mean_of(sum.steady_ns, sum.phase_steps);
+    s.cooldown_ns = mean_of(sum.cooldown_ns, sum.phase_steps);
+    if (sum.steps > 0) s.bubble_fraction = sum.bubble_sum / static_cast<double>(sum.steps);
+    if (sum.microbatch_steps > 0)
+      s.microbatches_per_step =
+          static_cast<double>(sum.microbatches) / static_cast<double>(sum.microbatch_steps);
     s.p2p_ns = mean(p2p, steps);
+    s.p2p_wait_ns = mean(p2p_wait, steps);
     report.stages.push_back(s);
   }
-  if (!report.stages.empty()) {
-    const double last = static_cast<double>(report.stages.back().peak_activation_bytes);
+  if (!report.stages.empty() && report.stages.back().peak_activation_bytes.value_or(0) > 0) {
+    const auto last = static_cast<double>(*report.stages.back().peak_activation_bytes);
     for (StageReport& s : report.stages)
-      s.activation_vs_last_stage = last > 0 ? static_cast<double>(s.peak_activation_bytes) / last : 0;
+      if (s.peak_activation_bytes)
+        s.activation_vs_last_stage = static_cast<double>(*s.peak_activation_bytes) / last;
   }
 }
 
@@ -151,7 +202,7 @@ void add_kernel_reports(const ReportContext& ctx, RunReport& report) {
   std::map<std::string, CategoryStat> categories;
   int64_t all = 0;
   for (const MergedKernel* k : order) {
-    const char* category = category_of(k->name);
+    const char* category = kernel_category(k->name);
     CategoryStat& c = categories[category];
     c.category = category;
     c.count += k->count;
@@ -185,9 +236,9 @@ namespace {
 // Re-buckets one rank's series onto a common grid on the aligned clock.
 void resample(const BucketSeries& from, int64_t shift_ns, Series& into, bool as_max) {
   for (size_t b = 0; b < from.values().size(); ++b) {
-    const int64_t at =
-        from.origin_ns() + static_cast<int64_t>(b) * from.width_ns() + shift_ns - into.start_ns;
-    if (at < 0) continue;
+    int64_t at = from.origin_ns() + static_cast<int64_t>(b) * from.width_ns() + shift_ns - into.start_ns;
+    if (at + from.width_ns() <= 0) continue;
+    at = std::max<int64_t>(at, 0);  // a bucket that starts before the run's origin overlaps the first
     const auto index = static_cast<size_t>(at / into.bucket_ns);
     if (index >= into.values.size()) continue;
     const double v = from.values()[b];
@@ -234,21 +285,28 @@ void add_series(const ReportContext& ctx, RunReport& report) {
     for (double& v : report.gpu_busy.values)
       v = std::min(1.0, v / (static_cast<double>(gpu_ranks) * static_cast<double>(width)));
   }
-  // Memory: per stage, the rank with the highest peak.
-  std::map<int32_t, size_t> peak_of_stage;
-  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
-    if (!ctx.run.ranks[i].memory_seen) continue;
-    auto [it, fresh] = peak_of_stage.try_emplace(report.ranks[i].stage, i);
-    if (!fresh && report.ranks[i].peak_memory_bytes > report.ranks[it->second].peak_memory_bytes)
-      it->second = i;
-  }
-  for (const auto& [stage, i] : peak_of_stage) {
-    RankSeries series{report.ranks[i].rank, Series{0, width, std::vector<double>(buckets, 0.0)}};
-    resample(ctx.run.ranks[i].memory, ctx.shift_ns[i] - ctx.origin_ns, series.values, true);
+  // Memory: every rank, both figures it has, on a coarser grid the more ranks there are.
+  size_t with_memory = 0;
+  for (const RankDigest& d : ctx.run.ranks) with_memory += d.memory_seen;
+  if (with_memory == 0) return;
+  const int64_t points = std::clamp<int64_t>(100'000 / static_cast<int64_t>(with_memory), 32, 400);
+  const int64_t memory_width = std::max(width, end / points + 1);
+  const auto memory_buckets = static_cast<size_t>(end / memory_width + 1);
+  auto timeline = [&](size_t i, const BucketSeries& from) {
+    Series series{0, memory_width, std::vector<double>(memory_buckets, 0.0)};
+    resample(from, ctx.shift_ns[i] - ctx.origin_ns, series, true);
     // Buckets without an event hold the level of the one before.
-    for (size_t b = 1; b < series.values.values.size(); ++b)
-      if (series.values.values[b] == 0) series.values.values[b] = series.values.values[b - 1];
-    report.memory_timelines.push_back(std::move(series));
+    for (size_t b = 1; b < series.values.size(); ++b)
+      if (series.values[b] == 0) series.values[b] = series.values[b - 1];
+    return series;
+  };
+  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+    const RankDigest& d = ctx.run.ranks[i];
+    if (!d.memory_seen) continue;
+    MemoryTimeline m{report.ranks[i].rank, report.ranks[i].memory_figure, std::nullopt, std::nullopt};
+    if (d.reserved_seen) m.reserved = timeline(i, d.memory_reserved);
+    if (d.allocated_seen) m.allocated = timeline(i, d.memory_allocated);
+    report.memory_timelines.push_back(std::move(m));
   }
 }
 

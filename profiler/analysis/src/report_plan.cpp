@@ -1,6 +1,8 @@
 // Planned versus measured: the plan (`pipescope plan --json`) beside what the traces show, per
 // stage, comparing like with like (the plan's reserved figure with a reserved trace, its allocated
-// figure with an allocated one). Planner and analysis meet in JSON only, never by linking.
+// figure with an allocated one), with the error of each figure and notes where the plan and the
+// run differ in layout or micro-batches. Planner and analysis meet in JSON only, never by linking.
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "report_context.h"
@@ -11,6 +13,48 @@ namespace {
 double number(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+PlanFigure figure(double predicted, std::optional<double> measured) {
+  PlanFigure f{predicted, measured, std::nullopt};
+  if (measured && *measured != 0) f.error_percent = (predicted - *measured) / *measured * 100;
+  return f;
+}
+
+std::optional<double> seconds(const std::optional<int64_t>& ns) {
+  if (!ns) return std::nullopt;
+  return static_cast<double>(*ns) * 1e-9;
+}
+
+// The plan's sizes (inputs.config) against the run's layout and micro-batches per step.
+void compare_config(const nlohmann::json& doc, const RunReport& report, PlanComparison& plan) {
+  const auto inputs = doc.find("inputs");
+  if (inputs == doc.end() || !inputs->is_object() || !inputs->contains("config")) {
+    plan.notes.push_back("the plan records no inputs.config: its layout is not compared");
+    return;
+  }
+  const nlohmann::json& config = (*inputs)["config"];
+  const LayoutReport& layout = report.layout;
+  if (layout.source == "inferred" || layout.source == "stated") {
+    for (const auto& [key, run] : {std::pair{"tp", layout.tp}, {"pp", layout.pp}, {"dp", layout.dp}}) {
+      const double planned = number(config, key);
+      if (planned > 0 && static_cast<int32_t>(planned) != run)
+        plan.notes.push_back(std::string("the plan is for ") + key + " " +
+                             std::to_string(static_cast<int>(planned)) + ", the run has " + key + " " +
+                             std::to_string(run) + ": its per-stage figures are for another split");
+    }
+  }
+  const double planned = number(config, "micro_batches");
+  for (const StageReport& s : report.stages) {
+    if (!s.microbatches_per_step || planned <= 0) continue;
+    if (std::lround(*s.microbatches_per_step) != std::lround(planned))
+      plan.notes.push_back("the plan has " + std::to_string(std::lround(planned)) +
+                           " micro-batches a step (micro-batch size " +
+                           std::to_string(static_cast<int>(number(config, "micro_batch"))) + "), the run " +
+                           std::to_string(std::lround(*s.microbatches_per_step)) + " on stage " +
+                           std::to_string(s.stage) + ": the micro-batch size or the global batch differ");
+    break;
+  }
 }
 
 }  // namespace
@@ -28,12 +72,13 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   PlanComparison plan;
   plan.plan_path = ctx.options.plan_path;
   plan.notes.push_back("compared with the plan's suggested split");
+  compare_config(doc, report, plan);
 
-  std::string figure = "none";
+  std::string memory = "none";
   for (const RankReport& r : report.ranks)
-    if (r.memory_figure != "none") figure = r.memory_figure;
-  plan.memory_figure = figure;
-  if (figure == "none") plan.notes.push_back("the traces hold no memory records: memory not compared");
+    if (r.memory_figure != "none") memory = r.memory_figure;
+  plan.memory_figure = memory;
+  if (memory == "none") plan.notes.push_back("the traces hold no memory records: memory not compared");
 
   const nlohmann::json& stages = (*side)["stages"];
   if (stages.size() != report.stages.size())
@@ -47,25 +92,30 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
     const StageReport& measured = report.stages[k];
     PlanStageComparison c;
     c.stage = measured.stage;
-    if (figure != "none") {
-      c.predicted_peak_memory_bytes =
-          number(s, figure == "allocated" ? "allocated_bytes" : "peak_memory_bytes");
-      c.measured_peak_memory_bytes = static_cast<double>(measured.peak_memory_bytes);
-    }
-    c.predicted_forward_s = number(s, "forward_s");
-    c.predicted_backward_s = number(s, "backward_s");
-    c.measured_forward_s = static_cast<double>(measured.forward_mean_ns) * 1e-9;
-    c.measured_backward_s = static_cast<double>(measured.backward_mean_ns) * 1e-9;
+    c.peak_memory_bytes =
+        figure(number(s, memory == "allocated" ? "allocated_bytes" : "peak_memory_bytes"),
+               memory == "none" ? std::nullopt
+                                : std::optional<double>(static_cast<double>(measured.peak_memory_bytes)));
+    c.forward_s = figure(number(s, "forward_s"), seconds(measured.forward_mean_ns));
+    c.backward_s = figure(number(s, "backward_s"), seconds(measured.backward_mean_ns));
     plan.stages.push_back(c);
   }
-  plan.predicted_bubble_fraction = number(*side, "bubble_fraction");
   double bubble = 0;
-  for (const StageReport& s : report.stages) bubble += s.bubble_fraction;
-  plan.measured_bubble_fraction =
-      report.stages.empty() ? 0 : bubble / static_cast<double>(report.stages.size());
-  plan.predicted_step_s = number(*side, "iteration_s");
-  plan.measured_step_s = static_cast<double>(report.steps.median_ns) * 1e-9;
-  if (report.steps.count == 0) plan.notes.push_back("no step ranges in the traces: step time not measured");
+  size_t measured_stages = 0;
+  for (const StageReport& s : report.stages) {
+    if (!s.bubble_fraction) continue;
+    bubble += *s.bubble_fraction;
+    ++measured_stages;
+  }
+  plan.bubble_fraction =
+      figure(number(*side, "bubble_fraction"),
+             measured_stages == 0 ? std::nullopt
+                                  : std::optional<double>(bubble / static_cast<double>(measured_stages)));
+  plan.step_s = figure(number(*side, "iteration_s"),
+                       report.steps.count == 0
+                           ? std::nullopt
+                           : std::optional<double>(static_cast<double>(report.steps.median_ns) * 1e-9));
+  if (report.steps.count == 0) plan.notes.push_back("no steps in the traces: step time not measured");
   report.plan = std::move(plan);
   return Status::Ok();
 }

@@ -14,19 +14,24 @@ using namespace analysis;  // NOLINT(google-build-using-namespace): the report's
 
 constexpr const char* kCompute = "#4c78a8";
 constexpr const char* kExposed = "#e45756";
-constexpr const char* kHidden = "#f2a65a";
 constexpr const char* kCopy = "#72b7b2";
 constexpr const char* kIdle = "#d9d9d9";
 
+constexpr const char* kComputeOverlapped = "#8cb3d9";
+
+// Shares of the rank's GPU span, adding up to 100%: hidden communication runs under compute, so
+// it is the part of compute that overlaps it, not time beside it.
 BarRow breakdown_row(const std::string& label, const GpuBreakdown& g) {
   const double span = static_cast<double>(std::max<int64_t>(g.span_ns, 1));
+  auto share = [span](int64_t ns) { return static_cast<double>(ns) / span; };
+  const int64_t hidden = std::min(g.comm_hidden_ns, g.compute_ns);
   return BarRow{label,
-                {{static_cast<double>(g.compute_ns), kCompute},
-                 {static_cast<double>(g.comm_exposed_ns), kExposed},
-                 {static_cast<double>(g.comm_hidden_ns), kHidden},
-                 {static_cast<double>(g.copy_only_ns), kCopy},
-                 {static_cast<double>(g.idle_ns), kIdle}},
-                "busy " + pct(static_cast<double>(g.span_ns - g.idle_ns) / span)};
+                {{share(g.compute_ns - hidden), kCompute},
+                 {share(hidden), kComputeOverlapped},
+                 {share(g.comm_exposed_ns), kExposed},
+                 {share(g.copy_only_ns), kCopy},
+                 {share(g.idle_ns), kIdle}},
+                "busy " + pct(share(g.span_ns - g.idle_ns))};
 }
 
 std::string breakdown_chart(const RunReport& r) {
@@ -50,42 +55,65 @@ std::string breakdown_chart(const RunReport& r) {
     for (const auto& [stage, g] : stages) rows.push_back(breakdown_row("stage " + std::to_string(stage), g));
   }
   if (rows.empty()) return "<p>No GPU activity in the traces (no CUPTI kernel records).</p>";
-  return stacked_bars(rows, {{"compute", kCompute},
-                             {"exposed communication", kExposed},
-                             {"hidden communication", kHidden},
-                             {"copies only", kCopy},
-                             {"idle", kIdle}});
+  return stacked_bars(rows,
+                      {{"compute", kCompute},
+                       {"compute hiding communication", kComputeOverlapped},
+                       {"exposed communication", kExposed},
+                       {"copies only", kCopy},
+                       {"idle", kIdle}},
+                      1.0);
 }
 
 std::string memory_stage_chart(const RunReport& r) {
   std::vector<BarRow> rows;
   for (const StageReport& s : r.stages) {
     if (s.peak_memory_bytes == 0) continue;
-    const uint64_t static_bytes =
-        s.peak_memory_bytes - std::min(s.peak_memory_bytes, s.peak_activation_bytes);
+    if (!s.peak_activation_bytes) {  // the split is not measured: the peak alone
+      rows.push_back(BarRow{"stage " + std::to_string(s.stage),
+                            {{gib(s.peak_memory_bytes), "#bdbdbd"}},
+                            fixed(gib(s.peak_memory_bytes), 2) + " GiB (static / activations not measured)"});
+      continue;
+    }
+    const uint64_t activations = *s.peak_activation_bytes;
+    const uint64_t static_bytes = s.peak_memory_bytes - std::min(s.peak_memory_bytes, activations);
     rows.push_back(BarRow{"stage " + std::to_string(s.stage),
-                          {{gib(static_bytes), "#9ecae9"}, {gib(s.peak_activation_bytes), "#3182bd"}},
+                          {{gib(static_bytes), "#9ecae9"}, {gib(activations), "#3182bd"}},
                           fixed(gib(s.peak_memory_bytes), 2) + " GiB (activations " +
-                              fixed(s.activation_vs_last_stage, 1) + "x last stage)"});
+                              fixed(s.activation_vs_last_stage.value_or(0), 1) + "x last stage)"});
   }
   if (rows.empty()) return "<p>No memory records in the traces.</p>";
-  return stacked_bars(rows,
-                      {{"static (before the first forward)", "#9ecae9"}, {"activations (peak)", "#3182bd"}});
+  return stacked_bars(rows, {{"static (before the first forward)", "#9ecae9"},
+                             {"activations (peak)", "#3182bd"},
+                             {"peak (split not measured)", "#bdbdbd"}});
 }
 
+// Per stage, the rank with the highest peak; each in the figure its peak comes from.
 std::string memory_timeline_chart(const RunReport& r) {
-  if (r.memory_timelines.empty()) return "<p>No memory records in the traces.</p>";
+  std::map<int32_t, const RankReport*> peak_of_stage;
+  for (const RankReport& k : r.ranks) {
+    if (k.memory_figure == "none") continue;
+    const RankReport*& best = peak_of_stage[k.stage];
+    if (best == nullptr || k.peak_memory_bytes > best->peak_memory_bytes) best = &k;
+  }
   static const char* kColors[] = {"#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#d6616b"};
   std::vector<Line> lines;
   double x0 = 0, dx = 0;
-  for (size_t i = 0; i < r.memory_timelines.size() && i < 6; ++i) {
-    const RankSeries& m = r.memory_timelines[i];
+  for (const auto& [stage, k] : peak_of_stage) {
+    if (lines.size() >= 6) break;
+    const auto m = std::find_if(r.memory_timelines.begin(), r.memory_timelines.end(),
+                                [&](const MemoryTimeline& t) { return t.rank == k->rank; });
+    if (m == r.memory_timelines.end()) continue;
+    const std::optional<Series>& series = m->figure == "allocated" ? m->allocated : m->reserved;
+    if (!series) continue;
     std::vector<double> gibs;
-    for (double v : m.values.values) gibs.push_back(v / (1024.0 * 1024 * 1024));
-    lines.push_back(Line{"rank " + std::to_string(m.rank), kColors[i], gibs});
-    x0 = static_cast<double>(m.values.start_ns) * 1e-9;
-    dx = static_cast<double>(m.values.bucket_ns) * 1e-9;
+    for (double v : series->values) gibs.push_back(v / (1024.0 * 1024 * 1024));
+    lines.push_back(
+        Line{"stage " + std::to_string(stage) + ": rank " + std::to_string(k->rank) + " (" + m->figure + ")",
+             kColors[lines.size()], gibs});
+    x0 = static_cast<double>(series->start_ns) * 1e-9;
+    dx = static_cast<double>(series->bucket_ns) * 1e-9;
   }
+  if (lines.empty()) return "<p>No memory records in the traces.</p>";
   return line_chart(lines, x0, dx, 0, "GiB");
 }
 
@@ -126,6 +154,38 @@ void table_row(std::ostringstream& out, const std::vector<std::string>& cells, c
   out << "</tr>\n";
 }
 
+void write_plan(std::ostringstream& out, const PlanComparison& p) {
+  out << "<h2>Planned versus measured</h2>\n<p>" << escape_html(p.plan_path)
+      << "; memory figure: " << escape_html(p.memory_figure) << ".</p>\n<table>\n";
+  table_row(out,
+            {"stage", "peak GiB plan", "measured", "error", "fwd ms plan", "measured", "error", "bwd ms plan",
+             "measured", "error"},
+            "th");
+  constexpr double kGiB = 1.0 / (1024.0 * 1024 * 1024);
+  auto cells = [](std::vector<std::string>& row, const PlanFigure& f, double factor) {
+    row.push_back(fixed(f.predicted * factor, 2));
+    row.push_back(scaled(f.measured, factor, 2));
+    row.push_back(error_pct(f.error_percent));
+  };
+  for (const PlanStageComparison& s : p.stages) {
+    std::vector<std::string> row{std::to_string(s.stage)};
+    cells(row, s.peak_memory_bytes, kGiB);
+    cells(row, s.forward_s, 1e3);
+    cells(row, s.backward_s, 1e3);
+    table_row(out, row);
+  }
+  out << "</table>\n<p>Bubble: plan " << pct(p.bubble_fraction.predicted) << ", measured "
+      << pct(p.bubble_fraction.measured) << " (" << escape_html(error_pct(p.bubble_fraction.error_percent))
+      << "). Step: plan " << fixed(p.step_s.predicted * 1e3, 1) << " ms, measured "
+      << scaled(p.step_s.measured, 1e3, 1) << " ms (" << escape_html(error_pct(p.step_s.error_percent))
+      << ").</p>\n";
+  if (!p.notes.empty()) {
+    out << "<ul>\n";
+    for (const std::string& note : p.notes) out << "<li>" << escape_html(note) << "</li>\n";
+    out << "</ul>\n";
+  }
+}
+
 }  // namespace
 
 std::string report_html(const RunReport& r) {
@@ -161,24 +221,28 @@ std::string report_html(const RunReport& r) {
          "hardware counts), as a share of each bucket, averaged over ranks.</p>\n"
       << busy_chart(r) << '\n';
   out << "<h2>Memory per stage</h2>\n" << memory_stage_chart(r) << '\n';
-  out << "<h2>Memory over time</h2>\n<p>The rank with the highest peak of each stage.</p>\n"
+  out << "<h2>Memory over time</h2>\n<p>The rank with the highest peak of each stage, in the figure the "
+         "trace holds (reserved: what allocators took with cudaMalloc; allocated: stream-ordered pool "
+         "allocations). --json has every rank's timeline.</p>\n"
       << memory_timeline_chart(r) << '\n';
   out << "<h2>Timeline excerpt</h2>\n<p>The first two steps of one rank per stage (NVTX ranges).</p>\n"
       << timeline_chart(r) << '\n';
 
   if (!r.stages.empty()) {
     out << "<h2>Pipeline stages</h2>\n<table>\n";
-    table_row(
-        out,
-        {"stage", "ranks", "fwd ms", "bwd ms", "bubble", "p2p ms", "peak GiB", "activations GiB", "x last"},
-        "th");
+    table_row(out,
+              {"stage", "ranks", "fwd ms", "bwd ms", "bubble", "p2p ms", "p2p wait ms", "peak GiB",
+               "activations GiB", "x last"},
+              "th");
     for (const StageReport& s : r.stages)
-      table_row(out, {std::to_string(s.stage), std::to_string(s.ranks), fixed(ms(s.forward_mean_ns), 2),
-                      fixed(ms(s.backward_mean_ns), 2), pct(s.bubble_fraction), fixed(ms(s.p2p_ns), 2),
-                      fixed(gib(s.peak_memory_bytes), 2), fixed(gib(s.peak_activation_bytes), 2),
-                      fixed(s.activation_vs_last_stage, 2)});
+      table_row(out, {std::to_string(s.stage), std::to_string(s.ranks), ms_cell(s.forward_mean_ns, 2),
+                      ms_cell(s.backward_mean_ns, 2), pct(s.bubble_fraction), fixed(ms(s.p2p_ns), 2),
+                      fixed(ms(s.p2p_wait_ns), 2), fixed(gib(s.peak_memory_bytes), 2),
+                      s.peak_activation_bytes ? fixed(gib(*s.peak_activation_bytes), 2) : "-",
+                      s.activation_vs_last_stage ? fixed(*s.activation_vs_last_stage, 2) : "-"});
     out << "</table>\n";
   }
+  if (r.plan) write_plan(out, *r.plan);
   if (!r.stragglers.empty()) {
     out << "<h2>Stragglers</h2>\n<table>\n";
     table_row(out, {"rank", "last at (sampled)", "others waited ms"}, "th");
@@ -187,16 +251,35 @@ std::string report_html(const RunReport& r) {
     out << "</table>\n";
   }
   if (r.hang.suspected) {
-    out << "<h2>Hang / failure view</h2>\n<table>\n";
+    out << "<h2>Hang / failure view</h2>\n";
+    if (!r.hang.root_ranks.empty())
+      out << "<p><b>Root: rank(s) " << escape_html(rank_list(r.hang.root_ranks, r.hang.no_trace)) << "</b> ("
+          << r.hang.blocked << " rank(s) waited on them, directly or through others).</p>\n";
+    out << "<table>\n";
     table_row(
         out, {"communicator", "role", "completed by all", "next op", "entered", "never entered", "waited ms"},
         "th");
     for (const CommHang& h : r.hang.communicators)
       table_row(out, {hex(h.comm_id), h.role, std::to_string(h.last_completed_by_all), h.next_op,
-                      rank_list(h.entered), rank_list(h.missing), fixed(ms(h.waited_ns), 1)});
+                      rank_list(h.entered), rank_list(h.missing, h.untraced), fixed(ms(h.waited_ns), 1)});
     out << "</table>\n";
+    if (!r.hang.p2p.empty()) {
+      out << "<table>\n";
+      table_row(out, {"rank", "waits in", "peer", "waited ms"}, "th");
+      for (const P2pHang& p : r.hang.p2p)
+        table_row(out, {std::to_string(p.rank), p.op, rank_list({p.peer}, r.hang.no_trace),
+                        fixed(ms(p.waited_ns), 1)});
+      out << "</table>\n";
+    }
     if (!r.hang.ended_early.empty())
       out << "<p>Traces ending early: " << rank_list(r.hang.ended_early) << "</p>\n";
+  }
+  if (!r.hang.not_closed.empty() || !r.hang.no_trace.empty()) {
+    if (!r.hang.suspected) out << "<h2>Traces</h2>\n";
+    if (!r.hang.not_closed.empty())
+      out << "<p>Traces not closed (killed or crashed): " << rank_list(r.hang.not_closed) << "</p>\n";
+    if (!r.hang.no_trace.empty())
+      out << "<p>No trace (file missing, empty or header only): " << rank_list(r.hang.no_trace) << "</p>\n";
   }
   if (!r.nccl.empty()) {
     out << "<h2>NCCL</h2>\n<table>\n";

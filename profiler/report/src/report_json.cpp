@@ -1,6 +1,9 @@
 // The stable JSON document of `pipescope report --json` (docs/report-json.md). Keys are
 // snake_case with units in their names; new keys may be added, none renamed without a
 // schema_version bump.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "pipescope/report/report_output.h"
@@ -11,6 +14,20 @@ namespace {
 using nlohmann::ordered_json;
 using namespace analysis;  // NOLINT(google-build-using-namespace): the report's types
 
+// Communicator ids are 64-bit hashes: as JSON numbers above 2^53 they lose bits in JavaScript and
+// jq, so they are strings, "0x" and 16 hex digits, as the terminal report and export show them.
+std::string comm_id_text(uint64_t id) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(id));
+  return text;
+}
+
+// A figure the traces may not show: null when not measured.
+template <class T>
+ordered_json optional_json(const std::optional<T>& value) {
+  return value ? ordered_json(*value) : ordered_json(nullptr);
+}
+
 ordered_json series_json(const Series& s) {
   return ordered_json{{"start_ns", s.start_ns}, {"bucket_ns", s.bucket_ns}, {"values", s.values}};
 }
@@ -18,8 +35,11 @@ ordered_json series_json(const Series& s) {
 ordered_json layout_json(const LayoutReport& l) {
   ordered_json comms = ordered_json::array();
   for (const CommunicatorReport& c : l.communicators)
-    comms.push_back(ordered_json{
-        {"comm_id", c.comm_id}, {"role", c.role}, {"size", c.members.size()}, {"members", c.members}});
+    comms.push_back(ordered_json{{"comm_id", comm_id_text(c.comm_id)},
+                                 {"role", c.role},
+                                 {"size", c.members.size()},
+                                 {"members", c.members},
+                                 {"untraced", c.untraced}});
   return ordered_json{
       {"source", l.source}, {"world_size", l.world_size}, {"tp", l.tp}, {"pp", l.pp},
       {"dp", l.dp},         {"zero_shard", l.zero_shard}, {"ep", l.ep}, {"communicators", comms},
@@ -48,17 +68,19 @@ ordered_json rank_json(const RankReport& r) {
                       {"host", r.host},
                       {"peak_memory_bytes", r.peak_memory_bytes},
                       {"peak_memory_at_ns", r.peak_memory_at_ns},
-                      {"static_memory_bytes", r.static_memory_bytes},
-                      {"peak_activation_bytes", r.peak_activation_bytes},
+                      {"static_memory_bytes", optional_json(r.static_memory_bytes)},
+                      {"peak_activation_bytes", optional_json(r.peak_activation_bytes)},
                       {"memory_figure", r.memory_figure},
                       {"gpu", gpu_json(r.gpu)},
                       {"forward_ranges", r.forward_ranges},
                       {"backward_ranges", r.backward_ranges},
-                      {"forward_mean_ns", r.forward_mean_ns},
-                      {"backward_mean_ns", r.backward_mean_ns},
-                      {"bubble_fraction", r.bubble_fraction},
+                      {"pipeline_source", r.pipeline_source},
+                      {"forward_mean_ns", optional_json(r.forward_mean_ns)},
+                      {"backward_mean_ns", optional_json(r.backward_mean_ns)},
+                      {"bubble_fraction", optional_json(r.bubble_fraction)},
                       {"p2p_ns", r.p2p_ns},
                       {"collective_wait_ns", r.collective_wait_ns},
+                      {"p2p_wait_ns", r.p2p_wait_ns},
                       {"steps", r.steps},
                       {"step_mean_ns", r.step_mean_ns},
                       {"first_event_ns", r.first_event_ns},
@@ -68,20 +90,24 @@ ordered_json rank_json(const RankReport& r) {
 ordered_json stage_json(const StageReport& s) {
   return ordered_json{{"stage", s.stage},
                       {"ranks", s.ranks},
-                      {"forward_mean_ns", s.forward_mean_ns},
-                      {"backward_mean_ns", s.backward_mean_ns},
-                      {"warmup_ns", s.warmup_ns},
-                      {"steady_ns", s.steady_ns},
-                      {"cooldown_ns", s.cooldown_ns},
-                      {"bubble_fraction", s.bubble_fraction},
+                      {"source", s.source},
+                      {"forward_mean_ns", optional_json(s.forward_mean_ns)},
+                      {"backward_mean_ns", optional_json(s.backward_mean_ns)},
+                      {"microbatch_ns", optional_json(s.microbatch_ns)},
+                      {"warmup_ns", optional_json(s.warmup_ns)},
+                      {"steady_ns", optional_json(s.steady_ns)},
+                      {"cooldown_ns", optional_json(s.cooldown_ns)},
+                      {"bubble_fraction", optional_json(s.bubble_fraction)},
+                      {"microbatches_per_step", optional_json(s.microbatches_per_step)},
                       {"p2p_ns", s.p2p_ns},
+                      {"p2p_wait_ns", s.p2p_wait_ns},
                       {"peak_memory_bytes", s.peak_memory_bytes},
-                      {"peak_activation_bytes", s.peak_activation_bytes},
-                      {"activation_vs_last_stage", s.activation_vs_last_stage}};
+                      {"peak_activation_bytes", optional_json(s.peak_activation_bytes)},
+                      {"activation_vs_last_stage", optional_json(s.activation_vs_last_stage)}};
 }
 
 ordered_json nccl_json(const NcclOpReport& n) {
-  return ordered_json{{"comm_id", n.comm_id},
+  return ordered_json{{"comm_id", comm_id_text(n.comm_id)},
                       {"role", n.role},
                       {"op", n.op},
                       {"comm_size", n.comm_size},
@@ -97,37 +123,55 @@ ordered_json nccl_json(const NcclOpReport& n) {
 ordered_json hang_json(const HangReport& h) {
   ordered_json comms = ordered_json::array();
   for (const CommHang& c : h.communicators)
-    comms.push_back(ordered_json{{"comm_id", c.comm_id},
+    comms.push_back(ordered_json{{"comm_id", comm_id_text(c.comm_id)},
                                  {"role", c.role},
                                  {"completed_by_all", c.last_completed_by_all},
                                  {"next_op", c.next_op},
                                  {"entered", c.entered},
                                  {"missing", c.missing},
-                                 {"waited_ns", c.waited_ns}});
+                                 {"waited_ns", c.waited_ns},
+                                 {"untraced", c.untraced}});
+  ordered_json p2p = ordered_json::array();
+  for (const P2pHang& p : h.p2p)
+    p2p.push_back(ordered_json{{"rank", p.rank}, {"peer", p.peer}, {"op", p.op}, {"waited_ns", p.waited_ns}});
   return ordered_json{{"suspected", h.suspected},
+                      {"root_ranks", h.root_ranks},
+                      {"blocked", h.blocked},
                       {"communicators", comms},
+                      {"p2p", p2p},
                       {"ended_early", h.ended_early},
-                      {"not_closed", h.not_closed}};
+                      {"not_closed", h.not_closed},
+                      {"no_trace", h.no_trace}};
+}
+
+// predicted_<name>, measured_<name>, <error_name>_error_percent; bytes as integers.
+void add_figure(ordered_json& into, const std::string& name, const std::string& error_name,
+                const PlanFigure& f, bool bytes = false) {
+  if (bytes) {
+    into["predicted_" + name] = static_cast<uint64_t>(std::llround(std::max(0.0, f.predicted)));
+    into["measured_" + name] =
+        f.measured ? ordered_json(static_cast<uint64_t>(std::llround(*f.measured))) : ordered_json(nullptr);
+  } else {
+    into["predicted_" + name] = f.predicted;
+    into["measured_" + name] = optional_json(f.measured);
+  }
+  into[error_name + "_error_percent"] = optional_json(f.error_percent);
 }
 
 ordered_json plan_json(const PlanComparison& p) {
   ordered_json stages = ordered_json::array();
-  for (const PlanStageComparison& s : p.stages)
-    stages.push_back(ordered_json{{"stage", s.stage},
-                                  {"predicted_peak_memory_bytes", s.predicted_peak_memory_bytes},
-                                  {"measured_peak_memory_bytes", s.measured_peak_memory_bytes},
-                                  {"predicted_forward_s", s.predicted_forward_s},
-                                  {"measured_forward_s", s.measured_forward_s},
-                                  {"predicted_backward_s", s.predicted_backward_s},
-                                  {"measured_backward_s", s.measured_backward_s}});
-  return ordered_json{{"plan_path", p.plan_path},
-                      {"memory_figure", p.memory_figure},
-                      {"stages", stages},
-                      {"predicted_bubble_fraction", p.predicted_bubble_fraction},
-                      {"measured_bubble_fraction", p.measured_bubble_fraction},
-                      {"predicted_step_s", p.predicted_step_s},
-                      {"measured_step_s", p.measured_step_s},
-                      {"notes", p.notes}};
+  for (const PlanStageComparison& s : p.stages) {
+    ordered_json stage{{"stage", s.stage}};
+    add_figure(stage, "peak_memory_bytes", "peak_memory", s.peak_memory_bytes, true);
+    add_figure(stage, "forward_s", "forward", s.forward_s);
+    add_figure(stage, "backward_s", "backward", s.backward_s);
+    stages.push_back(stage);
+  }
+  ordered_json doc{{"plan_path", p.plan_path}, {"memory_figure", p.memory_figure}, {"stages", stages}};
+  add_figure(doc, "bubble_fraction", "bubble", p.bubble_fraction);
+  add_figure(doc, "step_s", "step", p.step_s);
+  doc["notes"] = p.notes;
+  return doc;
 }
 
 }  // namespace
@@ -151,9 +195,10 @@ std::string report_json(const RunReport& report) {
                               {"residual_max_ns", c.residual_max_ns},
                               {"unaligned_ranks", c.unaligned_ranks}};
   const StepReport& s = report.steps;
-  doc["steps"] = ordered_json{{"source", s.source},       {"count", s.count},    {"mean_ns", s.mean_ns},
-                              {"median_ns", s.median_ns}, {"min_ns", s.min_ns},  {"max_ns", s.max_ns},
-                              {"stdev_ns", s.stdev_ns},   {"step_ns", s.step_ns}};
+  doc["steps"] =
+      ordered_json{{"source", s.source},       {"count", s.count},     {"mean_ns", s.mean_ns},
+                   {"median_ns", s.median_ns}, {"min_ns", s.min_ns},   {"max_ns", s.max_ns},
+                   {"stdev_ns", s.stdev_ns},   {"step_ns", s.step_ns}, {"unfinished", s.unfinished}};
   ordered_json ranks = ordered_json::array();
   for (const RankReport& r : report.ranks) ranks.push_back(rank_json(r));
   doc["ranks"] = ranks;
@@ -191,8 +236,12 @@ std::string report_json(const RunReport& report) {
   doc["plan"] = report.plan ? plan_json(*report.plan) : ordered_json(nullptr);
   doc["gpu_busy"] = series_json(report.gpu_busy);
   ordered_json memory = ordered_json::array();
-  for (const RankSeries& m : report.memory_timelines)
-    memory.push_back(ordered_json{{"rank", m.rank}, {"bytes", series_json(m.values)}});
+  for (const MemoryTimeline& m : report.memory_timelines)
+    memory.push_back(
+        ordered_json{{"rank", m.rank},
+                     {"figure", m.figure},
+                     {"reserved_bytes", m.reserved ? series_json(*m.reserved) : ordered_json(nullptr)},
+                     {"allocated_bytes", m.allocated ? series_json(*m.allocated) : ordered_json(nullptr)}});
   doc["memory_timelines"] = memory;
   ordered_json files = ordered_json::array();
   for (const RankFile& f : report.files)

@@ -37,29 +37,31 @@ void write_layout(std::ostream& out, const RunReport& r) {
   if (l.zero_shard > 1) out << ", ZeRO shard groups of " << l.zero_shard;
   if (l.ep > 1) out << ", ep " << l.ep;
   out << '\n';
-  std::map<std::string, std::pair<size_t, size_t>> by_role;  // role -> (count, size)
-  for (const CommunicatorReport& c : l.communicators) {
-    auto& [count, size] = by_role[c.role];
-    ++count;
-    size = std::max(size, c.members.size());
+  std::map<std::string, std::map<size_t, size_t>> by_role;  // role -> size -> count
+  for (const CommunicatorReport& c : l.communicators) ++by_role[c.role][c.members.size()];
+  for (const auto& [role, sizes] : by_role) {
+    std::string line;
+    for (const auto& [size, count] : sizes)
+      line += (line.empty() ? "" : ", ") + std::to_string(count) + " communicator(s) of " +
+              std::to_string(size) + " ranks";
+    wrapped(out, "  " + left(role, 10), line);
   }
-  for (const auto& [role, cs] : by_role)
-    out << "  " << left(role, 10) << cs.first << " communicator(s) of " << cs.second << " ranks\n";
   for (const std::string& note : l.notes) wrapped(out, "  note: ", note);
 }
 
 void write_stages(std::ostream& out, const RunReport& r) {
   if (r.stages.empty()) return;
-  heading(out, "pipeline stages");
+  heading(out, "pipeline stages (per micro-batch; p2p and its wait for the sender per step)");
   out << "  " << right("stage", 5) << right("ranks", 6) << right("fwd ms", 9) << right("bwd ms", 9)
-      << right("bubble", 8) << right("p2p ms", 9) << right("peak GiB", 10) << right("act GiB", 9)
-      << right("x last", 8) << '\n';
+      << right("bubble", 8) << right("p2p ms", 9) << right("wait ms", 9) << right("peak GiB", 10)
+      << right("act GiB", 9) << right("x last", 8) << '\n';
   for (const StageReport& s : r.stages)
     out << "  " << right(std::to_string(s.stage), 5) << right(std::to_string(s.ranks), 6)
-        << right(fixed(ms(s.forward_mean_ns), 2), 9) << right(fixed(ms(s.backward_mean_ns), 2), 9)
+        << right(ms_cell(s.forward_mean_ns, 2), 9) << right(ms_cell(s.backward_mean_ns, 2), 9)
         << right(pct(s.bubble_fraction), 8) << right(fixed(ms(s.p2p_ns), 2), 9)
-        << right(fixed(gib(s.peak_memory_bytes), 2), 10) << right(fixed(gib(s.peak_activation_bytes), 2), 9)
-        << right(fixed(s.activation_vs_last_stage, 2) + "x", 8) << '\n';
+        << right(fixed(ms(s.p2p_wait_ns), 2), 9) << right(fixed(gib(s.peak_memory_bytes), 2), 10)
+        << right(s.peak_activation_bytes ? fixed(gib(*s.peak_activation_bytes), 2) : "-", 9)
+        << right(s.activation_vs_last_stage ? fixed(*s.activation_vs_last_stage, 2) + "x" : "-", 8) << '\n';
 }
 
 void write_rank_row(std::ostream& out, const RankReport& k) {
@@ -71,8 +73,8 @@ void write_rank_row(std::ostream& out, const RankReport& k) {
       << right(fixed(ms(g.span_ns), 1), 10) << right(share(g.compute_ns), 8)
       << right(share(g.comm_exposed_ns), 8) << right(share(g.comm_hidden_ns), 8)
       << right(share(g.copy_only_ns), 6) << right(share(g.idle_ns), 6)
-      << right(fixed(ms(k.collective_wait_ns), 1), 10) << right(fixed(gib(k.peak_memory_bytes), 2), 9)
-      << '\n';
+      << right(fixed(ms(k.collective_wait_ns + k.p2p_wait_ns), 1), 10)
+      << right(fixed(gib(k.peak_memory_bytes), 2), 9) << '\n';
 }
 
 void write_ranks(std::ostream& out, const RunReport& r) {
@@ -82,7 +84,7 @@ void write_ranks(std::ostream& out, const RunReport& r) {
     out << "  no GPU activity in the traces (no CUPTI kernel or copy records)\n";
     return;
   }
-  heading(out, "GPU time per rank (shares of the rank's GPU span; wait = in collectives, for others)");
+  heading(out, "GPU time per rank (shares of the rank's GPU span; wait: for other ranks, in NCCL)");
   out << "  " << right("rank", 5) << right("stage", 6) << right("tp", 4) << right("dp", 5)
       << right("span ms", 10) << right("compute", 8) << right("exp.com", 8) << right("hid.com", 8)
       << right("copy", 6) << right("idle", 6) << right("wait ms", 10) << right("peak GiB", 9) << '\n';
@@ -101,7 +103,8 @@ void write_ranks(std::ostream& out, const RunReport& r) {
   std::vector<const RankReport*> worst;
   for (const RankReport& k : r.ranks) worst.push_back(&k);
   std::sort(worst.begin(), worst.end(), [](const RankReport* a, const RankReport* b) {
-    return a->gpu.idle_ns + a->collective_wait_ns > b->gpu.idle_ns + b->collective_wait_ns;
+    return a->gpu.idle_ns + a->collective_wait_ns + a->p2p_wait_ns >
+           b->gpu.idle_ns + b->collective_wait_ns + b->p2p_wait_ns;
   });
   for (const RankReport* k : worst) {
     if (shown.size() >= 24) break;
@@ -119,6 +122,9 @@ void write_steps(std::ostream& out, const RunReport& r) {
   out << "  " << s.count << " steps: median " << fixed(ms(s.median_ns), 2) << " ms, mean "
       << fixed(ms(s.mean_ns), 2) << " ms, min " << fixed(ms(s.min_ns), 2) << " ms, max "
       << fixed(ms(s.max_ns), 2) << " ms, stdev " << fixed(s.stdev_ns / 1e6, 2) << " ms\n";
+  if (s.unfinished > 0)
+    out << "  " << s.unfinished
+        << " step(s) left out: a failed NCCL call cut them short (they never ended)\n";
 }
 
 void write_nccl(std::ostream& out, const RunReport& r) {
@@ -210,16 +216,25 @@ void write_hang(std::ostream& out, const RunReport& r) {
   const HangReport& h = r.hang;
   if (!h.suspected) return;
   heading(out, "hang / failure view");
+  if (!h.root_ranks.empty())
+    out << "  root: rank(s) " << rank_list(h.root_ranks, h.no_trace) << " (" << h.blocked
+        << " rank(s) waited on them, directly or through others)\n";
   for (const CommHang& c : h.communicators)
     wrapped(out, "  ",
             c.role + " communicator " + hex(c.comm_id) + ": all completed " +
                 std::to_string(c.last_completed_by_all) + "; entered " +
                 (c.next_op.empty() ? std::string("the next") : c.next_op) + " #" +
-                std::to_string(c.last_completed_by_all) + ": " + rank_list(c.entered) +
-                "; never entered: " + rank_list(c.missing) + "; waited " + fixed(ms(c.waited_ns), 1) + " ms");
+                std::to_string(c.last_completed_by_all) + ": " + rank_list(c.entered) + "; never entered: " +
+                rank_list(c.missing, c.untraced) + "; waited " + fixed(ms(c.waited_ns), 1) + " ms");
+  for (const P2pHang& p : h.p2p)
+    out << "  rank " << p.rank << ": " << p.op << (p.op == "send" ? " to rank " : " from rank ")
+        << rank_list({p.peer}, h.no_trace) << " never completed; waited " << fixed(ms(p.waited_ns), 1)
+        << " ms\n";
   if (!h.ended_early.empty()) out << "  traces ending early: " << rank_list(h.ended_early) << '\n';
   if (!h.not_closed.empty())
     out << "  traces not closed (killed or crashed): " << rank_list(h.not_closed) << '\n';
+  if (!h.no_trace.empty())
+    out << "  no trace (file missing, empty or header only): " << rank_list(h.no_trace) << '\n';
 }
 
 void write_plan(std::ostream& out, const RunReport& r) {
@@ -229,20 +244,18 @@ void write_plan(std::ostream& out, const RunReport& r) {
   out << "  " << right("stage", 5) << right("peak GiB plan", 14) << right("meas", 7) << right("err", 7)
       << right("fwd ms plan", 12) << right("meas", 7) << right("err", 7) << right("bwd ms plan", 12)
       << right("meas", 7) << right("err", 7) << '\n';
+  constexpr double kGiB = 1.0 / (1024.0 * 1024 * 1024);
+  auto cells = [&](const PlanFigure& f, double factor, size_t width) {
+    return right(fixed(f.predicted * factor, 2), width) + right(scaled(f.measured, factor, 2), 7) +
+           right(error_pct(f.error_percent), 7);
+  };
   for (const PlanStageComparison& s : p.stages)
-    out << "  " << right(std::to_string(s.stage), 5)
-        << right(fixed(s.predicted_peak_memory_bytes / (1024.0 * 1024 * 1024), 2), 14)
-        << right(fixed(s.measured_peak_memory_bytes / (1024.0 * 1024 * 1024), 2), 7)
-        << right(error_pct(s.predicted_peak_memory_bytes, s.measured_peak_memory_bytes), 7)
-        << right(fixed(s.predicted_forward_s * 1e3, 2), 12) << right(fixed(s.measured_forward_s * 1e3, 2), 7)
-        << right(error_pct(s.predicted_forward_s, s.measured_forward_s), 7)
-        << right(fixed(s.predicted_backward_s * 1e3, 2), 12)
-        << right(fixed(s.measured_backward_s * 1e3, 2), 7)
-        << right(error_pct(s.predicted_backward_s, s.measured_backward_s), 7) << '\n';
-  out << "  bubble: plan " << pct(p.predicted_bubble_fraction) << ", measured "
-      << pct(p.measured_bubble_fraction) << "; step: plan " << fixed(p.predicted_step_s * 1e3, 1)
-      << " ms, measured " << fixed(p.measured_step_s * 1e3, 1) << " ms ("
-      << error_pct(p.predicted_step_s, p.measured_step_s) << ")\n";
+    out << "  " << right(std::to_string(s.stage), 5) << cells(s.peak_memory_bytes, kGiB, 14)
+        << cells(s.forward_s, 1e3, 12) << cells(s.backward_s, 1e3, 12) << '\n';
+  out << "  bubble: plan " << pct(p.bubble_fraction.predicted) << ", measured "
+      << pct(p.bubble_fraction.measured) << " (" << error_pct(p.bubble_fraction.error_percent)
+      << "); step: plan " << fixed(p.step_s.predicted * 1e3, 1) << " ms, measured "
+      << scaled(p.step_s.measured, 1e3, 1) << " ms (" << error_pct(p.step_s.error_percent) << ")\n";
   for (const std::string& note : p.notes) wrapped(out, "  note: ", note);
 }
 

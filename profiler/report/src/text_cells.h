@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,19 @@ inline std::string fixed(double value, int decimals) {
   return text;
 }
 inline std::string pct(double fraction) { return fixed(fraction * 100, 0) + "%"; }
-// Relative error of a prediction against the measurement, "+12%"; "-" without a measurement.
-inline std::string error_pct(double predicted, double measured) {
-  if (measured == 0) return "-";
-  const double e = (predicted - measured) / measured * 100;
-  return (e >= 0 ? "+" : "") + fixed(e, 0) + "%";
+// Figures the traces may not show: "-" when not measured.
+inline std::string pct(const std::optional<double>& fraction) { return fraction ? pct(*fraction) : "-"; }
+inline std::string ms_cell(const std::optional<int64_t>& ns, int decimals) {
+  return ns ? fixed(static_cast<double>(*ns) / 1e6, decimals) : "-";
+}
+// A plan figure's error (PlanFigure::error_percent), "+12%"; "-" without a measurement.
+inline std::string error_pct(const std::optional<double>& percent) {
+  if (!percent) return "-";
+  return (*percent >= 0 ? "+" : "") + fixed(*percent, 0) + "%";
+}
+// A figure the traces may not show, scaled for display: "-" when not measured.
+inline std::string scaled(const std::optional<double>& value, double factor, int decimals) {
+  return value ? fixed(*value * factor, decimals) : "-";
 }
 inline std::string hex(uint64_t v) {
   char text[24];
@@ -37,11 +46,17 @@ inline std::string left(const std::string& text, size_t width) {
 inline std::string shorten(const std::string& text, size_t width) {
   return text.size() <= width ? text : text.substr(0, width - 3) + "...";
 }
-inline std::string rank_list(const std::vector<int32_t>& ranks) {
+// "3,6 (no trace)": ranks, marked where they left no trace; "?" where no trace tells which.
+inline std::string rank_list(const std::vector<int32_t>& ranks, const std::vector<int32_t>& untraced = {}) {
   std::string text;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (i == 16) return text + ", ... (" + std::to_string(ranks.size()) + " ranks)";
-    text += (i ? "," : "") + std::to_string(ranks[i]);
+    text += (i ? "," : "") + (ranks[i] >= 0 ? std::to_string(ranks[i]) : std::string("?"));
+    for (int32_t u : untraced)
+      if (u == ranks[i]) {
+        text += " (no trace)";
+        break;
+      }
   }
   return text.empty() ? "none" : text;
 }

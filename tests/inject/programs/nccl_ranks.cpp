@@ -21,6 +21,7 @@ namespace {
 namespace fake = pipescope::fake_nccl;
 
 constexpr int kIdWaitMs = 30000;
+constexpr int kLayers = 2;
 
 struct Options {
   std::string id_dir;
@@ -33,7 +34,8 @@ struct Options {
   int straggler_ms = 0;
   int hang_rank = -1;  // --hang R:STEP: R stops before step STEP's data-parallel all-reduce
   int hang_step = -1;
-  int zero_shard = 0;  // --zero K: hierarchical ZeRO over shard groups of K ranks instead of 3D
+  bool hang_in_pipeline = false;  // --hang-p2p R:STEP: before step STEP's pipeline exchange instead
+  int zero_shard = 0;             // --zero K: hierarchical ZeRO over shard groups of K ranks instead of 3D
 };
 
 struct Layout {
@@ -82,14 +84,16 @@ Options parse_options(int argc, char** argv) {
       options.pp = parse_int(value(), "--pp");
     } else if (arg == "--zero") {
       options.zero_shard = parse_int(value(), "--zero");
-    } else if (arg == "--straggler" || arg == "--hang") {
+    } else if (arg == "--straggler" || arg == "--hang" || arg == "--hang-p2p") {
       const std::string pair = value();
       const size_t colon = pair.find(':');
       if (colon == std::string::npos) throw UsageError{arg + " needs R:N, got '" + pair + "'"};
       const int first = parse_int(pair.substr(0, colon).c_str(), arg.c_str());
       const int second = parse_int(pair.substr(colon + 1).c_str(), arg.c_str());
-      (arg == "--hang" ? options.hang_rank : options.straggler_rank) = first;
-      (arg == "--hang" ? options.hang_step : options.straggler_ms) = second;
+      const bool hang = arg != "--straggler";
+      (hang ? options.hang_rank : options.straggler_rank) = first;
+      (hang ? options.hang_step : options.straggler_ms) = second;
+      options.hang_in_pipeline = arg == "--hang-p2p";
     } else {
       throw UsageError{"unknown argument " + arg};
     }
@@ -330,6 +334,16 @@ void pipeline_exchange(Nccl& nccl, const Comms& comms, const Layout& layout, Buf
   std::_Exit(3);
 }
 
+// Megatron's tensor parallelism without sequence parallelism: each layer all-reduces after its
+// attention and after its MLP, in forward and again in backward; two layers.
+void tensor_parallel_layers(Nccl& nccl, const Comms& comms, std::byte* send, std::byte* recv,
+                            cudaStream_t stream) {
+  for (int layer = 0; layer < kLayers; ++layer) {
+    nccl.all_reduce(send, recv, 1024, ncclFloat32, ncclSum, comms.tp, stream);  // attention
+    nccl.all_reduce(send, recv, 1024, ncclFloat32, ncclSum, comms.tp, stream);  // MLP
+  }
+}
+
 void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buffers, bool nvtx, int step,
               const Options& options) {
   const auto stream =
@@ -340,14 +354,18 @@ void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buf
   NvtxRange step_range(nvtx, "train_step");
   {
     NvtxRange forward(nvtx, "forward");
-    nccl.all_reduce(send, recv, 1024, ncclFloat32, ncclSum, comms.tp, stream);
+    tensor_parallel_layers(nccl, comms, send, recv, stream);
+    if (options.hang_in_pipeline && layout.rank == options.hang_rank && step == options.hang_step)
+      hang_until_killed();
     pipeline_exchange(nccl, comms, layout, buffers, stream);
   }
   {
     NvtxRange backward(nvtx, "backward");
+    tensor_parallel_layers(nccl, comms, send, recv, stream);
     if (stage + 1 < layout.pp) nccl.send(send, 128, ncclFloat32, stage + 1, comms.pp, stream);
     if (stage > 0) nccl.recv(recv, 128, ncclFloat32, stage - 1, comms.pp, stream);
-    if (layout.rank == options.hang_rank && step == options.hang_step) hang_until_killed();
+    if (!options.hang_in_pipeline && layout.rank == options.hang_rank && step == options.hang_step)
+      hang_until_killed();
     if (layout.rank == options.straggler_rank)
       std::this_thread::sleep_for(std::chrono::milliseconds(options.straggler_ms));
     nccl.all_reduce(send, recv, 4096, ncclFloat32, ncclSum, comms.dp, stream);

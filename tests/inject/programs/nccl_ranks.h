@@ -4,14 +4,15 @@
 // with RTLD_LOCAL the way Python opens torch's extension modules.
 //
 //   nccl_ranks_program --id-dir DIR [--nvtx] [--steps N] [--tp T] [--pp P] [--call-log FILE]
-//                      [--straggler R:MS] [--hang R:STEP] [--zero K]
+//                      [--straggler R:MS] [--hang R:STEP] [--hang-p2p R:STEP] [--zero K]
 //
 // Reads RANK, WORLD_SIZE and LOCAL_RANK as torchrun sets them. Rank 0 makes the unique id and
 // hands it over in DIR/nccl-id; everyone builds the world communicator and splits it, in this
 // order, into TP (split 0), PP (split 1), a "first stage" communicator that only pipeline stage
 // 0 joins (split 2; everyone else passes NCCL_SPLIT_NOCOLOR) and DP (split 3). Megatron's rank
-// order: rank = tp_rank + T * (dp_rank + D * pp_rank). Per step, on every member:
-//   TP:    ncclAllReduce 1024 float sum
+// order: rank = tp_rank + T * (dp_rank + D * pp_rank). Per step, on every member, as Megatron
+// calls them (tensor parallel in every layer, data parallel once a step):
+//   TP:    4 x ncclAllReduce 1024 float sum in forward (2 layers: attention, MLP), 4 in backward
 //   PP:    group { to next stage: send 2048 bf16, recv 1024 bf16 } and
 //          group { from previous stage: recv 2048 bf16, send 1024 bf16 }, then ungrouped:
 //          send 128 float to the next stage / recv 128 float from the previous one
@@ -24,11 +25,13 @@
 // and the program exits 0 (1 when an NCCL call failed, 2 on bad usage).
 //
 // --nvtx wraps each step in NVTX ranges: push "train_step" { push "forward" { TP, PP groups }
-// pop; push "backward" { ungrouped p2p, DP, stage } pop; world } pop.
+// pop; push "backward" { TP, ungrouped p2p, DP, stage } pop; world } pop.
 // --call-log FILE writes each NCCL call as the fake library's call log would (call_text.h).
 // --straggler R:MS: rank R sleeps MS ms before every data-parallel ncclAllReduce. --hang R:STEP:
 // rank R stops before step STEP's data-parallel ncclAllReduce and ends by SIGTERM after twice
 // FAKE_NCCL_TIMEOUT_MS. Under FAKE_NCCL_WAIT=1 the others wait for it (and time out).
+// --hang-p2p R:STEP: the same, but before step STEP's pipeline exchange (its neighbour stage
+// then waits in a send/receive group).
 // --zero K: hierarchical ZeRO instead (no tp/pp): world split into shard groups of K consecutive
 // ranks and replica groups (equal rank % K); per step on the shard group 2 ncclAllGather 8192
 // bf16 in "forward", 2 more and a ncclReduceScatter 1024 float in "backward", then ncclAllReduce

@@ -90,6 +90,19 @@ struct StatedLayout {
   int32_t dp = 1;
 };
 
+// What else the traces tell, beside communicators and flows.
+struct LayoutEvidence {
+  std::optional<StatedLayout> stated;  // --layout
+  // Ranks that left no trace (sorted): their communicators are known from the others' records,
+  // but a group whose members all died is not; families that miss only such ranks still
+  // partition their stage, and a stage none of whose ranks left a trace takes the others' sizes.
+  std::vector<int32_t> untraced;
+  // Per global rank, the pipeline stage its trace declares (an NVTX range or mark named
+  // stage=<k>, DESIGN.md), -1 where none does. Used when no p2p flow shows the pipeline; a rank
+  // without a declaration takes the stage of the members of its smallest communicator.
+  std::vector<int32_t> declared_stage;
+};
+
 // `world_size` ranks 0..world_size-1. Fails with a message when the communicators contradict
 // each other or cover no rank. With `stated`, the sizes are taken from it and the traffic only
 // orders the stages and names the groups.
@@ -99,21 +112,27 @@ struct StatedLayout {
 //   chain (1F1B, GPipe) or a ring (interleaved), all of one length pp. Stage 0 is the end whose
 //   flows all point away from it, else the rank whose first p2p operation is a send (see
 //   P2pFlow); chains without either are aligned with oriented ones through communicators that
-//   lie within a stage, and failing that start at their lowest global rank (noted). Flows inside
+//   lie within a stage, and failing that start at their lowest global rank (noted). Without
+//   p2p flows, the stages the ranks declare (evidence.declared_stage) make the pipeline; else,
+//   with stated sizes, the rank sets the tensor- and data-parallel communicators join. Flows inside
 //   an all-to-all communicator are expert traffic. A rank with p2p to more than two peers
 //   (context-parallel rings beside a pipeline) is an error for now.
 // - Within each stage, communicators of one size that are pairwise disjoint and alike in
 //   traffic form a family; families that do not cover the stage are named other (noted).
 //   All-to-all families are expert parallel. A family dominated by all-gathers (parameters
 //   gathered for forward and backward: all-gather >= 1.5 x reduce-scatter + all-reduce) is a
-//   ZeRO shard group. Tensor parallel is the other family with the most collective bytes (ties:
-//   the narrower rank span), unless a shard family times a lighter family across it makes up
-//   the stage (hierarchical ZeRO, tp = 1). Data parallel is the family of the remaining size
+//   ZeRO shard group. Tensor parallel is the other family that runs the most collectives per rank
+//   (every layer of every micro-batch, where data parallelism reduces gradients a few times a
+//   step); among families within 2x of that rate the one with most collective bytes (ties: the
+//   narrower rank span), noted as close. Unless a shard family times a lighter family across it
+//   makes up the stage (hierarchical ZeRO, tp = 1). Data parallel is the family of the remaining size
 //   that meets each tensor group once, or shard groups times the groups across them. A lone
 //   family spanning a whole stage is taken as data parallel (noted: tp = stage is possible).
 // - Contradictions are errors: p2p that is no chain, chains of unequal length, a communicator
 //   whose members the flows put in different stages, groups of the data-parallel size that meet
 //   a tensor group twice, stages whose sizes differ, stated sizes the traffic or world refute.
+Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
+                                      const std::vector<P2pFlow>& flows, const LayoutEvidence& evidence);
 Expected<InferredLayout> infer_layout(int32_t world_size, const std::vector<CommunicatorTraffic>& comms,
                                       const std::vector<P2pFlow>& flows,
                                       const std::optional<StatedLayout>& stated = std::nullopt);

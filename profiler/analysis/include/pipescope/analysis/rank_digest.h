@@ -39,6 +39,26 @@ struct ScanOptions {
   int64_t join_horizon_ns = 20'000'000'000;
   // Steps kept one by one (StepDigest, 72 bytes each); later ones are counted and folded.
   size_t max_steps = 1000;
+  // The first compute islands and p2p kernels kept per rank, from which the pipeline's phases
+  // are read when no NVTX range marks them (a few steps' worth; about 40 bytes each).
+  uint32_t pipeline_events = 512;
+  // Compute kernels closer than this belong to one island: launch gaps are not pipeline bubble.
+  int64_t island_gap_ns = 20'000;
+};
+
+// A stretch of GPU compute (kernels other than NCCL's, copies) with no gap longer than
+// ScanOptions::island_gap_ns inside.
+struct ComputeIsland {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// One p2p operation's kernel: grouped sends and receives share one kernel and show as one event
+// each. `p2p` indexes RankDigest::p2p (communicator, peer, direction).
+struct P2pKernel {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t p2p = 0;
 };
 
 // One member's view of one collective (or of one p2p operation when `p2p`).
@@ -74,6 +94,12 @@ struct P2pDigest {
   // together, which ties the clocks of pipeline neighbours that share no collective.
   uint32_t sample_stride = 1;
   std::vector<InstanceSample> samples;
+  // Progress, for the hang view, as counts (highest sequence + 1), as CommDigest's.
+  uint64_t last_entered = 0;
+  uint64_t last_completed_host = 0;
+  uint64_t last_completed_kernel = 0;
+  int64_t last_entered_at_ns = 0;
+  bool last_entered_in_group = false;  // its failure, if any, was ncclGroupEnd's: not recorded
 };
 
 struct CommDigest {
@@ -142,6 +168,9 @@ struct StepDigest {
   int64_t first_backward_ns = -1;
   int64_t last_forward_end_ns = -1;
   int64_t last_backward_end_ns = -1;
+  // An NCCL call failed inside it (a timeout, an abort): the range closed as the stack unwound,
+  // not because the step ended. It stays in the list, out of the step statistics.
+  bool failed = false;
 };
 
 struct RankDigest {
@@ -179,13 +208,23 @@ struct RankDigest {
   bool nccl_kernels_seen = false;
   uint64_t ops_without_kernel = 0;  // calls whose kernel was not found
   int64_t p2p_ns = 0;
+  // The pipeline's shape without NVTX: the first compute islands and p2p kernels, in start
+  // order; `*_complete` is false once the cap cut them short (later ones were not kept).
+  std::vector<ComputeIsland> islands;
+  std::vector<P2pKernel> p2p_kernels;
+  bool islands_complete = true, p2p_kernels_complete = true;
 
-  // Memory (device): level over time per figure.
+  // Memory (device), per figure: "reserved" is what allocators took with cudaMalloc (not from a
+  // pool), "allocated" the stream-ordered pool allocations (cudaMallocAsync: one per tensor).
+  // The report's figure is allocated when the trace has pool allocations, else reserved; peak
+  // and checkpoints are that figure's, the series both.
   bool memory_seen = false;
   bool memory_from_pool = false;  // stream-ordered allocations: the "allocated" figure
   uint64_t peak_memory_bytes = 0;
   int64_t peak_memory_at_ns = 0;
-  BucketSeries memory{1'000'000, 1024};                          // max level per bucket
+  bool reserved_seen = false, allocated_seen = false;
+  BucketSeries memory_reserved{1'000'000, 1024};                 // max level per bucket
+  BucketSeries memory_allocated{1'000'000, 1024};                // max level per bucket
   std::vector<std::pair<int64_t, uint64_t>> memory_checkpoints;  // (time, level) at sparse moments
 
   // NVTX.

@@ -10,7 +10,7 @@
 
 namespace pipescope::analysis {
 
-inline constexpr int kRunReportSchemaVersion = 1;
+inline constexpr int kRunReportSchemaVersion = 2;
 
 // One trace file that took part.
 struct RankFile {
@@ -41,8 +41,9 @@ struct ClockReport {
 
 struct CommunicatorReport {
   uint64_t comm_id = 0;
-  std::string role;              // comm_role_name()
-  std::vector<int32_t> members;  // global ranks in NCCL-rank order
+  std::string role;               // comm_role_name()
+  std::vector<int32_t> members;   // global ranks in NCCL-rank order; -1: no trace tells which
+  std::vector<int32_t> untraced;  // members that left no trace (worked out from the others' records)
 };
 
 struct LayoutReport {
@@ -64,7 +65,7 @@ struct GpuBreakdown {
   int64_t comm_hidden_ns = 0;           // communication kernels overlapped by compute
   int64_t copy_only_ns = 0;             // copies and memsets with no kernel beside them
   int64_t idle_ns = 0;                  // nothing on the GPU: waiting on the host
-  int64_t comm_wait_ns = 0;             // inside collectives, waiting for the last member to arrive
+  int64_t comm_wait_ns = 0;             // in NCCL kernels waiting for other ranks: collective_wait + p2p_wait
   double gpu_busy_fraction = 0;         // union of all GPU activity / span (not SM activity)
   uint64_t out_of_order_intervals = 0;  // arrived later than the reorder window; approximate
 };
@@ -79,14 +80,20 @@ struct RankReport {
   std::string memory_figure = "none";
   uint64_t peak_memory_bytes = 0;
   int64_t peak_memory_at_ns = 0;
-  uint64_t static_memory_bytes = 0;    // held before the first forward
-  uint64_t peak_activation_bytes = 0;  // peak - static
-  // Pipeline (from NVTX forward/backward ranges; 0 when there are none).
-  uint64_t forward_ranges = 0, backward_ranges = 0;
-  int64_t forward_mean_ns = 0, backward_mean_ns = 0;
-  double bubble_fraction = 0;  // 1 - (forward + backward) / (first forward .. last backward), per step, mean
-  int64_t p2p_ns = 0;          // time in p2p operations (kernels, or blocking host calls)
+  // Held before the first forward (NVTX, else the p2p pattern's first forward); empty when
+  // nothing shows where the first forward starts.
+  std::optional<uint64_t> static_memory_bytes;
+  std::optional<uint64_t> peak_activation_bytes;  // peak - static
+  // Pipeline: from NVTX forward/backward ranges ("nvtx"), else from the p2p pattern and the
+  // compute between transfers ("p2p"); figures nothing measured are empty ("none").
+  std::string pipeline_source = "none";
+  uint64_t forward_ranges = 0, backward_ranges = 0;  // NVTX ranges seen
+  std::optional<int64_t> forward_mean_ns, backward_mean_ns;
+  // 1 - (forward + backward) / (first forward .. last backward), per step, mean.
+  std::optional<double> bubble_fraction;
+  int64_t p2p_ns = 0;              // time in p2p operations (kernels, or blocking host calls)
   int64_t collective_wait_ns = 0;  // waiting for other members in collectives (see GpuBreakdown)
+  int64_t p2p_wait_ns = 0;         // in p2p receives, waiting for the sender to start
   // Steps seen by this rank.
   uint64_t steps = 0;
   int64_t step_mean_ns = 0;
@@ -95,17 +102,23 @@ struct RankReport {
   int64_t last_event_ns = 0;
 };
 
+// Figures of a stage, means over its ranks; empty where not measured (no NVTX range and no
+// p2p pattern shows them; the last stage's forward / backward split and phases under "p2p").
 struct StageReport {
   int32_t stage = 0;
   int32_t ranks = 0;
-  int64_t forward_mean_ns = 0;                            // per micro-batch
-  int64_t backward_mean_ns = 0;                           // per micro-batch
-  int64_t warmup_ns = 0, steady_ns = 0, cooldown_ns = 0;  // per step, mean
-  double bubble_fraction = 0;
-  int64_t p2p_ns = 0;                   // per step, mean over the stage's ranks
-  uint64_t peak_memory_bytes = 0;       // max over the stage's ranks
-  uint64_t peak_activation_bytes = 0;   // max over the stage's ranks
-  double activation_vs_last_stage = 0;  // this stage's peak activations / the last stage's
+  std::string source = "none";                               // "nvtx", "p2p" or "none", as RankReport
+  std::optional<int64_t> forward_mean_ns;                    // per micro-batch
+  std::optional<int64_t> backward_mean_ns;                   // per micro-batch
+  std::optional<int64_t> microbatch_ns;                      // forward + backward of one micro-batch
+  std::optional<int64_t> warmup_ns, steady_ns, cooldown_ns;  // per step, mean
+  std::optional<double> bubble_fraction;
+  std::optional<double> microbatches_per_step;     // forwards a step (NVTX ranges, or activations passed on)
+  int64_t p2p_ns = 0;                              // per step, mean over the stage's ranks
+  int64_t p2p_wait_ns = 0;                         // of it, receives waiting for their sender; per step, mean
+  uint64_t peak_memory_bytes = 0;                  // max over the stage's ranks
+  std::optional<uint64_t> peak_activation_bytes;   // max over the stage's ranks; empty: not measured
+  std::optional<double> activation_vs_last_stage;  // this stage's peak activations / the last stage's
 };
 
 struct NcclOpReport {
@@ -131,7 +144,7 @@ struct Straggler {
 
 struct KernelStat {
   std::string name;
-  std::string category;  // gemm, attention, elementwise, nccl, copy, other
+  std::string category;  // kernel_category(): gemm, attention, embedding, elementwise, nccl, other
   uint64_t count = 0;
   int64_t total_ns = 0;
   int64_t mean_ns = 0, p50_ns = 0, p90_ns = 0, p99_ns = 0, max_ns = 0;
@@ -150,6 +163,7 @@ struct StepReport {
   int64_t mean_ns = 0, median_ns = 0, min_ns = 0, max_ns = 0;
   double stdev_ns = 0;
   std::vector<int64_t> step_ns;  // per step (median across ranks), at most the first 1,000
+  uint64_t unfinished = 0;       // step ranges an NCCL failure closed (never ended): left out
 };
 
 // Per communicator, in a run that died or hung: how far every member got.
@@ -161,29 +175,53 @@ struct CommHang {
   std::vector<int32_t> entered;        // ranks that entered the next operation
   std::vector<int32_t> missing;        // members that never entered it: the ranks waited on
   int64_t waited_ns = 0;               // longest wait of an entered member, until its trace ended
+  std::vector<int32_t> untraced;       // of `missing`, those that left no trace (-1: rank unknown)
+};
+
+// A rank whose last NCCL operation was a send or receive that never completed.
+struct P2pHang {
+  int32_t rank = 0;
+  int32_t peer = -1;      // global rank; -1 when no trace tells which
+  std::string op;         // "send" or "recv"
+  int64_t waited_ns = 0;  // from its entry until the rank's trace ended
 };
 
 struct HangReport {
   bool suspected = false;  // some rank's trace ends early, or a collective never completed
+  // Where the waiting comes from: following each waiting rank to the ranks it waits for, and
+  // those on to whom they wait for, the ranks at the end (none of whose own operations is
+  // stuck). `blocked` counts the ranks that wait on them, directly or through others.
+  std::vector<int32_t> root_ranks;
+  size_t blocked = 0;
   std::vector<CommHang> communicators;
+  std::vector<P2pHang> p2p;
   std::vector<int32_t> ended_early;  // traces that stop well before the others
+  std::vector<int32_t> no_trace;     // ranks without a trace, or whose trace holds no record
   std::vector<int32_t> not_closed;   // traces without an end chunk (killed, crashed)
+};
+
+// One figure as the plan predicts it and the traces measure it; `error_percent` is
+// (predicted - measured) / measured x 100; both empty when the traces do not show the figure.
+struct PlanFigure {
+  double predicted = 0;
+  std::optional<double> measured;
+  std::optional<double> error_percent;
 };
 
 struct PlanStageComparison {
   int32_t stage = 0;
-  double predicted_peak_memory_bytes = 0, measured_peak_memory_bytes = 0;
-  double predicted_forward_s = 0, measured_forward_s = 0;    // per micro-batch
-  double predicted_backward_s = 0, measured_backward_s = 0;  // per micro-batch
+  PlanFigure peak_memory_bytes;  // in PlanComparison::memory_figure
+  PlanFigure forward_s;          // per micro-batch
+  PlanFigure backward_s;         // per micro-batch
 };
 
 struct PlanComparison {
   std::string plan_path;
   std::string memory_figure;  // the figure both sides give ("reserved" or "allocated")
   std::vector<PlanStageComparison> stages;
-  double predicted_bubble_fraction = 0, measured_bubble_fraction = 0;
-  double predicted_step_s = 0, measured_step_s = 0;
-  std::vector<std::string> notes;
+  PlanFigure bubble_fraction;  // mean over stages
+  PlanFigure step_s;
+  std::vector<std::string> notes;  // what differs between the plan and the run (layout, micro-batches)
 };
 
 // A time series with fixed-width buckets from `start_ns`.
@@ -193,9 +231,13 @@ struct Series {
   std::vector<double> values;
 };
 
-struct RankSeries {
+// One rank's memory over the run, per figure the trace holds (DESIGN.md): `reserved` (what
+// allocators took with cudaMalloc) and `allocated` (stream-ordered pool allocations); the highest
+// level per bucket, a bucket without an event holding the level before it.
+struct MemoryTimeline {
   int32_t rank = 0;
-  Series values;
+  std::string figure;  // the one the rank's peak and static figures come from
+  std::optional<Series> reserved, allocated;
 };
 
 // A few seconds of one rank's pipeline work (its first two steps' NVTX ranges), for the HTML
@@ -230,11 +272,11 @@ struct RunReport {
   std::vector<CategoryStat> categories;
   HangReport hang;
   std::optional<PlanComparison> plan;
-  Series gpu_busy;                             // mean over ranks of the union of GPU activity
-  std::vector<RankSeries> memory_timelines;    // one rank per stage (the stage's peak), bytes
-  std::vector<TimelineLane> timeline_excerpt;  // one rank per stage (its lowest rank)
-  std::vector<std::string> findings;           // the headline lines, most important first
-  std::vector<std::string> warnings;           // truncated files, drops, unaligned ranks, ...
+  Series gpu_busy;                               // mean over ranks of the union of GPU activity
+  std::vector<MemoryTimeline> memory_timelines;  // every rank with memory records, by rank
+  std::vector<TimelineLane> timeline_excerpt;    // one rank per stage (its lowest rank)
+  std::vector<std::string> findings;             // the headline lines, most important first
+  std::vector<std::string> warnings;             // truncated files, drops, unaligned ranks, ...
 };
 
 }  // namespace pipescope::analysis

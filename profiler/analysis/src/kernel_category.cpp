@@ -1,0 +1,102 @@
+#include "pipescope/analysis/kernel_category.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+namespace pipescope::analysis {
+namespace {
+
+// The part of `text` outside <...> and (...), with the "(anonymous namespace)" components gone.
+std::string top_level(std::string_view text, size_t& first_template_open) {
+  std::string out;
+  int angle = 0, paren = 0;
+  first_template_open = std::string_view::npos;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (paren == 0 && text.substr(i).starts_with("(anonymous namespace)")) {
+      i += std::string_view("(anonymous namespace)").size() - 1;
+      continue;
+    }
+    if (c == '<' && paren == 0) {
+      if (angle == 0 && first_template_open == std::string_view::npos) first_template_open = i;
+      ++angle;
+    } else if (c == '>' && paren == 0 && angle > 0) {
+      --angle;
+    } else if (c == '(' && angle == 0) {
+      if (paren == 0 && !out.empty()) return out;  // the parameters: the name ended
+      ++paren;
+    } else if (c == ')' && angle == 0 && paren > 0) {
+      --paren;
+    } else if (angle == 0 && paren == 0) {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The first template argument of the signature's outermost template, as text.
+std::string first_argument(std::string_view text, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < text.size(); ++i) {
+    if (text[i] == '<') ++depth;
+    if (text[i] == '>' && --depth == 0) return std::string(text.substr(open + 1, i - open - 1));
+    if (text[i] == ',' && depth == 1) return std::string(text.substr(open + 1, i - open - 1));
+  }
+  return "";
+}
+
+std::string trim(std::string s) {
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+bool generic_wrapper(const std::string& qualified, const std::string& base) {
+  return base == "Kernel" || base == "Kernel2" || base == "device_kernel" ||
+         (base == "kernel" && qualified.find("::") != std::string::npos);
+}
+
+std::string base_name(std::string_view signature, int depth) {
+  size_t open = std::string_view::npos;
+  std::string qualified = trim(top_level(signature, open));
+  // A return type ("void ", "static void ") stands before the name.
+  if (const size_t space = qualified.rfind(' '); space != std::string::npos)
+    qualified = qualified.substr(space + 1);
+  const size_t colons = qualified.rfind("::");
+  std::string base = colons == std::string::npos ? qualified : qualified.substr(colons + 2);
+  if (depth < 3 && open != std::string_view::npos && generic_wrapper(qualified, base)) {
+    const std::string argument = trim(first_argument(signature, open));
+    if (!argument.empty()) return base_name(argument, depth + 1);
+  }
+  return base;
+}
+
+}  // namespace
+
+std::string kernel_base_name(std::string_view signature) { return base_name(signature, 0); }
+
+const char* kernel_category(std::string_view signature) {
+  struct Rule {
+    const char* category;
+    std::regex pattern;
+  };
+  static const Rule kRules[] = {
+      {"nccl", std::regex("^nccl", std::regex::icase | std::regex::optimize)},
+      {"attention",
+       std::regex("flash|fmha|attention|attn|sdpa|softmax", std::regex::icase | std::regex::optimize)},
+      {"embedding", std::regex("embedding", std::regex::icase | std::regex::optimize)},
+      {"gemm", std::regex("gemm|gemv|cutlass|xmma|cublas|matmul|wgmma|^nvjet",
+                          std::regex::icase | std::regex::optimize)},
+      {"elementwise",
+       std::regex("elementwise|vectorized|unrolled|reduce|norm|copy|fill|cat|index|scatter|gather",
+                  std::regex::icase | std::regex::optimize)},
+  };
+  const std::string base = kernel_base_name(signature);
+  for (const Rule& rule : kRules)
+    if (std::regex_search(base, rule.pattern)) return rule.category;
+  return "other";
+}
+
+}  // namespace pipescope::analysis

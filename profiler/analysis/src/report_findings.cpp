@@ -1,0 +1,172 @@
+// The headline lines of the report, most important first: the layout, a hang and the rank it
+// comes from, step time, the pipeline bubble, the memory imbalance, stragglers, where GPU time went.
+#include <algorithm>
+#include <cstdio>
+
+#include "report_context.h"
+
+namespace pipescope::analysis {
+namespace {
+
+std::string ms(int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f ms", static_cast<double>(ns) / 1e6);
+  return text;
+}
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.0f%%", fraction * 100);
+  return text;
+}
+
+// "4,6 (no trace)": ranks, marked where they left no trace; "?" where no trace tells which.
+std::string ranks_text(const std::vector<int32_t>& ranks, const std::vector<int32_t>& untraced = {}) {
+  std::string text;
+  for (int32_t r : ranks) {
+    text += text.empty() ? "" : ",";
+    text += r >= 0 ? std::to_string(r) : "?";
+    if (std::find(untraced.begin(), untraced.end(), r) != untraced.end()) text += " (no trace)";
+  }
+  return text;
+}
+
+// The headline of a hang: the ranks at the root of the waiting, what they never entered, and
+// how many ranks waited on them.
+std::string root_cause(const HangReport& hang) {
+  if (hang.root_ranks.empty()) return "";
+  const int32_t root = hang.root_ranks.front();
+  std::string what;
+  int64_t waited = 0;
+  const CommHang* direct = nullptr;  // where it alone is missing, if anywhere: the plainest evidence
+  for (const CommHang& h : hang.communicators) {
+    waited = std::max(waited, h.waited_ns);
+    if (std::find(h.missing.begin(), h.missing.end(), root) != h.missing.end() &&
+        (direct == nullptr || h.missing.size() < direct->missing.size()))
+      direct = &h;
+  }
+  if (direct != nullptr)
+    what = "never entered " + (direct->next_op.empty() ? std::string("collective") : direct->next_op) + " #" +
+           std::to_string(direct->last_completed_by_all) + " of a " + direct->role + " communicator";
+  for (const P2pHang& h : hang.p2p) {  // a p2p wait on it is the more direct evidence
+    waited = std::max(waited, h.waited_ns);
+    if (h.peer == root) what = "never met rank " + std::to_string(h.rank) + "'s " + h.op;
+  }
+  std::string status;
+  if (std::find(hang.no_trace.begin(), hang.no_trace.end(), root) != hang.no_trace.end()) {
+    status = " (it left no trace)";
+  } else if (std::find(hang.ended_early.begin(), hang.ended_early.end(), root) != hang.ended_early.end()) {
+    status = " (its trace ends early)";
+  }
+  const bool one = hang.root_ranks.size() == 1;
+  return "hang: " + std::string(one ? "rank " : "ranks ") + ranks_text(hang.root_ranks) +
+         (one ? " holds" : " hold") + " up the run: " + (one ? "it" : "rank " + std::to_string(root)) + " " +
+         what + status + "; " + std::to_string(hang.blocked) + " rank(s) waited on " + (one ? "it" : "them") +
+         ", directly or through ranks blocked on " + (one ? "it" : "them") + ", up to " + ms(waited);
+}
+
+}  // namespace
+
+void add_findings(RunReport& report) {
+  auto& f = report.findings;
+  const LayoutReport& l = report.layout;
+  if (l.source == "inferred" || l.source == "stated") {
+    std::string line = "layout (" + l.source + "): tp " + std::to_string(l.tp) + " x pp " +
+                       std::to_string(l.pp) + " x dp " + std::to_string(l.dp);
+    if (l.zero_shard > 1) line += ", parameters sharded over " + std::to_string(l.zero_shard);
+    if (l.ep > 1) line += ", ep " + std::to_string(l.ep);
+    f.push_back(line + " on " + std::to_string(l.world_size) + " ranks");
+  }
+  if (report.hang.suspected) {
+    const HangReport& hang = report.hang;
+    if (const std::string root = root_cause(hang); !root.empty()) f.push_back(root);
+    // The waits on a root first; a big job has hundreds more, which the hang view lists.
+    std::vector<const CommHang*> order;
+    for (const CommHang& h : hang.communicators) order.push_back(&h);
+    auto on_root = [&](const CommHang* h) {
+      return std::any_of(h->missing.begin(), h->missing.end(), [&](int32_t m) {
+        return std::find(hang.root_ranks.begin(), hang.root_ranks.end(), m) != hang.root_ranks.end();
+      });
+    };
+    std::stable_partition(order.begin(), order.end(), on_root);
+    constexpr size_t kShown = 3;
+    for (size_t k = 0; k < order.size() && k < kShown; ++k) {
+      const CommHang& h = *order[k];
+      f.push_back("hang: " + std::to_string(h.entered.size()) + " rank(s) of a " + h.role +
+                  " communicator entered " + (h.next_op.empty() ? "collective" : h.next_op) + " #" +
+                  std::to_string(h.last_completed_by_all) + " and waited " + ms(h.waited_ns) +
+                  " for rank(s) " + ranks_text(h.missing, h.untraced) + ", which never entered it");
+    }
+    for (size_t k = 0; k < hang.p2p.size() && k < kShown; ++k) {
+      const P2pHang& h = hang.p2p[k];
+      f.push_back("hang: rank " + std::to_string(h.rank) + " waited " + ms(h.waited_ns) + " in " + h.op +
+                  (h.op == "send" ? " to" : " from") + " rank " + ranks_text({h.peer}, hang.no_trace) +
+                  ", which never completed");
+    }
+    const size_t more =
+        order.size() - std::min(order.size(), kShown) + hang.p2p.size() - std::min(hang.p2p.size(), kShown);
+    if (more > 0) f.push_back("hang: " + std::to_string(more) + " more wait(s) in the hang view");
+    if (!report.hang.ended_early.empty())
+      f.push_back("trace ends early on rank(s) " + ranks_text(report.hang.ended_early));
+    if (!report.hang.no_trace.empty())
+      f.push_back("no trace from rank(s) " + ranks_text(report.hang.no_trace) +
+                  " (file missing, empty or header only: killed before its first flush?)");
+  }
+  if (report.steps.count > 0)
+    f.push_back("step time " + ms(report.steps.median_ns) + " (median of " +
+                std::to_string(report.steps.count) + " steps, min " + ms(report.steps.min_ns) + ", max " +
+                ms(report.steps.max_ns) +
+                (report.steps.unfinished > 0 ? "; " + std::to_string(report.steps.unfinished) +
+                                                   " step(s) a failed NCCL call cut short left out"
+                                             : "") +
+                ")");
+  if (report.stages.size() > 1) {
+    std::string bubbles, source;
+    for (const StageReport& s : report.stages) {
+      bubbles += (bubbles.empty() ? "" : " ") + (s.bubble_fraction ? percent(*s.bubble_fraction) : "-");
+      if (s.source != "none") source = s.source;
+    }
+    if (source.empty()) {
+      f.push_back(
+          "pipeline bubble: not measured (no NVTX forward/backward ranges, and no p2p kernels "
+          "beside compute kernels to read the schedule from)");
+    } else {
+      f.push_back("pipeline bubble per stage: " + bubbles + " (from " +
+                  (source == "nvtx" ? "NVTX ranges" : "the p2p pattern") + ")");
+    }
+    const StageReport& first = report.stages.front();
+    if (first.activation_vs_last_stage.value_or(0) > 1.05) {
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "memory imbalance: stage 0 holds %.1fx the activations of stage %d (1F1B)",
+                    *first.activation_vs_last_stage, report.stages.back().stage);
+      f.push_back(text);
+    } else if (first.peak_memory_bytes > 0 && !first.activation_vs_last_stage) {
+      f.push_back(
+          "memory imbalance: not measured (nothing marks where the first forward starts: no NVTX "
+          "forward range, step range or p2p pattern)");
+    }
+  }
+  for (const Straggler& s : report.stragglers)
+    f.push_back("straggler: rank " + std::to_string(s.rank) + " arrived last at " +
+                std::to_string(s.instances_last) + " sampled collectives; the others waited " +
+                ms(s.cost_ns) + " in all");
+  int64_t compute = 0, exposed = 0, idle = 0, span = 0;
+  for (const RankReport& r : report.ranks) {
+    compute += r.gpu.compute_ns;
+    exposed += r.gpu.comm_exposed_ns;
+    idle += r.gpu.idle_ns;
+    span += r.gpu.span_ns;
+  }
+  if (span > 0)
+    f.push_back("GPU time: compute " + percent(static_cast<double>(compute) / static_cast<double>(span)) +
+                ", exposed communication " +
+                percent(static_cast<double>(exposed) / static_cast<double>(span)) + ", idle " +
+                percent(static_cast<double>(idle) / static_cast<double>(span)) + " (all ranks)");
+  if (!report.clock.unaligned_ranks.empty())
+    report.warnings.push_back(
+        std::to_string(report.clock.unaligned_ranks.size()) +
+        " rank(s) share no collective with the others: their clocks rest on the header anchors");
+}
+
+}  // namespace pipescope::analysis
