@@ -76,9 +76,10 @@ void refine_compute(const RunObservation& run, Refinement& out) {
       out.attention_scale = attention.scale();
       const std::string why =
           ", the run's attention kernel time over the planner's attention time per micro-batch" + where;
-      const bool capped = rescale(out.profile.attention_forward, out.attention_scale, why) |
-                          rescale(out.profile.attention_backward, out.attention_scale, why);
-      if (capped)
+      // Both rescaled, whatever the first one says.
+      const bool forward_capped = rescale(out.profile.attention_forward, out.attention_scale, why);
+      const bool backward_capped = rescale(out.profile.attention_backward, out.attention_scale, why);
+      if (forward_capped || backward_capped)
         out.notes.push_back("attention kernels ran faster than even peak efficiency explains; held at 1");
     } else {
       out.notes.push_back(
@@ -116,10 +117,10 @@ void refine_compute(const RunObservation& run, Refinement& out) {
   const std::string why =
       ", so that the planner's forward + backward per micro-batch matches the traces in " + run.source +
       " (they show no GEMM or attention kernels to refine each by its own)";
-  const bool capped = rescale(out.profile.gemm, scale, why) |
-                      rescale(out.profile.attention_forward, scale, why) |
-                      rescale(out.profile.attention_backward, scale, why);
-  if (capped) {
+  const bool gemm_capped = rescale(out.profile.gemm, scale, why);
+  const bool forward_capped = rescale(out.profile.attention_forward, scale, why);
+  const bool backward_capped = rescale(out.profile.attention_backward, scale, why);
+  if (gemm_capped || forward_capped || backward_capped) {
     out.notes.push_back(
         "the run was faster than even peak efficiency explains at some shapes; those were held at 1 (check "
         "the plan's "

@@ -100,8 +100,9 @@ std::string memory_timeline_chart(const RunReport& r) {
   double x0 = 0, dx = 0;
   for (const auto& [stage, k] : peak_of_stage) {
     if (lines.size() >= 6) break;
+    const int32_t rank = k->rank;  // a structured binding cannot be captured before C++20 in clang 14
     const auto m = std::find_if(r.memory_timelines.begin(), r.memory_timelines.end(),
-                                [&](const MemoryTimeline& t) { return t.rank == k->rank; });
+                                [rank](const MemoryTimeline& t) { return t.rank == rank; });
     if (m == r.memory_timelines.end()) continue;
     const std::optional<Series>& series = m->figure == "allocated" ? m->allocated : m->reserved;
     if (!series) continue;
