@@ -97,7 +97,7 @@ void write_totals(std::ostream& out, const planner::PlanOutcome& o) {
   const PlanReport& u = o.uniform;
   const PlanReport& s = o.suggested;
   auto line = [&](const std::string& name, const std::string& a, const std::string& b) {
-    out << left(name, 26) << right(a, 14) << right(b, 14) << '\n';
+    out << left(name, 25) << column(a, 15) << column(b, 14) << '\n';
   };
   line("", o.baseline_is_given_split ? "given" : "uniform", "suggested");
   line("iteration time", printf_string("%.3f s", u.iteration_s), printf_string("%.3f s", s.iteration_s));
@@ -135,11 +135,11 @@ void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
     return;
   }
   out << ". What would make it fit (each change planned):\n";
-  out << "  " << left("change", 28) << right("fits", 5) << right("peak GiB", 10) << right("iteration s", 13)
-      << '\n';
+  out << "  " << left("change", 28) << column("fits", 5) << column("peak GiB", 10)
+      << column("iteration s", 13) << '\n';
   for (const planner::FitSuggestion& f : o.suggestions) {
-    out << "  " << left(f.change, 28) << right(f.fits ? "yes" : "no", 5)
-        << right(gib(f.peak_memory_bytes), 10) << right(printf_string("%.3f", f.iteration_s), 13) << '\n';
+    out << "  " << left(f.change, 28) << column(f.fits ? "yes" : "no", 5)
+        << column(gib(f.peak_memory_bytes), 10) << column(printf_string("%.3f", f.iteration_s), 13) << '\n';
   }
 }
 

@@ -7,6 +7,19 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
+constexpr int64_t kMostGpus = int64_t{1} << 21;
+constexpr int64_t kMostMicroBatch = 65536;
+constexpr int64_t kMostGlobalBatch = int64_t{1} << 24;
+constexpr int64_t kMostSequence = int64_t{1} << 24;
+// Micro-batches x stages x virtual chunks: one simulated step holds twice as many operations.
+constexpr int64_t kMostScheduleOps = int64_t{1} << 20;
+
+Status at_most(int64_t value, int64_t most, const char* flag) {
+  if (value <= most) return Status::Ok();
+  return Error{std::string(flag) + " " + num(value) + " is above the " + num(most) +
+               " pipescope plans for; is it a typo?"};
+}
+
 }  // namespace
 
 std::string_view to_string(RecomputeChoice choice) {
@@ -41,6 +54,21 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
                              {c.ep, "--ep"},
                              {c.micro_batch, "--mbs"}}) {
     if (value < 1) return Error{std::string(flag) + " must be at least 1"};
+  }
+  // Upper limits far beyond any run so far (the largest jobs have ~10^5 GPUs and train on
+  // sequences up to ~10^6 tokens): past them a value is a typo, and the schedule the planner
+  // simulates (2 x pp x micro-batches operations) would not fit in memory.
+  if (Status s = at_most(c.gpus, kMostGpus, "--gpus"); !s.ok()) return s.error();
+  for (auto [value, flag] : {std::pair{c.tp, "--tp"}, {c.pp, "--pp"}, {c.cp, "--cp"}, {c.ep, "--ep"}}) {
+    if (value > c.gpus)
+      return Error{std::string(flag) + " " + num(value) + " is more than --gpus " + num(c.gpus)};
+  }
+  if (Status s = at_most(c.vpp, model.num_layers, "--vpp"); !s.ok()) return s.error();
+  if (Status s = at_most(c.micro_batch, kMostMicroBatch, "--mbs"); !s.ok()) return s.error();
+  if (Status s = at_most(c.global_batch, kMostGlobalBatch, "--gbs"); !s.ok()) return s.error();
+  if (Status s = at_most(c.seq_length, kMostSequence, "--seq"); !s.ok()) return s.error();
+  if (c.tp * c.pp > c.gpus) {  // each <= gpus <= 2^21: no overflow; checked before multiplying by cp
+    return Error{"--tp x --pp = " + num(c.tp * c.pp) + " is more than --gpus " + num(c.gpus)};
   }
   const int64_t model_parallel = c.tp * c.pp * c.cp;
   if (c.gpus % model_parallel != 0) {
@@ -78,6 +106,12 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
   if (c.global_batch % (c.micro_batch * dp) != 0) {
     return Error{"--gbs " + num(c.global_batch) + " is not divisible by --mbs x dp = " + num(c.micro_batch) +
                  " x " + num(dp)};
+  }
+  if (c.micro_batches() * c.pp * c.vpp > kMostScheduleOps) {
+    return Error{"--gbs " + num(c.global_batch) + " gives " + num(c.micro_batches()) +
+                 " micro-batches per step; times the " + num(c.pp * c.vpp) +
+                 " pipeline chunks that is above the " + num(kMostScheduleOps) +
+                 " pipescope simulates; raise --mbs or lower --gbs"};
   }
   if (c.schedule == ScheduleKind::kInterleaved && c.micro_batches() % c.pp != 0) {
     return Error{"the interleaved schedule needs the micro-batch count (" + num(c.micro_batches()) +
