@@ -1,5 +1,6 @@
 #include "plan_options.h"
 
+#include <cmath>
 #include <optional>
 
 #include "arg_specs.h"
@@ -94,7 +95,9 @@ Expected<PlanRun> run_planner(const PlanArgs& a, bool schedule_given,
   if (!chosen.ok()) return chosen.error();
   auto config = planner::resolve_config(*model, config_of(a, schedule_given));
   if (!config.ok()) return config.error();
-  auto outcome = planner::make_plan(planner::PlanInputs{*model, *cluster, *chosen, *config});
+  planner::PlanInputs inputs{*model, *cluster, *chosen, *config};
+  inputs.search_work = llround(a.search_time_s * static_cast<double>(planner::kSearchWorkPerSecond));
+  auto outcome = planner::make_plan(inputs);
   if (!outcome.ok()) return outcome.error();
   return PlanRun{std::move(*model), std::move(*cluster), std::move(*chosen), std::move(*outcome)};
 }
@@ -123,7 +126,8 @@ nlohmann::ordered_json plan_arguments_json(const PlanArgs& a, bool schedule_give
                                 {"schedule", a.schedule},
                                 {"schedule_given", schedule_given},
                                 {"balance", a.balance},
-                                {"calibration", a.calibration}};
+                                {"calibration", a.calibration},
+                                {"search_time_s", a.search_time_s}};
 }
 
 Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
@@ -154,6 +158,7 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
     out.schedule_given = j.at("schedule_given").get<bool>();
     a.balance = j.at("balance").get<std::string>();
     a.calibration = j.at("calibration").get<std::string>();
+    a.search_time_s = j.value("search_time_s", 1.0);  // absent from plans written before it existed
   } catch (const nlohmann::json::exception& e) {
     return Error{std::string("the plan's inputs.arguments are incomplete or malformed (") + e.what() +
                  "); write the plan again with this pipescope's 'plan --json'"};

@@ -36,6 +36,7 @@ struct PlanArgs {
   std::string schedule = "1f1b";
   std::string balance = "memory";
   std::string calibration;
+  double search_time_s = 1.0;  // the exact split search's budget, in seconds of one core (plan only)
   bool json = false;
   std::string emit;
 };

@@ -205,6 +205,19 @@ ordered_json config_json(const planner::ParallelConfig& c) {
                       {"description", planner::describe(c)}};
 }
 
+// Whether the suggested split is proven optimal, or how close to it it is proven to be.
+std::string optimality_text(const planner::PlanOutcome& o) {
+  if (o.suggested_is_optimal) return "the suggested split is proven optimal";
+  const bool memory = o.config.balance == planner::BalanceGoal::kMemory;
+  std::string text = "the exact split search ran out of budget (--search-time): the suggested split's " +
+                     std::string(memory ? "peak memory" : "iteration time") + " is within " +
+                     printf_string("%.1f%%", 100 * o.optimality_gap) + " of the optimum (proven)";
+  if (!o.meets_time_limit) {
+    text += "; no split was proven within the time limit, so it is the fastest split found";
+  }
+  return text + "; a longer --search-time may close the gap";
+}
+
 }  // namespace
 
 void write_plan_text(std::ostream& out, const PlanPrintout& p) {
@@ -223,8 +236,7 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
   out << '\n';
   write_totals(out, o);
   write_fit(out, o);
-  if (!o.suggested_is_optimal)
-    out << "note: the exact split search was cut short; the suggested split is its best\n";
+  if (!o.suggested_is_optimal) out << "note: " << optimality_text(o) << '\n';
   for (const std::string& note : o.notes) out << "note: " << note << '\n';
   if (!p.emit_text.empty()) out << '\n' << p.emit_text;
 }
@@ -258,6 +270,12 @@ std::string plan_json(const PlanPrintout& p) {
   doc["uniform"] = report_json(o.uniform);
   doc["suggested"] = report_json(o.suggested);
   doc["suggested_is_optimal"] = o.suggested_is_optimal;
+  doc["optimality"] = ordered_json{
+      {"proven", o.suggested_is_optimal},
+      {"objective", o.config.balance == planner::BalanceGoal::kMemory ? "peak_memory_bytes" : "iteration_s"},
+      {"gap_fraction", o.optimality_gap},
+      {"meets_time_limit", o.meets_time_limit},
+      {"text", optimality_text(o)}};
   const double u_peak = static_cast<double>(o.uniform.peak_memory_bytes);
   const int64_t saved = o.uniform.peak_memory_bytes - o.suggested.peak_memory_bytes;
   const double added_s = o.suggested.iteration_s - o.uniform.iteration_s;

@@ -19,7 +19,8 @@ TEST(TextFormat, ColumnsAlignRightInTheirWidth) {
 
 TEST(TextFormat, ColumnsNeverRunTogetherWhenAValueIsWiderThanItsColumn) {
   // A 15-character step time in a 14-wide column still leaves a space before the next value.
-  EXPECT_EQ(column("926236984.219 s", 14) + column("926236984.219 s", 14), " 926236984.219 s 926236984.219 s");
+  EXPECT_EQ(column("926236984.219 s", 14) + column("926236984.219 s", 14),
+            " 926236984.219 s 926236984.219 s");
 }
 
 }  // namespace

@@ -368,9 +368,7 @@ PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs)
     case RecomputeChoice::kAuto: problem.allowed_options = {}; break;
   }
   problem.balance = c.balance == BalanceGoal::kTime ? Balance::kTime : Balance::kMemory;
-  // An interactive budget: a few seconds at worst (pipelines with about as many micro-batches
-  // as stages); past it the plan says its split is the best found, not a proven optimum.
-  problem.max_search_nodes = kPlanSearchNodes;
+  problem.max_search_work = in.search_work;
   return problem;
 }
 

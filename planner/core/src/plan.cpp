@@ -314,6 +314,8 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   }
   outcome.suggested = report_of(in, *costs, suggested, full_layers);
   outcome.suggested_is_optimal = result->proven_optimal;
+  outcome.optimality_gap = result->optimality_gap;
+  outcome.meets_time_limit = result->meets_time_limit;
   if (!in.config.stage_layers.empty()) {
     auto given = evaluate_plan(problem, given_split(in.config, *result));
     if (!given.ok()) return given.error();
@@ -371,6 +373,9 @@ std::vector<FitSuggestion> fit_suggestions(const PlanInputs& in) {
   std::vector<FitSuggestion> out;
   for (auto& [change, config] : candidates) {
     PlanInputs next = in;
+    // Each change gets an eighth of the plan's budget: its peak and time are what the table
+    // shows, and a split within a few percent of the optimum answers "does it fit".
+    next.search_work = std::max<int64_t>(in.search_work / 8, 1);
     auto resolved = resolve_config(in.model, config);
     if (!resolved.ok()) continue;
     next.config = *resolved;

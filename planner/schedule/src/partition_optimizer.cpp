@@ -1,7 +1,9 @@
-// The two objectives, built from PartitionSearch's exact answers (see partition_search.cpp).
+// The two objectives, built from PartitionSearch's exact answers (see partition_search.cpp), and
+// what the optimizer can still prove when its budget runs out.
 #include "pipescope/planner/partition_optimizer.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -13,12 +15,7 @@ namespace {
 
 using detail::FoundPlan;
 using detail::PartitionSearch;
-
-// Nothing fits: the plan closest to fitting, i.e. the least peak, and the fastest of those.
-// Some plan has exactly the least peak, so only a truncated search can come back empty.
-bool closest_to_fitting(PartitionSearch& search, FoundPlan& plan) {
-  return search.fastest(search.least_peak_bytes(), plan);
-}
+using Outcome = detail::SearchBase::Outcome;
 
 // Every distinct stage memory value in [low, high], ascending: a plan's peak is one of them.
 std::vector<std::int64_t> candidate_peaks(const PartitionProblem& problem,
@@ -45,28 +42,57 @@ std::vector<std::int64_t> candidate_peaks(const PartitionProblem& problem,
   return values;
 }
 
-// kMemory: the plan with the least peak P such that some plan within P per stage meets
-// bound_s; `known` meets it with peak values.back(). The predicate grows with P, so bisect over
-// the candidate values; a yes moves the top down to the peak of the plan found, which is often
-// well below the probe.
-FoundPlan least_peak_within(PartitionSearch& search, const std::vector<std::int64_t>& values, double bound_s,
+// kMemory's time limit max((1 + slack) T_fit, T_uniform), known to lie in [low_s, high_s]:
+// plans are held to low_s (so that they meet the true limit) and proofs that no plan exists are
+// made against high_s (so that they hold for the true limit).
+struct TimeLimit {
+  double low_s = 0;
+  double high_s = 0;
+};
+
+struct LeastPeak {
+  FoundPlan plan;                      // within the limit's low_s
+  std::int64_t lower_bound_bytes = 0;  // no plan within the limit peaks lower
+};
+
+// The least peak P such that some plan within P per stage meets the limit; `known` meets it with
+// peak values.back(), and values.front() is the least peak of any plan. The predicate grows with
+// P, so bisect over the candidate values; a yes moves the top down to the peak of the plan found,
+// which is often well below the probe; a proven no moves the lower bound up.
+LeastPeak least_peak_within(PartitionSearch& search, const std::vector<std::int64_t>& values, TimeLimit limit,
                             const FoundPlan& known) {
-  FoundPlan best = known;
+  LeastPeak out{known, values.front()};
   size_t low = 0, high = values.size() - 1;
   while (low < high && !search.out_of_budget()) {
     const size_t mid = low + (high - low) / 2;
-    FoundPlan plan;
-    // A probe may spend an eighth of what is left: one that cannot finish counts as a no (and
-    // the answer as unproven) rather than stopping the bisection.
-    if (search.exists(values[mid], bound_s, plan, std::max<std::int64_t>(search.nodes_left() / 8, 4096))) {
-      best = plan;
-      high = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), plan.peak_bytes) -
+    // A probe may spend an eighth of what is left: one that cannot finish counts as a no for the
+    // bisection but proves nothing, rather than stopping it.
+    const std::int64_t cap = std::max(search.work_left() / 8, 4096 * search.node_work());
+    const Outcome probe = search.exists(values[mid], limit.low_s, cap);
+    if (probe.found) {
+      out.plan = probe.plan;
+      high = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), probe.plan.peak_bytes) -
                                  values.begin());
-    } else {
-      low = mid + 1;
+      continue;
     }
+    bool none = probe.finished;
+    if (none && limit.high_s > limit.low_s) {
+      const Outcome again = search.exists(values[mid], limit.high_s, cap);
+      none = again.finished && !again.found;
+    }
+    if (none) out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
+    low = mid + 1;
   }
-  return best;
+  return out;
+}
+
+double relative_gap(double value, double bound) {
+  if (value <= bound) return 0;
+  return bound > 0 ? value / bound - 1 : std::numeric_limits<double>::infinity();
+}
+
+FoundPlan as_found(const PartitionPlan& plan) {
+  return FoundPlan{plan.choice, plan.iteration_s, plan.peak_memory_bytes};
 }
 
 }  // namespace
@@ -76,49 +102,96 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
   if (!ctx.ok()) return ctx.error();
   PartitionResult result;
   if (auto uniform = uniform_plan(problem); uniform.ok()) result.uniform = std::move(*uniform);
+  const bool uniform_fits = result.uniform && result.uniform->fits;
 
   PartitionSearch search(problem, *ctx);
-  // Half the budget for the fastest plan; the rest, with what that left, for what follows, so
-  // that a search cut short in the first still balances memory in the second.
-  search.grant(problem.max_search_nodes / 2);
-  // The uniform plan, when it fits, is a first incumbent: the search only looks for faster ones.
-  std::optional<FoundPlan> uniform;
-  if (result.uniform) {
-    uniform =
-        FoundPlan{result.uniform->choice, result.uniform->iteration_s, result.uniform->peak_memory_bytes};
-  }
-  const bool uniform_fits = result.uniform && result.uniform->fits;
-  FoundPlan fastest;
-  result.any_fits = search.fastest(problem.capacity_bytes, fastest, uniform_fits ? &*uniform : nullptr);
-  FoundPlan chosen = fastest;
-  search.grant(problem.max_search_nodes - problem.max_search_nodes / 2);
+  // Exact, by a DP: whether anything fits, and a plan with the least peak.
+  const FoundPlan least = search.least_peak_plan();
+  result.any_fits = least.peak_bytes <= problem.capacity_bytes;
+  FoundPlan chosen;
   if (!result.any_fits) {
-    if (!closest_to_fitting(search, chosen)) {
-      return Error{"the partition search stopped before finding any plan; raise max_search_nodes"};
-    }
-  } else if (problem.balance == Balance::kMemory) {
-    result.fastest_fitting_s = fastest.iteration_s;
-    result.time_bound_s = (1.0 + problem.time_slack) * fastest.iteration_s;
-    // Both the fastest fitting plan and the uniform one meet the bound, so the least peak lies
-    // between the least peak of any plan and the smaller of their peaks.
-    FoundPlan known = fastest;
-    if (uniform) {
-      result.time_bound_s = std::max(result.time_bound_s, uniform->iteration_s);
-      if (uniform->peak_bytes < known.peak_bytes) known = *uniform;
-    }
-    const std::int64_t low = std::min(search.least_peak_bytes(), known.peak_bytes);
-    const FoundPlan least = least_peak_within(search, candidate_peaks(problem, *ctx, low, known.peak_bytes),
-                                              result.time_bound_s, known);
-    // The fastest plan within that peak; `least` is one, within the bound.
-    if (!search.fastest(least.peak_bytes, chosen, &least)) chosen = least;
+    // The least peak is the objective and is exact; the fastest plan with it breaks ties.
+    search.grant(problem.max_search_work);
+    const Outcome tie = search.fastest(least.peak_bytes, &least);
+    chosen = tie.plan;
+    result.peak_lower_bound_bytes = least.peak_bytes;
   } else {
-    result.fastest_fitting_s = fastest.iteration_s;
+    // A fitting plan to start from: the faster of the uniform one (when it fits) and `least`.
+    const FoundPlan seed =
+        uniform_fits && result.uniform->iteration_s <= least.iteration_s ? as_found(*result.uniform) : least;
+    if (problem.balance == Balance::kTime) {
+      search.grant(problem.max_search_work);
+      const Outcome fit = search.fastest(problem.capacity_bytes, &seed);
+      chosen = fit.plan;
+      result.fastest_fitting_s = fit.plan.iteration_s;
+      result.fastest_fitting_lower_s = fit.finished ? fit.plan.iteration_s : fit.lower_bound_s;
+      result.iteration_lower_bound_s = result.fastest_fitting_lower_s;
+    } else {
+      // Half the budget for the time limit, the rest (with what that left) for the peak, so that
+      // a search cut short in the first still balances memory in the second.
+      search.grant(problem.max_search_work / 2);
+      const double slack = 1.0 + problem.time_slack;
+      const double uniform_s = result.uniform ? result.uniform->iteration_s : 0.0;
+      TimeLimit limit;
+      FoundPlan fastest = seed;
+      bool decided = false;
+      double fit_low_s = 0;  // proven: T_fit >= this
+      if (uniform_fits) {
+        // If some fitting plan is `slack` times faster than the uniform one, the limit is T_uniform
+        // whatever T_fit is: a decision, far cheaper than finding T_fit.
+        const Outcome quick = search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left());
+        if (quick.found) {
+          limit = {uniform_s, uniform_s};
+          fastest = quick.plan;
+          decided = true;
+        } else if (quick.finished) {
+          fit_low_s = uniform_s / slack;
+        }
+      }
+      if (!decided) {
+        const Outcome fit = search.fastest(problem.capacity_bytes, &seed);
+        fastest = fit.plan;
+        fit_low_s = std::max(fit_low_s, fit.finished ? fit.plan.iteration_s : fit.lower_bound_s);
+        limit = {std::max(slack * fit_low_s, uniform_s), std::max(slack * fit.plan.iteration_s, uniform_s)};
+      }
+      result.fastest_fitting_s = fastest.iteration_s;
+      result.fastest_fitting_lower_s = decided ? 0.0 : fit_low_s;
+      search.grant(problem.max_search_work - problem.max_search_work / 2);
+      // Plans known to meet the limit: the uniform one, and the fastest found when fast enough.
+      std::optional<FoundPlan> known;
+      if (uniform_fits) known = as_found(*result.uniform);
+      if (fastest.iteration_s <= limit.low_s && (!known || fastest.peak_bytes < known->peak_bytes)) {
+        known = fastest;
+      }
+      if (!known) {
+        const Outcome within = search.exists(problem.capacity_bytes, limit.low_s, search.work_left());
+        if (within.found) known = within.plan;
+      }
+      if (!known) {
+        // No plan was proven within the limit: hold the plan to its own time and say so.
+        known = fastest;
+        limit.low_s = fastest.iteration_s;
+        result.meets_time_limit = false;
+      }
+      result.time_bound_s = limit.low_s;
+      const LeastPeak best = least_peak_within(
+          search, candidate_peaks(problem, *ctx, least.peak_bytes, known->peak_bytes), limit, *known);
+      // The fastest plan within that peak; `best.plan` is one, within the limit.
+      chosen = search.fastest(best.plan.peak_bytes, &best.plan).plan;
+      result.peak_lower_bound_bytes = best.lower_bound_bytes;
+    }
   }
 
   auto plan = evaluate_plan(problem, chosen.choice);
   if (!plan.ok()) return plan.error();
   result.plan = std::move(*plan);
-  result.proven_optimal = !search.truncated();
+  if (problem.balance == Balance::kTime && result.any_fits) {
+    result.optimality_gap = relative_gap(result.plan.iteration_s, result.iteration_lower_bound_s);
+  } else {
+    result.optimality_gap = relative_gap(static_cast<double>(result.plan.peak_memory_bytes),
+                                         static_cast<double>(result.peak_lower_bound_bytes));
+  }
+  result.proven_optimal = result.optimality_gap == 0 && result.meets_time_limit;
   result.stats = search.stats();
   return result;
 }

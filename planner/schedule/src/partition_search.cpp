@@ -40,7 +40,8 @@
 //    plan in it beats the incumbent, or, with a cut-off, meets it. A search that exhausts its
 //    space has therefore found the optimum (or proved there is none under the cut-off). A search
 //    may start from a known plan (the uniform one, when it fits) and then only looks for better
-//    ones. One that runs out of nodes says so, and the optimizer flags its answer unproven. Which
+//    ones. One that runs out of budget says so, with the least bound among the subtrees it left
+//    unexplored: the optimum lies between that and the best plan found. Which
 //    direction's bounds bite first depends on where the bottleneck sits (memory-balanced plans
 //    load the later stages), so PartitionSearch runs both with doubling node budgets and takes
 //    the first exhaustive answer. The objectives (partition_optimizer.cpp) only combine these
@@ -73,13 +74,16 @@ SearchBase::SearchBase(const PartitionProblem& problem, const PartitionContext& 
       begins_(p_),
       options_(p_),
       forward_s_(p_),
-      backward_s_(p_) {}
+      backward_s_(p_) {
+  node_work_ = 2 * static_cast<std::int64_t>(p_) * m_ + n_;
+}
 
-SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s, std::int64_t node_budget,
+SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s, std::int64_t work_budget,
                                        const FoundPlan* seed) {
   limit_bytes_ = limit_bytes;
   cutoff_s_ = cutoff_s;
-  budget_left_ = node_budget;
+  frontier_s_ = std::numeric_limits<double>::infinity();
+  budget_left_ = work_budget;
   exhausted_ = found_ = stop_ = false;
   if (seed != nullptr) {
     found_ = true;
@@ -90,15 +94,18 @@ SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s
   outcome.finished = !exhausted_;
   outcome.found = found_;
   if (found_) outcome.plan = best_;
+  outcome.lower_bound_s = found_ ? std::min(frontier_s_, best_.iteration_s) : frontier_s_;
   return outcome;
 }
 
 bool SearchBase::enter_node() {
   if (stop_) return false;
-  if (budget_left_-- <= 0) {
+  if (budget_left_ <= 0) {
     exhausted_ = stop_ = true;
     return false;
   }
+  budget_left_ -= node_work_;
+  stats_.work += node_work_;
   ++stats_.nodes;
   return true;
 }
@@ -143,49 +150,50 @@ void add_undominated(std::vector<SearchChild>& children, size_t group, const Sea
 PartitionSearch::PartitionSearch(const PartitionProblem& problem, const PartitionContext& ctx)
     : forward_(problem, ctx), reverse_(problem, ctx) {}
 
-void PartitionSearch::grant(std::int64_t nodes) {
-  nodes_left_ = std::max<std::int64_t>(nodes_left_, 0) + nodes;
-}
+void PartitionSearch::grant(std::int64_t work) { work_left_ = std::max<std::int64_t>(work_left_, 0) + work; }
 
 SearchBase::Outcome PartitionSearch::solve(std::int64_t limit_bytes, double cutoff_s, const FoundPlan* seed,
                                            std::int64_t cap) {
   SearchBase::Outcome best;
-  std::int64_t left = std::min(nodes_left_, cap);
-  for (std::int64_t budget = 4096; left > 0; budget *= 2) {
+  if (seed != nullptr) {  // returned as it is when the budget allows no search at all
+    best.found = true;
+    best.plan = *seed;
+  }
+  double lower_bound_s = 0;  // the best proven across the runs cut short: each one is valid
+  std::int64_t left = std::min(work_left_, cap);
+  for (std::int64_t budget = 4096 * forward_.node_work(); left > 0; budget *= 2) {
     for (SearchBase* direction : {static_cast<SearchBase*>(&reverse_), static_cast<SearchBase*>(&forward_)}) {
-      const std::int64_t before = direction->stats().nodes;
+      const std::int64_t before = direction->stats().work;
       SearchBase::Outcome outcome = direction->search(limit_bytes, cutoff_s, std::min(budget, left), seed);
-      const std::int64_t used = direction->stats().nodes - before;
+      const std::int64_t used = direction->stats().work - before;
       left -= used;
-      nodes_left_ -= used;
+      work_left_ -= used;
       if (outcome.finished) return outcome;
+      lower_bound_s = std::max(lower_bound_s, outcome.lower_bound_s);
       // Keep the best plan seen in case the budget runs out: still a plan, just not proven.
       if (outcome.found && (!best.found || outcome.plan.iteration_s < best.plan.iteration_s)) best = outcome;
       if (left <= 0) break;
     }
   }
-  truncated_ = true;
+  best.finished = false;
+  best.lower_bound_s = best.found ? std::min(lower_bound_s, best.plan.iteration_s) : lower_bound_s;
   return best;
 }
 
-bool PartitionSearch::fastest(std::int64_t limit_bytes, FoundPlan& out, const FoundPlan* seed) {
-  const SearchBase::Outcome outcome = solve(limit_bytes, std::numeric_limits<double>::infinity(), seed,
-                                            std::numeric_limits<std::int64_t>::max());
-  if (outcome.found) out = outcome.plan;
-  return outcome.found;
+SearchBase::Outcome PartitionSearch::fastest(std::int64_t limit_bytes, const FoundPlan* seed) {
+  return solve(limit_bytes, std::numeric_limits<double>::infinity(), seed,
+               std::numeric_limits<std::int64_t>::max());
 }
 
-bool PartitionSearch::exists(std::int64_t limit_bytes, double bound_s, FoundPlan& out,
-                             std::int64_t max_nodes) {
-  const SearchBase::Outcome outcome = solve(limit_bytes, bound_s, nullptr, max_nodes);
-  if (outcome.found) out = outcome.plan;
-  return outcome.found;
+SearchBase::Outcome PartitionSearch::exists(std::int64_t limit_bytes, double bound_s, std::int64_t max_work) {
+  return solve(limit_bytes, bound_s, nullptr, max_work);
 }
 
 PartitionSearchStats PartitionSearch::stats() const {
   PartitionSearchStats total = forward_.stats();
   const PartitionSearchStats& r = reverse_.stats();
   total.nodes += r.nodes;
+  total.work += r.work;
   total.simulations += r.simulations;
   total.plans_timed += r.plans_timed;
   return total;

@@ -45,11 +45,16 @@ bool ForwardSearch::prepare(std::int64_t limit_bytes) {
   return suffix_cost_s_[at(0, 0)] != kNoPlan;
 }
 
-void ForwardSearch::run() { descend(0, 0, 0.0, 0.0, 0); }
+void ForwardSearch::run() { descend(0, 0, 0.0, 0.0, 0, 0.0); }
 
-// chain_s: sum over fixed s of (c_s + d); walk_s: max over fixed t of A_t (bound (c)).
-void ForwardSearch::descend(int stage, int unit, double chain_s, double walk_s, std::int64_t peak_bytes) {
-  if (!enter_node()) return;
+// chain_s: sum over fixed s of (c_s + d); walk_s: max over fixed t of A_t (bound (c)); bound_s:
+// the node's bound as its parent computed it.
+void ForwardSearch::descend(int stage, int unit, double chain_s, double walk_s, std::int64_t peak_bytes,
+                            double bound_s) {
+  if (!enter_node()) {
+    note_unexplored(bound_s);
+    return;
+  }
   if (stage == p_) {
     leaf(peak_bytes);
     return;
@@ -63,7 +68,11 @@ void ForwardSearch::descend(int stage, int unit, double chain_s, double walk_s, 
   if (hopeless(std::max(relaxed.total_s, relaxed.through_s + suffix_cost_s_[at(stage, unit)]))) return;
   expand(stage, unit, chain_s, walk_s, relaxed.total_s, relaxed.through_s);
   for (const SearchChild& child : children_[stage]) {
-    if (stop_ || hopeless(child.time_bound_s)) break;  // children are in bound order
+    if (stop_) {
+      note_unexplored(child.time_bound_s);  // children are in bound order: the least of the rest
+      break;
+    }
+    if (hopeless(child.time_bound_s)) break;
     begins_[stage] = unit;
     options_[stage] = child.option;
     // The sums were accumulated left to right already, as evaluate_plan() does.
@@ -71,7 +80,7 @@ void ForwardSearch::descend(int stage, int unit, double chain_s, double walk_s, 
     backward_s_[stage] = child.backward_s;
     const double c = child.forward_s + child.backward_s;
     descend(stage + 1, child.end, chain_s + c + round_trip_s_, child.walk_s,
-            std::max(peak_bytes, child.memory_bytes));
+            std::max(peak_bytes, child.memory_bytes), child.time_bound_s);
   }
 }
 

@@ -69,7 +69,44 @@ std::int64_t ReverseSearch::least_peak_bytes() {
   return prefix_peak_bytes_[at(p_, n_)];
 }
 
-void ReverseSearch::run() { descend(p_, n_, -kNoPlan, 0); }
+FoundPlan ReverseSearch::least_peak_plan() {
+  const std::int64_t peak = least_peak_bytes();
+  FoundPlan plan;
+  plan.peak_bytes = peak;
+  plan.choice.boundaries.assign(static_cast<size_t>(p_) + 1, n_);
+  plan.choice.options.assign(static_cast<size_t>(p_), 0);
+  // Walk the DP back: stage s on [begin, j) within the peak, with stages 0..s-1 on [0, begin)
+  // able to stay within it too.
+  int j = n_;
+  for (int s = p_ - 1; s >= 0; --s) {
+    bool placed = false;
+    for (int r : ctx_.options) {
+      StageSums sums;
+      for (int begin = j - 1; begin >= s && !placed; --begin) {
+        sums.add(problem_.units[begin], r);
+        const std::int64_t bytes = sums.memory_bytes(ctx_.extra_bytes[s], ctx_.in_flight[s]);
+        if (bytes > peak) break;
+        if (prefix_peak_bytes_[at(s, begin)] > peak) continue;
+        plan.choice.boundaries[s] = begin;
+        plan.choice.options[s] = r;
+        placed = true;
+      }
+      if (placed) break;
+    }
+    j = plan.choice.boundaries[s];
+  }
+  for (int s = 0; s < p_; ++s) {
+    StageSums sums;  // left to right, as evaluate_plan() sums
+    for (int u = plan.choice.boundaries[s]; u < plan.choice.boundaries[s + 1]; ++u)
+      sums.add(problem_.units[u], plan.choice.options[s]);
+    forward_s_[s] = sums.forward_s;
+    backward_s_[s] = sums.backward_s;
+  }
+  plan.iteration_s = ctx_.iteration_s(forward_s_, backward_s_, scratch_);
+  return plan;
+}
+
+void ReverseSearch::run() { descend(p_, n_, -kNoPlan, 0, 0.0); }
 
 // Bound (e): GPipe's time is exactly sum F + (m - 1) max F + sum B + (m - 1) max B + (p - 1) d
 // (forwards and backwards each form a flow shop; test GPipe.UnequalStagesFollowTheFlowShopFormula).
@@ -89,8 +126,12 @@ double ReverseSearch::gpipe_bound(int stage, int k, int j, double extra_forward_
 
 // suffix_walk_s: max over fixed t of (sum over fixed s < t of (c_s + d) + m c_t), bound (c) of
 // the fixed stages measured from the first fixed one.
-void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes) {
-  if (!enter_node()) return;
+void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes,
+                            double bound_s) {
+  if (!enter_node()) {
+    note_unexplored(bound_s);
+    return;
+  }
   if (stage == 0) {
     leaf(peak_bytes);
     return;
@@ -107,14 +148,18 @@ void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, std::int6
   expand(stage, unit, suffix_walk_s, relaxed.total_s, relaxed.through_s);
   const int s = stage - 1;
   for (const SearchChild& child : children_[s]) {
-    if (stop_ || hopeless(child.time_bound_s)) break;  // children are in bound order
+    if (stop_) {
+      note_unexplored(child.time_bound_s);  // children are in bound order: the least of the rest
+      break;
+    }
+    if (hopeless(child.time_bound_s)) break;
     begins_[s] = child.begin;
     options_[s] = child.option;
     StageSums exact;  // left to right, as evaluate_plan() sums
     for (int u = child.begin; u < unit; ++u) exact.add(problem_.units[u], child.option);
     forward_s_[s] = exact.forward_s;
     backward_s_[s] = exact.backward_s;
-    descend(s, child.begin, child.walk_s, std::max(peak_bytes, child.memory_bytes));
+    descend(s, child.begin, child.walk_s, std::max(peak_bytes, child.memory_bytes), child.time_bound_s);
   }
 }
 

@@ -29,9 +29,9 @@ namespace pipescope::planner {
 inline constexpr std::array<models::RecomputeMode, 3> kRecomputeModes = {
     models::RecomputeMode::kNone, models::RecomputeMode::kSelective, models::RecomputeMode::kFull};
 
-// Node budget of the exact partition search behind `pipescope plan` (each node simulates one
-// schedule, 20-45 us at 64 stages).
-inline constexpr int64_t kPlanSearchNodes = 100'000;
+// Work budget of the exact partition search behind `pipescope plan` (PartitionProblem::
+// max_search_work): about a second on one core; `--search-time` changes it.
+inline constexpr int64_t kPlanSearchWork = kSearchWorkPerSecond;
 
 struct UnitCost {
   std::string name;                       // "embedding", "layer 0", ..., "lm head"
@@ -56,7 +56,8 @@ struct PlanInputs {
   models::ModelDesc model;
   Cluster cluster;
   CalibrationProfile profile;
-  ParallelConfig config;  // resolved (resolve_config)
+  ParallelConfig config;                  // resolved (resolve_config)
+  int64_t search_work = kPlanSearchWork;  // the partition search's budget
 };
 
 Expected<CostModel> build_cost_model(const PlanInputs& inputs);

@@ -42,6 +42,10 @@ struct UniformLayout {
   bool head_last = true;
 };
 
+// Schedule operations the exact search times per second on one core (measured on an x86 core of
+// 2023: 2.4-2.6 ns per operation at 8 to 64 stages; benches/cpu/partition_benchmark.cpp).
+inline constexpr std::int64_t kSearchWorkPerSecond = 400'000'000;
+
 struct PartitionProblem {
   std::vector<PartitionUnit> units;                 // n, in model order
   ScheduleKind schedule = ScheduleKind::kOneFOneB;  // GPipe or 1F1B (interleaved: not supported)
@@ -57,12 +61,13 @@ struct PartitionProblem {
   Balance balance = Balance::kMemory;
   double time_slack = 0.02;  // kMemory: time bound = max((1 + slack) * fastest fitting, uniform)
   UniformLayout uniform_layout;
-  // The exact search's budget in search nodes (one node costs one schedule simulation: ~20-50 us
-  // at 64 stages x 128 micro-batches), half for the fastest plan, half for what follows. Past
-  // it, the optimizer returns its best plan so far (never slower than the uniform plan when that
-  // one fits) with proven_optimal = false. Many realistic problems need a few percent of it;
-  // with about as many micro-batches as stages the proof often does not finish.
-  std::int64_t max_search_nodes = 500'000;
+  // The exact search's budget in schedule operations timed: a search node times the 2 p m
+  // operations of the schedule (plus n for its expansion), about 2.5 ns each on one core, so the
+  // default is roughly a second (kSearchWorkPerSecond). Counting work rather than nodes or wall
+  // time keeps small pipelines from running out after milliseconds, big ones from running for
+  // minutes, and every answer reproducible. Past it, the optimizer returns its best plan so far
+  // with a proven bound on the optimum (PartitionResult::optimality_gap).
+  std::int64_t max_search_work = kSearchWorkPerSecond;
 };
 
 // A plan's choices: stage s holds units [boundaries[s], boundaries[s + 1]) under options[s].
