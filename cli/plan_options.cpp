@@ -25,6 +25,11 @@ void add_shared_options(CLI::App* app, PlanArgs& a) {
   app->add_option("--gbs", a.gbs, "Global batch size")->check(count);
   app->add_option("--seq", a.seq, "Sequence length")->check(count);
   app->add_option("--calibration", a.calibration, "Calibration profile JSON")->check(CLI::ExistingFile);
+  app->add_option(
+         "--optimizer", a.optimizer,
+         "megatron (default: Megatron-LM's mixed-precision Adam, sharded by --zero) or deepspeed-bf16 "
+         "(DeepSpeed's BF16_Optimizer)")
+      ->check(CLI::IsMember({"megatron", "deepspeed-bf16"}));
   app->add_flag("--no-flash-attention", a.no_flash_attention,
                 "Price unfused attention that stores its s x s scores (runs before flash attention)");
   app->add_flag("--json", a.json, "Print JSON");
@@ -81,6 +86,8 @@ planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
   // turns it on).
   if (a.vpp > 1 && !schedule_given) c.schedule = planner::ScheduleKind::kInterleaved;
   c.balance = a.balance == "time" ? planner::BalanceGoal::kTime : planner::BalanceGoal::kMemory;
+  c.optimizer = a.optimizer == "deepspeed-bf16" ? planner::OptimizerRecipe::kDeepSpeedBf16
+                                                : planner::OptimizerRecipe::kMegatron;
   return c;
 }
 
@@ -127,6 +134,7 @@ nlohmann::ordered_json plan_arguments_json(const PlanArgs& a, bool schedule_give
                                 {"schedule_given", schedule_given},
                                 {"balance", a.balance},
                                 {"calibration", a.calibration},
+                                {"optimizer", a.optimizer},
                                 {"search_time_s", a.search_time_s}};
 }
 
@@ -158,7 +166,9 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
     out.schedule_given = j.at("schedule_given").get<bool>();
     a.balance = j.at("balance").get<std::string>();
     a.calibration = j.at("calibration").get<std::string>();
-    a.search_time_s = j.value("search_time_s", 1.0);  // absent from plans written before it existed
+    // Absent from plans written before they existed.
+    a.optimizer = j.value("optimizer", std::string("megatron"));
+    a.search_time_s = j.value("search_time_s", 1.0);
   } catch (const nlohmann::json::exception& e) {
     return Error{std::string("the plan's inputs.arguments are incomplete or malformed (") + e.what() +
                  "); write the plan again with this pipescope's 'plan --json'"};

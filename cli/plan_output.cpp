@@ -202,6 +202,7 @@ ordered_json config_json(const planner::ParallelConfig& c) {
                       {"sequence_parallel", c.sequence_parallel},
                       {"schedule", std::string(planner::to_string(c.schedule))},
                       {"balance", c.balance == planner::BalanceGoal::kMemory ? "memory" : "time"},
+                      {"optimizer", std::string(planner::to_string(c.optimizer))},
                       {"description", planner::describe(c)}};
 }
 

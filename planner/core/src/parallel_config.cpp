@@ -32,6 +32,10 @@ std::string_view to_string(RecomputeChoice choice) {
   return "?";
 }
 
+std::string_view to_string(OptimizerRecipe recipe) {
+  return recipe == OptimizerRecipe::kDeepSpeedBf16 ? "deepspeed-bf16" : "megatron";
+}
+
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute) {
   models::CostOptions o;
   o.micro_batch_size = config.micro_batch;
@@ -118,6 +122,18 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
                  ") to be a multiple of --pp " + num(c.pp)};
   }
   if (c.zero_stage < 0 || c.zero_stage > 3) return Error{"--zero must be 0, 1, 2 or 3"};
+  if (c.optimizer == OptimizerRecipe::kDeepSpeedBf16) {
+    // DeepSpeed picks BF16_Optimizer for bf16 with fp32 gradient accumulation at ZeRO stage 0
+    // or 1 (engine.py, _do_optimizer_sanity_check) and its ZeRO optimizer above that.
+    if (c.zero_stage > 1) {
+      return Error{
+          "--optimizer deepspeed-bf16 is DeepSpeed's BF16_Optimizer, which runs at ZeRO stage 0 or 1; "
+          "for --zero " +
+          num(c.zero_stage) + " use --optimizer megatron"};
+    }
+    if (c.zero_shard > 0)
+      return Error{"--optimizer deepspeed-bf16 shards over all data-parallel ranks; drop --zero-shard"};
+  }
   if (c.zero_shard > 0) {
     if (c.zero_stage == 0) return Error{"--zero-shard needs --zero 1, 2 or 3"};
     if (dp % c.zero_shard != 0) {
@@ -159,6 +175,7 @@ std::string describe(const ParallelConfig& c) {
     text += ", zero " + num(c.zero_stage);
     if (c.zero_shard > 0) text += " (shard " + num(c.zero_shard) + ")";
   }
+  if (c.optimizer != OptimizerRecipe::kMegatron) text += ", optimizer " + std::string(to_string(c.optimizer));
   text += ", recompute " + std::string(to_string(c.recompute));
   if (c.sequence_parallel) text += ", sequence parallel";
   text += ", " + std::string(to_string(c.schedule));

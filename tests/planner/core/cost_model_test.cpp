@@ -49,6 +49,26 @@ TEST(StaticMemory, HierarchicalZeroShardsWithinItsGroupOnly) {
   EXPECT_EQ(costs_for(data_parallel_8(3, 4)).units[1].static_bytes, static_cast<int64_t>(4.5 * kLayerParams));
 }
 
+TEST(StaticMemory, DeepSpeedBf16OptimizerKeepsUnshardedGradients) {
+  // BF16_Optimizer at dp 8: bf16 weights 2 + bf16 gradients 2 + unsharded fp32 gradients 4 +
+  // fp32 master weights and Adam moments 12 / 8 = 9.5 bytes per parameter, at ZeRO 0 or 1 alike.
+  for (int zero : {0, 1}) {
+    ParallelConfig c = data_parallel_8(zero);
+    c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+    const CostModel costs = costs_for(c);
+    EXPECT_EQ(costs.units[1].static_bytes, static_cast<int64_t>(9.5 * kLayerParams));
+    EXPECT_EQ(costs.units[0].static_bytes, static_cast<int64_t>(9.5 * kEmbeddingParams));
+  }
+  // Its fp32 accumulation of every micro-batch's gradients costs backward time Megatron's does not.
+  ParallelConfig megatron = data_parallel_8(1);
+  ParallelConfig deepspeed = megatron;
+  deepspeed.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  EXPECT_GT(costs_for(deepspeed).units[1].by_mode[0].backward_s,
+            costs_for(megatron).units[1].by_mode[0].backward_s);
+  EXPECT_EQ(costs_for(deepspeed).units[1].by_mode[0].forward_s,
+            costs_for(megatron).units[1].by_mode[0].forward_s);
+}
+
 TEST(Recompute, FullRedoesTheForwardAndSelectiveOnlyTheAttentionCore) {
   const CostModel costs = costs_for(data_parallel_8(0));
   const auto& layer = costs.units[1].by_mode;

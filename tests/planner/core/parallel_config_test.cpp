@@ -53,6 +53,18 @@ TEST(ResolveConfig, AbsurdSizesAreRefusedAsTypos) {
   expect_refused(c, "--tp");
 }
 
+TEST(ResolveConfig, DeepSpeedBf16OptimizerRunsAtZeroStageZeroOrOne) {
+  ParallelConfig c = config(16, 2, 1);  // dp 8
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  c.zero_stage = 1;
+  EXPECT_TRUE(resolve_config(llama2_7b(), c).ok());
+  c.zero_stage = 2;
+  expect_refused(c, "ZeRO stage 0 or 1");
+  c.zero_stage = 1;
+  c.zero_shard = 4;
+  expect_refused(c, "--zero-shard");
+}
+
 TEST(ResolveConfig, GlobalBatchMustDivideByMicroBatchTimesDp) {
   ParallelConfig c = config(16, 1, 2);  // dp 8
   c.global_batch = 100;

@@ -153,6 +153,22 @@ TEST(DeepSpeed, SelectiveRecomputeIsNotExpressible) {
   EXPECT_TRUE(named);
 }
 
+TEST(DeepSpeed, SaysWhenThePlanIsPricedWithAnotherOptimizerRecipe) {
+  // --emit writes settings only: a plan priced with Megatron-LM's recipe says how to price
+  // DeepSpeed's BF16_Optimizer instead; one priced with it says nothing of the kind.
+  const auto named = [](const FrameworkSettings& s) {
+    bool found = false;
+    for (const auto& limit : s.not_expressible)
+      found = found || limit.find("--optimizer deepspeed-bf16") != std::string::npos;
+    return found;
+  };
+  ParallelConfig c = small_config();
+  const std::vector<std::string> none(4, "none");
+  EXPECT_TRUE(named(emit_deepspeed(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none))));
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  EXPECT_FALSE(named(emit_deepspeed(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none))));
+}
+
 TEST(InternEvo, ConfigKeys) {
   const auto s = emit_internevo(model_with_layers(16),
                                 outcome_with(small_config(), {4, 4, 4, 4}, {"full", "full", "full", "full"}));
