@@ -96,6 +96,13 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
     c.seq_length =
         model.max_position_embeddings > 0 ? std::min<int64_t>(model.max_position_embeddings, 4096) : 4096;
   }
+  if (c.cp > 1 && !c.flash_attention) {
+    // megatron/core/transformer/dot_product_attention.py asserts context_parallel_size == 1:
+    // "Context parallelism is only supported by TEDotProductAttention!" (fused attention).
+    return Error{
+        "--cp needs fused (flash) attention, as Megatron-LM runs context parallelism only through "
+        "Transformer Engine's attention; drop --no-flash-attention"};
+  }
   if (c.seq_length % c.cp != 0) {
     return Error{"--seq " + num(c.seq_length) + " is not divisible by --cp " + num(c.cp)};
   }

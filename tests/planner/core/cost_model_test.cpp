@@ -82,6 +82,40 @@ TEST(Recompute, FullRedoesTheForwardAndSelectiveOnlyTheAttentionCore) {
   EXPECT_EQ(layer[0].transient_bytes, 0);
 }
 
+TEST(ContextParallel, TwoRanksHalveEveryLayerActivation) {
+  // llama2-7b (h 4096, 32 heads of 128, SwiGLU f 11008, no dropout), s 4096, b 1, flash, no
+  // recompute. Megatron's context parallelism keeps each rank's s/cp tokens of every tensor:
+  // per token, attention 2h (norm output) + 2(h + h) (Q, K) + 2h (V) + 2h (core output) + 4 x 32
+  // (fp32 log-sum-exp per head) = 41,088 bytes; MLP 2h + 2 x 2f (gate, up) + 2f = 74,240; two
+  // norm inputs 4h = 16,384; 131,712 bytes a token.
+  ParallelConfig c;
+  c.seq_length = 4096;
+  EXPECT_EQ(costs_for(c).units[1].by_mode[0].activation_bytes, 4096 * 131'712);
+  c.gpus = 2;
+  c.cp = 2;
+  EXPECT_EQ(costs_for(c).units[1].by_mode[0].activation_bytes, 2048 * 131'712);
+  // Full recomputation keeps each layer's input, s/cp x h x 2 bytes.
+  EXPECT_EQ(costs_for(c).units[1].by_mode[2].activation_bytes, 2048 * 4096 * 2);
+}
+
+TEST(ExpertParallel, ShardsTheExpertsWeightsGradientsAndOptimizerState) {
+  // mixtral-8x7b, one layer: attention h(h + 2 x 1024 + h) = 41,943,040, router 8h = 32,768,
+  // norms 2h = 8,192, dense 41,984,000; 8 experts of 3 x 4096 x 14336 = 176,160,768 each.
+  constexpr int64_t kDense = 41'984'000;
+  constexpr int64_t kExpert = 176'160'768;
+  ParallelConfig c;
+  c.gpus = 2;  // dp 2, no ZeRO: 18 bytes a parameter; ep 2 keeps 4 of the 8 experts
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].static_bytes, 18 * (kDense + 8 * kExpert));
+  c.ep = 2;
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].parameters, kDense + 4 * kExpert);
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].static_bytes, 18 * (kDense + 4 * kExpert));
+  // ZeRO-1 on 4 GPUs, ep 2: dense state sharded over dp 4 (2 + 4 + 12/4 = 9 bytes a parameter),
+  // expert state over the 2 ranks holding the same experts (2 + 4 + 12/2 = 12).
+  c.gpus = 4;
+  c.zero_stage = 1;
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].static_bytes, 9 * kDense + 12 * 4 * kExpert);
+}
+
 TEST(TensorParallel, SplitsComputeButPaysForItsAllReduces) {
   ParallelConfig tp1;
   tp1.gpus = 2;

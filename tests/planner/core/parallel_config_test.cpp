@@ -65,6 +65,13 @@ TEST(ResolveConfig, DeepSpeedBf16OptimizerRunsAtZeroStageZeroOrOne) {
   expect_refused(c, "--zero-shard");
 }
 
+TEST(ResolveConfig, ContextParallelNeedsFusedAttention) {
+  ParallelConfig c = config(2, 1, 1);
+  c.cp = 2;
+  c.flash_attention = false;
+  expect_refused(c, "--cp needs fused (flash) attention");
+}
+
 TEST(ResolveConfig, GlobalBatchMustDivideByMicroBatchTimesDp) {
   ParallelConfig c = config(16, 1, 2);  // dp 8
   c.global_batch = 100;
