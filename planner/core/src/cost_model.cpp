@@ -398,7 +398,12 @@ PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs)
     case RecomputeChoice::kNone: problem.allowed_options = {0}; break;
     case RecomputeChoice::kSelective: problem.allowed_options = {1}; break;
     case RecomputeChoice::kFull: problem.allowed_options = {2}; break;
-    case RecomputeChoice::kAuto: problem.allowed_options = {}; break;
+    case RecomputeChoice::kAuto:
+      problem.allowed_options = {};
+      // A stage may recompute only its first layers fully and keep all of the others'.
+      problem.partial_option = 2;
+      problem.partial_base = 0;
+      break;
   }
   problem.balance = c.balance == BalanceGoal::kTime ? Balance::kTime : Balance::kMemory;
   problem.max_search_work = in.search_work;

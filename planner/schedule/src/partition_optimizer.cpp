@@ -35,6 +35,18 @@ std::vector<std::int64_t> candidate_peaks(const PartitionProblem& problem,
           if (bytes > low) values.push_back(bytes);
         }
       }
+      for (int end = j + 2; ctx.partial.enabled() && end <= n - (p - s - 1); ++end) {
+        bool any = false;
+        for (int count = 1; count < end - j; ++count) {
+          const std::int64_t bytes =
+              ctx.partial.memory_bytes(j, end, count, ctx.extra_bytes[s], ctx.in_flight[s]);
+          any = any || bytes <= high;
+          if (bytes > low && bytes <= high) values.push_back(bytes);
+        }
+        // Every count keeps at least the units' static memory, which only grows with the stage.
+        if (!any && ctx.extra_bytes[s] + ctx.partial.static_prefix[end] - ctx.partial.static_prefix[j] > high)
+          break;
+      }
     }
   }
   std::sort(values.begin(), values.end());

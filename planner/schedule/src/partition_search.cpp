@@ -73,6 +73,7 @@ SearchBase::SearchBase(const PartitionProblem& problem, const PartitionContext& 
       round_trip_s_(problem.p2p_forward_s + problem.p2p_backward_s),
       begins_(p_),
       options_(p_),
+      partials_(p_),
       forward_s_(p_),
       backward_s_(p_) {
   node_work_ = 2 * static_cast<std::int64_t>(p_) * m_ + n_;
@@ -127,6 +128,11 @@ void SearchBase::leaf(std::int64_t peak_bytes) {
   best_.choice.boundaries.assign(begins_.begin(), begins_.end());
   best_.choice.boundaries.push_back(n_);
   best_.choice.options = options_;
+  if (ctx_.partial.enabled()) {
+    best_.choice.partial_units = partials_;
+  } else {
+    best_.choice.partial_units.clear();
+  }
   if (std::isfinite(cutoff_s_)) stop_ = true;  // any plan within the cut-off answers
 }
 

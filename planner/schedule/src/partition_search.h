@@ -69,7 +69,7 @@ class SearchBase {
   double round_trip_s_ = 0;  // d: p2p forward + backward across one boundary
   std::int64_t limit_bytes_ = 0;
 
-  std::vector<int> begins_, options_;  // the plan being built: stage s holds [begins_[s], ...)
+  std::vector<int> begins_, options_, partials_;  // the plan being built: stage s holds [begins_[s], ...)
   std::vector<double> forward_s_, backward_s_;
   std::vector<double> scratch_;
   std::vector<StageSums> sums_;  // per allowed option, reused by expansions
@@ -92,6 +92,7 @@ struct SearchChild {
   int begin = 0;  // first unit (the reverse search fixes [begin, end of the stage))
   int end = 0;    // one past the last unit
   int option = 0;
+  int partial = 0;       // on the partial option: the stage's first units that run it (0: all)
   double forward_s = 0;  // summed in expansion order: for bounds only
   double backward_s = 0;
   std::int64_t memory_bytes = 0;
@@ -132,6 +133,7 @@ class ReverseSearch final : public SearchBase {
  private:
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
+  void peak_table(std::int64_t limit_bytes, bool with_partial);
   void descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes, double bound_s);
   void expand(int stage, int unit, double suffix_walk_s, double total_s, double through_s);
   // The GPipe closed form with fixed stages from `stage` on, `extra` one more (or none), and the
