@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "partition_costs.h"
+#include "partition_local.h"
 #include "partition_search.h"
 
 namespace pipescope::planner {
@@ -75,25 +76,48 @@ LeastPeak least_peak_within(PartitionSearch& search, const std::vector<std::int6
                             const FoundPlan& known) {
   LeastPeak out{known, values.front()};
   size_t low = 0, high = values.size() - 1;
+  size_t unknown = high;  // the lowest probe that neither found a plan nor proved there is none
+  // A probe may spend an eighth of what is left: one that cannot finish counts as a no for the
+  // bisection but proves nothing, rather than stopping it.
+  const auto cap = [&] { return std::max(search.work_left() / 8, 4096 * search.node_work()); };
+  // Whether no plan within values[i] meets the limit: proven against its high end.
+  const auto proven_none = [&](size_t i, const Outcome& probe) {
+    if (!probe.finished) return false;
+    if (limit.high_s <= limit.low_s) return true;
+    const Outcome again = search.exists(values[i], limit.high_s, cap());
+    return again.finished && !again.found;
+  };
   while (low < high && !search.out_of_budget()) {
     const size_t mid = low + (high - low) / 2;
-    // A probe may spend an eighth of what is left: one that cannot finish counts as a no for the
-    // bisection but proves nothing, rather than stopping it.
-    const std::int64_t cap = std::max(search.work_left() / 8, 4096 * search.node_work());
-    const Outcome probe = search.exists(values[mid], limit.low_s, cap);
+    const Outcome probe = search.exists(values[mid], limit.low_s, cap());
     if (probe.found) {
       out.plan = probe.plan;
       high = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), probe.plan.peak_bytes) -
                                  values.begin());
       continue;
     }
-    bool none = probe.finished;
-    if (none && limit.high_s > limit.low_s) {
-      const Outcome again = search.exists(values[mid], limit.high_s, cap);
-      none = again.finished && !again.found;
+    if (proven_none(mid, probe)) {
+      out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
+    } else {
+      unknown = std::min(unknown, mid);
     }
-    if (none) out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
     low = mid + 1;
+  }
+  // The bisection above moves up past probes it could not settle. Below the lowest of them,
+  // bisect again for the largest peak proven to admit no plan: it bounds the optimum.
+  low = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), out.lower_bound_bytes) -
+                            values.begin());
+  high = std::min(unknown, high);
+  while (low < high && !search.out_of_budget()) {
+    const size_t mid = low + (high - low) / 2;
+    const Outcome probe = search.exists(values[mid], limit.low_s, cap());
+    if (probe.found && probe.plan.peak_bytes < out.plan.peak_bytes) out.plan = probe.plan;
+    if (!probe.found && proven_none(mid, probe)) {
+      out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
   }
   return out;
 }
@@ -186,6 +210,11 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
         result.meets_time_limit = false;
       }
       result.time_bound_s = limit.low_s;
+      // Plans with lower peaks near the known one, cheaply: the bisection then starts lower.
+      std::int64_t used = 0;
+      detail::LocalPeakSearch local(problem, *ctx);
+      known = local.improve(*known, limit.low_s, std::max<std::int64_t>(search.work_left() / 4, 0), &used);
+      search.charge(used);
       const LeastPeak best = least_peak_within(
           search, candidate_peaks(problem, *ctx, least.peak_bytes, known->peak_bytes), limit, *known);
       // The fastest plan within that peak; `best.plan` is one, within the limit.

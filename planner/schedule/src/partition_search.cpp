@@ -90,7 +90,13 @@ SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s
     found_ = true;
     best_ = *seed;
   }
-  if (prepare(limit_bytes)) run();
+  // The tables depend on the limit only: restarts and repeated probes at one limit reuse them.
+  if (!prepared_ || prepared_limit_ != limit_bytes) {
+    prepared_feasible_ = prepare(limit_bytes);
+    prepared_ = true;
+    prepared_limit_ = limit_bytes;
+  }
+  if (prepared_feasible_) run();
   Outcome outcome;
   outcome.finished = !exhausted_;
   outcome.found = found_;
@@ -166,20 +172,32 @@ SearchBase::Outcome PartitionSearch::solve(std::int64_t limit_bytes, double cuto
     best.plan = *seed;
   }
   double lower_bound_s = 0;  // the best proven across the runs cut short: each one is valid
-  std::int64_t left = std::min(work_left_, cap);
+  const std::int64_t total = std::min(work_left_, cap);
+  std::int64_t left = total;
+  // Restarts cost what the runs before them spent: alternate while the budgets are small, then
+  // give everything left to the direction whose last run proved the higher bound.
+  SearchBase* const directions[] = {&reverse_, &forward_};
+  double proven_s[] = {0, 0};
+  int committed = -1;
   for (std::int64_t budget = 4096 * forward_.node_work(); left > 0; budget *= 2) {
-    for (SearchBase* direction : {static_cast<SearchBase*>(&reverse_), static_cast<SearchBase*>(&forward_)}) {
+    for (int d = 0; d < 2 && left > 0; ++d) {
+      if (committed >= 0 && d != committed) continue;
+      SearchBase* direction = directions[d];
       const std::int64_t before = direction->stats().work;
-      SearchBase::Outcome outcome = direction->search(limit_bytes, cutoff_s, std::min(budget, left), seed);
+      // Each run starts from the best plan so far: a better incumbent prunes more.
+      SearchBase::Outcome outcome =
+          direction->search(limit_bytes, cutoff_s, committed >= 0 ? left : std::min(budget, left),
+                            best.found ? &best.plan : nullptr);
       const std::int64_t used = direction->stats().work - before;
       left -= used;
       work_left_ -= used;
       if (outcome.finished) return outcome;
+      proven_s[d] = outcome.lower_bound_s;
       lower_bound_s = std::max(lower_bound_s, outcome.lower_bound_s);
       // Keep the best plan seen in case the budget runs out: still a plan, just not proven.
       if (outcome.found && (!best.found || outcome.plan.iteration_s < best.plan.iteration_s)) best = outcome;
-      if (left <= 0) break;
     }
+    if (committed < 0 && total - left >= total / 8) committed = proven_s[1] > proven_s[0] ? 1 : 0;
   }
   best.finished = false;
   best.lower_bound_s = best.found ? std::min(lower_bound_s, best.plan.iteration_s) : lower_bound_s;

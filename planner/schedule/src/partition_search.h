@@ -78,6 +78,8 @@ class SearchBase {
   PartitionSearchStats stats_;
 
  private:
+  bool prepared_ = false, prepared_feasible_ = false;
+  std::int64_t prepared_limit_ = 0;
   double cutoff_s_ = std::numeric_limits<double>::infinity();
   double frontier_s_ = std::numeric_limits<double>::infinity();
   std::int64_t node_work_ = 0;
@@ -171,6 +173,7 @@ class PartitionSearch {
   // Work budget: solving stops once it is spent; grant() adds to it (a new phase of the
   // optimizer).
   void grant(std::int64_t work);
+  void charge(std::int64_t work) { work_left_ -= work; }  // work spent outside the search
   bool out_of_budget() const { return work_left_ <= 0; }
   PartitionSearchStats stats() const;
 

@@ -23,6 +23,11 @@ bool ForwardSearch::prepare(std::int64_t limit_bytes) {
     const int last_end = n_ - (p_ - k - 1);
     for (int j = k; j < last_end; ++j) {
       double cost = kNoPlan, walk = kNoPlan;
+      const auto take = [&](int end, double c, double after) {
+        cost = std::min(cost, c + after);
+        walk = std::min(walk,
+                        last ? m_ * c : std::max(m_ * c, c + round_trip_s_ + suffix_walk_s_[at(k + 1, end)]));
+      };
       for (int r : ctx_.options) {
         StageSums sums;
         for (int end = j + 1; end <= last_end; ++end) {
@@ -31,10 +36,7 @@ bool ForwardSearch::prepare(std::int64_t limit_bytes) {
           if (bytes > limit_bytes) break;  // stage memory only grows with more units
           const double after = suffix_cost_s_[at(k + 1, end)];
           if (after == kNoPlan) continue;
-          const double c = sums.forward_s + sums.backward_s;
-          cost = std::min(cost, c + after);
-          walk = std::min(
-              walk, last ? m_ * c : std::max(m_ * c, c + round_trip_s_ + suffix_walk_s_[at(k + 1, end)]));
+          take(end, sums.forward_s + sums.backward_s, after);
         }
       }
       if (ctx_.partial.enabled()) {
@@ -44,10 +46,7 @@ bool ForwardSearch::prepare(std::int64_t limit_bytes) {
           const int count = fewest.at(end);
           const double after = suffix_cost_s_[at(k + 1, end)];
           if (count == 0 || after == kNoPlan) continue;
-          const double c = ctx_.partial.cost_s(j, end, count);
-          cost = std::min(cost, c + after);
-          walk = std::min(
-              walk, last ? m_ * c : std::max(m_ * c, c + round_trip_s_ + suffix_walk_s_[at(k + 1, end)]));
+          take(end, ctx_.partial.cost_s(j, end, count), after);
         }
       }
       suffix_cost_s_[at(k, j)] = cost;
