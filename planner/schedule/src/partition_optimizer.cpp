@@ -87,7 +87,9 @@ LeastPeak least_peak_within(PartitionSearch& search, const std::vector<std::int6
     const Outcome again = search.exists(values[i], limit.high_s, cap());
     return again.finished && !again.found;
   };
-  while (low < high && !search.out_of_budget()) {
+  // A quarter of the budget stays for the proofs below.
+  const std::int64_t reserve = search.work_left() / 4;
+  while (low < high && search.work_left() > reserve) {
     const size_t mid = low + (high - low) / 2;
     const Outcome probe = search.exists(values[mid], limit.low_s, cap());
     if (probe.found) {
@@ -175,7 +177,8 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
       if (uniform_fits) {
         // If some fitting plan is `slack` times faster than the uniform one, the limit is T_uniform
         // whatever T_fit is: a decision, far cheaper than finding T_fit.
-        const Outcome quick = search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left());
+        const Outcome quick =
+            search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left() / 2);
         if (quick.found) {
           limit = {uniform_s, uniform_s};
           fastest = quick.plan;

@@ -96,12 +96,16 @@ SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s
     prepared_ = true;
     prepared_limit_ = limit_bytes;
   }
-  if (prepared_feasible_) run();
+  // The tables' own bound settles a search before any node when it is above the cut-off or the
+  // seed; it also bounds every plan a search cut short did not reach.
+  const double root_s = prepared_feasible_ ? root_bound_s() : std::numeric_limits<double>::infinity();
+  if (prepared_feasible_ && !hopeless(root_s)) run();
   Outcome outcome;
   outcome.finished = !exhausted_;
   outcome.found = found_;
   if (found_) outcome.plan = best_;
-  outcome.lower_bound_s = found_ ? std::min(frontier_s_, best_.iteration_s) : frontier_s_;
+  const double unexplored_s = std::max(frontier_s_, root_s);
+  outcome.lower_bound_s = found_ ? std::min(unexplored_s, best_.iteration_s) : unexplored_s;
   return outcome;
 }
 

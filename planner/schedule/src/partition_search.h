@@ -51,6 +51,9 @@ class SearchBase {
   // Fills the direction's tables for a memory limit; false when no plan meets it.
   virtual bool prepare(std::int64_t limit_bytes) = 0;
   virtual void run() = 0;
+  // After prepare(): a lower bound on the time of every plan within the limit, from the tables
+  // alone (the least largest single-stage walk, bound (c)).
+  virtual double root_bound_s() const = 0;
 
   bool enter_node();  // counts a node against the budget; false: stop
   // A subtree the budget left unexplored, with a lower bound on its plans' times.
@@ -112,6 +115,7 @@ class ForwardSearch final : public SearchBase {
  private:
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
+  double root_bound_s() const override { return suffix_walk_s_[at(0, 0)]; }
   void descend(int stage, int unit, double chain_s, double walk_s, std::int64_t peak_bytes, double bound_s);
   void expand(int stage, int unit, double chain_s, double walk_s, double total_s, double through_s);
   size_t at(int stage, int unit) const { return static_cast<size_t>(stage) * (n_ + 1) + unit; }
@@ -135,6 +139,7 @@ class ReverseSearch final : public SearchBase {
  private:
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
+  double root_bound_s() const override { return prefix_walk_s_[at(p_, n_)]; }
   void peak_table(std::int64_t limit_bytes, bool with_partial);
   void descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes, double bound_s);
   void expand(int stage, int unit, double suffix_walk_s, double total_s, double through_s);

@@ -95,7 +95,7 @@ TEST(PartitionOptimizer, ProvenBoundsHoldWhenTheBudgetRunsOut) {
     const std::vector<PartitionPlan> plans = all_plans(problem);
     const std::int64_t node =
         2 * problem.stages * problem.micro_batches + static_cast<int>(problem.units.size());
-    problem.max_search_work = std::uniform_int_distribution<std::int64_t>(0, 12)(rng) * node;
+    problem.max_search_work = std::uniform_int_distribution<std::int64_t>(0, 6)(rng) * node;
     auto result = optimize_partition(problem);
     ASSERT_TRUE(result.ok()) << result.error().message;
     const PartitionPlan& plan = result->plan;
