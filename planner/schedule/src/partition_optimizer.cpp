@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "partition_bound.h"
 #include "partition_costs.h"
 #include "partition_local.h"
 #include "partition_search.h"
@@ -55,6 +56,42 @@ std::vector<std::int64_t> candidate_peaks(const PartitionProblem& problem,
   return values;
 }
 
+// Lower bounds from critical paths (partition_bound.h), paid for from the search's budget.
+class PathBounds {
+ public:
+  PathBounds(const PartitionProblem& problem, const detail::PartitionContext& ctx, PartitionSearch& search)
+      : problem_(problem), bound_(problem, ctx), search_(search) {}
+  void add(const FoundPlan& plan) {
+    forward_s_.assign(static_cast<size_t>(problem_.stages), 0.0);
+    backward_s_.assign(static_cast<size_t>(problem_.stages), 0.0);
+    for (int s = 0; s < problem_.stages; ++s) {
+      const int first = plan.choice.boundaries[s], end = plan.choice.boundaries[s + 1];
+      const int partial = plan.choice.partial_units.empty() ? 0 : plan.choice.partial_units[s];
+      const int r = plan.choice.options[s];
+      const detail::StageSums sums =
+          partial > 0 ? detail::partial_sums(problem_, first, end, partial, r, problem_.partial_base)
+                      : detail::partial_sums(problem_, first, end, end - first, r, r);
+      forward_s_[s] = sums.forward_s;
+      backward_s_[s] = sums.backward_s;
+    }
+    bound_.add_path(forward_s_, backward_s_);
+  }
+  // A lower bound on the time of every plan within limit_bytes (0 once the budget is spent).
+  double at(std::int64_t limit_bytes, int rounds) {
+    if (search_.out_of_budget()) return 0;
+    std::int64_t used = 0;
+    const double lower_s = bound_.lower_bound(limit_bytes, rounds, &used);
+    search_.charge(used);
+    return lower_s;
+  }
+
+ private:
+  const PartitionProblem& problem_;
+  detail::PathBound bound_;
+  PartitionSearch& search_;
+  std::vector<double> forward_s_, backward_s_;
+};
+
 // kMemory's time limit max((1 + slack) T_fit, T_uniform), known to lie in [low_s, high_s]:
 // plans are held to low_s (so that they meet the true limit) and proofs that no plan exists are
 // made against high_s (so that they hold for the true limit).
@@ -62,6 +99,11 @@ struct TimeLimit {
   double low_s = 0;
   double high_s = 0;
 };
+
+// Rounds of the critical-path bound's cutting-plane loop: at the capacity (where it bounds T_fit),
+// and at each peak probed (starting from the paths found before).
+constexpr int kFitRounds = 40;
+constexpr int kProbeRounds = 12;
 
 struct LeastPeak {
   FoundPlan plan;                      // within the limit's low_s
@@ -72,7 +114,8 @@ struct LeastPeak {
 // peak values.back(), and values.front() is the least peak of any plan. The predicate grows with
 // P, so bisect over the candidate values; a yes moves the top down to the peak of the plan found,
 // which is often well below the probe; a proven no moves the lower bound up.
-LeastPeak least_peak_within(PartitionSearch& search, const std::vector<std::int64_t>& values, TimeLimit limit,
+LeastPeak least_peak_within(PartitionSearch& search, PathBounds& paths,
+                            const std::vector<std::int64_t>& values, TimeLimit limit,
                             const FoundPlan& known) {
   LeastPeak out{known, values.front()};
   size_t low = 0, high = values.size() - 1;
@@ -87,10 +130,17 @@ LeastPeak least_peak_within(PartitionSearch& search, const std::vector<std::int6
     const Outcome again = search.exists(values[i], limit.high_s, cap());
     return again.finished && !again.found;
   };
+  // A probe settled by the critical-path bound: no search needed.
+  const auto by_paths = [&](size_t i) { return paths.at(values[i], kProbeRounds) > limit.high_s; };
   // A quarter of the budget stays for the proofs below.
   const std::int64_t reserve = search.work_left() / 4;
   while (low < high && search.work_left() > reserve) {
     const size_t mid = low + (high - low) / 2;
+    if (by_paths(mid)) {
+      out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
+      low = mid + 1;
+      continue;
+    }
     const Outcome probe = search.exists(values[mid], limit.low_s, cap());
     if (probe.found) {
       out.plan = probe.plan;
@@ -112,6 +162,11 @@ LeastPeak least_peak_within(PartitionSearch& search, const std::vector<std::int6
   high = std::min(unknown, high);
   while (low < high && !search.out_of_budget()) {
     const size_t mid = low + (high - low) / 2;
+    if (by_paths(mid)) {
+      out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
+      low = mid + 1;
+      continue;
+    }
     const Outcome probe = search.exists(values[mid], limit.low_s, cap());
     if (probe.found && probe.plan.peak_bytes < out.plan.peak_bytes) out.plan = probe.plan;
     if (!probe.found && proven_none(mid, probe)) {
@@ -146,6 +201,9 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
   // Exact, by a DP: whether anything fits, and a plan with the least peak.
   const FoundPlan least = search.least_peak_plan();
   result.any_fits = least.peak_bytes <= problem.capacity_bytes;
+  PathBounds paths(problem, *ctx, search);
+  paths.add(least);
+  if (result.uniform) paths.add(as_found(*result.uniform));
   FoundPlan chosen;
   if (!result.any_fits) {
     // The least peak is the objective and is exact; the fastest plan with it breaks ties.
@@ -162,7 +220,13 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
       const Outcome fit = search.fastest(problem.capacity_bytes, &seed);
       chosen = fit.plan;
       result.fastest_fitting_s = fit.plan.iteration_s;
-      result.fastest_fitting_lower_s = fit.finished ? fit.plan.iteration_s : fit.lower_bound_s;
+      result.fastest_fitting_lower_s = fit.plan.iteration_s;
+      if (!fit.finished) {
+        paths.add(fit.plan);
+        search.grant(problem.max_search_work / 8);  // the bound's own share, past the search's
+        result.fastest_fitting_lower_s = std::min(
+            fit.plan.iteration_s, std::max(fit.lower_bound_s, paths.at(problem.capacity_bytes, kFitRounds)));
+      }
       result.iteration_lower_bound_s = result.fastest_fitting_lower_s;
     } else {
       // Half the budget for the time limit, the rest (with what that left) for the peak, so that
@@ -174,7 +238,10 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
       FoundPlan fastest = seed;
       bool decided = false;
       double fit_low_s = 0;  // proven: T_fit >= this
-      if (uniform_fits) {
+      // The critical-path bound first: it may show that no fitting plan is `slack` times faster
+      // than the uniform one before any search.
+      fit_low_s = paths.at(problem.capacity_bytes, kFitRounds);
+      if (uniform_fits && fit_low_s <= uniform_s / slack) {
         // If some fitting plan is `slack` times faster than the uniform one, the limit is T_uniform
         // whatever T_fit is: a decision, far cheaper than finding T_fit.
         const Outcome quick =
@@ -191,6 +258,11 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
         const Outcome fit = search.fastest(problem.capacity_bytes, &seed);
         fastest = fit.plan;
         fit_low_s = std::max(fit_low_s, fit.finished ? fit.plan.iteration_s : fit.lower_bound_s);
+        if (!fit.finished) {
+          paths.add(fit.plan);
+          fit_low_s = std::max(fit_low_s, paths.at(problem.capacity_bytes, kFitRounds));
+        }
+        fit_low_s = std::min(fit_low_s, fit.plan.iteration_s);
         limit = {std::max(slack * fit_low_s, uniform_s), std::max(slack * fit.plan.iteration_s, uniform_s)};
       }
       result.fastest_fitting_s = fastest.iteration_s;
@@ -219,7 +291,7 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
       known = local.improve(*known, limit.low_s, std::max<std::int64_t>(search.work_left() / 4, 0), &used);
       search.charge(used);
       const LeastPeak best = least_peak_within(
-          search, candidate_peaks(problem, *ctx, least.peak_bytes, known->peak_bytes), limit, *known);
+          search, paths, candidate_peaks(problem, *ctx, least.peak_bytes, known->peak_bytes), limit, *known);
       // The fastest plan within that peak; `best.plan` is one, within the limit.
       chosen = search.fastest(best.plan.peak_bytes, &best.plan).plan;
       result.peak_lower_bound_bytes = best.lower_bound_bytes;

@@ -4,7 +4,9 @@
 //    max(its stage's previous op end, its input's end + p2p) + its duration: max and + only. So
 //    every end time, and the iteration time T, is a non-decreasing function of every stage's
 //    forward and backward time. Within a memory limit, an option no faster in forward and in
-//    backward than another on the same units is never needed.
+//    backward than another on the same units is never needed. In particular, on the partial
+//    option (its first k units recomputed, partition_plan.h) time grows with k and memory kept
+//    falls, so for each range of units only the fewest k within the limit is needed.
 //
 // 2. T is not a function of a few summaries such as (max stage time, sum of stage times): the
 //    critical path may spend the steady state on one stage and pick up a deeper stage's warm-up
@@ -33,7 +35,9 @@
 //        the stages still open: a bound for ordering and pruning children without simulating.
 //    (e) GPipe only: its time has a closed form (partition_search_reverse.cpp), which with the
 //        open stages at their least sum and least largest F and B is a bound.
-//    Every bound uses, per stage, only the options within the memory limit.
+//    Every bound uses, per stage, only the options within the memory limit. The least of (c)
+//    over all plans is also checked before any node: a search whose cut-off or incumbent it
+//    already exceeds ends at once, and it bounds every plan a search cut short left unexplored.
 //
 // 4. Branch and bound. Depth-first, children in ascending bound order; every complete plan
 //    reached is timed with the simulator; a subtree is dropped only when its bound shows that no
@@ -43,10 +47,12 @@
 //    ones. One that runs out of budget says so, with the least bound among the subtrees it left
 //    unexplored: the optimum lies between that and the best plan found. Which
 //    direction's bounds bite first depends on where the bottleneck sits (memory-balanced plans
-//    load the later stages), so PartitionSearch runs both with doubling node budgets and takes
-//    the first exhaustive answer. The objectives (partition_optimizer.cpp) only combine these
-//    answers; bisection on the memory limit is valid because the set of plans within a limit
-//    grows with the limit.
+//    load the later stages), so PartitionSearch runs both with doubling budgets, each run from
+//    the best plan so far, and after an eighth of its budget gives the rest to the direction
+//    whose last run proved the higher bound. The objectives (partition_optimizer.cpp) only
+//    combine these answers, critical-path bounds (partition_bound.h) and plans from a local
+//    search (partition_local.h, which proves nothing); bisection on the memory limit is valid
+//    because the set of plans within a limit grows with the limit.
 //
 // 5. Floating point. The chosen stages' sums are accumulated unit by unit left to right exactly
 //    as evaluate_plan() does and plans are timed with the same graph, so times compare bit for
