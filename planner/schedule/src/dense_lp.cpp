@@ -22,6 +22,7 @@ LpSolution DenseLp::solve(const LinearProgram& lp, int max_pivots) {
 
   LpSolution out;
   for (int pivots = 0;; ++pivots) {
+    out.work += static_cast<long long>(m + 1) * width;
     if (pivots == max_pivots) return out;
     // Bland's rule: the first column that improves, then the first row among the tightest.
     int enter = -1;

@@ -21,6 +21,7 @@ struct LpSolution {
   double value = 0;          // c.y
   std::vector<double> y;     // cols
   std::vector<double> dual;  // rows: the shadow price of each constraint, >= 0
+  long long work = 0;        // tableau entries updated: what the solve cost
 };
 
 class DenseLp {

@@ -16,6 +16,7 @@ PathBound::PathBound(const PartitionProblem& problem, const PartitionContext& ct
     : problem_(problem), ctx_(ctx), n_(static_cast<int>(problem.units.size())), p_(problem.stages) {}
 
 void PathBound::add_path(const std::vector<double>& forward_s, const std::vector<double>& backward_s) {
+  work_ += 2 * static_cast<std::int64_t>(ctx_.dag.ops().size());
   ctx_.dag.critical_path(forward_s, backward_s, ctx_.p2p_forward_s, ctx_.p2p_backward_s, scratch_, counts_);
   Path path;
   path.forward_ops.assign(counts_.forward_ops.begin(), counts_.forward_ops.end());
@@ -75,6 +76,7 @@ double PathBound::weighted_least(std::int64_t limit_bytes, const std::vector<dou
       for (int r : ctx_.options) {
         StageSums sums;
         for (int end = j + 1; end <= last_end; ++end) {
+          ++work_;
           sums.add(problem_.units[end - 1], r);
           if (sums.memory_bytes(ctx_.extra_bytes[k], ctx_.in_flight[k]) > limit_bytes) break;  // only grows
           take(end, r, 0, sums.forward_s, sums.backward_s);
@@ -84,6 +86,7 @@ double PathBound::weighted_least(std::int64_t limit_bytes, const std::vector<dou
         // With weights >= 0 the fewest units on the partial option that fit are the least.
         FewestPartialForward fewest(ctx_.partial, j, ctx_.extra_bytes[k], ctx_.in_flight[k], limit_bytes);
         for (int end = j + 1; end <= last_end && !fewest.done(); ++end) {
+          ++work_;
           const int count = fewest.at(end);
           if (count > 0) {
             take(end, ctx_.partial.option, count, ctx_.partial.forward_s(j, end, count),
@@ -110,8 +113,7 @@ double PathBound::weighted_least(std::int64_t limit_bytes, const std::vector<dou
 }
 
 double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t* work_used) {
-  const std::int64_t round_work = 3 * (2 * static_cast<std::int64_t>(p_) * problem_.micro_batches + n_);
-  std::int64_t spent = 0;
+  work_ = 0;
   double bound = 0;
   plan_forward_s_.clear();
   plan_backward_s_.clear();
@@ -119,7 +121,6 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
   std::vector<double> lambda(paths_.size(), paths_.empty() ? 0.0 : 1.0 / static_cast<double>(paths_.size()));
   std::vector<double> wf(static_cast<size_t>(p_)), wb(static_cast<size_t>(p_)), forward_s, backward_s;
   for (int round = 0; round < rounds && !paths_.empty(); ++round) {
-    spent += round_work;
     // The current combination, minimized over the plans: a valid bound whatever the weights.
     std::fill(wf.begin(), wf.end(), 0.0);
     std::fill(wb.begin(), wb.end(), 0.0);
@@ -155,6 +156,7 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
     for (int q = 0; q < paths; ++q) master_.a[static_cast<size_t>(plans) * master_.cols + q] = 1;
     master_.b[plans] = 1;  // sum_q lambda_q <= 1
     const LpSolution solution = lp_.solve(master_);
+    work_ += solution.work / 5;  // a tableau update costs about a fifth of a timed operation
     if (!solution.optimal) break;
     lambda.assign(solution.y.begin(), solution.y.begin() + paths);
     if (solution.value <= bound * (1 + 1e-9)) break;  // no combination of these paths does better
@@ -179,7 +181,7 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
       add_path(average_forward, average_backward);
     }
   }
-  if (work_used != nullptr) *work_used = spent;
+  if (work_used != nullptr) *work_used = work_;
   // The DP sums with prefix sums for the partial option: allow for their rounding.
   return bound == kNone ? kNone : bound * (1 - 1e-9);
 }

@@ -57,6 +57,7 @@ class PathBound {
   };
   std::vector<Choice> choice_;
   std::vector<double> scratch_;
+  std::int64_t work_ = 0;  // what the current lower_bound() has cost: DP cells, LP entries, ops timed
   ScheduleDag::PathCounts counts_;
   DenseLp lp_;
   LinearProgram master_;

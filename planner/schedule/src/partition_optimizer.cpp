@@ -136,11 +136,6 @@ LeastPeak least_peak_within(PartitionSearch& search, PathBounds& paths,
   const std::int64_t reserve = search.work_left() / 4;
   while (low < high && search.work_left() > reserve) {
     const size_t mid = low + (high - low) / 2;
-    if (by_paths(mid)) {
-      out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
-      low = mid + 1;
-      continue;
-    }
     const Outcome probe = search.exists(values[mid], limit.low_s, cap());
     if (probe.found) {
       out.plan = probe.plan;
@@ -148,7 +143,7 @@ LeastPeak least_peak_within(PartitionSearch& search, PathBounds& paths,
                                  values.begin());
       continue;
     }
-    if (proven_none(mid, probe)) {
+    if (proven_none(mid, probe) || (!probe.finished && by_paths(mid))) {
       out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
     } else {
       unknown = std::min(unknown, mid);
@@ -238,20 +233,21 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
       FoundPlan fastest = seed;
       bool decided = false;
       double fit_low_s = 0;  // proven: T_fit >= this
-      // The critical-path bound first: it may show that no fitting plan is `slack` times faster
-      // than the uniform one before any search.
-      fit_low_s = paths.at(problem.capacity_bytes, kFitRounds);
-      if (uniform_fits && fit_low_s <= uniform_s / slack) {
+      if (uniform_fits) {
         // If some fitting plan is `slack` times faster than the uniform one, the limit is T_uniform
-        // whatever T_fit is: a decision, far cheaper than finding T_fit.
+        // whatever T_fit is: a decision, far cheaper than finding T_fit. A short search settles
+        // easy problems; otherwise the critical-path bound may show there is no such plan, and
+        // the search for T_fit below settles the rest.
         const Outcome quick =
-            search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left() / 2);
+            search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left() / 16);
         if (quick.found) {
           limit = {uniform_s, uniform_s};
           fastest = quick.plan;
           decided = true;
         } else if (quick.finished) {
           fit_low_s = uniform_s / slack;
+        } else {
+          fit_low_s = std::min(paths.at(problem.capacity_bytes, kFitRounds), uniform_s);
         }
       }
       if (!decided) {
@@ -263,10 +259,16 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
           fit_low_s = std::max(fit_low_s, paths.at(problem.capacity_bytes, kFitRounds));
         }
         fit_low_s = std::min(fit_low_s, fit.plan.iteration_s);
-        limit = {std::max(slack * fit_low_s, uniform_s), std::max(slack * fit.plan.iteration_s, uniform_s)};
+        if (uniform_fits && fit.plan.iteration_s <= uniform_s / slack) {
+          // The search met a plan that much faster: the limit is the uniform plan's time.
+          limit = {uniform_s, uniform_s};
+          decided = true;
+        } else {
+          limit = {std::max(slack * fit_low_s, uniform_s), std::max(slack * fit.plan.iteration_s, uniform_s)};
+        }
       }
       result.fastest_fitting_s = fastest.iteration_s;
-      result.fastest_fitting_lower_s = decided ? 0.0 : fit_low_s;
+      result.fastest_fitting_lower_s = fit_low_s;
       search.grant(problem.max_search_work - problem.max_search_work / 2);
       // Plans known to meet the limit: the uniform one, and the fastest found when fast enough.
       std::optional<FoundPlan> known;
