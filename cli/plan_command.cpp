@@ -70,6 +70,10 @@ Command add_plan_command(CLI::App& root) {
                   "Compare with the split run today: decoder layers per stage, e.g. 5,6,6,5")
       ->delimiter(',')
       ->check(CLI::Validator(whole_number_at_least(0), "N"));
+  app->add_option("--search-time", a->search_time_s,
+                  "Budget of the exact split search in seconds of one core (default 1); counted in work, "
+                  "so the same input always gives the same plan")
+      ->check(CLI::Range(0.001, 3600.0));
   app->add_option("--emit", a->emit, "megatron, deepspeed or internevo")
       ->check(CLI::IsMember({"megatron", "deepspeed", "internevo"}));
   return {app, [a, schedule] { return run_plan(*a, schedule->count() > 0); }};

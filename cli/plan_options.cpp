@@ -1,5 +1,6 @@
 #include "plan_options.h"
 
+#include <cmath>
 #include <optional>
 
 #include "arg_specs.h"
@@ -24,6 +25,11 @@ void add_shared_options(CLI::App* app, PlanArgs& a) {
   app->add_option("--gbs", a.gbs, "Global batch size")->check(count);
   app->add_option("--seq", a.seq, "Sequence length")->check(count);
   app->add_option("--calibration", a.calibration, "Calibration profile JSON")->check(CLI::ExistingFile);
+  app->add_option(
+         "--optimizer", a.optimizer,
+         "megatron (default: Megatron-LM's mixed-precision Adam, sharded by --zero) or deepspeed-bf16 "
+         "(DeepSpeed's BF16_Optimizer)")
+      ->check(CLI::IsMember({"megatron", "deepspeed-bf16"}));
   app->add_flag("--no-flash-attention", a.no_flash_attention,
                 "Price unfused attention that stores its s x s scores (runs before flash attention)");
   app->add_flag("--json", a.json, "Print JSON");
@@ -80,6 +86,8 @@ planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
   // turns it on).
   if (a.vpp > 1 && !schedule_given) c.schedule = planner::ScheduleKind::kInterleaved;
   c.balance = a.balance == "time" ? planner::BalanceGoal::kTime : planner::BalanceGoal::kMemory;
+  c.optimizer = a.optimizer == "deepspeed-bf16" ? planner::OptimizerRecipe::kDeepSpeedBf16
+                                                : planner::OptimizerRecipe::kMegatron;
   return c;
 }
 
@@ -94,7 +102,9 @@ Expected<PlanRun> run_planner(const PlanArgs& a, bool schedule_given,
   if (!chosen.ok()) return chosen.error();
   auto config = planner::resolve_config(*model, config_of(a, schedule_given));
   if (!config.ok()) return config.error();
-  auto outcome = planner::make_plan(planner::PlanInputs{*model, *cluster, *chosen, *config});
+  planner::PlanInputs inputs{*model, *cluster, *chosen, *config};
+  inputs.search_work = llround(a.search_time_s * static_cast<double>(planner::kSearchWorkPerSecond));
+  auto outcome = planner::make_plan(inputs);
   if (!outcome.ok()) return outcome.error();
   return PlanRun{std::move(*model), std::move(*cluster), std::move(*chosen), std::move(*outcome)};
 }
@@ -123,7 +133,9 @@ nlohmann::ordered_json plan_arguments_json(const PlanArgs& a, bool schedule_give
                                 {"schedule", a.schedule},
                                 {"schedule_given", schedule_given},
                                 {"balance", a.balance},
-                                {"calibration", a.calibration}};
+                                {"calibration", a.calibration},
+                                {"optimizer", a.optimizer},
+                                {"search_time_s", a.search_time_s}};
 }
 
 Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
@@ -154,6 +166,9 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
     out.schedule_given = j.at("schedule_given").get<bool>();
     a.balance = j.at("balance").get<std::string>();
     a.calibration = j.at("calibration").get<std::string>();
+    // Absent from plans written before they existed.
+    a.optimizer = j.value("optimizer", std::string("megatron"));
+    a.search_time_s = j.value("search_time_s", 1.0);
   } catch (const nlohmann::json::exception& e) {
     return Error{std::string("the plan's inputs.arguments are incomplete or malformed (") + e.what() +
                  "); write the plan again with this pipescope's 'plan --json'"};

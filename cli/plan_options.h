@@ -35,7 +35,9 @@ struct PlanArgs {
   std::vector<int64_t> split;  // decoder layers per stage of the split run today (plan only)
   std::string schedule = "1f1b";
   std::string balance = "memory";
+  std::string optimizer = "megatron";
   std::string calibration;
+  double search_time_s = 1.0;  // the exact split search's budget, in seconds of one core (plan only)
   bool json = false;
   std::string emit;
 };

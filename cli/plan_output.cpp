@@ -97,7 +97,7 @@ void write_totals(std::ostream& out, const planner::PlanOutcome& o) {
   const PlanReport& u = o.uniform;
   const PlanReport& s = o.suggested;
   auto line = [&](const std::string& name, const std::string& a, const std::string& b) {
-    out << left(name, 26) << right(a, 14) << right(b, 14) << '\n';
+    out << left(name, 25) << column(a, 15) << column(b, 14) << '\n';
   };
   line("", o.baseline_is_given_split ? "given" : "uniform", "suggested");
   line("iteration time", printf_string("%.3f s", u.iteration_s), printf_string("%.3f s", s.iteration_s));
@@ -135,11 +135,11 @@ void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
     return;
   }
   out << ". What would make it fit (each change planned):\n";
-  out << "  " << left("change", 28) << right("fits", 5) << right("peak GiB", 10) << right("iteration s", 13)
-      << '\n';
+  out << "  " << left("change", 28) << column("fits", 5) << column("peak GiB", 10)
+      << column("iteration s", 13) << '\n';
   for (const planner::FitSuggestion& f : o.suggestions) {
-    out << "  " << left(f.change, 28) << right(f.fits ? "yes" : "no", 5)
-        << right(gib(f.peak_memory_bytes), 10) << right(printf_string("%.3f", f.iteration_s), 13) << '\n';
+    out << "  " << left(f.change, 28) << column(f.fits ? "yes" : "no", 5)
+        << column(gib(f.peak_memory_bytes), 10) << column(printf_string("%.3f", f.iteration_s), 13) << '\n';
   }
 }
 
@@ -202,7 +202,21 @@ ordered_json config_json(const planner::ParallelConfig& c) {
                       {"sequence_parallel", c.sequence_parallel},
                       {"schedule", std::string(planner::to_string(c.schedule))},
                       {"balance", c.balance == planner::BalanceGoal::kMemory ? "memory" : "time"},
+                      {"optimizer", std::string(planner::to_string(c.optimizer))},
                       {"description", planner::describe(c)}};
+}
+
+// Whether the suggested split is proven optimal, or how close to it it is proven to be.
+std::string optimality_text(const planner::PlanOutcome& o) {
+  if (o.suggested_is_optimal) return "the suggested split is proven optimal";
+  const bool memory = o.config.balance == planner::BalanceGoal::kMemory;
+  std::string text = "the exact split search ran out of budget (--search-time): the suggested split's " +
+                     std::string(memory ? "peak memory" : "iteration time") + " is within " +
+                     printf_string("%.1f%%", 100 * o.optimality_gap) + " of the optimum (proven)";
+  if (!o.meets_time_limit) {
+    text += "; no split was proven within the time limit, so it is the fastest split found";
+  }
+  return text + "; a longer --search-time may close the gap";
 }
 
 }  // namespace
@@ -223,8 +237,7 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
   out << '\n';
   write_totals(out, o);
   write_fit(out, o);
-  if (!o.suggested_is_optimal)
-    out << "note: the exact split search was cut short; the suggested split is its best\n";
+  if (!o.suggested_is_optimal) out << "note: " << optimality_text(o) << '\n';
   for (const std::string& note : o.notes) out << "note: " << note << '\n';
   if (!p.emit_text.empty()) out << '\n' << p.emit_text;
 }
@@ -258,6 +271,12 @@ std::string plan_json(const PlanPrintout& p) {
   doc["uniform"] = report_json(o.uniform);
   doc["suggested"] = report_json(o.suggested);
   doc["suggested_is_optimal"] = o.suggested_is_optimal;
+  doc["optimality"] = ordered_json{
+      {"proven", o.suggested_is_optimal},
+      {"objective", o.config.balance == planner::BalanceGoal::kMemory ? "peak_memory_bytes" : "iteration_s"},
+      {"gap_fraction", o.optimality_gap},
+      {"meets_time_limit", o.meets_time_limit},
+      {"text", optimality_text(o)}};
   const double u_peak = static_cast<double>(o.uniform.peak_memory_bytes);
   const int64_t saved = o.uniform.peak_memory_bytes - o.suggested.peak_memory_bytes;
   const double added_s = o.suggested.iteration_s - o.uniform.iteration_s;

@@ -44,6 +44,9 @@ std::string plan_flags(const planner::RankedPlan& p) {
   flags += " --recompute " + std::string(planner::to_string(c.recompute));
   if (c.sequence_parallel) flags += " --sequence-parallel";
   flags += " --schedule " + std::string(planner::to_string(c.schedule));
+  if (c.optimizer != planner::OptimizerRecipe::kMegatron) {
+    flags += " --optimizer " + std::string(planner::to_string(c.optimizer));
+  }
   if (!p.uniform_fits) flags += " --balance time";
   return flags;
 }
@@ -205,6 +208,8 @@ int run_search(const SearchArgs& args) {
   request.global_batch = a.gbs;
   request.seq_length = a.seq;
   request.flash_attention = !a.no_flash_attention;
+  request.optimizer = a.optimizer == "deepspeed-bf16" ? planner::OptimizerRecipe::kDeepSpeedBf16
+                                                      : planner::OptimizerRecipe::kMegatron;
   request.top = args.top;
   if (args.mbs_given) request.constraints.micro_batches = {a.mbs};
   auto result = planner::search(request);

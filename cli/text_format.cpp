@@ -28,4 +28,8 @@ std::string left(const std::string& text, size_t width) {
   return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
 }
 
+std::string column(const std::string& text, size_t width) {
+  return " " + right(text, width > 0 ? width - 1 : 0);
+}
+
 }  // namespace pipescope::cli

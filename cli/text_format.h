@@ -13,5 +13,8 @@ std::string thousands(double value);
 // `text` padded with spaces to `width`: right-aligned, or left-aligned.
 std::string right(const std::string& text, size_t width);
 std::string left(const std::string& text, size_t width);
+// A table cell: `text` right-aligned in `width` characters after a separating space, so that
+// neighbouring cells never run together however wide a value is.
+std::string column(const std::string& text, size_t width);
 
 }  // namespace pipescope::cli

@@ -3,6 +3,7 @@
 prints a markdown table of measured vs predicted with the error of each (docs/validation.md).
 
     scripts/validate-planner.py [--pipescope build/cli/pipescope] [--cases docs/validation/cases.json]
+    scripts/validate-planner.py --check docs/validation.md     # exit 1 when the tables differ
 
 Each case compares the plan's baseline (the framework's uniform split, or the --split the run
 used) with what the source measured, like with like:
@@ -10,6 +11,10 @@ used) with what the source measured, like with like:
   iteration_s              end-to-end iteration time
   stage0_peak_memory_gib   first stage's reserved memory incl. CUDA context (nvidia-smi), GiB
   fits                     whether the run fitted (False for a measured OOM)
+
+--check compares the tables this run prints with the ones under "## Results" in the given
+markdown file, so that a change to the cost model that moves a prediction cannot go unnoticed:
+CTest runs it (validation.planner_table); when a change is meant, paste the new tables in.
 """
 import argparse
 import json
@@ -27,17 +32,11 @@ def predicted(plan, metric):
     return baseline[metric]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    parser.add_argument("--pipescope", default=os.path.join(root, "build", "cli", "pipescope"))
-    parser.add_argument("--cases", default=os.path.join(root, "docs", "validation", "cases.json"))
-    args = parser.parse_args()
-    cases = json.load(open(args.cases))["cases"]
-
+def tables(pipescope, cases, root):
+    """The two markdown tables (per case, per figure) as lists of lines."""
     rows, errors = [], {}
     for case in cases:
-        run = subprocess.run([args.pipescope, "plan", "--json", *case["args"]], cwd=root, capture_output=True,
+        run = subprocess.run([pipescope, "plan", "--json", *case["args"]], cwd=root, capture_output=True,
                              text=True)
         if run.returncode != 0:
             rows.append(f"| {case['id']} | - | - | - | pipescope failed: {run.stderr.strip()} |")
@@ -54,18 +53,66 @@ def main():
             errors.setdefault(metric, []).append(error)
             rows.append(f"| {case['id']} | {metric} | {measured:g} | {value:.3g} | {error:+.1f}% |")
 
-    print("| case | figure | measured | predicted | error |")
-    print("|---|---|---|---|---|")
-    print("\n".join(rows))
-    print()
-    print("| figure | cases | mean abs. error | within 5% | within 10% |")
-    print("|---|---|---|---|---|")
+    lines = ["| case | figure | measured | predicted | error |", "|---|---|---|---|---|", *rows, ""]
+    lines += ["| figure | cases | mean abs. error | within 5% | within 10% |", "|---|---|---|---|---|"]
     for metric, values in errors.items():
         mean = sum(abs(v) for v in values) / len(values)
         within5 = sum(abs(v) <= 5 for v in values)
         within10 = sum(abs(v) <= 10 for v in values)
-        print(f"| {metric} | {len(values)} | {mean:.1f}% | {within5} | {within10} |")
-    return 0
+        lines.append(f"| {metric} | {len(values)} | {mean:.1f}% | {within5} | {within10} |")
+    return lines
+
+
+def documented_tables(markdown_path):
+    """The table lines (and the blank line between the two tables) under '## Results'."""
+    with open(markdown_path) as f:
+        text = f.read().splitlines()
+    try:
+        start = text.index("## Results") + 1
+    except ValueError:
+        return None
+    lines = []
+    for line in text[start:]:
+        if line.startswith("|"):
+            lines.append(line)
+        elif lines and line.strip() == "" and lines[-1] != "":
+            lines.append("")
+        elif lines:
+            break
+    while lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--pipescope", default=os.path.join(root, "build", "cli", "pipescope"))
+    parser.add_argument("--cases", default=os.path.join(root, "docs", "validation", "cases.json"))
+    parser.add_argument("--check", metavar="MARKDOWN", help="compare with the tables under '## Results' there")
+    args = parser.parse_args()
+    with open(args.cases) as f:
+        cases = json.load(f)["cases"]
+    lines = tables(args.pipescope, cases, root)
+    if not args.check:
+        print("\n".join(lines))
+        return 0
+
+    documented = documented_tables(args.check)
+    if documented is None:
+        print(f"validate-planner: {args.check} has no '## Results' section", file=sys.stderr)
+        return 1
+    if documented == lines:
+        print(f"the {len(lines)} table lines in {args.check} match this build's predictions")
+        return 0
+    print(f"validate-planner: the predictions differ from the tables in {args.check}:", file=sys.stderr)
+    for i in range(max(len(lines), len(documented))):
+        have = documented[i] if i < len(documented) else "(missing)"
+        now = lines[i] if i < len(lines) else "(missing)"
+        if have != now:
+            print(f"  documented: {have}\n  now:        {now}", file=sys.stderr)
+    print("re-run scripts/validate-planner.py and update the tables and their discussion", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ void BM_Partition(benchmark::State& state) {
   state.counters["nodes"] = static_cast<double>(last.stats.nodes);
   state.counters["plans_timed"] = static_cast<double>(last.stats.plans_timed);
   state.counters["proven"] = last.proven_optimal ? 1 : 0;
+  state.counters["gap"] = last.optimality_gap;
   state.counters["iteration_s"] = last.plan.iteration_s;
   state.counters["peak_GB"] = static_cast<double>(last.plan.peak_memory_bytes) / 1e9;
   if (last.uniform) {
@@ -100,6 +101,8 @@ BENCHMARK(BM_Partition)
     ->Args({126, 64, 1, 2, 128, 0})
     ->Args({126, 64, 0, 2, 128, 0})
     ->Args({126, 64, 0, 2, 256, 0})
+    ->Args({126, 64, 0, 2, 64, 0})  // as many micro-batches as stages: the hard case
+    ->Args({126, 64, 1, 2, 64, 0})
     ->Args({126, 32, 0, 2, 128, 0})
     ->Args({126, 64, 0, 2, 128, 1})
     ->Unit(benchmark::kMillisecond);

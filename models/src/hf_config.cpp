@@ -116,8 +116,7 @@ void read_common_sizes(JsonFields& f, ModelDesc& m) {
 void read_llama_like(JsonFields& f, ModelDesc& m) {
   read_common_sizes(f, m);
   m.num_kv_heads = f.integer_or("num_key_value_heads", m.num_attention_heads);
-  m.head_dim =
-      f.integer_or("head_dim", m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0);
+  m.head_dim = head_dim_or_derived(f, m.hidden_size, m.num_attention_heads);
   if (f.ok() && m.num_kv_heads > 0 && m.num_attention_heads % m.num_kv_heads != 0) {
     f.fail("num_key_value_heads", "(" + std::to_string(m.num_kv_heads) +
                                       ") does not divide num_attention_heads (" +
@@ -160,6 +159,12 @@ void read_internlm2(JsonFields& f, ModelDesc& m) {
 void read_gpt_neox(JsonFields& f, ModelDesc& m) {
   read_common_sizes(f, m);
   m.num_kv_heads = m.num_attention_heads;
+  // GPTNeoXConfig has no head_dim: transformers requires hidden_size % num_attention_heads == 0.
+  if (f.ok() && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads != 0) {
+    f.fail("hidden_size", "(" + std::to_string(m.hidden_size) +
+                              ") is not a multiple of num_attention_heads (" +
+                              std::to_string(m.num_attention_heads) + ")");
+  }
   m.head_dim = m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0;
   m.norm = NormKind::kLayerNorm;
   m.mlp = MlpKind::kGelu;

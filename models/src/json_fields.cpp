@@ -129,6 +129,18 @@ Expected<nlohmann::json> parse_json_document(std::string_view text, std::string_
   return document;
 }
 
+int64_t head_dim_or_derived(JsonFields& fields, int64_t hidden_size, int64_t num_attention_heads) {
+  const int64_t given = fields.integer_or("head_dim", 0);
+  if (given != 0 || num_attention_heads <= 0 || !fields.ok()) return given;
+  if (hidden_size % num_attention_heads != 0) {
+    fields.fail("hidden_size", "(" + std::to_string(hidden_size) +
+                                   ") is not a multiple of num_attention_heads (" +
+                                   std::to_string(num_attention_heads) + "); give head_dim explicitly");
+    return 0;
+  }
+  return hidden_size / num_attention_heads;
+}
+
 std::string describe_json_value(const nlohmann::json& value) {
   switch (value.type()) {
     case nlohmann::json::value_t::null: return "null";

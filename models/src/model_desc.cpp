@@ -12,14 +12,28 @@ Status validate(const ModelDesc& m) {
   const auto positive = [&](std::string_view field, int64_t value) {
     return value > 0 ? Status::Ok() : bad(field, "must be positive, got " + std::to_string(value));
   };
-  for (const auto& [field, value] : {std::pair<std::string_view, int64_t>{"vocab_size", m.vocab_size},
-                                     {"hidden_size", m.hidden_size},
-                                     {"num_layers", m.num_layers},
-                                     {"num_attention_heads", m.num_attention_heads},
-                                     {"num_kv_heads", m.num_kv_heads},
-                                     {"head_dim", m.head_dim},
-                                     {"ffn_hidden_size", m.ffn_hidden_size}}) {
-    if (Status s = positive(field, value); !s) return s;
+  const auto at_most = [&](std::string_view field, int64_t value, int64_t most) {
+    return value <= most ? Status::Ok()
+                         : bad(field, "is " + std::to_string(value) + ", above the " + std::to_string(most) +
+                                          " pipescope plans for; is it a typo?");
+  };
+  constexpr int64_t kMostFfn = int64_t{1} << 21;
+  // Upper limits far above any published model (the largest have ~130 decoder layers, hidden
+  // sizes of 2^14-2^15, vocabularies of ~2^18): a value past them is a typo, and would make the
+  // planner's per-layer work (a search over splits of num_layers) run for minutes.
+  struct Limit {
+    std::string_view field;
+    int64_t value;
+    int64_t most;
+  };
+  for (const Limit& f :
+       {Limit{"vocab_size", m.vocab_size, int64_t{1} << 24},
+        Limit{"hidden_size", m.hidden_size, int64_t{1} << 18}, Limit{"num_layers", m.num_layers, 1024},
+        Limit{"num_attention_heads", m.num_attention_heads, 16384},
+        Limit{"num_kv_heads", m.num_kv_heads, 16384}, Limit{"head_dim", m.head_dim, 16384},
+        Limit{"ffn_hidden_size", m.ffn_hidden_size, kMostFfn}}) {
+    if (Status s = positive(f.field, f.value); !s) return s;
+    if (Status s = at_most(f.field, f.value, f.most); !s) return s;
   }
   // Grouped-query attention shares each K/V head among num_attention_heads / num_kv_heads queries.
   if (m.num_attention_heads % m.num_kv_heads != 0) {
@@ -43,15 +57,21 @@ Status validate(const ModelDesc& m) {
     }
     return Status::Ok();
   }
+  if (Status s = at_most("moe.num_experts", e.num_experts, 16384); !s) return s;
   if (e.top_k < 1 || e.top_k > e.num_experts) {
     return bad("moe.top_k", "must be between 1 and moe.num_experts (" + std::to_string(e.num_experts) +
                                 "), got " + std::to_string(e.top_k));
   }
   if (Status s = positive("moe.expert_ffn_hidden_size", e.expert_ffn_hidden_size); !s) return s;
+  if (Status s = at_most("moe.expert_ffn_hidden_size", e.expert_ffn_hidden_size, kMostFfn); !s) return s;
   if (Status s = positive("moe.layer_frequency", e.layer_frequency); !s) return s;
   if (e.num_shared_experts < 0) return bad("moe.num_shared_experts", "must not be negative");
   if (e.num_shared_experts > 0) {
     if (Status s = positive("moe.shared_expert_ffn_hidden_size", e.shared_expert_ffn_hidden_size); !s)
+      return s;
+    if (Status s = at_most("moe.num_shared_experts", e.num_shared_experts, 1024); !s) return s;
+    if (Status s = at_most("moe.shared_expert_ffn_hidden_size", e.shared_expert_ffn_hidden_size, kMostFfn);
+        !s)
       return s;
   }
   return Status::Ok();

@@ -43,8 +43,7 @@ Expected<ModelDesc> model_from_pipescope_json(const nlohmann::json& document, st
   m.num_layers = fields.integer("num_layers");
   m.num_attention_heads = fields.integer("num_attention_heads");
   m.num_kv_heads = fields.integer_or("num_kv_heads", m.num_attention_heads);
-  m.head_dim =
-      fields.integer_or("head_dim", m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0);
+  m.head_dim = head_dim_or_derived(fields, m.hidden_size, m.num_attention_heads);
   m.ffn_hidden_size = fields.integer("ffn_hidden_size");
   const std::string mlp = fields.string("mlp");
   const std::string norm = fields.string("norm");

@@ -48,6 +48,15 @@ TEST(HfConfig, LlamaReadsTheLlama2Checkpoint) {
   EXPECT_EQ(model_parameters(m).total(), 6'738'415'616);
 }
 
+TEST(HfConfig, HiddenSizeThatHeadsDoNotDivideNeedsAnExplicitHeadDim) {
+  // 4097 / 32 would floor to a head size of 128 and misprice attention: refused unless given.
+  const std::string config = R"({"model_type": "llama", "hidden_size": 4097, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "intermediate_size": 11008, "vocab_size": 32000)";
+  EXPECT_THAT(parse_error(config + "}"), HasSubstr("field 'hidden_size' (4097) is not a multiple of "
+                                                   "num_attention_heads (32); give head_dim explicitly"));
+  EXPECT_EQ(parse_ok(config + R"(, "head_dim": 128})").head_dim, 128);
+}
+
 TEST(HfConfig, MistralIsLlamaWithGroupedQueries) {
   // mistralai/Mistral-7B-v0.1: 32 layers of the llama3-8b shape, vocabulary 32000:
   // 218,112,000 x 32 + 2·32000·4096 + 4096 = 7,241,732,096.

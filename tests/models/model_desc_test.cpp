@@ -28,6 +28,17 @@ TEST(ModelDesc, NonPositiveSizeIsNamed) {
   EXPECT_THAT(invalid(m), HasSubstr("field 'hidden_size' must be positive, got 0"));
 }
 
+TEST(ModelDesc, ImplausibleSizesAreRefusedAsTypos) {
+  ModelDesc m = llama2_7b();
+  m.num_layers = 2'000'000'000;  // would make the split search run for hours
+  EXPECT_THAT(invalid(m), HasSubstr("field 'num_layers' is 2000000000, above the 1024"));
+  m = llama2_7b();
+  m.num_layers = 1024;  // the largest accepted
+  EXPECT_TRUE(validate(m).ok());
+  m.vocab_size = int64_t{1} << 30;
+  EXPECT_THAT(invalid(m), HasSubstr("field 'vocab_size'"));
+}
+
 TEST(ModelDesc, KvHeadsMustDivideHeads) {
   ModelDesc m = llama2_7b();
   m.num_kv_heads = 5;

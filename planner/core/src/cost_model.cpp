@@ -193,8 +193,23 @@ class Pricer {
   int64_t static_bytes(double params, int64_t group) const {
     const int z = c_.zero_stage;
     const double g = static_cast<double>(group);
+    if (deepspeed_bf16()) {
+      // BF16_Optimizer: bf16 weights and autograd's bf16 gradients (freed only before the next
+      // backward), the unsharded fp32 gradient buffer, fp32 master weights and Adam's moments
+      // sharded over the group.
+      return llround(params * (kHalf + kHalf + kFloat + 3 * kFloat / g));
+    }
     return llround(params *
                    (kHalf / (z >= 3 ? g : 1) + kFloat / (z >= 2 ? g : 1) + 3 * kFloat / (z >= 1 ? g : 1)));
+  }
+
+  bool deepspeed_bf16() const { return c_.optimizer == OptimizerRecipe::kDeepSpeedBf16; }
+
+  // BF16_Optimizer adds each micro-batch's bf16 gradients into the fp32 buffer after its
+  // backward (update_hp_grads): read 2 + 4 bytes, write 4, per parameter. Megatron accumulates
+  // into its fp32 main gradients inside the weight-gradient GEMM.
+  double gradient_accumulation_s(double params) const {
+    return deepspeed_bf16() ? memory_s(params * (kHalf + 2 * kFloat)) : 0;
   }
 
   // Gradient sync (and ZeRO's parameter all-gather) of `params` once per iteration, over a data-
@@ -202,6 +217,12 @@ class Pricer {
   double dp_sync_s(double params, int64_t dp, int64_t group) const {
     const int64_t stride = c_.tp * c_.cp;
     const double grad_bytes = params * kFloat;
+    if (deepspeed_bf16()) {
+      // The fp32 gradients are all-reduced whole; each rank steps its shard and the bf16 weights
+      // are all-gathered (update_lp_params).
+      return collective_s(CollectiveKind::kAllReduce, grad_bytes, dp, stride) +
+             collective_s(CollectiveKind::kAllGather, params * kHalf, dp, stride);
+    }
     if (c_.zero_stage == 0) return collective_s(CollectiveKind::kAllReduce, grad_bytes, dp, stride);
     double s = 0;
     if (c_.zero_stage < 3) {
@@ -225,7 +246,8 @@ class Pricer {
   }
 
   double optimizer_s(double params, int64_t group) const {
-    const double share = c_.zero_stage >= 1 ? params / static_cast<double>(group) : params;
+    const double share =
+        c_.zero_stage >= 1 || deepspeed_bf16() ? params / static_cast<double>(group) : params;
     return memory_s(share * kAdamBytesPerParameter);
   }
 
@@ -275,7 +297,9 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   embedding.name = "embedding";
   embedding.parameters = whole.embedding;
   embedding.static_bytes = price.static_bytes(static_cast<double>(whole.embedding), group);
-  embedding.by_mode = same_for_all_modes(price.embedding(base), models::embedding_activation_bytes(m, base));
+  Pass embedding_pass = price.embedding(base);
+  embedding_pass.backward_s += price.gradient_accumulation_s(static_cast<double>(whole.embedding));
+  embedding.by_mode = same_for_all_modes(embedding_pass, models::embedding_activation_bytes(m, base));
   embedding.dp_sync_s = price.dp_sync_s(static_cast<double>(whole.embedding), dp, group);
   embedding.optimizer_s = price.optimizer_s(static_cast<double>(whole.embedding), group);
   model.units.push_back(embedding);
@@ -292,6 +316,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         price.static_bytes(dense_params, group) + price.static_bytes(expert_params, expert_group);
     double core_forward_s = 0;
     Pass pass = price.layer(layer, base, &core_forward_s);
+    pass.backward_s += price.gradient_accumulation_s(static_cast<double>(p.total()));
     const Pass zero3 = price.zero3_exposed(static_cast<double>(p.total()), group, pass);
     pass += zero3;
     const int64_t full_activations = models::layer_activation_bytes(m, layer, base).total_bytes();
@@ -323,13 +348,21 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   const int64_t tied_copy = m.tied_embeddings && c.pp > 1 ? whole.embedding : 0;
   head.parameters = whole.final_norm + whole.lm_head + tied_copy;
   head.static_bytes = price.static_bytes(static_cast<double>(head.parameters), group);
-  head.by_mode = same_for_all_modes(price.head(base), models::output_activation_bytes(m, base));
+  Pass head_pass = price.head(base);
+  head_pass.backward_s += price.gradient_accumulation_s(static_cast<double>(head.parameters));
+  head.by_mode = same_for_all_modes(head_pass, models::output_activation_bytes(m, base));
   head.dp_sync_s = price.dp_sync_s(static_cast<double>(head.parameters), dp, group);
   head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group);
   model.units.push_back(head);
 
-  model.notes.push_back(
-      "memory: bf16 weights, fp32 gradients, fp32 Adam state (18 bytes per parameter before ZeRO)");
+  if (c.optimizer == OptimizerRecipe::kDeepSpeedBf16) {
+    model.notes.push_back(
+        "memory: DeepSpeed BF16_Optimizer: bf16 weights and gradients, unsharded fp32 gradients, fp32 master "
+        "weights and Adam state sharded over data parallelism (8 + 12/dp bytes per parameter)");
+  } else {
+    model.notes.push_back(
+        "memory: bf16 weights, fp32 gradients, fp32 Adam state (18 bytes per parameter before ZeRO)");
+  }
   if (c.zero_stage > 0 && group < dp) {
     model.notes.push_back("hierarchical ZeRO: states sharded within groups of " + std::to_string(group) +
                           " data-parallel ranks, gradient slices all-reduced across the groups");
@@ -365,12 +398,15 @@ PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs)
     case RecomputeChoice::kNone: problem.allowed_options = {0}; break;
     case RecomputeChoice::kSelective: problem.allowed_options = {1}; break;
     case RecomputeChoice::kFull: problem.allowed_options = {2}; break;
-    case RecomputeChoice::kAuto: problem.allowed_options = {}; break;
+    case RecomputeChoice::kAuto:
+      problem.allowed_options = {};
+      // A stage may recompute only its first layers fully and keep all of the others'.
+      problem.partial_option = 2;
+      problem.partial_base = 0;
+      break;
   }
   problem.balance = c.balance == BalanceGoal::kTime ? Balance::kTime : Balance::kMemory;
-  // An interactive budget: a few seconds at worst (pipelines with about as many micro-batches
-  // as stages); past it the plan says its split is the best found, not a proven optimum.
-  problem.max_search_nodes = kPlanSearchNodes;
+  problem.max_search_work = in.search_work;
   return problem;
 }
 

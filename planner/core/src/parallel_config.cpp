@@ -7,6 +7,19 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
+constexpr int64_t kMostGpus = int64_t{1} << 21;
+constexpr int64_t kMostMicroBatch = 65536;
+constexpr int64_t kMostGlobalBatch = int64_t{1} << 24;
+constexpr int64_t kMostSequence = int64_t{1} << 24;
+// Micro-batches x stages x virtual chunks: one simulated step holds twice as many operations.
+constexpr int64_t kMostScheduleOps = int64_t{1} << 20;
+
+Status at_most(int64_t value, int64_t most, const char* flag) {
+  if (value <= most) return Status::Ok();
+  return Error{std::string(flag) + " " + num(value) + " is above the " + num(most) +
+               " pipescope plans for; is it a typo?"};
+}
+
 }  // namespace
 
 std::string_view to_string(RecomputeChoice choice) {
@@ -17,6 +30,10 @@ std::string_view to_string(RecomputeChoice choice) {
     case RecomputeChoice::kAuto: return "auto";
   }
   return "?";
+}
+
+std::string_view to_string(OptimizerRecipe recipe) {
+  return recipe == OptimizerRecipe::kDeepSpeedBf16 ? "deepspeed-bf16" : "megatron";
 }
 
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute) {
@@ -42,6 +59,21 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
                              {c.micro_batch, "--mbs"}}) {
     if (value < 1) return Error{std::string(flag) + " must be at least 1"};
   }
+  // Upper limits far beyond any run so far (the largest jobs have ~10^5 GPUs and train on
+  // sequences up to ~10^6 tokens): past them a value is a typo, and the schedule the planner
+  // simulates (2 x pp x micro-batches operations) would not fit in memory.
+  if (Status s = at_most(c.gpus, kMostGpus, "--gpus"); !s.ok()) return s.error();
+  for (auto [value, flag] : {std::pair{c.tp, "--tp"}, {c.pp, "--pp"}, {c.cp, "--cp"}, {c.ep, "--ep"}}) {
+    if (value > c.gpus)
+      return Error{std::string(flag) + " " + num(value) + " is more than --gpus " + num(c.gpus)};
+  }
+  if (Status s = at_most(c.vpp, model.num_layers, "--vpp"); !s.ok()) return s.error();
+  if (Status s = at_most(c.micro_batch, kMostMicroBatch, "--mbs"); !s.ok()) return s.error();
+  if (Status s = at_most(c.global_batch, kMostGlobalBatch, "--gbs"); !s.ok()) return s.error();
+  if (Status s = at_most(c.seq_length, kMostSequence, "--seq"); !s.ok()) return s.error();
+  if (c.tp * c.pp > c.gpus) {  // each <= gpus <= 2^21: no overflow; checked before multiplying by cp
+    return Error{"--tp x --pp = " + num(c.tp * c.pp) + " is more than --gpus " + num(c.gpus)};
+  }
   const int64_t model_parallel = c.tp * c.pp * c.cp;
   if (c.gpus % model_parallel != 0) {
     return Error{"--gpus " + num(c.gpus) + " is not a multiple of tp x pp x cp = " + num(model_parallel)};
@@ -64,6 +96,13 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
     c.seq_length =
         model.max_position_embeddings > 0 ? std::min<int64_t>(model.max_position_embeddings, 4096) : 4096;
   }
+  if (c.cp > 1 && !c.flash_attention) {
+    // megatron/core/transformer/dot_product_attention.py asserts context_parallel_size == 1:
+    // "Context parallelism is only supported by TEDotProductAttention!" (fused attention).
+    return Error{
+        "--cp needs fused (flash) attention, as Megatron-LM runs context parallelism only through "
+        "Transformer Engine's attention; drop --no-flash-attention"};
+  }
   if (c.seq_length % c.cp != 0) {
     return Error{"--seq " + num(c.seq_length) + " is not divisible by --cp " + num(c.cp)};
   }
@@ -79,11 +118,29 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
     return Error{"--gbs " + num(c.global_batch) + " is not divisible by --mbs x dp = " + num(c.micro_batch) +
                  " x " + num(dp)};
   }
+  if (c.micro_batches() * c.pp * c.vpp > kMostScheduleOps) {
+    return Error{"--gbs " + num(c.global_batch) + " gives " + num(c.micro_batches()) +
+                 " micro-batches per step; times the " + num(c.pp * c.vpp) +
+                 " pipeline chunks that is above the " + num(kMostScheduleOps) +
+                 " pipescope simulates; raise --mbs or lower --gbs"};
+  }
   if (c.schedule == ScheduleKind::kInterleaved && c.micro_batches() % c.pp != 0) {
     return Error{"the interleaved schedule needs the micro-batch count (" + num(c.micro_batches()) +
                  ") to be a multiple of --pp " + num(c.pp)};
   }
   if (c.zero_stage < 0 || c.zero_stage > 3) return Error{"--zero must be 0, 1, 2 or 3"};
+  if (c.optimizer == OptimizerRecipe::kDeepSpeedBf16) {
+    // DeepSpeed picks BF16_Optimizer for bf16 with fp32 gradient accumulation at ZeRO stage 0
+    // or 1 (engine.py, _do_optimizer_sanity_check) and its ZeRO optimizer above that.
+    if (c.zero_stage > 1) {
+      return Error{
+          "--optimizer deepspeed-bf16 is DeepSpeed's BF16_Optimizer, which runs at ZeRO stage 0 or 1; "
+          "for --zero " +
+          num(c.zero_stage) + " use --optimizer megatron"};
+    }
+    if (c.zero_shard > 0)
+      return Error{"--optimizer deepspeed-bf16 shards over all data-parallel ranks; drop --zero-shard"};
+  }
   if (c.zero_shard > 0) {
     if (c.zero_stage == 0) return Error{"--zero-shard needs --zero 1, 2 or 3"};
     if (dp % c.zero_shard != 0) {
@@ -125,6 +182,7 @@ std::string describe(const ParallelConfig& c) {
     text += ", zero " + num(c.zero_stage);
     if (c.zero_shard > 0) text += " (shard " + num(c.zero_shard) + ")";
   }
+  if (c.optimizer != OptimizerRecipe::kMegatron) text += ", optimizer " + std::string(to_string(c.optimizer));
   text += ", recompute " + std::string(to_string(c.recompute));
   if (c.sequence_parallel) text += ", sequence parallel";
   text += ", " + std::string(to_string(c.schedule));

@@ -46,45 +46,17 @@ void set_memory(const CostModel& costs, StageReport& st) {
   st.overflows = st.peak_memory_bytes > costs.capacity_bytes;
 }
 
-// Stage boundaries and options -> the user-facing report, with both memory figures.
 // The option a unit runs under: its stage's, except that a stage on full recomputation with a
-// layer count recomputes only its first `full_layers` decoder layers and keeps everything of the
-// others (Megatron-LM's --recompute-method block --recompute-num-layers).
-int unit_option(const CostModel& costs, const StagePlan& stage, int unit, int full_layers) {
-  constexpr int kNone = 0, kFull = 2;
-  if (stage.option != kFull || full_layers < 0 || !costs.units[static_cast<size_t>(unit)].is_layer) {
-    return stage.option;
-  }
-  int layer = 0;
-  for (int u = stage.first_unit; u < unit; ++u) layer += costs.units[static_cast<size_t>(u)].is_layer ? 1 : 0;
-  return layer < full_layers ? kFull : kNone;
+// partial count recomputes only its first units (Megatron-LM's --recompute-method block
+// --recompute-num-layers) and keeps everything of the others.
+int unit_option(const StagePlan& stage, int unit) {
+  constexpr int kNone = 0;
+  if (stage.partial_units == 0 || unit < stage.first_unit + stage.partial_units) return stage.option;
+  return kNone;
 }
 
-// Reserved bytes and per-micro-batch times of one stage with `full_layers` (see unit_option).
-struct StageCost {
-  int64_t reserved_bytes = 0;
-  double forward_s = 0, backward_s = 0;
-};
-StageCost stage_cost(const CostModel& costs, const StagePlan& stage, int full_layers) {
-  int64_t static_bytes = 0, activation = 0, transient = 0;
-  StageCost out;
-  for (int u = stage.first_unit; u < stage.end_unit; ++u) {
-    const UnitCost& unit = costs.units[static_cast<size_t>(u)];
-    const UnitOptionCost& o = unit.by_mode[static_cast<size_t>(unit_option(costs, stage, u, full_layers))];
-    static_bytes += unit.static_bytes;
-    activation += o.activation_bytes;
-    transient = std::max(transient, o.transient_bytes);
-    out.forward_s += o.forward_s;
-    out.backward_s += o.backward_s;
-  }
-  const int64_t allocated = static_bytes + activation * stage.activations_in_flight + transient;
-  out.reserved_bytes =
-      llround(static_cast<double>(allocated) * (1 + costs.reserve_fraction)) + costs.fixed_bytes;
-  return out;
-}
-
-PlanReport report_of(const PlanInputs& in, const CostModel& costs, const PartitionPlan& plan,
-                     const std::vector<int>& full_layers = {}) {
+// Stage boundaries and options -> the user-facing report, with both memory figures.
+PlanReport report_of(const PlanInputs& in, const CostModel& costs, const PartitionPlan& plan) {
   const ParallelConfig& c = in.config;
   PlanReport r;
   r.pipeline_s = plan.iteration_s;
@@ -97,15 +69,13 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
     st.end_unit = sp.end_unit;
     st.in_flight = sp.activations_in_flight;
     st.recompute = mode_name(sp.option);
-    const int stage_full_layers = full_layers.empty() ? -1 : full_layers[s];
     st.forward_s = sp.forward_s;
     st.backward_s = sp.backward_s;
     double dp_sync_s = 0;
     int64_t activation_per_microbatch = 0;
     for (int u = sp.first_unit; u < sp.end_unit; ++u) {
       const UnitCost& unit = costs.units[static_cast<size_t>(u)];
-      const UnitOptionCost& option =
-          unit.by_mode[static_cast<size_t>(unit_option(costs, sp, u, stage_full_layers))];
+      const UnitOptionCost& option = unit.by_mode[static_cast<size_t>(unit_option(sp, u))];
       st.layers += unit.is_layer ? 1 : 0;
       st.has_embedding = st.has_embedding || u == 0;
       st.has_head = st.has_head || u + 1 == static_cast<int>(costs.units.size());
@@ -117,7 +87,11 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
       st.optimizer_s += unit.optimizer_s;
     }
     st.activation_bytes = activation_per_microbatch * st.in_flight;
-    if (sp.option == 2) st.full_recompute_layers = stage_full_layers >= 0 ? stage_full_layers : st.layers;
+    if (sp.option == 2) {
+      for (int u = sp.first_unit; u < sp.end_unit; ++u) {
+        st.full_recompute_layers += costs.units[static_cast<size_t>(u)].is_layer && unit_option(sp, u) == 2;
+      }
+    }
     set_memory(costs, st);
     // Megatron overlaps the gradient reduction with the backward of the last micro-batch.
     st.dp_sync_exposed_s = std::max(0.0, dp_sync_s - sp.backward_s);
@@ -213,68 +187,17 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   return r;
 }
 
-// The user's split as a plan choice: unit 0 (the embedding) on the first stage, the head on the
-// last, each stage with the recompute option the uniform baseline would give it (the
-// suggested plan's option when there is no uniform baseline).
-PlanChoice given_split(const ParallelConfig& c, const PartitionResult& result) {
-  PlanChoice choice;
-  choice.boundaries.push_back(0);
+// The user's split as unit boundaries: unit 0 (the embedding) on the first stage, the head on
+// the last.
+std::vector<int> given_split(const ParallelConfig& c) {
+  std::vector<int> boundaries{0};
   int next = 1;
   for (size_t s = 0; s < c.stage_layers.size(); ++s) {
     next += static_cast<int>(c.stage_layers[s]);
     const bool last = s + 1 == c.stage_layers.size();
-    choice.boundaries.push_back(last ? next + 1 : next);
+    boundaries.push_back(last ? next + 1 : next);
   }
-  const PartitionPlan& reference = result.uniform ? *result.uniform : result.plan;
-  choice.options = reference.choice.options;
-  return choice;
-}
-
-// Under --recompute auto, each stage the optimizer put on full recomputation recomputes only as
-// many of its layers as it needs to stay within the plan's peak (and the GPU, when the plan
-// fits). Backward times only fall, and the simulated time never grows when a stage gets faster,
-// so the refined plan is no slower and peaks no higher than the optimizer's.
-Expected<std::vector<int>> fewest_full_layers(const PlanInputs& in, const CostModel& costs,
-                                              PartitionPlan& plan) {
-  std::vector<int> full_layers(plan.stages.size(), -1);
-  int64_t target = 0;
-  for (const StagePlan& stage : plan.stages)
-    target = std::max(target, stage_cost(costs, stage, -1).reserved_bytes);
-  if (target <= costs.capacity_bytes) target = std::min(target, costs.capacity_bytes);
-  bool changed = false;
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    StagePlan& stage = plan.stages[s];
-    if (stage.option != 2) continue;
-    int layers = 0;
-    for (int u = stage.first_unit; u < stage.end_unit; ++u)
-      layers += costs.units[static_cast<size_t>(u)].is_layer;
-    for (int k = 0; k <= layers; ++k) {
-      const StageCost cost = stage_cost(costs, stage, k);
-      if (cost.reserved_bytes <= target || k == layers) {
-        full_layers[s] = k;
-        changed = changed || k < layers;
-        stage.forward_s = cost.forward_s;
-        stage.backward_s = cost.backward_s;
-        break;
-      }
-    }
-  }
-  if (!changed) return full_layers;
-  const ParallelConfig& c = in.config;
-  const ScheduleSpec spec{c.schedule == ScheduleKind::kGPipe ? ScheduleKind::kGPipe : ScheduleKind::kOneFOneB,
-                          static_cast<int>(c.pp), static_cast<int>(c.micro_batches()), 1};
-  PipelineCosts pipeline;
-  for (const StagePlan& stage : plan.stages) {
-    pipeline.forward_s.push_back(stage.forward_s);
-    pipeline.backward_s.push_back(stage.backward_s);
-  }
-  pipeline.p2p_forward_s.assign(plan.stages.size() - 1, costs.p2p_s);
-  pipeline.p2p_backward_s.assign(plan.stages.size() - 1, costs.p2p_s);
-  auto simulated = simulate_schedule(spec, pipeline);
-  if (!simulated.ok()) return simulated.error();
-  plan.iteration_s = simulated->iteration_s;
-  plan.bubble_fraction = simulated->bubble_fraction;
-  return full_layers;
+  return boundaries;
 }
 
 Expected<PlanOutcome> plan_once(const PlanInputs& in) {
@@ -305,17 +228,12 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   const PartitionProblem problem = partition_problem(in, *costs);
   auto result = optimize_partition(problem);
   if (!result.ok()) return result.error();
-  PartitionPlan suggested = result->plan;
-  std::vector<int> full_layers;
-  if (in.config.recompute == RecomputeChoice::kAuto) {
-    auto refined = fewest_full_layers(in, *costs, suggested);
-    if (!refined.ok()) return refined.error();
-    full_layers = *refined;
-  }
-  outcome.suggested = report_of(in, *costs, suggested, full_layers);
+  outcome.suggested = report_of(in, *costs, result->plan);
   outcome.suggested_is_optimal = result->proven_optimal;
+  outcome.optimality_gap = result->optimality_gap;
+  outcome.meets_time_limit = result->meets_time_limit;
   if (!in.config.stage_layers.empty()) {
-    auto given = evaluate_plan(problem, given_split(in.config, *result));
+    auto given = fastest_fitting_options(problem, given_split(in.config));
     if (!given.ok()) return given.error();
     outcome.uniform = report_of(in, *costs, *given);
     outcome.baseline_is_given_split = true;
@@ -371,6 +289,9 @@ std::vector<FitSuggestion> fit_suggestions(const PlanInputs& in) {
   std::vector<FitSuggestion> out;
   for (auto& [change, config] : candidates) {
     PlanInputs next = in;
+    // Each change gets an eighth of the plan's budget: its peak and time are what the table
+    // shows, and a split within a few percent of the optimum answers "does it fit".
+    next.search_work = std::max<int64_t>(in.search_work / 8, 1);
     auto resolved = resolve_config(in.model, config);
     if (!resolved.ok()) continue;
     next.config = *resolved;

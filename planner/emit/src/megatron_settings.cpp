@@ -8,6 +8,7 @@
 // megatron/core/transformer/pipeline_parallel_layer_layout.py (the layout grammar: E, t, L, '|',
 // x*n). Megatron-LM refuses a layer count its pipeline does not divide unless one of these
 // uneven-split flags is given.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -87,9 +88,20 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
 
   // Recompute: one setting for every stage. --recompute-num-layers counts the same number of
   // layers on every stage, so a per-stage choice has no flag.
-  const CommonRecompute recompute = common_recompute(split.recompute);
+  CommonRecompute recompute = common_recompute(split.recompute);
+  // Full recomputation of the same first k layers on every stage is --recompute-method block.
+  const std::vector<int>& full = split.full_recompute_layers;
+  const bool block =
+      recompute.mode == "full" && !full.empty() &&
+      std::all_of(full.begin(), full.end(), [&](int k) { return k == full.front() && k > 0; }) &&
+      full != split.layers;
+  if (block) recompute.exact = true;
   if (recompute.mode == "selective") {
     flag("--recompute-granularity", "selective");  // recompute_modules defaults to core_attn
+  } else if (block) {
+    flag("--recompute-granularity", "full");
+    flag("--recompute-method", "block");
+    flag("--recompute-num-layers", num(full.front()));
   } else if (recompute.mode == "full") {
     flag("--recompute-granularity", "full");
     flag("--recompute-method", "uniform");

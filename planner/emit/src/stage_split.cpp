@@ -7,7 +7,7 @@
 namespace pipescope::planner {
 namespace {
 
-int strength(const std::string& mode) { return mode == "full" ? 2 : mode == "selective" ? 1 : 0; }
+int strength(const std::string& mode) { return mode.rfind("full", 0) == 0 ? 2 : mode == "selective" ? 1 : 0; }
 
 // Layers of one stage in layout syntax: "", "t", "t*k".
 std::string layer_run(int layers) {
@@ -22,7 +22,15 @@ StageSplit stage_split(const PlanReport& plan) {
   StageSplit split;
   for (const StageReport& s : plan.stages) {
     split.layers.push_back(s.layers);
-    split.recompute.push_back(s.recompute);
+    // A full stage that names no count recomputes all its layers.
+    const bool partial =
+        s.recompute == "full" && s.full_recompute_layers > 0 && s.full_recompute_layers < s.layers;
+    split.recompute.push_back(partial ? "full " + std::to_string(s.full_recompute_layers) + "/" +
+                                            std::to_string(s.layers)
+                                      : s.recompute);
+    split.full_recompute_layers.push_back(s.recompute != "full" ? 0
+                                          : partial             ? s.full_recompute_layers
+                                                                : s.layers);
     split.unit_boundaries.push_back(s.first_unit);
   }
   if (!plan.stages.empty()) split.unit_boundaries.push_back(plan.stages.back().end_unit);
@@ -96,11 +104,14 @@ std::optional<FirstLastSplit> megatron_first_last(const std::vector<int>& layers
 CommonRecompute common_recompute(const std::vector<std::string>& per_stage) {
   CommonRecompute common{"none", true};
   if (per_stage.empty()) return common;
-  common.mode = per_stage.front();
+  int strongest = 0;
   for (const std::string& mode : per_stage) {
-    if (mode != per_stage.front()) common.exact = false;
-    if (strength(mode) > strength(common.mode)) common.mode = mode;
+    if (mode != per_stage.front() || (mode != "none" && mode != "selective" && mode != "full")) {
+      common.exact = false;
+    }
+    strongest = std::max(strongest, strength(mode));
   }
+  common.mode = strongest == 2 ? "full" : strongest == 1 ? "selective" : "none";
   return common;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "pipescope/common/expected.h"
@@ -34,10 +35,131 @@ struct StageSums {
   }
 };
 
+// One stage's units with the first `count` under `option` and the rest under `base`, added left
+// to right as evaluate_plan() adds them.
+inline StageSums partial_sums(const PartitionProblem& problem, int begin, int end, int count, int option,
+                              int base) {
+  StageSums sums;
+  for (int u = begin; u < end; ++u) sums.add(problem.units[u], u < begin + count ? option : base);
+  return sums;
+}
+
+// The largest value over any range [l, r) of a sequence in O(1): a sparse table.
+class RangeMax {
+ public:
+  void build(const std::vector<std::int64_t>& values);
+  std::int64_t max(int l, int r) const;  // 0 for an empty range
+
+ private:
+  std::vector<std::vector<std::int64_t>> levels_;  // [k][i]: the largest of values[i, i + 2^k)
+};
+
+// A stage's memory under the partial option in O(1), from prefix sums: the search tries many
+// counts of recomputed units for each range of units.
+struct PartialCosts {
+  int option = -1;  // PartitionProblem::partial_option; -1: none
+  int base = 0;
+  std::vector<std::int64_t> static_prefix, option_activation_prefix, base_activation_prefix;
+  RangeMax option_transient, base_transient;
+
+  // Forward and backward times from prefix sums: for bounds (rounding differs from the
+  // left-to-right sums of evaluate_plan() by a few ulps).
+  std::vector<double> option_forward_prefix, option_backward_prefix, base_forward_prefix,
+      base_backward_prefix;
+
+  bool enabled() const { return option >= 0; }
+  void build(const PartitionProblem& problem);
+  double cost_s(int begin, int end, int count) const {
+    const int split = begin + count;
+    return option_forward_prefix[split] - option_forward_prefix[begin] + base_forward_prefix[end] -
+           base_forward_prefix[split] + option_backward_prefix[split] - option_backward_prefix[begin] +
+           base_backward_prefix[end] - base_backward_prefix[split];
+  }
+  double forward_s(int begin, int end, int count) const {
+    const int split = begin + count;
+    return option_forward_prefix[split] - option_forward_prefix[begin] + base_forward_prefix[end] -
+           base_forward_prefix[split];
+  }
+  double backward_s(int begin, int end, int count) const {
+    const int split = begin + count;
+    return option_backward_prefix[split] - option_backward_prefix[begin] + base_backward_prefix[end] -
+           base_backward_prefix[split];
+  }
+  // Units [begin, end), the first `count` under the option, the rest under the base.
+  std::int64_t memory_bytes(int begin, int end, int count, std::int64_t extra_bytes, int in_flight) const {
+    const int split = begin + count;
+    const std::int64_t activation = option_activation_prefix[split] - option_activation_prefix[begin] +
+                                    base_activation_prefix[end] - base_activation_prefix[split];
+    const std::int64_t transient =
+        std::max(option_transient.max(begin, split), base_transient.max(split, end));
+    return extra_bytes + static_prefix[end] - static_prefix[begin] + in_flight * activation + transient;
+  }
+};
+
+// For a stage from `begin`, end after end: the fewest units on the partial option (1 to all but
+// one; all is the plain option) that keep it within a memory limit. That count never falls as the
+// stage grows (an added unit only adds memory), so a pointer finds it in amortized O(1) per end.
+class FewestPartialForward {
+ public:
+  FewestPartialForward(const PartialCosts& costs, int begin, std::int64_t extra_bytes, int in_flight,
+                       std::int64_t limit_bytes)
+      : costs_(costs), begin_(begin), extra_(extra_bytes), in_flight_(in_flight), limit_(limit_bytes) {}
+  // Ends must come in increasing order. The count, or 0 when none below all units fits.
+  int at(int end) {
+    const int units = end - begin_;
+    while (count_ < units && costs_.memory_bytes(begin_, end, count_, extra_, in_flight_) > limit_) ++count_;
+    if (count_ < units) return count_;
+    // Not even the whole stage on the option fits: no count fits at any later end either.
+    if (costs_.memory_bytes(begin_, end, units, extra_, in_flight_) > limit_) done_ = true;
+    return 0;
+  }
+  bool done() const { return done_; }
+
+ private:
+  const PartialCosts& costs_;
+  int begin_;
+  std::int64_t extra_;
+  int in_flight_;
+  std::int64_t limit_;
+  int count_ = 1;
+  bool done_ = false;
+};
+
+// The same for a stage that ends at `end` and grows to the front (begin after begin, falling).
+// With the last b units off the option fixed, an added front unit only adds memory, so the most
+// units off the option that fit never grow, except that the new front unit alone on it (b = all
+// the others) is a new candidate: checked first, then the pointer.
+class FewestPartialReverse {
+ public:
+  FewestPartialReverse(const PartialCosts& costs, int end, std::int64_t extra_bytes, int in_flight,
+                       std::int64_t limit_bytes)
+      : costs_(costs), end_(end), extra_(extra_bytes), in_flight_(in_flight), limit_(limit_bytes) {}
+  int at(int begin) {
+    const int units = end_ - begin;
+    if (units < 2) return 0;
+    if (costs_.memory_bytes(begin, end_, 1, extra_, in_flight_) <= limit_) {
+      off_ = units - 1;
+      return 1;
+    }
+    off_ = std::min(off_, units - 2);
+    while (off_ >= 1 && costs_.memory_bytes(begin, end_, units - off_, extra_, in_flight_) > limit_) --off_;
+    return off_ >= 1 ? units - off_ : 0;
+  }
+
+ private:
+  const PartialCosts& costs_;
+  int end_;
+  std::int64_t extra_;
+  int in_flight_;
+  std::int64_t limit_;
+  int off_ = std::numeric_limits<int>::max();  // units off the option at the back
+};
+
 // The problem's fixed context: options a stage may take, per-stage in-flight counts and extra
 // bytes, the p2p vectors and the schedule graph every plan is timed with.
 struct PartitionContext {
   std::vector<int> options;  // allowed, ascending
+  PartialCosts partial;
   std::vector<int> in_flight;
   std::vector<std::int64_t> extra_bytes;
   std::vector<double> p2p_forward_s;

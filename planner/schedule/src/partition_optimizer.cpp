@@ -1,11 +1,15 @@
-// The two objectives, built from PartitionSearch's exact answers (see partition_search.cpp).
+// The two objectives, built from PartitionSearch's exact answers (see partition_search.cpp), and
+// what the optimizer can still prove when its budget runs out.
 #include "pipescope/planner/partition_optimizer.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <vector>
 
+#include "partition_bound.h"
 #include "partition_costs.h"
+#include "partition_local.h"
 #include "partition_search.h"
 
 namespace pipescope::planner {
@@ -13,12 +17,7 @@ namespace {
 
 using detail::FoundPlan;
 using detail::PartitionSearch;
-
-// Nothing fits: the plan closest to fitting, i.e. the least peak, and the fastest of those.
-// Some plan has exactly the least peak, so only a truncated search can come back empty.
-bool closest_to_fitting(PartitionSearch& search, FoundPlan& plan) {
-  return search.fastest(search.least_peak_bytes(), plan);
-}
+using Outcome = detail::SearchBase::Outcome;
 
 // Every distinct stage memory value in [low, high], ascending: a plan's peak is one of them.
 std::vector<std::int64_t> candidate_peaks(const PartitionProblem& problem,
@@ -38,6 +37,18 @@ std::vector<std::int64_t> candidate_peaks(const PartitionProblem& problem,
           if (bytes > low) values.push_back(bytes);
         }
       }
+      for (int end = j + 2; ctx.partial.enabled() && end <= n - (p - s - 1); ++end) {
+        bool any = false;
+        for (int count = 1; count < end - j; ++count) {
+          const std::int64_t bytes =
+              ctx.partial.memory_bytes(j, end, count, ctx.extra_bytes[s], ctx.in_flight[s]);
+          any = any || bytes <= high;
+          if (bytes > low && bytes <= high) values.push_back(bytes);
+        }
+        // Every count keeps at least the units' static memory, which only grows with the stage.
+        if (!any && ctx.extra_bytes[s] + ctx.partial.static_prefix[end] - ctx.partial.static_prefix[j] > high)
+          break;
+      }
     }
   }
   std::sort(values.begin(), values.end());
@@ -45,28 +56,131 @@ std::vector<std::int64_t> candidate_peaks(const PartitionProblem& problem,
   return values;
 }
 
-// kMemory: the plan with the least peak P such that some plan within P per stage meets
-// bound_s; `known` meets it with peak values.back(). The predicate grows with P, so bisect over
-// the candidate values; a yes moves the top down to the peak of the plan found, which is often
-// well below the probe.
-FoundPlan least_peak_within(PartitionSearch& search, const std::vector<std::int64_t>& values, double bound_s,
+// Lower bounds from critical paths (partition_bound.h), paid for from the search's budget.
+class PathBounds {
+ public:
+  PathBounds(const PartitionProblem& problem, const detail::PartitionContext& ctx, PartitionSearch& search)
+      : problem_(problem), bound_(problem, ctx), search_(search) {}
+  void add(const FoundPlan& plan) {
+    forward_s_.assign(static_cast<size_t>(problem_.stages), 0.0);
+    backward_s_.assign(static_cast<size_t>(problem_.stages), 0.0);
+    for (int s = 0; s < problem_.stages; ++s) {
+      const int first = plan.choice.boundaries[s], end = plan.choice.boundaries[s + 1];
+      const int partial = plan.choice.partial_units.empty() ? 0 : plan.choice.partial_units[s];
+      const int r = plan.choice.options[s];
+      const detail::StageSums sums =
+          partial > 0 ? detail::partial_sums(problem_, first, end, partial, r, problem_.partial_base)
+                      : detail::partial_sums(problem_, first, end, end - first, r, r);
+      forward_s_[s] = sums.forward_s;
+      backward_s_[s] = sums.backward_s;
+    }
+    bound_.add_path(forward_s_, backward_s_);
+  }
+  // A lower bound on the time of every plan within limit_bytes (0 once the budget is spent).
+  double at(std::int64_t limit_bytes, int rounds) {
+    if (search_.out_of_budget()) return 0;
+    std::int64_t used = 0;
+    const double lower_s = bound_.lower_bound(limit_bytes, rounds, &used);
+    search_.charge(used);
+    return lower_s;
+  }
+
+ private:
+  const PartitionProblem& problem_;
+  detail::PathBound bound_;
+  PartitionSearch& search_;
+  std::vector<double> forward_s_, backward_s_;
+};
+
+// kMemory's time limit max((1 + slack) T_fit, T_uniform), known to lie in [low_s, high_s]:
+// plans are held to low_s (so that they meet the true limit) and proofs that no plan exists are
+// made against high_s (so that they hold for the true limit).
+struct TimeLimit {
+  double low_s = 0;
+  double high_s = 0;
+};
+
+// Rounds of the critical-path bound's cutting-plane loop: at the capacity (where it bounds T_fit),
+// and at each peak probed (starting from the paths found before).
+constexpr int kFitRounds = 40;
+constexpr int kProbeRounds = 12;
+
+struct LeastPeak {
+  FoundPlan plan;                      // within the limit's low_s
+  std::int64_t lower_bound_bytes = 0;  // no plan within the limit peaks lower
+};
+
+// The least peak P such that some plan within P per stage meets the limit; `known` meets it with
+// peak values.back(), and values.front() is the least peak of any plan. The predicate grows with
+// P, so bisect over the candidate values; a yes moves the top down to the peak of the plan found,
+// which is often well below the probe; a proven no moves the lower bound up.
+LeastPeak least_peak_within(PartitionSearch& search, PathBounds& paths,
+                            const std::vector<std::int64_t>& values, TimeLimit limit,
                             const FoundPlan& known) {
-  FoundPlan best = known;
+  LeastPeak out{known, values.front()};
   size_t low = 0, high = values.size() - 1;
+  size_t unknown = high;  // the lowest probe that neither found a plan nor proved there is none
+  // A probe may spend an eighth of what is left: one that cannot finish counts as a no for the
+  // bisection but proves nothing, rather than stopping it.
+  const auto cap = [&] { return std::max(search.work_left() / 8, 4096 * search.node_work()); };
+  // Whether no plan within values[i] meets the limit: proven against its high end.
+  const auto proven_none = [&](size_t i, const Outcome& probe) {
+    if (!probe.finished) return false;
+    if (limit.high_s <= limit.low_s) return true;
+    const Outcome again = search.exists(values[i], limit.high_s, cap());
+    return again.finished && !again.found;
+  };
+  // A probe settled by the critical-path bound: no search needed.
+  const auto by_paths = [&](size_t i) { return paths.at(values[i], kProbeRounds) > limit.high_s; };
+  // A quarter of the budget stays for the proofs below.
+  const std::int64_t reserve = search.work_left() / 4;
+  while (low < high && search.work_left() > reserve) {
+    const size_t mid = low + (high - low) / 2;
+    const Outcome probe = search.exists(values[mid], limit.low_s, cap());
+    if (probe.found) {
+      out.plan = probe.plan;
+      high = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), probe.plan.peak_bytes) -
+                                 values.begin());
+      continue;
+    }
+    if (proven_none(mid, probe) || (!probe.finished && by_paths(mid))) {
+      out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
+    } else {
+      unknown = std::min(unknown, mid);
+    }
+    low = mid + 1;
+  }
+  // The bisection above moves up past probes it could not settle. Below the lowest of them,
+  // bisect again for the largest peak proven to admit no plan: it bounds the optimum.
+  low = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), out.lower_bound_bytes) -
+                            values.begin());
+  high = std::min(unknown, high);
   while (low < high && !search.out_of_budget()) {
     const size_t mid = low + (high - low) / 2;
-    FoundPlan plan;
-    // A probe may spend an eighth of what is left: one that cannot finish counts as a no (and
-    // the answer as unproven) rather than stopping the bisection.
-    if (search.exists(values[mid], bound_s, plan, std::max<std::int64_t>(search.nodes_left() / 8, 4096))) {
-      best = plan;
-      high = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), plan.peak_bytes) -
-                                 values.begin());
-    } else {
+    if (by_paths(mid)) {
+      out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
       low = mid + 1;
+      continue;
+    }
+    const Outcome probe = search.exists(values[mid], limit.low_s, cap());
+    if (probe.found && probe.plan.peak_bytes < out.plan.peak_bytes) out.plan = probe.plan;
+    if (!probe.found && proven_none(mid, probe)) {
+      out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
+      low = mid + 1;
+    } else {
+      high = mid;
     }
   }
-  return best;
+  return out;
+}
+
+double relative_gap(double value, double bound) {
+  if (value <= bound) return 0;
+  return bound > 0 ? value / bound - 1 : std::numeric_limits<double>::infinity();
+}
+
+FoundPlan as_found(const PartitionPlan& plan) {
+  return FoundPlan{plan.choice, plan.iteration_s, plan.peak_memory_bytes};
 }
 
 }  // namespace
@@ -76,49 +190,126 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
   if (!ctx.ok()) return ctx.error();
   PartitionResult result;
   if (auto uniform = uniform_plan(problem); uniform.ok()) result.uniform = std::move(*uniform);
+  const bool uniform_fits = result.uniform && result.uniform->fits;
 
   PartitionSearch search(problem, *ctx);
-  // Half the budget for the fastest plan; the rest, with what that left, for what follows, so
-  // that a search cut short in the first still balances memory in the second.
-  search.grant(problem.max_search_nodes / 2);
-  // The uniform plan, when it fits, is a first incumbent: the search only looks for faster ones.
-  std::optional<FoundPlan> uniform;
-  if (result.uniform) {
-    uniform =
-        FoundPlan{result.uniform->choice, result.uniform->iteration_s, result.uniform->peak_memory_bytes};
-  }
-  const bool uniform_fits = result.uniform && result.uniform->fits;
-  FoundPlan fastest;
-  result.any_fits = search.fastest(problem.capacity_bytes, fastest, uniform_fits ? &*uniform : nullptr);
-  FoundPlan chosen = fastest;
-  search.grant(problem.max_search_nodes - problem.max_search_nodes / 2);
+  // Exact, by a DP: whether anything fits, and a plan with the least peak.
+  const FoundPlan least = search.least_peak_plan();
+  result.any_fits = least.peak_bytes <= problem.capacity_bytes;
+  PathBounds paths(problem, *ctx, search);
+  paths.add(least);
+  if (result.uniform) paths.add(as_found(*result.uniform));
+  FoundPlan chosen;
   if (!result.any_fits) {
-    if (!closest_to_fitting(search, chosen)) {
-      return Error{"the partition search stopped before finding any plan; raise max_search_nodes"};
-    }
-  } else if (problem.balance == Balance::kMemory) {
-    result.fastest_fitting_s = fastest.iteration_s;
-    result.time_bound_s = (1.0 + problem.time_slack) * fastest.iteration_s;
-    // Both the fastest fitting plan and the uniform one meet the bound, so the least peak lies
-    // between the least peak of any plan and the smaller of their peaks.
-    FoundPlan known = fastest;
-    if (uniform) {
-      result.time_bound_s = std::max(result.time_bound_s, uniform->iteration_s);
-      if (uniform->peak_bytes < known.peak_bytes) known = *uniform;
-    }
-    const std::int64_t low = std::min(search.least_peak_bytes(), known.peak_bytes);
-    const FoundPlan least = least_peak_within(search, candidate_peaks(problem, *ctx, low, known.peak_bytes),
-                                              result.time_bound_s, known);
-    // The fastest plan within that peak; `least` is one, within the bound.
-    if (!search.fastest(least.peak_bytes, chosen, &least)) chosen = least;
+    // The least peak is the objective and is exact; the fastest plan with it breaks ties.
+    search.grant(problem.max_search_work);
+    const Outcome tie = search.fastest(least.peak_bytes, &least);
+    chosen = tie.plan;
+    result.peak_lower_bound_bytes = least.peak_bytes;
   } else {
-    result.fastest_fitting_s = fastest.iteration_s;
+    // A fitting plan to start from: the faster of the uniform one (when it fits) and `least`.
+    const FoundPlan seed =
+        uniform_fits && result.uniform->iteration_s <= least.iteration_s ? as_found(*result.uniform) : least;
+    if (problem.balance == Balance::kTime) {
+      search.grant(problem.max_search_work);
+      const Outcome fit = search.fastest(problem.capacity_bytes, &seed);
+      chosen = fit.plan;
+      result.fastest_fitting_s = fit.plan.iteration_s;
+      result.fastest_fitting_lower_s = fit.plan.iteration_s;
+      if (!fit.finished) {
+        paths.add(fit.plan);
+        search.grant(problem.max_search_work / 8);  // the bound's own share, past the search's
+        result.fastest_fitting_lower_s = std::min(
+            fit.plan.iteration_s, std::max(fit.lower_bound_s, paths.at(problem.capacity_bytes, kFitRounds)));
+      }
+      result.iteration_lower_bound_s = result.fastest_fitting_lower_s;
+    } else {
+      // Half the budget for the time limit, the rest (with what that left) for the peak, so that
+      // a search cut short in the first still balances memory in the second.
+      search.grant(problem.max_search_work / 2);
+      const double slack = 1.0 + problem.time_slack;
+      const double uniform_s = result.uniform ? result.uniform->iteration_s : 0.0;
+      TimeLimit limit;
+      FoundPlan fastest = seed;
+      bool decided = false;
+      double fit_low_s = 0;  // proven: T_fit >= this
+      if (uniform_fits) {
+        // If some fitting plan is `slack` times faster than the uniform one, the limit is T_uniform
+        // whatever T_fit is: a decision, far cheaper than finding T_fit. A short search settles
+        // easy problems; otherwise the critical-path bound may show there is no such plan, and
+        // the search for T_fit below settles the rest.
+        const Outcome quick =
+            search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left() / 16);
+        if (quick.found) {
+          limit = {uniform_s, uniform_s};
+          fastest = quick.plan;
+          decided = true;
+        } else if (quick.finished) {
+          fit_low_s = uniform_s / slack;
+        } else {
+          fit_low_s = std::min(paths.at(problem.capacity_bytes, kFitRounds), uniform_s);
+        }
+      }
+      if (!decided) {
+        const Outcome fit = search.fastest(problem.capacity_bytes, &seed);
+        fastest = fit.plan;
+        fit_low_s = std::max(fit_low_s, fit.finished ? fit.plan.iteration_s : fit.lower_bound_s);
+        if (!fit.finished) {
+          paths.add(fit.plan);
+          fit_low_s = std::max(fit_low_s, paths.at(problem.capacity_bytes, kFitRounds));
+        }
+        fit_low_s = std::min(fit_low_s, fit.plan.iteration_s);
+        if (uniform_fits && fit.plan.iteration_s <= uniform_s / slack) {
+          // The search met a plan that much faster: the limit is the uniform plan's time.
+          limit = {uniform_s, uniform_s};
+          decided = true;
+        } else {
+          limit = {std::max(slack * fit_low_s, uniform_s), std::max(slack * fit.plan.iteration_s, uniform_s)};
+        }
+      }
+      result.fastest_fitting_s = fastest.iteration_s;
+      result.fastest_fitting_lower_s = fit_low_s;
+      search.grant(problem.max_search_work - problem.max_search_work / 2);
+      // Plans known to meet the limit: the uniform one, and the fastest found when fast enough.
+      std::optional<FoundPlan> known;
+      if (uniform_fits) known = as_found(*result.uniform);
+      if (fastest.iteration_s <= limit.low_s && (!known || fastest.peak_bytes < known->peak_bytes)) {
+        known = fastest;
+      }
+      if (!known) {
+        const Outcome within = search.exists(problem.capacity_bytes, limit.low_s, search.work_left());
+        if (within.found) known = within.plan;
+      }
+      if (!known) {
+        // No plan was proven within the limit: hold the plan to its own time and say so.
+        known = fastest;
+        limit.low_s = fastest.iteration_s;
+        result.meets_time_limit = false;
+      }
+      result.time_bound_s = limit.low_s;
+      // Plans with lower peaks near the known one, cheaply: the bisection then starts lower.
+      std::int64_t used = 0;
+      detail::LocalPeakSearch local(problem, *ctx);
+      known = local.improve(*known, limit.low_s, std::max<std::int64_t>(search.work_left() / 4, 0), &used);
+      search.charge(used);
+      const LeastPeak best = least_peak_within(
+          search, paths, candidate_peaks(problem, *ctx, least.peak_bytes, known->peak_bytes), limit, *known);
+      // The fastest plan within that peak; `best.plan` is one, within the limit.
+      chosen = search.fastest(best.plan.peak_bytes, &best.plan).plan;
+      result.peak_lower_bound_bytes = best.lower_bound_bytes;
+    }
   }
 
   auto plan = evaluate_plan(problem, chosen.choice);
   if (!plan.ok()) return plan.error();
   result.plan = std::move(*plan);
-  result.proven_optimal = !search.truncated();
+  if (problem.balance == Balance::kTime && result.any_fits) {
+    result.optimality_gap = relative_gap(result.plan.iteration_s, result.iteration_lower_bound_s);
+  } else {
+    result.optimality_gap = relative_gap(static_cast<double>(result.plan.peak_memory_bytes),
+                                         static_cast<double>(result.peak_lower_bound_bytes));
+  }
+  result.proven_optimal = result.optimality_gap == 0 && result.meets_time_limit;
   result.stats = search.stats();
   return result;
 }

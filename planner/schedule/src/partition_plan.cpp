@@ -2,6 +2,7 @@
 #include "pipescope/planner/partition_plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -29,6 +30,33 @@ Status validate_units(const PartitionProblem& problem) {
       }
       if (c.activation_bytes < 0 || c.transient_bytes < 0)
         return Error{which + " has negative activation bytes"};
+    }
+  }
+  return Status::Ok();
+}
+
+bool allowed(const PartitionProblem& problem, int option) {
+  return problem.allowed_options.empty() ||
+         std::find(problem.allowed_options.begin(), problem.allowed_options.end(), option) !=
+             problem.allowed_options.end();
+}
+
+Status validate_partial(const PartitionProblem& problem, int options) {
+  const int r = problem.partial_option, b = problem.partial_base;
+  if (r < 0) return Status::Ok();
+  if (r >= options || b < 0 || b >= options || r == b) {
+    return Error{"the partial option and its base must be two different options of the units"};
+  }
+  if (!allowed(problem, r) || !allowed(problem, b)) {
+    return Error{"the partial option and its base must both be allowed"};
+  }
+  for (size_t u = 0; u < problem.units.size(); ++u) {
+    const UnitOptionCost& with = problem.units[u].options[r];
+    const UnitOptionCost& without = problem.units[u].options[b];
+    if (with.forward_s < without.forward_s || with.backward_s < without.backward_s ||
+        with.activation_bytes > without.activation_bytes) {
+      return Error{"unit " + std::to_string(u) +
+                   ": the partial option must be no faster and keep no more activation than its base"};
     }
   }
   return Status::Ok();
@@ -77,10 +105,54 @@ Status validate(const PartitionProblem& problem) {
   }
   if (!std::isfinite(problem.time_slack) || problem.time_slack < 0)
     return Error{"time_slack must be finite and >= 0"};
-  return Status::Ok();
+  return validate_partial(problem, options);
 }
 
 namespace detail {
+
+void RangeMax::build(const std::vector<std::int64_t>& values) {
+  levels_.assign(1, values);
+  for (size_t width = 1; 2 * width <= values.size(); width *= 2) {
+    const std::vector<std::int64_t>& below = levels_.back();
+    std::vector<std::int64_t> level(below.size() - width);
+    for (size_t i = 0; i < level.size(); ++i) level[i] = std::max(below[i], below[i + width]);
+    levels_.push_back(std::move(level));
+  }
+}
+
+std::int64_t RangeMax::max(int l, int r) const {
+  if (l >= r) return 0;
+  const int k = std::bit_width(static_cast<unsigned>(r - l)) - 1;
+  return std::max(levels_[k][l], levels_[k][r - (1 << k)]);
+}
+
+void PartialCosts::build(const PartitionProblem& problem) {
+  option = problem.partial_option;
+  base = problem.partial_base;
+  const size_t n = problem.units.size();
+  static_prefix.assign(n + 1, 0);
+  option_activation_prefix.assign(n + 1, 0);
+  base_activation_prefix.assign(n + 1, 0);
+  std::vector<std::int64_t> option_transient_values(n), base_transient_values(n);
+  for (std::vector<double>* prefix :
+       {&option_forward_prefix, &option_backward_prefix, &base_forward_prefix, &base_backward_prefix}) {
+    prefix->assign(n + 1, 0.0);
+  }
+  for (size_t u = 0; u < n; ++u) {
+    const PartitionUnit& unit = problem.units[u];
+    static_prefix[u + 1] = static_prefix[u] + unit.static_bytes;
+    option_activation_prefix[u + 1] = option_activation_prefix[u] + unit.options[option].activation_bytes;
+    base_activation_prefix[u + 1] = base_activation_prefix[u] + unit.options[base].activation_bytes;
+    option_forward_prefix[u + 1] = option_forward_prefix[u] + unit.options[option].forward_s;
+    option_backward_prefix[u + 1] = option_backward_prefix[u] + unit.options[option].backward_s;
+    base_forward_prefix[u + 1] = base_forward_prefix[u] + unit.options[base].forward_s;
+    base_backward_prefix[u + 1] = base_backward_prefix[u] + unit.options[base].backward_s;
+    option_transient_values[u] = unit.options[option].transient_bytes;
+    base_transient_values[u] = unit.options[base].transient_bytes;
+  }
+  option_transient.build(option_transient_values);
+  base_transient.build(base_transient_values);
+}
 
 Expected<PartitionContext> PartitionContext::build(const PartitionProblem& problem) {
   if (Status s = validate(problem); !s.ok()) return s.error();
@@ -91,6 +163,7 @@ Expected<PartitionContext> PartitionContext::build(const PartitionProblem& probl
   if (!in_flight.ok()) return in_flight.error();
 
   PartitionContext ctx{.options = problem.allowed_options,
+                       .partial = {},
                        .in_flight = std::move(*in_flight),
                        .extra_bytes = problem.stage_extra_bytes,
                        .p2p_forward_s = std::vector<double>(problem.stages - 1, problem.p2p_forward_s),
@@ -101,6 +174,7 @@ Expected<PartitionContext> PartitionContext::build(const PartitionProblem& probl
   }
   std::sort(ctx.options.begin(), ctx.options.end());
   if (ctx.extra_bytes.empty()) ctx.extra_bytes.assign(problem.stages, 0);
+  if (problem.partial_option >= 0) ctx.partial.build(problem);
   return ctx;
 }
 
@@ -119,6 +193,9 @@ Expected<PartitionPlan> evaluate_plan(const PartitionProblem& problem, const Pla
   if (choice.boundaries.front() != 0 || choice.boundaries.back() != n) {
     return Error{"plan boundaries must run from 0 to the unit count " + std::to_string(n)};
   }
+  if (!choice.partial_units.empty() && choice.partial_units.size() != static_cast<size_t>(p)) {
+    return Error{"a plan's partial unit counts need one entry per stage"};
+  }
   PartitionPlan plan;
   plan.choice = choice;
   plan.fits = true;
@@ -132,11 +209,18 @@ Expected<PartitionPlan> evaluate_plan(const PartitionProblem& problem, const Pla
       return Error{"stage " + std::to_string(s) + " uses recompute option " + std::to_string(r) +
                    ", which the problem does not allow"};
     }
-    detail::StageSums sums;
-    for (int u = first; u < end; ++u) sums.add(problem.units[u], r);
+    const int partial = choice.partial_units.empty() ? 0 : choice.partial_units[s];
+    if (partial != 0 && (r != problem.partial_option || partial < 1 || partial > end - first)) {
+      return Error{"stage " + std::to_string(s) + " of the plan has a partial unit count of " +
+                   std::to_string(partial) + " that its option and units do not allow"};
+    }
+    const detail::StageSums sums =
+        partial > 0 ? detail::partial_sums(problem, first, end, partial, r, problem.partial_base)
+                    : detail::partial_sums(problem, first, end, end - first, r, r);
     StagePlan stage{.first_unit = first,
                     .end_unit = end,
                     .option = r,
+                    .partial_units = partial,
                     .forward_s = sums.forward_s,
                     .backward_s = sums.backward_s,
                     .activations_in_flight = ctx->in_flight[s],
@@ -181,28 +265,44 @@ Expected<std::vector<int>> uniform_boundaries(int units, int stages, UniformLayo
 }
 
 Expected<PartitionPlan> uniform_plan(const PartitionProblem& problem) {
+  auto boundaries =
+      uniform_boundaries(static_cast<int>(problem.units.size()), problem.stages, problem.uniform_layout);
+  if (!boundaries.ok()) return boundaries.error();
+  return fastest_fitting_options(problem, *boundaries);
+}
+
+Expected<PartitionPlan> fastest_fitting_options(const PartitionProblem& problem,
+                                                const std::vector<int>& boundaries) {
   auto ctx = detail::PartitionContext::build(problem);
   if (!ctx.ok()) return ctx.error();
-  const int n = static_cast<int>(problem.units.size());
-  auto boundaries = uniform_boundaries(n, problem.stages, problem.uniform_layout);
-  if (!boundaries.ok()) return boundaries.error();
-  PlanChoice choice{*boundaries, {}};
+  if (boundaries.size() != static_cast<size_t>(problem.stages) + 1 || boundaries.front() != 0 ||
+      boundaries.back() != static_cast<int>(problem.units.size())) {
+    return Error{"a split needs one boundary per stage and one more, from 0 to the unit count"};
+  }
+  PlanChoice choice{boundaries, {}, std::vector<int>(static_cast<size_t>(problem.stages), 0)};
   for (int s = 0; s < problem.stages; ++s) {
-    int best = -1;
+    const int first = boundaries[s], end = boundaries[s + 1];
+    if (end <= first) return Error{"stage " + std::to_string(s) + " of the split has no unit"};
+    int best = -1, best_partial = 0;
     bool best_fits = false;
     double best_time = 0;
     std::int64_t best_bytes = 0;
-    for (int r : ctx->options) {
-      detail::StageSums sums;
-      for (int u = (*boundaries)[s]; u < (*boundaries)[s + 1]; ++u) sums.add(problem.units[u], r);
+    const auto consider = [&](int r, int partial) {
+      const detail::StageSums sums =
+          partial > 0 ? detail::partial_sums(problem, first, end, partial, r, problem.partial_base)
+                      : detail::partial_sums(problem, first, end, end - first, r, r);
       const std::int64_t bytes = sums.memory_bytes(ctx->extra_bytes[s], ctx->in_flight[s]);
       const bool fits = bytes <= problem.capacity_bytes;
       const double time = sums.forward_s + sums.backward_s;
       const bool better = best < 0 || (fits && !best_fits) ||
                           (fits == best_fits && (fits ? time < best_time : bytes < best_bytes));
-      if (better) best = r, best_fits = fits, best_time = time, best_bytes = bytes;
-    }
+      if (better) best = r, best_partial = partial, best_fits = fits, best_time = time, best_bytes = bytes;
+    };
+    for (int r : ctx->options) consider(r, 0);
+    // All units on the option is the plain option; none on it is the base.
+    for (int k = 1; ctx->partial.enabled() && k < end - first; ++k) consider(problem.partial_option, k);
     choice.options.push_back(best);
+    choice.partial_units[s] = best_partial;
   }
   return evaluate_plan(problem, choice);
 }

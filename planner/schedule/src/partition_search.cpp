@@ -4,7 +4,9 @@
 //    max(its stage's previous op end, its input's end + p2p) + its duration: max and + only. So
 //    every end time, and the iteration time T, is a non-decreasing function of every stage's
 //    forward and backward time. Within a memory limit, an option no faster in forward and in
-//    backward than another on the same units is never needed.
+//    backward than another on the same units is never needed. In particular, on the partial
+//    option (its first k units recomputed, partition_plan.h) time grows with k and memory kept
+//    falls, so for each range of units only the fewest k within the limit is needed.
 //
 // 2. T is not a function of a few summaries such as (max stage time, sum of stage times): the
 //    critical path may spend the steady state on one stage and pick up a deeper stage's warm-up
@@ -33,19 +35,24 @@
 //        the stages still open: a bound for ordering and pruning children without simulating.
 //    (e) GPipe only: its time has a closed form (partition_search_reverse.cpp), which with the
 //        open stages at their least sum and least largest F and B is a bound.
-//    Every bound uses, per stage, only the options within the memory limit.
+//    Every bound uses, per stage, only the options within the memory limit. The least of (c)
+//    over all plans is also checked before any node: a search whose cut-off or incumbent it
+//    already exceeds ends at once, and it bounds every plan a search cut short left unexplored.
 //
 // 4. Branch and bound. Depth-first, children in ascending bound order; every complete plan
 //    reached is timed with the simulator; a subtree is dropped only when its bound shows that no
 //    plan in it beats the incumbent, or, with a cut-off, meets it. A search that exhausts its
 //    space has therefore found the optimum (or proved there is none under the cut-off). A search
 //    may start from a known plan (the uniform one, when it fits) and then only looks for better
-//    ones. One that runs out of nodes says so, and the optimizer flags its answer unproven. Which
+//    ones. One that runs out of budget says so, with the least bound among the subtrees it left
+//    unexplored: the optimum lies between that and the best plan found. Which
 //    direction's bounds bite first depends on where the bottleneck sits (memory-balanced plans
-//    load the later stages), so PartitionSearch runs both with doubling node budgets and takes
-//    the first exhaustive answer. The objectives (partition_optimizer.cpp) only combine these
-//    answers; bisection on the memory limit is valid because the set of plans within a limit
-//    grows with the limit.
+//    load the later stages), so PartitionSearch runs both with doubling budgets, each run from
+//    the best plan so far, and after an eighth of its budget gives the rest to the direction
+//    whose last run proved the higher bound. The objectives (partition_optimizer.cpp) only
+//    combine these answers, critical-path bounds (partition_bound.h) and plans from a local
+//    search (partition_local.h, which proves nothing); bisection on the memory limit is valid
+//    because the set of plans within a limit grows with the limit.
 //
 // 5. Floating point. The chosen stages' sums are accumulated unit by unit left to right exactly
 //    as evaluate_plan() does and plans are timed with the same graph, so times compare bit for
@@ -72,33 +79,50 @@ SearchBase::SearchBase(const PartitionProblem& problem, const PartitionContext& 
       round_trip_s_(problem.p2p_forward_s + problem.p2p_backward_s),
       begins_(p_),
       options_(p_),
+      partials_(p_),
       forward_s_(p_),
-      backward_s_(p_) {}
+      backward_s_(p_) {
+  node_work_ = 2 * static_cast<std::int64_t>(p_) * m_ + n_;
+}
 
-SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s, std::int64_t node_budget,
+SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s, std::int64_t work_budget,
                                        const FoundPlan* seed) {
   limit_bytes_ = limit_bytes;
   cutoff_s_ = cutoff_s;
-  budget_left_ = node_budget;
+  frontier_s_ = std::numeric_limits<double>::infinity();
+  budget_left_ = work_budget;
   exhausted_ = found_ = stop_ = false;
   if (seed != nullptr) {
     found_ = true;
     best_ = *seed;
   }
-  if (prepare(limit_bytes)) run();
+  // The tables depend on the limit only: restarts and repeated probes at one limit reuse them.
+  if (!prepared_ || prepared_limit_ != limit_bytes) {
+    prepared_feasible_ = prepare(limit_bytes);
+    prepared_ = true;
+    prepared_limit_ = limit_bytes;
+  }
+  // The tables' own bound settles a search before any node when it is above the cut-off or the
+  // seed; it also bounds every plan a search cut short did not reach.
+  const double root_s = prepared_feasible_ ? root_bound_s() : std::numeric_limits<double>::infinity();
+  if (prepared_feasible_ && !hopeless(root_s)) run();
   Outcome outcome;
   outcome.finished = !exhausted_;
   outcome.found = found_;
   if (found_) outcome.plan = best_;
+  const double unexplored_s = std::max(frontier_s_, root_s);
+  outcome.lower_bound_s = found_ ? std::min(unexplored_s, best_.iteration_s) : unexplored_s;
   return outcome;
 }
 
 bool SearchBase::enter_node() {
   if (stop_) return false;
-  if (budget_left_-- <= 0) {
+  if (budget_left_ <= 0) {
     exhausted_ = stop_ = true;
     return false;
   }
+  budget_left_ -= node_work_;
+  stats_.work += node_work_;
   ++stats_.nodes;
   return true;
 }
@@ -120,6 +144,11 @@ void SearchBase::leaf(std::int64_t peak_bytes) {
   best_.choice.boundaries.assign(begins_.begin(), begins_.end());
   best_.choice.boundaries.push_back(n_);
   best_.choice.options = options_;
+  if (ctx_.partial.enabled()) {
+    best_.choice.partial_units = partials_;
+  } else {
+    best_.choice.partial_units.clear();
+  }
   if (std::isfinite(cutoff_s_)) stop_ = true;  // any plan within the cut-off answers
 }
 
@@ -143,49 +172,62 @@ void add_undominated(std::vector<SearchChild>& children, size_t group, const Sea
 PartitionSearch::PartitionSearch(const PartitionProblem& problem, const PartitionContext& ctx)
     : forward_(problem, ctx), reverse_(problem, ctx) {}
 
-void PartitionSearch::grant(std::int64_t nodes) {
-  nodes_left_ = std::max<std::int64_t>(nodes_left_, 0) + nodes;
-}
+void PartitionSearch::grant(std::int64_t work) { work_left_ = std::max<std::int64_t>(work_left_, 0) + work; }
 
 SearchBase::Outcome PartitionSearch::solve(std::int64_t limit_bytes, double cutoff_s, const FoundPlan* seed,
                                            std::int64_t cap) {
   SearchBase::Outcome best;
-  std::int64_t left = std::min(nodes_left_, cap);
-  for (std::int64_t budget = 4096; left > 0; budget *= 2) {
-    for (SearchBase* direction : {static_cast<SearchBase*>(&reverse_), static_cast<SearchBase*>(&forward_)}) {
-      const std::int64_t before = direction->stats().nodes;
-      SearchBase::Outcome outcome = direction->search(limit_bytes, cutoff_s, std::min(budget, left), seed);
-      const std::int64_t used = direction->stats().nodes - before;
+  if (seed != nullptr) {  // returned as it is when the budget allows no search at all
+    best.found = true;
+    best.plan = *seed;
+  }
+  double lower_bound_s = 0;  // the best proven across the runs cut short: each one is valid
+  const std::int64_t total = std::min(work_left_, cap);
+  std::int64_t left = total;
+  // Restarts cost what the runs before them spent: alternate while the budgets are small, then
+  // give everything left to the direction whose last run proved the higher bound.
+  SearchBase* const directions[] = {&reverse_, &forward_};
+  double proven_s[] = {0, 0};
+  int committed = -1;
+  for (std::int64_t budget = 4096 * forward_.node_work(); left > 0; budget *= 2) {
+    for (int d = 0; d < 2 && left > 0; ++d) {
+      if (committed >= 0 && d != committed) continue;
+      SearchBase* direction = directions[d];
+      const std::int64_t before = direction->stats().work;
+      // Each run starts from the best plan so far: a better incumbent prunes more.
+      SearchBase::Outcome outcome =
+          direction->search(limit_bytes, cutoff_s, committed >= 0 ? left : std::min(budget, left),
+                            best.found ? &best.plan : nullptr);
+      const std::int64_t used = direction->stats().work - before;
       left -= used;
-      nodes_left_ -= used;
+      work_left_ -= used;
       if (outcome.finished) return outcome;
+      proven_s[d] = outcome.lower_bound_s;
+      lower_bound_s = std::max(lower_bound_s, outcome.lower_bound_s);
       // Keep the best plan seen in case the budget runs out: still a plan, just not proven.
       if (outcome.found && (!best.found || outcome.plan.iteration_s < best.plan.iteration_s)) best = outcome;
-      if (left <= 0) break;
     }
+    if (committed < 0 && total - left >= total / 8) committed = proven_s[1] > proven_s[0] ? 1 : 0;
   }
-  truncated_ = true;
+  best.finished = false;
+  best.lower_bound_s = best.found ? std::min(lower_bound_s, best.plan.iteration_s) : lower_bound_s;
   return best;
 }
 
-bool PartitionSearch::fastest(std::int64_t limit_bytes, FoundPlan& out, const FoundPlan* seed) {
-  const SearchBase::Outcome outcome = solve(limit_bytes, std::numeric_limits<double>::infinity(), seed,
-                                            std::numeric_limits<std::int64_t>::max());
-  if (outcome.found) out = outcome.plan;
-  return outcome.found;
+SearchBase::Outcome PartitionSearch::fastest(std::int64_t limit_bytes, const FoundPlan* seed) {
+  return solve(limit_bytes, std::numeric_limits<double>::infinity(), seed,
+               std::numeric_limits<std::int64_t>::max());
 }
 
-bool PartitionSearch::exists(std::int64_t limit_bytes, double bound_s, FoundPlan& out,
-                             std::int64_t max_nodes) {
-  const SearchBase::Outcome outcome = solve(limit_bytes, bound_s, nullptr, max_nodes);
-  if (outcome.found) out = outcome.plan;
-  return outcome.found;
+SearchBase::Outcome PartitionSearch::exists(std::int64_t limit_bytes, double bound_s, std::int64_t max_work) {
+  return solve(limit_bytes, bound_s, nullptr, max_work);
 }
 
 PartitionSearchStats PartitionSearch::stats() const {
   PartitionSearchStats total = forward_.stats();
   const PartitionSearchStats& r = reverse_.stats();
   total.nodes += r.nodes;
+  total.work += r.work;
   total.simulations += r.simulations;
   total.plans_timed += r.plans_timed;
   return total;

@@ -4,6 +4,7 @@
 // time bound. The exactness argument is at the top of partition_search.cpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -19,7 +20,7 @@ struct FoundPlan {
   std::int64_t peak_bytes = 0;
 };
 
-// What both directions share: the problem, the incumbent, the cut-off, the node budget, and the
+// What both directions share: the problem, the incumbent, the cut-off, the work budget, and the
 // timing of complete plans.
 class SearchBase {
  public:
@@ -30,13 +31,19 @@ class SearchBase {
     bool finished = false;  // the search space was exhausted within the budget: the answer is exact
     bool found = false;
     FoundPlan plan;
+    // Cut short (not finished): every plan within the limit that the search did not reach takes
+    // at least this long; with the plan found, the least time is within [this, plan's time].
+    double lower_bound_s = 0;
   };
   // The least-time plan whose every stage needs at most limit_bytes; with a finite cutoff_s, the
   // first plan found with time <= cutoff_s instead (plans slower than it are not looked for).
   // `seed`, when given, is a plan known to meet the limit: the search only looks for better ones
-  // and returns it when there are none.
-  Outcome search(std::int64_t limit_bytes, double cutoff_s, std::int64_t node_budget,
+  // and returns it when there are none. work_budget counts schedule operations (node_work()).
+  Outcome search(std::int64_t limit_bytes, double cutoff_s, std::int64_t work_budget,
                  const FoundPlan* seed = nullptr);
+  // What one search node costs: a longest-path pass over the 2 p m operations of the schedule
+  // plus the expansion's scan over up to n units.
+  std::int64_t node_work() const { return node_work_; }
 
   const PartitionSearchStats& stats() const { return stats_; }
 
@@ -44,8 +51,15 @@ class SearchBase {
   // Fills the direction's tables for a memory limit; false when no plan meets it.
   virtual bool prepare(std::int64_t limit_bytes) = 0;
   virtual void run() = 0;
+  // After prepare(): a lower bound on the time of every plan within the limit, from the tables
+  // alone (the least largest single-stage walk, bound (c)).
+  virtual double root_bound_s() const = 0;
 
   bool enter_node();  // counts a node against the budget; false: stop
+  // A subtree the budget left unexplored, with a lower bound on its plans' times.
+  void note_unexplored(double time_bound_s) {
+    if (exhausted_) frontier_s_ = std::min(frontier_s_, time_bound_s);
+  }
   bool hopeless(double time_bound_s) const;
   // Times the complete plan in begins_/options_/forward_s_/backward_s_.
   void leaf(std::int64_t peak_bytes);
@@ -58,7 +72,7 @@ class SearchBase {
   double round_trip_s_ = 0;  // d: p2p forward + backward across one boundary
   std::int64_t limit_bytes_ = 0;
 
-  std::vector<int> begins_, options_;  // the plan being built: stage s holds [begins_[s], ...)
+  std::vector<int> begins_, options_, partials_;  // the plan being built: stage s holds [begins_[s], ...)
   std::vector<double> forward_s_, backward_s_;
   std::vector<double> scratch_;
   std::vector<StageSums> sums_;  // per allowed option, reused by expansions
@@ -67,7 +81,11 @@ class SearchBase {
   PartitionSearchStats stats_;
 
  private:
+  bool prepared_ = false, prepared_feasible_ = false;
+  std::int64_t prepared_limit_ = 0;
   double cutoff_s_ = std::numeric_limits<double>::infinity();
+  double frontier_s_ = std::numeric_limits<double>::infinity();
+  std::int64_t node_work_ = 0;
   std::int64_t budget_left_ = 0;
   bool exhausted_ = false;
   bool found_ = false;
@@ -79,6 +97,7 @@ struct SearchChild {
   int begin = 0;  // first unit (the reverse search fixes [begin, end of the stage))
   int end = 0;    // one past the last unit
   int option = 0;
+  int partial = 0;       // on the partial option: the stage's first units that run it (0: all)
   double forward_s = 0;  // summed in expansion order: for bounds only
   double backward_s = 0;
   std::int64_t memory_bytes = 0;
@@ -96,7 +115,8 @@ class ForwardSearch final : public SearchBase {
  private:
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
-  void descend(int stage, int unit, double chain_s, double walk_s, std::int64_t peak_bytes);
+  double root_bound_s() const override { return suffix_walk_s_[at(0, 0)]; }
+  void descend(int stage, int unit, double chain_s, double walk_s, std::int64_t peak_bytes, double bound_s);
   void expand(int stage, int unit, double chain_s, double walk_s, double total_s, double through_s);
   size_t at(int stage, int unit) const { return static_cast<size_t>(stage) * (n_ + 1) + unit; }
 
@@ -113,11 +133,15 @@ class ReverseSearch final : public SearchBase {
  public:
   using SearchBase::SearchBase;
   std::int64_t least_peak_bytes();
+  // A plan with that least peak (ties: the first the DP meets), timed.
+  FoundPlan least_peak_plan();
 
  private:
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
-  void descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes);
+  double root_bound_s() const override { return prefix_walk_s_[at(p_, n_)]; }
+  void peak_table(std::int64_t limit_bytes, bool with_partial);
+  void descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes, double bound_s);
   void expand(int stage, int unit, double suffix_walk_s, double total_s, double through_s);
   // The GPipe closed form with fixed stages from `stage` on, `extra` one more (or none), and the
   // open stages 0..k-1 on units [0, j) at their least: a lower bound on every completion.
@@ -133,26 +157,29 @@ class ReverseSearch final : public SearchBase {
   std::vector<std::vector<SearchChild>> children_;
 };
 
-// Runs both directions with doubling node budgets, starting each from scratch, until one
-// exhausts its space (its answer is then exact) or the problem's max_search_nodes is spent.
+// Runs both directions with doubling work budgets, starting each from scratch, until one
+// exhausts its space (its answer is then exact) or the budget granted is spent.
 class PartitionSearch {
  public:
   PartitionSearch(const PartitionProblem& problem, const PartitionContext& ctx);
 
   // The least-time plan within limit_bytes per stage, starting from `seed` when given (a plan
-  // within the limit). False when no plan meets the limit.
-  bool fastest(std::int64_t limit_bytes, FoundPlan& out, const FoundPlan* seed = nullptr);
-  // Some plan within limit_bytes per stage whose time is <= bound_s, spending at most max_nodes
-  // (false, and truncated(), when that runs out first).
-  bool exists(std::int64_t limit_bytes, double bound_s, FoundPlan& out, std::int64_t max_nodes);
-  std::int64_t nodes_left() const { return nodes_left_; }
+  // within the limit): found says whether any plan meets the limit, finished whether the answer
+  // is proven, and lower_bound_s bounds the least time when it is not.
+  SearchBase::Outcome fastest(std::int64_t limit_bytes, const FoundPlan* seed = nullptr);
+  // Some plan within limit_bytes per stage whose time is <= bound_s, spending at most max_work:
+  // found, proven none (finished and not found), or unknown (neither).
+  SearchBase::Outcome exists(std::int64_t limit_bytes, double bound_s, std::int64_t max_work);
+  std::int64_t work_left() const { return work_left_; }
+  std::int64_t node_work() const { return forward_.node_work(); }
   std::int64_t least_peak_bytes() { return reverse_.least_peak_bytes(); }
+  FoundPlan least_peak_plan() { return reverse_.least_peak_plan(); }
 
-  // Node budget: solving stops once it is spent; grant() adds to it (a new phase of the
-  // optimizer), and truncated() says whether any answer so far was cut short.
-  void grant(std::int64_t nodes);
-  bool out_of_budget() const { return nodes_left_ <= 0; }
-  bool truncated() const { return truncated_; }
+  // Work budget: solving stops once it is spent; grant() adds to it (a new phase of the
+  // optimizer).
+  void grant(std::int64_t work);
+  void charge(std::int64_t work) { work_left_ -= work; }  // work spent outside the search
+  bool out_of_budget() const { return work_left_ <= 0; }
   PartitionSearchStats stats() const;
 
  private:
@@ -161,8 +188,7 @@ class PartitionSearch {
 
   ForwardSearch forward_;
   ReverseSearch reverse_;
-  std::int64_t nodes_left_ = 0;
-  bool truncated_ = false;
+  std::int64_t work_left_ = 0;
 };
 
 // True when y makes x unnecessary: the same units, no slower forward and backward, and at equal

@@ -171,4 +171,32 @@ ScheduleDag::PathLengths ScheduleDag::longest_paths(int stage, std::span<const d
   return PathLengths{v[2 * sink], v[2 * sink + 1]};
 }
 
+void ScheduleDag::critical_path(std::span<const double> forward_s, std::span<const double> backward_s,
+                                std::span<const double> p2p_forward_s, std::span<const double> p2p_backward_s,
+                                std::vector<double>& scratch, PathCounts& out) const {
+  load(forward_s, backward_s, p2p_forward_s, p2p_backward_s);
+  scratch.resize(ops_.size() + 1);
+  double* end = scratch.data();
+  forward_pass(end);
+  const int chunks = model_chunks();
+  out.forward_ops.assign(static_cast<size_t>(chunks), 0);
+  out.backward_ops.assign(static_cast<size_t>(chunks), 0);
+  out.forward_hops = out.backward_hops = 0;
+  // Back from the last op: each op started when its stage's previous op or its input (plus the
+  // p2p) ended, whichever was later; that one is on the path.
+  for (int at = stage_ops_[0].back(); at != 0;) {
+    const size_t i = static_cast<size_t>(at - 1);
+    const bool forward = cost_[i] < chunks;
+    const int chunk = forward ? cost_[i] : cost_[i] - chunks;
+    ++(forward ? out.forward_ops : out.backward_ops)[static_cast<size_t>(chunk)];
+    const double via_input = end[input_[i]] + delays_[delay_[i]];
+    if (input_[i] != 0 && via_input >= end[prev_[i]]) {
+      if (delay_[i] != 0) ++(forward ? out.forward_hops : out.backward_hops);
+      at = input_[i];
+    } else {
+      at = prev_[i];
+    }
+  }
+}
+
 }  // namespace pipescope::planner::detail

@@ -50,6 +50,17 @@ class ScheduleDag {
     double total_s = 0;    // the iteration time: the longest path
     double through_s = 0;  // the longest path among those that run an op of the given stage
   };
+  // The ops of one longest path, counted per model chunk and kind, with the p2p hops it makes each
+  // way. The graph is the same for any op times, so the path exists in every plan, and its counts
+  // weigh any plan's times into a lower bound on that plan's iteration time.
+  struct PathCounts {
+    std::vector<int> forward_ops, backward_ops;  // per model chunk
+    int forward_hops = 0, backward_hops = 0;
+  };
+  void critical_path(std::span<const double> forward_s, std::span<const double> backward_s,
+                     std::span<const double> p2p_forward_s, std::span<const double> p2p_backward_s,
+                     std::vector<double>& scratch, PathCounts& out) const;
+
   // Both in one pass over the ops; scratch is reused.
   PathLengths longest_paths(int stage, std::span<const double> forward_s, std::span<const double> backward_s,
                             std::span<const double> p2p_forward_s, std::span<const double> p2p_backward_s,

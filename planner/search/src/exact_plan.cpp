@@ -71,7 +71,7 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
   const CostModel& cm = **costs;
   inputs_.config = config;
   const PartitionProblem problem = partition_problem(inputs_, cm);
-  auto plan = evaluate_plan(problem, PlanChoice{boundaries, options});
+  auto plan = evaluate_plan(problem, PlanChoice{boundaries, options, {}});
   if (!plan.ok()) return plan.error();
 
   // The figures of make_plan()'s report (plan.cpp): both memory figures from the unscaled unit

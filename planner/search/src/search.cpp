@@ -198,6 +198,7 @@ Status Searcher::enumerate_layout(int64_t tp, int64_t pp, int64_t mbs) {
     c.seq_length = seq_length_;
     c.sequence_parallel = tp > 1;
     c.flash_attention = request_.flash_attention;
+    c.optimizer = request_.optimizer;
     c.schedule = variant.kind;
     auto resolved = resolve_config(request_.model, c);
     if (!resolved.ok()) {
@@ -377,7 +378,12 @@ Expected<SearchResult> search(const SearchRequest& request) {
   auto resolved = resolve_config(request.model, probe);
   if (!resolved.ok()) return resolved.error();
 
-  Searcher searcher(request, resolved->seq_length);
+  SearchRequest effective = request;
+  if (request.optimizer == OptimizerRecipe::kDeepSpeedBf16) {
+    effective.constraints.zero_stages = {0};
+    effective.constraints.shard_groups = false;
+  }
+  Searcher searcher(effective, resolved->seq_length);
   SearchResult result;
   if (Status s = searcher.enumerate(); !s.ok()) return s.error();
   if (Status s = searcher.rank(result); !s.ok()) return s.error();

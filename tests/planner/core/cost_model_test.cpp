@@ -49,6 +49,26 @@ TEST(StaticMemory, HierarchicalZeroShardsWithinItsGroupOnly) {
   EXPECT_EQ(costs_for(data_parallel_8(3, 4)).units[1].static_bytes, static_cast<int64_t>(4.5 * kLayerParams));
 }
 
+TEST(StaticMemory, DeepSpeedBf16OptimizerKeepsUnshardedGradients) {
+  // BF16_Optimizer at dp 8: bf16 weights 2 + bf16 gradients 2 + unsharded fp32 gradients 4 +
+  // fp32 master weights and Adam moments 12 / 8 = 9.5 bytes per parameter, at ZeRO 0 or 1 alike.
+  for (int zero : {0, 1}) {
+    ParallelConfig c = data_parallel_8(zero);
+    c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+    const CostModel costs = costs_for(c);
+    EXPECT_EQ(costs.units[1].static_bytes, static_cast<int64_t>(9.5 * kLayerParams));
+    EXPECT_EQ(costs.units[0].static_bytes, static_cast<int64_t>(9.5 * kEmbeddingParams));
+  }
+  // Its fp32 accumulation of every micro-batch's gradients costs backward time Megatron's does not.
+  ParallelConfig megatron = data_parallel_8(1);
+  ParallelConfig deepspeed = megatron;
+  deepspeed.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  EXPECT_GT(costs_for(deepspeed).units[1].by_mode[0].backward_s,
+            costs_for(megatron).units[1].by_mode[0].backward_s);
+  EXPECT_EQ(costs_for(deepspeed).units[1].by_mode[0].forward_s,
+            costs_for(megatron).units[1].by_mode[0].forward_s);
+}
+
 TEST(Recompute, FullRedoesTheForwardAndSelectiveOnlyTheAttentionCore) {
   const CostModel costs = costs_for(data_parallel_8(0));
   const auto& layer = costs.units[1].by_mode;
@@ -60,6 +80,40 @@ TEST(Recompute, FullRedoesTheForwardAndSelectiveOnlyTheAttentionCore) {
   // Full recomputation rebuilds one layer's activations for its backward.
   EXPECT_EQ(layer[2].transient_bytes, layer[0].activation_bytes);
   EXPECT_EQ(layer[0].transient_bytes, 0);
+}
+
+TEST(ContextParallel, TwoRanksHalveEveryLayerActivation) {
+  // llama2-7b (h 4096, 32 heads of 128, SwiGLU f 11008, no dropout), s 4096, b 1, flash, no
+  // recompute. Megatron's context parallelism keeps each rank's s/cp tokens of every tensor:
+  // per token, attention 2h (norm output) + 2(h + h) (Q, K) + 2h (V) + 2h (core output) + 4 x 32
+  // (fp32 log-sum-exp per head) = 41,088 bytes; MLP 2h + 2 x 2f (gate, up) + 2f = 74,240; two
+  // norm inputs 4h = 16,384; 131,712 bytes a token.
+  ParallelConfig c;
+  c.seq_length = 4096;
+  EXPECT_EQ(costs_for(c).units[1].by_mode[0].activation_bytes, 4096 * 131'712);
+  c.gpus = 2;
+  c.cp = 2;
+  EXPECT_EQ(costs_for(c).units[1].by_mode[0].activation_bytes, 2048 * 131'712);
+  // Full recomputation keeps each layer's input, s/cp x h x 2 bytes.
+  EXPECT_EQ(costs_for(c).units[1].by_mode[2].activation_bytes, 2048 * 4096 * 2);
+}
+
+TEST(ExpertParallel, ShardsTheExpertsWeightsGradientsAndOptimizerState) {
+  // mixtral-8x7b, one layer: attention h(h + 2 x 1024 + h) = 41,943,040, router 8h = 32,768,
+  // norms 2h = 8,192, dense 41,984,000; 8 experts of 3 x 4096 x 14336 = 176,160,768 each.
+  constexpr int64_t kDense = 41'984'000;
+  constexpr int64_t kExpert = 176'160'768;
+  ParallelConfig c;
+  c.gpus = 2;  // dp 2, no ZeRO: 18 bytes a parameter; ep 2 keeps 4 of the 8 experts
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].static_bytes, 18 * (kDense + 8 * kExpert));
+  c.ep = 2;
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].parameters, kDense + 4 * kExpert);
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].static_bytes, 18 * (kDense + 4 * kExpert));
+  // ZeRO-1 on 4 GPUs, ep 2: dense state sharded over dp 4 (2 + 4 + 12/4 = 9 bytes a parameter),
+  // expert state over the 2 ranks holding the same experts (2 + 4 + 12/2 = 12).
+  c.gpus = 4;
+  c.zero_stage = 1;
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].static_bytes, 9 * kDense + 12 * 4 * kExpert);
 }
 
 TEST(TensorParallel, SplitsComputeButPaysForItsAllReduces) {

@@ -40,6 +40,38 @@ TEST(ResolveConfig, GpusMustBeAMultipleOfModelParallelism) {
   expect_refused(config(12, 8, 1), "tp x pp x cp = 8");
 }
 
+TEST(ResolveConfig, AbsurdSizesAreRefusedAsTypos) {
+  ParallelConfig c = config(8, 8, 1);
+  c.seq_length = 2'000'000'000;
+  expect_refused(c, "--seq 2000000000 is above");
+  c = config(int64_t{1} << 40, 8, 1);
+  expect_refused(c, "--gpus");
+  c = config(64, 8, 8);  // dp 1: 2^20 micro-batches of 8 stages, 16M simulated operations
+  c.global_batch = int64_t{1} << 20;
+  expect_refused(c, "raise --mbs or lower --gbs");
+  c = config(8, 1 << 20, 1 << 20);  // tp x pp would overflow if multiplied by cp unchecked
+  expect_refused(c, "--tp");
+}
+
+TEST(ResolveConfig, DeepSpeedBf16OptimizerRunsAtZeroStageZeroOrOne) {
+  ParallelConfig c = config(16, 2, 1);  // dp 8
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  c.zero_stage = 1;
+  EXPECT_TRUE(resolve_config(llama2_7b(), c).ok());
+  c.zero_stage = 2;
+  expect_refused(c, "ZeRO stage 0 or 1");
+  c.zero_stage = 1;
+  c.zero_shard = 4;
+  expect_refused(c, "--zero-shard");
+}
+
+TEST(ResolveConfig, ContextParallelNeedsFusedAttention) {
+  ParallelConfig c = config(2, 1, 1);
+  c.cp = 2;
+  c.flash_attention = false;
+  expect_refused(c, "--cp needs fused (flash) attention");
+}
+
 TEST(ResolveConfig, GlobalBatchMustDivideByMicroBatchTimesDp) {
   ParallelConfig c = config(16, 1, 2);  // dp 8
   c.global_batch = 100;

@@ -108,6 +108,22 @@ TEST(Megatron, PerStageRecomputeIsNotExpressibleAndFallsBackToTheStrongest) {
   EXPECT_THAT(s.text, HasSubstr("# Not expressible in Megatron-LM:"));
 }
 
+TEST(Megatron, TheSameRecomputedLayerCountOnEveryStageIsTheBlockMethod) {
+  // Every stage recomputes its first 2 layers fully: --recompute-method block, exactly.
+  PlanOutcome o = outcome_with(small_config(), {4, 4, 4, 4}, {"full", "full", "full", "full"});
+  for (StageReport& st : o.suggested.stages) st.full_recompute_layers = 2;
+  auto s = emit_megatron(model_with_layers(16), o);
+  EXPECT_THAT(s.text, HasSubstr("--recompute-method block\n"));
+  EXPECT_THAT(s.text, HasSubstr("--recompute-num-layers 2\n"));
+  EXPECT_TRUE(s.not_expressible.empty());
+  // Different counts per stage have no flag: every layer of every stage, said so.
+  o.suggested.stages[3].full_recompute_layers = 1;
+  s = emit_megatron(model_with_layers(16), o);
+  EXPECT_THAT(s.text, HasSubstr("--recompute-method uniform\n"));
+  ASSERT_EQ(s.not_expressible.size(), 1u);
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("stages 0-2 full 2/4, stage 3 full 1/4"));
+}
+
 TEST(Megatron, InterleavedGivesLayersPerVirtualStage) {
   ParallelConfig c = small_config();
   c.vpp = 2;
@@ -151,6 +167,22 @@ TEST(DeepSpeed, SelectiveRecomputeIsNotExpressible) {
   bool named = false;
   for (const auto& limit : s.not_expressible) named = named || limit.find("Selective") != std::string::npos;
   EXPECT_TRUE(named);
+}
+
+TEST(DeepSpeed, SaysWhenThePlanIsPricedWithAnotherOptimizerRecipe) {
+  // --emit writes settings only: a plan priced with Megatron-LM's recipe says how to price
+  // DeepSpeed's BF16_Optimizer instead; one priced with it says nothing of the kind.
+  const auto named = [](const FrameworkSettings& s) {
+    bool found = false;
+    for (const auto& limit : s.not_expressible)
+      found = found || limit.find("--optimizer deepspeed-bf16") != std::string::npos;
+    return found;
+  };
+  ParallelConfig c = small_config();
+  const std::vector<std::string> none(4, "none");
+  EXPECT_TRUE(named(emit_deepspeed(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none))));
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  EXPECT_FALSE(named(emit_deepspeed(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none))));
 }
 
 TEST(InternEvo, ConfigKeys) {

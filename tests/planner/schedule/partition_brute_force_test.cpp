@@ -53,7 +53,7 @@ std::pair<double, std::int64_t> brute_force_optimum(const PartitionProblem& prob
 
 TEST(PartitionOptimizer, MatchesBruteForceOnRandomInstances) {
   std::mt19937 rng(20240611);
-  int memory_runs = 0, time_runs = 0, infeasible_runs = 0;
+  int memory_runs = 0, time_runs = 0, infeasible_runs = 0, partial_runs = 0;
   for (int seed = 0; seed < 400; ++seed) {
     const PartitionProblem problem = random_problem(rng, {7, 4, 6});
     const auto [time_s, peak_bytes] = brute_force_optimum(problem);
@@ -71,6 +71,7 @@ TEST(PartitionOptimizer, MatchesBruteForceOnRandomInstances) {
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->iteration_s, result->plan.iteration_s);
     (problem.balance == Balance::kMemory ? memory_runs : time_runs) += 1;
+    for (int k : result->plan.choice.partial_units) partial_runs += k > 0 ? 1 : 0;
     infeasible_runs += result->any_fits ? 0 : 1;
   }
   // The generator covers both objectives and both feasible and infeasible instances.
@@ -78,6 +79,60 @@ TEST(PartitionOptimizer, MatchesBruteForceOnRandomInstances) {
   EXPECT_GT(time_runs, 100);
   EXPECT_GT(infeasible_runs, 10);
   EXPECT_LT(infeasible_runs, 300);
+  // Optima that recompute only some units of a stage (checked against every count by brute force).
+  EXPECT_GT(partial_runs, 10);
+}
+
+// With any budget, however small, the answer is a plan with proven bounds, never an unproven
+// claim: under kMemory the plan meets the objective's time limit and the least peak lies between
+// peak_lower_bound_bytes and the plan's peak; under kTime the least time lies between
+// iteration_lower_bound_s and the plan's time; a proven answer is the optimum.
+TEST(PartitionOptimizer, ProvenBoundsHoldWhenTheBudgetRunsOut) {
+  std::mt19937 rng(515);
+  int cut_short = 0;
+  for (int seed = 0; seed < 300; ++seed) {
+    PartitionProblem problem = random_problem(rng, {7, 4, 6});
+    const std::vector<PartitionPlan> plans = all_plans(problem);
+    const std::int64_t node =
+        2 * problem.stages * problem.micro_batches + static_cast<int>(problem.units.size());
+    problem.max_search_work = std::uniform_int_distribution<std::int64_t>(0, 6)(rng) * node;
+    auto result = optimize_partition(problem);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    const PartitionPlan& plan = result->plan;
+    ASSERT_EQ(plan.stages.size(), static_cast<size_t>(problem.stages));
+    cut_short += result->proven_optimal ? 0 : 1;
+    const auto [time_s, peak_bytes] = brute_force_optimum(problem);
+    if (!result->any_fits) {
+      EXPECT_EQ(plan.peak_memory_bytes, peak_bytes) << "instance " << seed;  // a DP: always exact
+      continue;
+    }
+    EXPECT_TRUE(plan.fits) << "instance " << seed;
+    if (problem.balance == Balance::kTime) {
+      EXPECT_LE(result->iteration_lower_bound_s, time_s) << "instance " << seed;
+      EXPECT_GE(plan.iteration_s, time_s) << "instance " << seed;
+      if (result->proven_optimal) {
+        EXPECT_EQ(plan.iteration_s, time_s) << "instance " << seed;
+      }
+      continue;
+    }
+    double fastest_s = std::numeric_limits<double>::infinity();
+    for (const PartitionPlan& x : plans) {
+      if (x.fits) fastest_s = std::min(fastest_s, x.iteration_s);
+    }
+    double limit_s = (1.0 + problem.time_slack) * fastest_s;
+    if (result->uniform) limit_s = std::max(limit_s, result->uniform->iteration_s);
+    EXPECT_LE(result->peak_lower_bound_bytes, peak_bytes) << "instance " << seed;
+    if (!result->meets_time_limit) {  // no plan proven within the limit: the fastest found, said so
+      EXPECT_FALSE(result->proven_optimal);
+      continue;
+    }
+    EXPECT_LE(plan.iteration_s, limit_s) << "instance " << seed;
+    EXPECT_GE(plan.peak_memory_bytes, peak_bytes) << "instance " << seed;
+    if (result->proven_optimal) {
+      EXPECT_EQ(plan.peak_memory_bytes, peak_bytes) << "instance " << seed;
+    }
+  }
+  EXPECT_GT(cut_short, 50);  // the budgets do cut searches short
 }
 
 TEST(PartitionOptimizer, BalancedPeakNeverAboveUniform) {

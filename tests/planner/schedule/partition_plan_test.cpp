@@ -60,7 +60,7 @@ TEST(EvaluatePlan, SumsTimesAndCountsMemoryPerStage) {
   problem.micro_batches = 4;
   problem.stage_extra_bytes = {7, 11};
   problem.capacity_bytes = 250;
-  auto plan = evaluate_plan(problem, {{0, 2, 4}, {1, 0}});
+  auto plan = evaluate_plan(problem, {{0, 2, 4}, {1, 0}, {}});
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   ASSERT_EQ(plan->stages.size(), 2u);
   const StagePlan& s0 = plan->stages[0];
@@ -85,7 +85,7 @@ TEST(EvaluatePlan, SumsTimesAndCountsMemoryPerStage) {
 TEST(EvaluatePlan, FlagsStagesOverCapacity) {
   PartitionProblem problem = plain_problem(4, 2, 4);
   problem.capacity_bytes = 230;  // stage 0 with 2 units: 200 + 2 x 20 = 240; stage 1: 220
-  auto plan = evaluate_plan(problem, {{0, 2, 4}, {0, 0}});
+  auto plan = evaluate_plan(problem, {{0, 2, 4}, {0, 0}, {}});
   ASSERT_TRUE(plan.ok());
   EXPECT_TRUE(plan->stages[0].overflows);
   EXPECT_FALSE(plan->stages[1].overflows);
@@ -96,7 +96,7 @@ TEST(EvaluatePlan, FlagsStagesOverCapacity) {
 TEST(EvaluatePlan, GPipeStagesHoldEveryMicrobatch) {
   PartitionProblem problem = plain_problem(4, 2, 3);
   problem.schedule = ScheduleKind::kGPipe;
-  auto plan = evaluate_plan(problem, {{0, 1, 4}, {0, 0}});
+  auto plan = evaluate_plan(problem, {{0, 1, 4}, {0, 0}, {}});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->stages[0].activations_in_flight, 3);
   EXPECT_EQ(plan->stages[1].memory_bytes, 300 + 3 * 30);
@@ -104,10 +104,10 @@ TEST(EvaluatePlan, GPipeStagesHoldEveryMicrobatch) {
 
 TEST(EvaluatePlan, RejectsMalformedPlans) {
   const PartitionProblem problem = plain_problem(4, 2, 4);
-  EXPECT_FALSE(evaluate_plan(problem, {{0, 4}, {0}}).ok());        // wrong stage count
-  EXPECT_FALSE(evaluate_plan(problem, {{0, 2, 3}, {0, 0}}).ok());  // does not end at n
-  EXPECT_FALSE(evaluate_plan(problem, {{0, 0, 4}, {0, 0}}).ok());  // empty stage
-  EXPECT_FALSE(evaluate_plan(problem, {{0, 2, 4}, {0, 1}}).ok());  // no option 1
+  EXPECT_FALSE(evaluate_plan(problem, {{0, 4}, {0}, {}}).ok());        // wrong stage count
+  EXPECT_FALSE(evaluate_plan(problem, {{0, 2, 3}, {0, 0}, {}}).ok());  // does not end at n
+  EXPECT_FALSE(evaluate_plan(problem, {{0, 0, 4}, {0, 0}, {}}).ok());  // empty stage
+  EXPECT_FALSE(evaluate_plan(problem, {{0, 2, 4}, {0, 1}, {}}).ok());  // no option 1
 }
 
 TEST(UniformPlan, TakesTheFastestOptionThatFitsPerStage) {

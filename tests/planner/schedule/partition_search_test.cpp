@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "partition_local.h"
 #include "partition_search.h"
 #include "partition_test_support.h"
 
@@ -72,6 +73,32 @@ TEST(ReverseSearch, LeastPeakMatchesBruteForce) {
     ReverseSearch search(problem, *ctx);
     EXPECT_EQ(search.least_peak_bytes(), expected) << "instance " << instance;
   }
+}
+
+TEST(LocalPeakSearch, OnlyEverReturnsLowerPeaksWithinTheLimit) {
+  std::mt19937 rng(606);
+  int improved = 0;
+  for (int instance = 0; instance < 300; ++instance) {
+    const PartitionProblem problem = test::random_problem(rng, {12, 5, 8});
+    auto ctx = PartitionContext::build(problem);
+    ASSERT_TRUE(ctx.ok());
+    auto uniform = uniform_plan(problem);
+    if (!uniform.ok()) continue;
+    const FoundPlan start{uniform->choice, uniform->iteration_s, uniform->peak_memory_bytes};
+    const double limit_s = uniform->iteration_s * 1.1;
+    LocalPeakSearch local(problem, *ctx);
+    std::int64_t used = 0;
+    const FoundPlan plan = local.improve(start, limit_s, 1'000'000, &used);
+    EXPECT_LE(plan.peak_bytes, start.peak_bytes) << "instance " << instance;
+    EXPECT_LE(plan.iteration_s, std::max(limit_s, start.iteration_s)) << "instance " << instance;
+    // What it reports is what the plan is.
+    auto again = evaluate_plan(problem, plan.choice);
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(again->peak_memory_bytes, plan.peak_bytes);
+    EXPECT_EQ(again->iteration_s, plan.iteration_s);
+    improved += plan.peak_bytes < start.peak_bytes ? 1 : 0;
+  }
+  EXPECT_GT(improved, 30);
 }
 
 TEST(PartitionSearch, BudgetTooSmallReportsUnfinished) {

@@ -38,7 +38,14 @@ PartitionProblem random_problem(std::mt19937& rng, const Shape& shape) {
     problem.p2p_forward_s = pick(0, 2);
     problem.p2p_backward_s = pick(0, 2);
   }
-  if (options > 1 && pick(0, 2) == 0) problem.allowed_options = {pick(0, options - 1)};
+  if (options > 1 && pick(0, 2) == 0) {
+    problem.allowed_options = {pick(0, options - 1)};
+  } else if (options > 1 && pick(0, 1) == 0) {
+    // Recompute the first k units of a stage with the last option, the rest with the first
+    // (options here only get slower and keep less, as the partial option requires).
+    problem.partial_option = options - 1;
+    problem.partial_base = 0;
+  }
   problem.capacity_bytes = pick(20, 400);  // from nothing fits to everything fits
   problem.balance = pick(0, 1) ? Balance::kMemory : Balance::kTime;
   problem.time_slack = pick(0, 3) * 0.05;
@@ -54,20 +61,35 @@ std::vector<PartitionPlan> all_plans(const PartitionProblem& problem) {
     for (int r = 0; r < static_cast<int>(problem.units[0].options.size()); ++r) options.push_back(r);
   }
   std::vector<PartitionPlan> plans;
-  PlanChoice choice{std::vector<int>(p + 1, 0), std::vector<int>(p, 0)};
+  PlanChoice choice{std::vector<int>(p + 1, 0), std::vector<int>(p, 0), {}};
+  if (problem.partial_option >= 0) choice.partial_units.assign(p, 0);
   choice.boundaries[p] = n;
-  std::vector<int> pick(p, 0);
-  // Recursion over cut points, then an odometer over options.
+  // Per stage: every allowed option on all its units, and the partial option on its first k units
+  // for every k from 1 to all but one (all is the plain option, none the base).
+  std::vector<std::vector<std::pair<int, int>>> stage_choices(p);
+  std::vector<size_t> pick(p, 0);
+  // Recursion over cut points, then an odometer over each stage's choices.
   auto cuts = [&](auto&& self, int s) -> void {
     if (s == p) {
+      for (int i = 0; i < p; ++i) {
+        stage_choices[i].clear();
+        for (int r : options) stage_choices[i].push_back({r, 0});
+        const int units = choice.boundaries[i + 1] - choice.boundaries[i];
+        for (int k = 1; problem.partial_option >= 0 && k < units; ++k) {
+          stage_choices[i].push_back({problem.partial_option, k});
+        }
+      }
       std::fill(pick.begin(), pick.end(), 0);
       while (true) {
-        for (int i = 0; i < p; ++i) choice.options[i] = options[pick[i]];
+        for (int i = 0; i < p; ++i) {
+          choice.options[i] = stage_choices[i][pick[i]].first;
+          if (!choice.partial_units.empty()) choice.partial_units[i] = stage_choices[i][pick[i]].second;
+        }
         auto plan = evaluate_plan(problem, choice);
         EXPECT_TRUE(plan.ok()) << plan.error().message;
         if (plan.ok()) plans.push_back(*plan);
         int i = 0;
-        while (i < p && ++pick[i] == static_cast<int>(options.size())) pick[i++] = 0;
+        while (i < p && ++pick[i] == stage_choices[i].size()) pick[i++] = 0;
         if (i == p) return;
       }
     }

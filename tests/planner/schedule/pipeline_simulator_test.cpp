@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <vector>
 
 #include "pipescope/planner/pipeline_schedule.h"
@@ -28,6 +29,120 @@ TEST(OneFOneB, EqualStagesTakeMPlusPMinusOneSlots) {
       const auto r = simulate({ScheduleKind::kOneFOneB, p, m, 1}, equal(p, 1.0, 2.0));
       EXPECT_DOUBLE_EQ(r.iteration_s, (m + p - 1) * 3.0) << "p=" << p << " m=" << m;
       EXPECT_DOUBLE_EQ(r.bubble_fraction, (p - 1.0) / (m + p - 1.0));
+    }
+  }
+}
+
+TEST(OneFOneB, EqualStagesTakeMPlusPMinusOneSlotsAtScale) {
+  // The same closed form at the sizes the planner meets: up to 64 stages and 4 micro-batches a
+  // stage, fewer micro-batches than stages included.
+  for (int p : {16, 32, 64}) {
+    for (int m : {1, p / 2, p, 2 * p, 4 * p}) {
+      const auto r = simulate({ScheduleKind::kOneFOneB, p, m, 1}, equal(p, 1.0, 2.0));
+      EXPECT_DOUBLE_EQ(r.iteration_s, (m + p - 1) * 3.0) << "p=" << p << " m=" << m;
+      EXPECT_DOUBLE_EQ(r.bubble_fraction, (p - 1.0) / (m + p - 1.0)) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+TEST(OneFOneB, P2pLatencyAddsAtLeastOneTripDownAndUp) {
+  // With latency d each way, micro-batch 0's forwards down the stages, the last stage's m
+  // forward-backward pairs and the last micro-batch's backwards back up form a path of
+  // (p - 1)(f + d) + m (f + b) + (p - 1)(b + d) = (m + p - 1)(f + b) + 2 (p - 1) d; with one
+  // micro-batch that path is the whole schedule. In steady state 1F1B waits on round trips
+  // across boundaries too, so with more micro-batches the time can only be longer.
+  for (int p : {2, 8, 32, 64}) {
+    const double d = 0.25;
+    PipelineCosts costs = equal(p, 1.0, 2.0);
+    costs.p2p_forward_s.assign(p - 1, d);
+    costs.p2p_backward_s.assign(p - 1, d);
+    EXPECT_DOUBLE_EQ(simulate({ScheduleKind::kOneFOneB, p, 1, 1}, costs).iteration_s,
+                     p * 3.0 + 2 * (p - 1) * d);
+    for (int m : {p / 2, p, 4 * p}) {
+      if (m < 1) continue;
+      EXPECT_GE(simulate({ScheduleKind::kOneFOneB, p, m, 1}, costs).iteration_s,
+                (m + p - 1) * 3.0 + 2 * (p - 1) * d)
+          << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+// The iteration time as the longest path of the schedule's graph, computed here independently of
+// the simulator: relax every op's end time, max(its stage's previous op, its input + p2p) plus
+// its duration, until nothing changes.
+double longest_path_by_relaxation(const ScheduleSpec& spec, const PipelineCosts& costs) {
+  const auto order = schedule_op_order(spec);
+  EXPECT_TRUE(order.ok());
+  const int p = spec.stages;
+  std::vector<std::vector<double>> end(p);
+  for (int s = 0; s < p; ++s) end[s].assign(order->at(s).size(), 0.0);
+  const auto end_of = [&](int s, OpKind kind, int mb) {
+    for (size_t i = 0; i < order->at(s).size(); ++i) {
+      if (order->at(s)[i].kind == kind && order->at(s)[i].micro_batch == mb) return end[s][i];
+    }
+    ADD_FAILURE() << "no op";
+    return 0.0;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int s = 0; s < p; ++s) {
+      for (size_t i = 0; i < order->at(s).size(); ++i) {
+        const ScheduledOp& op = order->at(s)[i];
+        double start = i > 0 ? end[s][i - 1] : 0.0;
+        if (op.kind == OpKind::kForward && s > 0) {
+          start =
+              std::max(start, end_of(s - 1, OpKind::kForward, op.micro_batch) + costs.p2p_forward_s[s - 1]);
+        } else if (op.kind == OpKind::kBackward && s + 1 < p) {
+          start = std::max(start, end_of(s + 1, OpKind::kBackward, op.micro_batch) + costs.p2p_backward_s[s]);
+        }
+        const double value = start + (op.kind == OpKind::kForward ? costs.forward_s[s] : costs.backward_s[s]);
+        if (value > end[s][i]) {
+          end[s][i] = value;
+          changed = true;
+        }
+      }
+    }
+  }
+  double last = 0;
+  for (const auto& stage : end) last = std::max(last, stage.back());
+  return last;
+}
+
+TEST(OneFOneB, UnequalStagesWithLatencyMatchTheLongestPathAtScale) {
+  // Random unequal stages and per-boundary latencies, 16 and 24 stages, m from 1 to 2p.
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<double> cost(0.5, 3.0), latency(0.0, 0.4);
+  for (int p : {16, 24}) {
+    for (int m : {1, 5, p, 2 * p}) {
+      PipelineCosts costs;
+      for (int s = 0; s < p; ++s) {
+        costs.forward_s.push_back(cost(rng));
+        costs.backward_s.push_back(2 * cost(rng));
+      }
+      for (int s = 0; s + 1 < p; ++s) {
+        costs.p2p_forward_s.push_back(latency(rng));
+        costs.p2p_backward_s.push_back(latency(rng));
+      }
+      for (ScheduleKind kind : {ScheduleKind::kOneFOneB, ScheduleKind::kGPipe}) {
+        const ScheduleSpec spec{kind, p, m, 1};
+        EXPECT_NEAR(simulate(spec, costs).iteration_s, longest_path_by_relaxation(spec, costs), 1e-9)
+            << "p=" << p << " m=" << m;
+      }
+    }
+  }
+}
+
+TEST(GPipe, EqualStagesWithLatencyFollowTheFlowShopAtScale) {
+  // GPipe's forwards and backwards are two flow shops, each boundary crossed once each way:
+  // (m + p - 1)(f + b) + (p - 1)(d_f + d_b).
+  for (int p : {16, 64}) {
+    for (int m : {1, p, 4 * p}) {
+      PipelineCosts costs = equal(p, 1.0, 2.0);
+      costs.p2p_forward_s.assign(p - 1, 0.25);
+      costs.p2p_backward_s.assign(p - 1, 0.5);
+      EXPECT_DOUBLE_EQ(simulate({ScheduleKind::kGPipe, p, m, 1}, costs).iteration_s,
+                       (m + p - 1) * 3.0 + (p - 1) * 0.75)
+          << "p=" << p << " m=" << m;
     }
   }
 }

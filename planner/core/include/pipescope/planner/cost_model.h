@@ -4,11 +4,19 @@
 // the per-iteration costs outside the pipeline (data-parallel gradient sync, optimizer step).
 // Every efficiency comes from the calibration profile, every size from the cluster and model.
 //
-// Precision recipe (Megatron-LM's mixed-precision Adam, Micikevicius et al. 2018): bf16 weights
-// (2 bytes per parameter), fp32 gradients accumulated and reduced in fp32 (4), fp32 master
-// weights and Adam's two moments (12). ZeRO (Rajbhandari et al. 2020) stage 1 shards the 12,
-// stage 2 also the gradients, stage 3 also the weights, over the shard group (all of DP, or the
-// --zero-shard subgroup of hierarchical ZeRO).
+// Precision recipes (ParallelConfig::optimizer).
+// Megatron-LM's mixed-precision Adam (Micikevicius et al. 2018): bf16 weights (2 bytes per
+// parameter), fp32 gradients accumulated and reduced in fp32 (4), fp32 master weights and Adam's
+// two moments (12). ZeRO (Rajbhandari et al. 2020) stage 1 shards the 12, stage 2 also the
+// gradients, stage 3 also the weights, over the shard group (all of DP, or the --zero-shard
+// subgroup of hierarchical ZeRO).
+// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py; the same allocations in
+// microsoft/DeepSpeed 15293139f of 2022-02-28, 56c522386 of 2022-04-19 and 38327e07f of
+// 2025-02-21): the flat bf16 weights (2), an fp32 gradient buffer zeros_like(the flat bf16
+// weights) that is not sharded (4), the fp32 master partition bf16_dp_partitions[rank].float()
+// (4 / dp) and Adam's moments on it (8 / dp); the pipeline engine clears autograd's bf16
+// gradients only before the next backward (pipe/engine.py, _exec_backward_pass), so they (2)
+// live through the step: 8 + 12 / dp bytes per parameter.
 #pragma once
 
 #include <array>
@@ -29,9 +37,9 @@ namespace pipescope::planner {
 inline constexpr std::array<models::RecomputeMode, 3> kRecomputeModes = {
     models::RecomputeMode::kNone, models::RecomputeMode::kSelective, models::RecomputeMode::kFull};
 
-// Node budget of the exact partition search behind `pipescope plan` (each node simulates one
-// schedule, 20-45 us at 64 stages).
-inline constexpr int64_t kPlanSearchNodes = 100'000;
+// Work budget of the exact partition search behind `pipescope plan` (PartitionProblem::
+// max_search_work): about a second on one core; `--search-time` changes it.
+inline constexpr int64_t kPlanSearchWork = kSearchWorkPerSecond;
 
 struct UnitCost {
   std::string name;                       // "embedding", "layer 0", ..., "lm head"
@@ -56,7 +64,8 @@ struct PlanInputs {
   models::ModelDesc model;
   Cluster cluster;
   CalibrationProfile profile;
-  ParallelConfig config;  // resolved (resolve_config)
+  ParallelConfig config;                  // resolved (resolve_config)
+  int64_t search_work = kPlanSearchWork;  // the partition search's budget
 };
 
 Expected<CostModel> build_cost_model(const PlanInputs& inputs);

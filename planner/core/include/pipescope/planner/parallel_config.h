@@ -17,6 +17,15 @@ namespace pipescope::planner {
 enum class RecomputeChoice { kNone, kSelective, kFull, kAuto };  // kAuto: the optimizer picks per stage
 enum class BalanceGoal { kMemory, kTime };
 
+// What the mixed-precision Adam optimizer keeps per parameter (cost_model.h has the derivation):
+//   kMegatron       Megatron-LM: bf16 weights, fp32 main gradients, fp32 master weights and Adam
+//                   moments; --zero shards them (ZeRO 1: the 12 bytes of master and moments, as
+//                   Megatron's distributed optimizer does; 2: also the gradients; 3: also weights).
+//   kDeepSpeedBf16  DeepSpeed's BF16_Optimizer (bf16 with ZeRO stage 0 or 1): bf16 weights and the
+//                   bf16 gradients autograd makes, an fp32 gradient buffer that is not sharded,
+//                   fp32 master weights and Adam moments sharded over data parallelism.
+enum class OptimizerRecipe { kMegatron, kDeepSpeedBf16 };
+
 struct ParallelConfig {
   int64_t gpus = 1;
   int64_t tp = 1;
@@ -34,6 +43,7 @@ struct ParallelConfig {
   bool flash_attention = true;
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   BalanceGoal balance = BalanceGoal::kMemory;
+  OptimizerRecipe optimizer = OptimizerRecipe::kMegatron;
   // Decoder layers per stage of the split the user runs today (the embedding on the first
   // stage, the head on the last); empty: the framework's uniform split. It is the baseline the
   // suggested split is compared with.
@@ -53,6 +63,8 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute);
 
 std::string_view to_string(RecomputeChoice choice);
+std::string_view to_string(
+    OptimizerRecipe recipe);  // "megatron", "deepspeed-bf16": the --optimizer spellings
 std::string describe(const ParallelConfig& config);  // "tp 8, pp 4, dp 64, mbs 1, gbs 1024, ..."
 
 }  // namespace pipescope::planner

@@ -62,7 +62,13 @@ struct PlanOutcome {
   PlanReport uniform;          // the baseline: the framework's uniform split, or the user's --split
   bool baseline_is_given_split = false;
   PlanReport suggested;
-  bool suggested_is_optimal = true;  // false only if the exact search was cut short
+  // Whether the exact search proved the suggested split optimal; when its budget ran out, the
+  // proven gap to the optimum of the objective (peak memory under --balance memory, iteration
+  // time under --balance time): (suggested's value - proven lower bound) / lower bound.
+  bool suggested_is_optimal = true;
+  double optimality_gap = 0;
+  // --balance memory: false only when no split was proven within the time limit in the budget.
+  bool meets_time_limit = true;
   std::vector<std::string> notes;
   std::vector<FitSuggestion> suggestions;  // when the suggested plan does not fit
 };

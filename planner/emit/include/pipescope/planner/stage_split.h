@@ -12,9 +12,12 @@
 namespace pipescope::planner {
 
 struct StageSplit {
-  std::vector<int> layers;             // decoder layers per pipeline stage, first to last
-  std::vector<std::string> recompute;  // per stage: none, selective, full
-  std::vector<int> unit_boundaries;    // p + 1 entries: stage s holds units [b_s, b_s+1)
+  std::vector<int> layers;  // decoder layers per pipeline stage, first to last
+  // Per stage: none, selective, full, or "full k/L" when full recomputation covers only the
+  // first k of the stage's L decoder layers.
+  std::vector<std::string> recompute;
+  std::vector<int> full_recompute_layers;  // per stage: k of "full k/L", L of "full", 0 otherwise
+  std::vector<int> unit_boundaries;        // p + 1 entries: stage s holds units [b_s, b_s+1)
 };
 StageSplit stage_split(const PlanReport& plan);
 
@@ -41,10 +44,11 @@ struct FirstLastSplit {
 std::optional<FirstLastSplit> megatron_first_last(const std::vector<int>& layers);
 
 // One recompute mode for every stage: the plan's when all stages share one, otherwise the
-// strongest any stage uses (full > selective > none), which keeps every stage's activations at
-// or below the plan's and costs time on the stages that planned less.
+// strongest any stage uses (full > selective > none; "full k/L" counts as full of every layer),
+// which keeps every stage's activations at or below the plan's and costs time on the stages that
+// planned less.
 struct CommonRecompute {
-  std::string mode;
+  std::string mode;  // none, selective or full
   bool exact = true;
 };
 CommonRecompute common_recompute(const std::vector<std::string>& per_stage);

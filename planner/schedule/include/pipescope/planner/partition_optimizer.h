@@ -14,8 +14,13 @@
 // overflowing stages flagged: a plan that does not fit is still the closest one to fitting.
 // Times within a relative 1e-9 count as equal. Schedules: gpipe and 1f1b (under interleaving a
 // stage's peak depends on which chunk activations overlap in time, which this does not model).
-// Cost: usually milliseconds to a second at 128 units x 64 stages (benches/cpu/
-// partition_benchmark.cpp); some problems need long searches, which max_search_nodes caps.
+//
+// Budget. The search stops after max_search_work; the answer is then the best plan found with a
+// proven bound on the optimum, never an unproven claim: under kMemory the plan always meets the
+// stated time limit (when T_fit is not known exactly, the plan is held to the limit its proven
+// lower bound gives, which is tighter) and peak_lower_bound_bytes bounds the least peak any plan
+// within the limit can have; under kTime iteration_lower_bound_s bounds the least time.
+// Cost: milliseconds to seconds (benches/cpu/partition_benchmark.cpp).
 #pragma once
 
 #include <cstdint>
@@ -28,19 +33,37 @@ namespace pipescope::planner {
 
 struct PartitionSearchStats {
   std::int64_t nodes = 0;        // partial plans the branch and bound opened
+  std::int64_t work = 0;         // schedule operations timed (the budget's unit)
   std::int64_t simulations = 0;  // schedule simulations: one per node for its bound, one per plan
   std::int64_t plans_timed = 0;  // complete plans among them
 };
 
 struct PartitionResult {
-  PartitionPlan plan;  // the optimum of the objective
+  PartitionPlan plan;  // the optimum of the objective, or the best plan the budget allowed
   // uniform_plan(), for comparison; empty when the uniform split leaves a stage without a unit
   // (then kMemory's bound is (1 + time_slack) * T_fit alone).
   std::optional<PartitionPlan> uniform;
-  bool any_fits = false;
-  double fastest_fitting_s = 0;  // T_fit; 0 when nothing fits
-  double time_bound_s = 0;       // kMemory's bound; 0 for kTime or when nothing fits
-  bool proven_optimal = true;    // false only when max_search_nodes cut the search short
+  bool any_fits = false;  // exact: the least peak over all plans is within the capacity
+  // T_fit: the fastest fitting plan the search met, and a proven lower bound on T_fit (equal when
+  // proven). Under kMemory the search only learns T_fit as far as the bound needs it: when some
+  // plan is (1 + slack) times faster than the uniform one the bound is T_uniform, and these two
+  // may be apart. 0 when nothing fits.
+  double fastest_fitting_s = 0;
+  double fastest_fitting_lower_s = 0;
+  // kMemory: the time limit the plan was held to: the objective's limit when T_fit is proven,
+  // else max((1 + slack) * its lower bound, T_uniform), which is never above it. 0 for kTime or
+  // when nothing fits.
+  double time_bound_s = 0;
+  // Proven bounds on the optimum of the objective: the least peak (kMemory, or when nothing fits)
+  // and the least time (kTime). Equal to the plan's own value when proven.
+  std::int64_t peak_lower_bound_bytes = 0;
+  double iteration_lower_bound_s = 0;
+  // (plan's value - bound) / bound for the objective: 0 when proven.
+  double optimality_gap = 0;
+  // kMemory: false only when the budget found no plan proven to meet the limit; the plan is
+  // then the fastest found, and time_bound_s its time.
+  bool meets_time_limit = true;
+  bool proven_optimal = true;  // optimality_gap == 0 and meets_time_limit
   PartitionSearchStats stats;
 };
 

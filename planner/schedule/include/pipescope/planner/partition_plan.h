@@ -42,6 +42,10 @@ struct UniformLayout {
   bool head_last = true;
 };
 
+// Schedule operations the exact search times per second on one core (measured on an x86 core of
+// 2023: 2.4-2.6 ns per operation at 8 to 64 stages; benches/cpu/partition_benchmark.cpp).
+inline constexpr std::int64_t kSearchWorkPerSecond = 400'000'000;
+
 struct PartitionProblem {
   std::vector<PartitionUnit> units;                 // n, in model order
   ScheduleKind schedule = ScheduleKind::kOneFOneB;  // GPipe or 1F1B (interleaved: not supported)
@@ -54,27 +58,39 @@ struct PartitionProblem {
   // Options a stage may take: empty means all (--recompute auto); one entry pins every stage to
   // it (an explicit --recompute mode).
   std::vector<int> allowed_options;
+  // A stage on partial_option may run it on only its first k units and partial_base on the rest
+  // (Megatron-LM's full recomputation of the first k layers of a stage, --recompute-method
+  // block): the search chooses k per stage. -1: no such option. Both must be allowed, and on
+  // every unit partial_option must be no faster and keep no more activation than partial_base,
+  // so that a stage's time grows and its kept activations shrink with k.
+  int partial_option = -1;
+  int partial_base = 0;
   Balance balance = Balance::kMemory;
   double time_slack = 0.02;  // kMemory: time bound = max((1 + slack) * fastest fitting, uniform)
   UniformLayout uniform_layout;
-  // The exact search's budget in search nodes (one node costs one schedule simulation: ~20-50 us
-  // at 64 stages x 128 micro-batches), half for the fastest plan, half for what follows. Past
-  // it, the optimizer returns its best plan so far (never slower than the uniform plan when that
-  // one fits) with proven_optimal = false. Many realistic problems need a few percent of it;
-  // with about as many micro-batches as stages the proof often does not finish.
-  std::int64_t max_search_nodes = 500'000;
+  // The exact search's budget in schedule operations timed: a search node times the 2 p m
+  // operations of the schedule (plus n for its expansion), about 2.5 ns each on one core, so the
+  // default is roughly a second (kSearchWorkPerSecond). Counting work rather than nodes or wall
+  // time keeps small pipelines from running out after milliseconds, big ones from running for
+  // minutes, and every answer reproducible. Past it, the optimizer returns its best plan so far
+  // with a proven bound on the optimum (PartitionResult::optimality_gap).
+  std::int64_t max_search_work = kSearchWorkPerSecond;
 };
 
 // A plan's choices: stage s holds units [boundaries[s], boundaries[s + 1]) under options[s].
 struct PlanChoice {
   std::vector<int> boundaries;  // p + 1 entries: 0 = b_0 < b_1 < ... < b_p = n
   std::vector<int> options;     // p entries
+  // Empty, or p entries: for a stage on the problem's partial_option, how many of its first
+  // units run that option (1 to all of them; the rest run partial_base); 0 on other stages.
+  std::vector<int> partial_units;
 };
 
 struct StagePlan {
   int first_unit = 0;
   int end_unit = 0;  // one past the last
   int option = 0;
+  int partial_units = 0;          // on partial_option: its first units that run it (see PlanChoice)
   double forward_s = 0;           // per micro-batch: the sum over its units
   double backward_s = 0;          // per micro-batch, recompute included
   int activations_in_flight = 0;  // micro-batches whose activations it holds at its peak
@@ -107,6 +123,10 @@ Expected<std::vector<int>> uniform_boundaries(int units, int stages, UniformLayo
 
 // The uniform split with, on each stage, the fastest allowed option (least forward + backward)
 // that fits, or the one needing least memory when none fits: the baseline plans are compared to.
+// With a partial option, the fewest units on it that let a stage fit count as one more option.
 Expected<PartitionPlan> uniform_plan(const PartitionProblem& problem);
+// The same choice of options on any split: the baseline of a split a user gives.
+Expected<PartitionPlan> fastest_fitting_options(const PartitionProblem& problem,
+                                                const std::vector<int>& boundaries);
 
 }  // namespace pipescope::planner

@@ -54,6 +54,9 @@ struct SearchRequest {
   int64_t global_batch = 0;  // sequences per iteration; the same for every configuration
   int64_t seq_length = 0;    // 0: resolve_config()'s default
   bool flash_attention = true;
+  // DeepSpeed's BF16_Optimizer shards on its own at ZeRO stage 0 or 1, so the search varies no
+  // ZeRO stage for it.
+  OptimizerRecipe optimizer = OptimizerRecipe::kMegatron;
   SearchConstraints constraints;
   // How many of the fastest configurations to plan and return; 0: every one that fits.
   int64_t top = 20;

@@ -1,0 +1,36 @@
+// A small dense linear program solver for the path-bound master problem (partition_bound.h):
+//   maximize c.y  subject to  A y <= b,  y >= 0,  with b >= 0,
+// by the simplex method on a tableau, Bland's rule against cycling (the master is degenerate:
+// most of b is 0). Tens to a few hundred rows and columns; nothing here allocates once the
+// tableau is sized.
+#pragma once
+
+#include <vector>
+
+namespace pipescope::planner::detail {
+
+struct LinearProgram {
+  int rows = 0, cols = 0;
+  std::vector<double> a;  // rows x cols, row-major
+  std::vector<double> b;  // rows, each >= 0
+  std::vector<double> c;  // cols
+};
+
+struct LpSolution {
+  bool optimal = false;      // false: unbounded, or the pivot limit was reached
+  double value = 0;          // c.y
+  std::vector<double> y;     // cols
+  std::vector<double> dual;  // rows: the shadow price of each constraint, >= 0
+  long long work = 0;        // tableau entries updated: what the solve cost
+};
+
+class DenseLp {
+ public:
+  LpSolution solve(const LinearProgram& lp, int max_pivots = 10'000);
+
+ private:
+  std::vector<double> tableau_;  // (rows + 1) x (cols + rows + 1): constraints, then the objective
+  std::vector<int> basis_;       // per row, its basic column
+};
+
+}  // namespace pipescope::planner::detail

@@ -1,0 +1,109 @@
+// The lower bounds from critical paths: the LP solver on a program solved by hand, a critical
+// path that is exactly as long as the schedule it came from and no longer than any other, and
+// the combined bound never above the least time of any plan within the limit (brute force).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "dense_lp.h"
+#include "partition_bound.h"
+#include "partition_test_support.h"
+
+namespace pipescope::planner::detail {
+namespace {
+
+TEST(DenseLp, SolvesAProgramWorkedOutByHand) {
+  // max 3x + 2y, x + y <= 4, x + 3y <= 6, x <= 3: the corner x = 3, y = 1, value 11. The first
+  // and third constraints bind; their prices solve 3 = u1 + u3 and 2 = u1: u1 = 2, u3 = 1.
+  LinearProgram lp{3, 2, {1, 1, 1, 3, 1, 0}, {4, 6, 3}, {3, 2}};
+  DenseLp solver;
+  const LpSolution s = solver.solve(lp);
+  ASSERT_TRUE(s.optimal);
+  EXPECT_NEAR(s.value, 11, 1e-12);
+  EXPECT_NEAR(s.y[0], 3, 1e-12);
+  EXPECT_NEAR(s.y[1], 1, 1e-12);
+  EXPECT_NEAR(s.dual[0], 2, 1e-12);
+  EXPECT_NEAR(s.dual[1], 0, 1e-12);
+  EXPECT_NEAR(s.dual[2], 1, 1e-12);
+}
+
+TEST(DenseLp, ReportsAnUnboundedProgram) {
+  LinearProgram lp{1, 2, {1, -1}, {1}, {0, 1}};  // y unbounded above: x - y <= 1
+  DenseLp solver;
+  EXPECT_FALSE(solver.solve(lp).optimal);
+}
+
+double path_length(const ScheduleDag::PathCounts& c, const PipelineCosts& costs) {
+  double total = c.forward_hops * costs.p2p_forward_s[0] + c.backward_hops * costs.p2p_backward_s[0];
+  for (size_t s = 0; s < costs.forward_s.size(); ++s) {
+    total += c.forward_ops[s] * costs.forward_s[s] + c.backward_ops[s] * costs.backward_s[s];
+  }
+  return total;
+}
+
+TEST(CriticalPath, IsAsLongAsItsScheduleAndNoLongerThanAnyOther) {
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<double> cost(0.5, 3.0);
+  for (int p : {2, 5, 12}) {
+    for (int m : {1, p, 3 * p}) {
+      auto dag = ScheduleDag::build({ScheduleKind::kOneFOneB, p, m, 1});
+      ASSERT_TRUE(dag.ok());
+      const auto random_costs = [&] {
+        PipelineCosts c;
+        for (int s = 0; s < p; ++s) {
+          c.forward_s.push_back(cost(rng));
+          c.backward_s.push_back(2 * cost(rng));
+        }
+        c.p2p_forward_s.assign(p - 1, 0.1 * cost(rng));
+        c.p2p_backward_s.assign(p - 1, 0.1 * cost(rng));
+        return c;
+      };
+      const PipelineCosts own = random_costs();
+      std::vector<double> scratch;
+      ScheduleDag::PathCounts counts;
+      dag->critical_path(own.forward_s, own.backward_s, own.p2p_forward_s, own.p2p_backward_s, scratch,
+                         counts);
+      const double own_s =
+          dag->iteration_time(own.forward_s, own.backward_s, own.p2p_forward_s, own.p2p_backward_s, scratch);
+      EXPECT_NEAR(path_length(counts, own), own_s, 1e-9 * own_s) << "p=" << p << " m=" << m;
+      for (int other = 0; other < 5; ++other) {
+        PipelineCosts c = random_costs();
+        c.p2p_forward_s = own.p2p_forward_s;  // the counts weigh one latency per direction
+        c.p2p_backward_s = own.p2p_backward_s;
+        const double t =
+            dag->iteration_time(c.forward_s, c.backward_s, c.p2p_forward_s, c.p2p_backward_s, scratch);
+        EXPECT_LE(path_length(counts, c), t * (1 + 1e-12)) << "p=" << p << " m=" << m;
+      }
+    }
+  }
+}
+
+TEST(PathBound, NeverAboveTheLeastTimeOfAnyPlanWithinTheLimit) {
+  std::mt19937 rng(88);
+  int strong = 0;
+  for (int instance = 0; instance < 150; ++instance) {
+    const PartitionProblem problem = test::random_problem(rng, {7, 4, 6});
+    auto ctx = PartitionContext::build(problem);
+    ASSERT_TRUE(ctx.ok());
+    const std::vector<PartitionPlan> plans = test::all_plans(problem);
+    PathBound bound(problem, *ctx);
+    bound.add_path(std::vector<double>(problem.stages, 1.0), std::vector<double>(problem.stages, 2.0));
+    for (const PartitionPlan& probe : {plans.front(), plans[plans.size() / 2], plans.back()}) {
+      const std::int64_t limit = probe.peak_memory_bytes;
+      double least = std::numeric_limits<double>::infinity();
+      for (const PartitionPlan& plan : plans) {
+        if (plan.peak_memory_bytes <= limit) least = std::min(least, plan.iteration_s);
+      }
+      const double lower = bound.lower_bound(limit, 20, nullptr);
+      EXPECT_LE(lower, least) << "instance " << instance;
+      strong += lower >= 0.999 * least ? 1 : 0;
+    }
+  }
+  EXPECT_GT(strong, 100);  // often exact on instances this small
+}
+
+}  // namespace
+}  // namespace pipescope::planner::detail
