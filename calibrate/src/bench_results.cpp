@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipescope/common/json_error_text.h"
+
 namespace pipescope::calibrate {
 namespace {
 
@@ -245,10 +247,11 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
                    "): Google Benchmark writes a counter it could not compute that way, which is not JSON; "
                    "run that benchmark again, or delete the entry"};
     }
-    return Error{"benchmark results '" + origin + "' are not JSON (" + e.what() +
+    return Error{"benchmark results '" + origin + "' are not JSON (" + json_error_text(e) +
                  "); write them with --benchmark_out=FILE --benchmark_out_format=json"};
   } catch (const json::exception& e) {
-    return Error{"benchmark results '" + origin + "' hold a number out of range (" + e.what() + ")"};
+    return Error{"benchmark results '" + origin + "' hold a number out of range (" + json_error_text(e) +
+                 ")"};
   }
   if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) {
     return Error{"benchmark results '" + origin +

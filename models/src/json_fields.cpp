@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "pipescope/common/json_error_text.h"
+
 namespace pipescope::models::detail {
 
 JsonFields::JsonFields(const nlohmann::json& object, std::string where, std::string key_prefix)
@@ -123,7 +125,7 @@ Expected<nlohmann::json> parse_json_document(std::string_view text, std::string_
                  ")"};
   } catch (const nlohmann::json::exception& e) {
     // Valid syntax the parser still cannot hold, such as 1e400.
-    return Error{std::string(origin) + ": holds a number out of range (" + e.what() + ")"};
+    return Error{std::string(origin) + ": holds a number out of range (" + json_error_text(e) + ")"};
   }
   if (!document.is_object()) return Error{std::string(origin) + ": expected a JSON object at the top level"};
   return document;

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "pipescope/common/json_error_text.h"
+
 namespace pipescope::planner::detail {
 namespace {
 
@@ -59,11 +61,11 @@ json JsonReader::parse(std::string_view text) {
     root = json::parse(text);
   } catch (const json::parse_error& e) {
     // A syntax error is an input error: turned into a value here, never thrown past the parser.
-    fail(std::string("not valid JSON: ") + e.what());
+    fail("not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
     return json::object();
   } catch (const json::exception& e) {
     // Valid syntax the parser still cannot hold, such as 1e400 (out_of_range.406).
-    fail(std::string("holds a number out of range: ") + e.what());
+    fail("holds a number out of range (" + json_error_text(e) + ")");
     return json::object();
   }
   if (!root.is_object()) {

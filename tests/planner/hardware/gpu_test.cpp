@@ -111,12 +111,12 @@ TEST(ParseGpu, RefusesANewerSchemaVersion) {
 
 TEST(ParseGpu, ReportsJsonSyntaxErrors) {
   const std::string message = parse_error(R"({"name": )");
-  EXPECT_EQ(message.rfind("GPU file 'x.json': not valid JSON: ", 0), 0u) << message;
+  EXPECT_EQ(message.rfind("GPU file 'x.json': not valid JSON (syntax error at byte ", 0), 0u) << message;
 }
 
 TEST(ParseGpu, ANumberBeyondDoubleIsAnInputErrorNotACrash) {
   const std::string message = parse_error(R"({"name": "x", "memory_bytes": 1e400})");
-  EXPECT_EQ(message.rfind("GPU file 'x.json': holds a number out of range: ", 0), 0u) << message;
+  EXPECT_EQ(message, "GPU file 'x.json': holds a number out of range (number overflow parsing '1e400')");
 }
 
 std::string identified(std::string_view device_name) {
