@@ -203,10 +203,12 @@ TEST(NvtxRecorder, ARegisteredStringIsInternedAgainInAForkedChildsNewTrace) {
   recorder.pop(nullptr);
   recorder.push(nullptr, named(name));
   recorder.pop(nullptr);
+  session.pause_flusher_for_fork();  // what the library's atfork handlers do
   const pid_t child = fork();
+  if (child != 0) session.resume_flusher_after_fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    session.abandon_after_fork();  // what the library's atfork handler does
+    session.abandon_after_fork();
     recorder.push(nullptr, named(name));
     recorder.pop(nullptr);
     session.finish();

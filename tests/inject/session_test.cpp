@@ -281,7 +281,9 @@ TEST(Session, AForkedChildNeverWritesTheParentsTrace) {
   trace::ThreadBuffer* buffer = session.thread_buffer(Activation::kNvtx);
   ASSERT_NE(buffer, nullptr);
   for (int i = 0; i < 10; ++i) buffer->append(memcpy_record(i));
+  session.pause_flusher_for_fork();  // the library's atfork handlers, in their order
   const pid_t child = fork();
+  if (child != 0) session.resume_flusher_after_fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     session.abandon_after_fork();
@@ -300,6 +302,24 @@ TEST(Session, AForkedChildNeverWritesTheParentsTrace) {
   const auto child_trace = load_trace(dir + "/rank-x." + std::to_string(child) + ".pst");
   ASSERT_EQ(child_trace.all<trace::MemcpyRecord>().size(), 1u);
   EXPECT_EQ(child_trace.all<trace::MemcpyRecord>()[0].bytes, 999u);
+}
+
+TEST(Session, NoFlushRunsWhileAForkIsUnderWayAndFlushesGoOnAfterIt) {
+  const std::string dir = make_temp_dir("fork-gate");
+  InjectConfig config = config_in(dir);
+  config.flush_ms = 60'000;  // flushes only when asked
+  Session session(config, LauncherInfo{});
+  trace::ThreadBuffer* buffer = session.thread_buffer(Activation::kNvtx);
+  ASSERT_NE(buffer, nullptr);
+  for (int i = 0; i < 5; ++i) buffer->append(memcpy_record(i));
+  const std::string path = trace_files_in(dir).at(0);
+  session.pause_flusher_for_fork();
+  session.flush_from_signal(300);  // the flusher wakes but must wait at the gate
+  EXPECT_TRUE(load_trace(path).all<trace::MemcpyRecord>().empty());
+  session.resume_flusher_after_fork();
+  session.flush_from_signal(10'000);
+  EXPECT_EQ(load_trace(path).all<trace::MemcpyRecord>().size(), 5u);
+  session.finish();
 }
 
 TEST(Session, AFullDiskWarnsOnceAndTheCallerGoesOn) {

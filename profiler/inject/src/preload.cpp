@@ -33,6 +33,8 @@ void claim_injection_variable(Session& session, const char* variable, const std:
                  std::string(variable) + " is set to " + current + " by another tool; " + lost);
 }
 
+void pause_flusher() { Session::instance().pause_flusher_for_fork(); }
+void resume_flusher() { Session::instance().resume_flusher_after_fork(); }
 void forget_parent_trace() { Session::instance().abandon_after_fork(); }
 
 __attribute__((constructor)) void on_load() {
@@ -46,7 +48,7 @@ __attribute__((constructor)) void on_load() {
                              "kernels, copies, memory and synchronization are not captured");
     claim_injection_variable(session, "NVTX_INJECTION64_PATH", self, "NVTX ranges are not captured");
   }
-  pthread_atfork(nullptr, nullptr, forget_parent_trace);
+  pthread_atfork(pause_flusher, resume_flusher, forget_parent_trace);
 }
 
 __attribute__((destructor)) void on_unload() { Session::instance().finish(); }

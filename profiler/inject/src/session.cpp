@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,7 @@ struct ThreadSlotData {
 
 thread_local ThreadSlotData t_slot;
 thread_local uint32_t t_thread_id = 0;
+thread_local bool t_holds_flush_gate = false;  // this thread is inside fork()'s pause
 
 // mkdir -p with 0755 directories; existing directories are fine.
 bool make_directories(const std::string& path, std::string& error) {
@@ -233,7 +235,15 @@ bool Session::open_trace() noexcept {
         write_process_info_locked();
       }
       wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-      flusher_ = std::thread([this] { flusher_main(); });
+      {
+        // A fork() while the new thread is still being set up could hand the child a lock the
+        // thread's start-up holds (a sanitizer's allocator has no fork handler): the gate, which
+        // fork() takes first, stays closed until the flusher runs its own code.
+        std::lock_guard gate(flush_gate_);
+        flusher_started_.store(false, std::memory_order_relaxed);
+        flusher_ = std::thread([this] { flusher_main(); });
+        flusher_started_.wait(false, std::memory_order_acquire);
+      }
       if (owns_process_) install_process_hooks(*this);
     } else {
       warn("tracing is off in this process: " + error);
@@ -418,6 +428,8 @@ void Session::flusher_main() {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   pthread_setname_np(pthread_self(), "pipescope-flush");
+  flusher_started_.store(true, std::memory_order_release);
+  flusher_started_.notify_one();
   uint64_t next_flush = now_ns() + uint64_t{config_.flush_ms} * 1'000'000u;
   while (!flusher_stop_.load(std::memory_order_acquire)) {
     const uint64_t now = now_ns();
@@ -438,6 +450,7 @@ void Session::flusher_main() {
       (void)!read(wake_fd_, &drained, sizeof(drained));
     }
     if (flusher_stop_.load(std::memory_order_acquire)) break;
+    std::lock_guard gate(flush_gate_);
     check_time_window(now_ns());
     const bool requested = flush_requested_.exchange(false);
     if (requested || now_ns() >= next_flush) {
@@ -523,6 +536,18 @@ void Session::flush_from_signal(int timeout_ms) noexcept {
   }
 }
 
+void Session::pause_flusher_for_fork() noexcept {
+  // Bounded: a flush stuck on a hung file system must not hang the application's fork(); the
+  // child is safe without the pause as far as the trace goes (it never touches the parent's).
+  t_holds_flush_gate = flush_gate_.try_lock_for(std::chrono::seconds(1));
+}
+
+void Session::resume_flusher_after_fork() noexcept {
+  if (!t_holds_flush_gate) return;
+  t_holds_flush_gate = false;
+  flush_gate_.unlock();
+}
+
 void Session::abandon_after_fork() noexcept {
   // The parent's writer, flusher thread and locks belong to the parent: the child keeps none of
   // them (the thread does not exist here, a lock may be held forever) and never writes the file.
@@ -530,6 +555,8 @@ void Session::abandon_after_fork() noexcept {
   live_writer_.store(nullptr, std::memory_order_release);
   new (&flusher_) std::thread();  // the parent's thread handle, dropped without join/terminate
   new (&info_mutex_) std::mutex();
+  new (&flush_gate_) std::timed_mutex();
+  t_holds_flush_gate = false;
   if (wake_fd_ >= 0) close(wake_fd_);
   wake_fd_ = -1;
   flusher_stop_.store(false);

@@ -105,6 +105,11 @@ class Session {
   // Async-signal-safe: frames what the rings already hold and writes it, without CUPTI,
   // locks that may be held, or allocation. For fatal signals.
   void emergency_write() noexcept;
+  // Around fork(): before it, wait (at most about a second) until the flusher is between two
+  // flushes and hold it there, so that the child never inherits a flush in progress (an
+  // allocator or stdio lock held by the flusher); after it, the parent lets the flusher go on.
+  void pause_flusher_for_fork() noexcept;
+  void resume_flusher_after_fork() noexcept;
   // The child of a fork: forget the parent's trace without touching it.
   void abandon_after_fork() noexcept;
   // Wakes the flusher and waits up to `timeout_ms` for one flush to complete.
@@ -170,6 +175,8 @@ class Session {
   std::atomic<int> source_count_{0};
 
   std::atomic<bool> flusher_stop_{false};
+  std::timed_mutex flush_gate_;  // held by the flusher during a flush, and by fork() around it
+  std::atomic<bool> flusher_started_{false};
   std::thread flusher_;
   std::atomic<uint64_t> flushes_completed_{0};
   std::atomic<bool> flush_requested_{false};
