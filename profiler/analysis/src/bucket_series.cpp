@@ -7,10 +7,8 @@
 namespace pipescope::analysis {
 
 bool BucketSeries::place(int64_t at_ns, size_t& index, bool merge_as_max) {
-  if (values_.empty()) [[unlikely]] {
+  if (values_.empty()) [[unlikely]]
     origin_ns_ = at_ns - (at_ns % width_ns_ + width_ns_) % width_ns_;
-    values_.reserve(capacity_);  // the whole bound at once, not twice it after vector doubling
-  }
   if (at_ns < origin_ns_) at_ns = origin_ns_;  // out of order before the first bucket: clamp
   while (at_ns >= origin_ns_ + static_cast<int64_t>(capacity_) * width_ns_) {
     // Twice as wide: bucket i takes old buckets 2i and 2i+1.
@@ -24,7 +22,13 @@ bool BucketSeries::place(int64_t at_ns, size_t& index, bool merge_as_max) {
     width_ns_ *= 2;
   }
   index = static_cast<size_t>((at_ns - origin_ns_) / width_ns_);
-  if (index >= values_.size()) values_.resize(index + 1, 0.0);
+  if (index >= values_.size()) {
+    // Grown as a run is long (a short one keeps a few hundred buckets), never past the bound:
+    // not a doubling vector's slack.
+    if (index >= values_.capacity())
+      values_.reserve(std::min(capacity_, std::max({index + 1, 2 * values_.size(), size_t{64}})));
+    values_.resize(index + 1, 0.0);
+  }
   return true;
 }
 
@@ -56,7 +60,8 @@ void BucketSeries::add_max(int64_t at_ns, double value) {
 size_t KernelNameStats::bucket_of(int64_t duration_ns) {
   if (duration_ns <= 1) return 0;
   const int octave = 63 - std::countl_zero(static_cast<uint64_t>(duration_ns));
-  const double within = static_cast<double>(duration_ns) / std::ldexp(1.0, octave);  // [1, 2)
+  // [1, 2); 2^octave is exact in a double, and the division is inlined (std::ldexp is a call).
+  const double within = static_cast<double>(duration_ns) / static_cast<double>(uint64_t{1} << octave);
   const int third = within >= 1.5874010519681994 ? 2 : within >= 1.2599210498948732 ? 1 : 0;
   return std::min<size_t>(static_cast<size_t>(3 * octave + third), 95);
 }

@@ -52,20 +52,6 @@ double quantile(std::span<double> values, double q) {
   return lower_value + (position - static_cast<double>(lower)) * (upper_value - lower_value);
 }
 
-struct Member {
-  uint32_t rank;
-  int64_t end_ns;
-};
-
-// Instances in compressed form: members of instance i are members[first[i] .. first[i + 1]),
-// sorted by rank, each rank once, at least two of them.
-struct Instances {
-  std::vector<size_t> first{0};
-  std::vector<Member> members;
-  size_t size() const { return first.size() - 1; }
-  std::span<const Member> of(size_t i) const { return {members.data() + first[i], first[i + 1] - first[i]}; }
-};
-
 // Instance identity -> dense index. Open addressing with linear probing: the node-based
 // std::unordered_map cost a cache miss or two per end, and there is one lookup per end.
 class InstanceIndex {
@@ -114,7 +100,7 @@ class InstanceIndex {
   size_t size_ = 0;
 };
 
-Instances group_instances(uint32_t ranks, std::span<const CollectiveEnd> ends) {
+InstanceEnds group_instances(uint32_t ranks, std::span<const CollectiveEnd> ends) {
   // Counting sort by instance: one hash lookup per end, no global sort.
   InstanceIndex index;
   std::vector<uint32_t> instance_of(ends.size(), UINT32_MAX);
@@ -128,26 +114,16 @@ Instances group_instances(uint32_t ranks, std::span<const CollectiveEnd> ends) {
   }
   std::vector<size_t> start(count.size() + 1, 0);
   for (size_t i = 0; i < count.size(); ++i) start[i + 1] = start[i] + count[i];
-  std::vector<Member> bucketed(start.back());
+  std::vector<MemberEnd> bucketed(start.back());
   std::vector<size_t> cursor(start.begin(), start.end() - 1);
   for (size_t i = 0; i < ends.size(); ++i) {
     if (instance_of[i] == UINT32_MAX) continue;
     bucketed[cursor[instance_of[i]]++] = {ends[i].rank, ends[i].end_ns};
   }
-
-  Instances out;
-  out.members.reserve(bucketed.size());
+  InstanceEnds out(ranks);
   for (size_t i = 0; i < count.size(); ++i) {
-    auto begin = bucketed.begin() + static_cast<ptrdiff_t>(start[i]);
-    auto end = bucketed.begin() + static_cast<ptrdiff_t>(start[i + 1]);
-    std::sort(begin, end, [](const Member& a, const Member& b) {
-      return a.rank != b.rank ? a.rank < b.rank : a.end_ns < b.end_ns;
-    });
-    // A rank listed twice in one instance (a duplicated record) counts once, with its earliest end.
-    end = std::unique(begin, end, [](const Member& a, const Member& b) { return a.rank == b.rank; });
-    if (end - begin < 2) continue;
-    out.members.insert(out.members.end(), begin, end);
-    out.first.push_back(out.members.size());
+    for (size_t k = start[i]; k < start[i + 1]; ++k) out.add(bucketed[k].rank, bucketed[k].end_ns);
+    out.close();
   }
   return out;
 }
@@ -162,13 +138,41 @@ struct PairMeasurement {
   double standard_error_ns;
 };
 
-std::vector<PairMeasurement> measure_pairs(const Instances& instances) {
+// Calls visit(std::span<const MemberEnd>) for every instance of every part, in order.
+template <class Visit>
+void for_each_instance(std::span<const InstanceEnds> parts, Visit&& visit) {
+  for (const InstanceEnds& part : parts)
+    for (size_t i = 0; i < part.size(); ++i) visit(part.of(i));
+}
+
+size_t ends_in(std::span<const InstanceEnds> parts) {
+  size_t ends = 0;
+  for (const InstanceEnds& part : parts) ends += part.ends();
+  return ends;
+}
+
+std::vector<PairMeasurement> measure_pairs(std::span<const InstanceEnds> parts) {
   std::unordered_map<uint64_t, uint32_t> index;
   std::vector<PairMeasurement> pairs;
   std::vector<uint32_t> pair_of;
-  pair_of.reserve(instances.members.size());
-  for (size_t i = 0; i < instances.size(); ++i) {
-    const auto members = instances.of(i);
+  pair_of.reserve(ends_in(parts));
+  // A communicator's instances usually have the same members one after another: their pairs
+  // are looked up once.
+  std::span<const MemberEnd> previous;
+  for_each_instance(parts, [&](std::span<const MemberEnd> members) {
+    const size_t first_pair = pair_of.size();
+    const bool same = members.size() == previous.size() &&
+                      std::equal(members.begin(), members.end(), previous.begin(),
+                                 [](const MemberEnd& a, const MemberEnd& b) { return a.rank == b.rank; });
+    if (same) {
+      for (size_t j = 1; j < members.size(); ++j) {
+        const uint32_t pair = pair_of[first_pair - (members.size() - 1) + (j - 1)];
+        ++pairs[pair].count;
+        pair_of.push_back(pair);
+      }
+      previous = members;
+      return;
+    }
     const uint32_t hub = members[0].rank;
     for (size_t j = 1; j < members.size(); ++j) {
       const uint64_t key = (static_cast<uint64_t>(hub) << 32) | members[j].rank;
@@ -177,19 +181,19 @@ std::vector<PairMeasurement> measure_pairs(const Instances& instances) {
       ++pairs[it->second].count;
       pair_of.push_back(it->second);
     }
-  }
+    previous = members;
+  });
   std::vector<size_t> start(pairs.size() + 1, 0);
   for (size_t p = 0; p < pairs.size(); ++p) start[p + 1] = start[p] + pairs[p].count;
   std::vector<double> differences(start.back());
   std::vector<size_t> cursor(start.begin(), start.end() - 1);
   size_t next = 0;
-  for (size_t i = 0; i < instances.size(); ++i) {
-    const auto members = instances.of(i);
+  for_each_instance(parts, [&](std::span<const MemberEnd> members) {
     for (size_t j = 1; j < members.size(); ++j) {
       differences[cursor[pair_of[next++]]++] =
           static_cast<double>(wrapping_sub(members[0].end_ns, members[j].end_ns));
     }
-  }
+  });
 
   // Per pair: median, and a robust sigma (1.4826 MAD, the normal-consistent scale).
   std::vector<double> sigma(pairs.size());
@@ -340,14 +344,46 @@ std::vector<int64_t> solve_offsets(uint32_t ranks, uint32_t reference, const std
 
 }  // namespace
 
+void InstanceEnds::close() {
+  if (members_.size() - first_.back() == 2) {  // a p2p transfer, the most common instance
+    MemberEnd& a = members_[first_.back()];
+    MemberEnd& b = members_[first_.back() + 1];
+    if (a.rank == b.rank) {
+      members_.resize(first_.back());
+    } else {
+      if (b.rank < a.rank) std::swap(a, b);
+      first_.push_back(members_.size());
+    }
+    return;
+  }
+  const auto begin = members_.begin() + static_cast<ptrdiff_t>(first_.back());
+  std::sort(begin, members_.end(), [](const MemberEnd& a, const MemberEnd& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.end_ns < b.end_ns;
+  });
+  // A rank listed twice in one instance (a duplicated record) counts once, with its earliest end.
+  members_.erase(std::unique(begin, members_.end(),
+                             [](const MemberEnd& a, const MemberEnd& b) { return a.rank == b.rank; }),
+                 members_.end());
+  if (members_.size() - first_.back() < 2) {
+    members_.resize(first_.back());
+    return;
+  }
+  first_.push_back(members_.size());
+}
+
 ClockAlignment align_clocks(uint32_t ranks, std::span<const CollectiveEnd> ends) {
+  const InstanceEnds instances = group_instances(ranks, ends);
+  return align_clocks(std::span<const InstanceEnds>(&instances, 1));
+}
+
+ClockAlignment align_clocks(std::span<const InstanceEnds> parts) {
+  const uint32_t ranks = parts.empty() ? 0 : parts.front().ranks();
   ClockAlignment result;
   result.offset_ns.assign(ranks, 0);
   result.refined.assign(ranks, false);
   if (ranks == 0) return result;
 
-  const Instances instances = group_instances(ranks, ends);
-  const std::vector<PairMeasurement> pairs = measure_pairs(instances);
+  const std::vector<PairMeasurement> pairs = measure_pairs(parts);
 
   // The reference is the lowest rank of the largest connected component (ties: the component
   // holding the lowest rank); ranks outside that component keep their first estimate.
@@ -377,13 +413,13 @@ ClockAlignment align_clocks(uint32_t ranks, std::span<const CollectiveEnd> ends)
 
   // Residual skew: every used end against its instance's consensus, the median corrected end.
   std::vector<double> residuals;
+  residuals.reserve(ends_in(parts));
   std::vector<int64_t> corrected;
-  for (size_t i = 0; i < instances.size(); ++i) {
-    const auto members = instances.of(i);
-    if (components.find(members[0].rank) != reference) continue;
+  for_each_instance(parts, [&](std::span<const MemberEnd> members) {
+    if (components.find(members[0].rank) != reference) return;
     ++result.instances_used;
     corrected.clear();
-    for (const Member& m : members) corrected.push_back(wrapping_add(m.end_ns, result.offset_ns[m.rank]));
+    for (const MemberEnd& m : members) corrected.push_back(wrapping_add(m.end_ns, result.offset_ns[m.rank]));
     // Median of integers without leaving int64: lower middle plus half the gap to the upper.
     const size_t half = corrected.size() / 2;
     std::nth_element(corrected.begin(), corrected.begin() + static_cast<ptrdiff_t>(half), corrected.end());
@@ -395,7 +431,7 @@ ClockAlignment align_clocks(uint32_t ranks, std::span<const CollectiveEnd> ends)
     const double gap = static_cast<double>(wrapping_sub(upper, lower)) / 2;
     for (int64_t c : corrected)
       residuals.push_back(std::abs(static_cast<double>(wrapping_sub(c, lower)) - gap));
-  }
+  });
   result.residual_max_ns = residuals.empty() ? 0 : *std::max_element(residuals.begin(), residuals.end());
   result.residual_p99_ns = quantile(residuals, 0.99);
   result.residual_median_ns = quantile(residuals, 0.5);

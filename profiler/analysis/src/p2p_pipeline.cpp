@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "parallel_for.h"
+
 namespace pipescope::analysis {
 namespace {
 
@@ -29,20 +31,23 @@ struct Timeline {
   int64_t known_until_ns = INT64_MAX;  // the caps cut the evidence short after this
   bool usable = false;
 
+  // Islands are in start order and apart (each starts after the one before ended), so their
+  // ends are in order too: the first island that can matter is found by bisection.
+  std::vector<Span>::const_iterator first_ending_at_or_after(int64_t t) const {
+    return std::lower_bound(islands.begin(), islands.end(), t,
+                            [](const Span& s, int64_t at) { return s.end_ns < at; });
+  }
   // Compute inside [a, b).
   int64_t work(int64_t a, int64_t b) const {
     int64_t total = 0;
-    for (const Span& s : islands) {
-      if (s.start_ns >= b) break;
-      total += std::max<int64_t>(0, std::min(b, s.end_ns) - std::max(a, s.start_ns));
-    }
+    for (auto s = first_ending_at_or_after(a); s != islands.end() && s->start_ns < b; ++s)
+      total += std::max<int64_t>(0, std::min(b, s->end_ns) - std::max(a, s->start_ns));
     return total;
   }
   // The island holding t (or ending within `gap_ns` before it, or starting within it after).
   const Span* island_near(int64_t t, int64_t gap_ns) const {
-    for (const Span& s : islands)
-      if (s.start_ns <= t + gap_ns && t <= s.end_ns + gap_ns) return &s;
-    return nullptr;
+    const auto s = first_ending_at_or_after(t - gap_ns);
+    return s != islands.end() && s->start_ns <= t + gap_ns ? &*s : nullptr;
   }
 };
 
@@ -50,8 +55,11 @@ Timeline timeline_of(const ReportContext& ctx, size_t i, int32_t stage) {
   Timeline t;
   const RankDigest& d = ctx.run.ranks[i];
   if (d.p2p_kernels.empty() || d.islands.empty()) return t;
-  for (const P2pKernel& k : d.p2p_kernels) {
-    const P2pDigest& p = d.p2p[k.p2p];
+  // What each p2p direction is, worked out once for all its kernels.
+  constexpr uint8_t kUnknown = 4, kNotAChain = 5;  // beside the four Kinds
+  std::vector<uint8_t> direction(d.p2p.size(), kUnknown);
+  for (size_t k = 0; k < d.p2p.size(); ++k) {
+    const P2pDigest& p = d.p2p[k];
     const auto it = ctx.comm_by_id.find(p.comm_id);
     if (it == ctx.comm_by_id.end()) continue;
     const CommInfo& comm = ctx.comms[it->second];
@@ -59,15 +67,20 @@ Timeline timeline_of(const ReportContext& ctx, size_t i, int32_t stage) {
     const auto peer = static_cast<size_t>(comm.ranks[p.peer]);
     if (peer >= ctx.coordinates.size()) continue;
     const int32_t peer_stage = ctx.coordinates[peer].stage;
-    Kind kind;
     if (peer_stage == stage + 1) {
-      kind = p.send ? Kind::kActivationOut : Kind::kGradientIn;
+      direction[k] = static_cast<uint8_t>(p.send ? Kind::kActivationOut : Kind::kGradientIn);
     } else if (peer_stage == stage - 1) {
-      kind = p.send ? Kind::kGradientOut : Kind::kActivationIn;
+      direction[k] = static_cast<uint8_t>(p.send ? Kind::kGradientOut : Kind::kActivationIn);
     } else {
-      return t;  // not a 1F1B chain (an interleaved ring, context parallel): not read here
+      direction[k] = kNotAChain;
     }
-    t.events.push_back(Event{ctx.aligned(i, k.start_ns), ctx.aligned(i, k.end_ns), kind});
+  }
+  for (const P2pKernel& k : d.p2p_kernels) {
+    const uint8_t kind = direction[k.p2p];
+    if (kind == kUnknown) continue;
+    if (kind == kNotAChain)
+      return t;  // not a 1F1B chain (an interleaved ring, context parallel): not read here
+    t.events.push_back(Event{ctx.aligned(i, k.start_ns), ctx.aligned(i, k.end_ns), static_cast<Kind>(kind)});
   }
   std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
     return a.start_ns < b.start_ns || (a.start_ns == b.start_ns && outgoing(a.kind) && !outgoing(b.kind));
@@ -187,23 +200,30 @@ std::vector<P2pPipelineFigures> p2p_pipeline_figures(const ReportContext& ctx) {
   std::vector<P2pPipelineFigures> out(n);
   if (ctx.pp < 2 || ctx.coordinates.empty()) return out;
   const int64_t gap_ns = ScanOptions{}.island_gap_ns;
+  auto coordinates = [&](size_t i) -> const RankCoordinates* {
+    const auto rank = static_cast<size_t>(ctx.run.global_rank[i]);
+    return rank < ctx.coordinates.size() ? &ctx.coordinates[rank] : nullptr;
+  };
   std::vector<Timeline> timelines(n);
+  std::vector<std::vector<Span>> first_stage(n);  // the steps a first stage's ranks show
+  parallel_for(n, ctx.options.threads, [&](size_t i) {
+    const RankCoordinates* c = coordinates(i);
+    if (c == nullptr) return;
+    timelines[i] = timeline_of(ctx, i, c->stage);
+    if (c->stage == 0 && timelines[i].usable) first_stage[i] = first_stage_steps(timelines[i], gap_ns);
+  });
   std::map<std::pair<int32_t, int32_t>, std::vector<Span>> windows;  // (tp_rank, dp_rank) -> steps
   std::vector<Span> any_windows;
   for (size_t i = 0; i < n; ++i) {
-    const auto rank = static_cast<size_t>(ctx.run.global_rank[i]);
-    if (rank >= ctx.coordinates.size()) continue;
-    const RankCoordinates& c = ctx.coordinates[rank];
-    timelines[i] = timeline_of(ctx, i, c.stage);
-    if (c.stage != 0 || !timelines[i].usable) continue;
-    std::vector<Span> steps = first_stage_steps(timelines[i], gap_ns);
-    if (any_windows.empty()) any_windows = steps;
-    windows[{c.tp_rank, c.dp_rank}] = std::move(steps);
+    const RankCoordinates* c = coordinates(i);
+    if (c == nullptr || c->stage != 0 || !timelines[i].usable) continue;
+    if (any_windows.empty()) any_windows = first_stage[i];
+    windows[{c->tp_rank, c->dp_rank}] = std::move(first_stage[i]);
   }
-  for (size_t i = 0; i < n; ++i) {
+  parallel_for(n, ctx.options.threads, [&](size_t i) {
     const Timeline& t = timelines[i];
-    if (!t.usable) continue;
-    const RankCoordinates& c = ctx.coordinates[static_cast<size_t>(ctx.run.global_rank[i])];
+    if (!t.usable) return;
+    const RankCoordinates& c = *coordinates(i);
     const auto it = windows.find({c.tp_rank, c.dp_rank});  // its own pipeline's first stage
     const std::vector<Span>& steps = it != windows.end() ? it->second : any_windows;
     for (const Span& w : steps) {
@@ -217,7 +237,7 @@ std::vector<P2pPipelineFigures> p2p_pipeline_figures(const ReportContext& ctx) {
                                    [](const Event& e) { return e.kind == Kind::kActivationIn; });
       if (in != t.events.end()) out[i].first_forward_ns = in->end_ns;
     }
-  }
+  });
   return out;
 }
 

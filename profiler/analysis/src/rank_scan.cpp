@@ -356,7 +356,7 @@ class RankScanner {
       p.time_ns += exit - enter;
       if (p.first_enter_ns < 0 || enter < p.first_enter_ns) p.first_enter_ns = enter;
       if (!failed && r.sequence != kUnknownSequence)
-        add_sample(p.sample_stride, p.samples, InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
+        add_sample(p.sample_stride, p.samples, r.sequence, enter, exit, op);
       if (r.sequence != kUnknownSequence) {
         if (r.sequence + 1 >= p.last_entered) {
           p.last_entered = r.sequence + 1;
@@ -368,7 +368,10 @@ class RankScanner {
     } else if (r.sequence != kUnknownSequence) {
       ++comm.collectives;
       if (comm.first_enters_ns.size() < kFirstEnters) {
-        if (comm.first_enters_ns.empty()) comm.first_enters_ns.reserve(kFirstEnters);
+        // Grown to the cap, not reserved at it: most communicators run a few collectives a step.
+        if (comm.first_enters_ns.size() == comm.first_enters_ns.capacity())
+          comm.first_enters_ns.reserve(
+              std::min(std::max<size_t>(8, 2 * comm.first_enters_ns.size()), kFirstEnters));
         comm.first_enters_ns.push_back(enter);
       }
       if (r.sequence + 1 >= comm.last_entered) {
@@ -378,24 +381,27 @@ class RankScanner {
         comm.last_entered_failed = failed;
       }
       if (!failed) comm.last_completed_host = std::max(comm.last_completed_host, r.sequence + 1);
-      if (!failed)
-        add_sample(comm.sample_stride, comm.samples,
-                   InstanceSample{r.sequence, enter, exit, -1, -1, r.bytes, op});
+      if (!failed) add_sample(comm.sample_stride, comm.samples, r.sequence, enter, exit, op);
     }
     host_p2p_ns_ += ref.p2p ? exit - enter : 0;
     if (r.external_correlation_id != 0) join_.add_op(r.external_correlation_id, ref, now_ns_, matched());
   }
 
-  void add_sample(uint32_t& stride, std::vector<InstanceSample>& samples, const InstanceSample& sample) {
-    if (sample.sequence % stride != 0) return;
+  void add_sample(uint32_t& stride, std::vector<InstanceSample>& samples, uint64_t sequence, int64_t enter_ns,
+                  int64_t exit_ns, uint8_t op) {
+    if (!sampled(sequence, stride) || sequence > InstanceSample::kMaxSequence) return;
     // Exactly the cap (and the one that halves the list), not a doubling vector's slack.
     if (samples.size() == samples.capacity())
       samples.reserve(std::min<size_t>(std::max<size_t>(16, 2 * samples.size()),
                                        size_t{options_.instances_per_comm} + 1));
-    samples.push_back(sample);
+    InstanceSample& s = samples.emplace_back();
+    s.sequence = sequence;
+    s.op = op;
+    s.enter_ns = enter_ns;
+    s.exit_ns = exit_ns;
     if (samples.size() <= options_.instances_per_comm) return;
     stride *= 2;
-    std::erase_if(samples, [&](const InstanceSample& s) { return s.sequence % stride != 0; });
+    std::erase_if(samples, [&](const InstanceSample& kept) { return !sampled(kept.sequence, stride); });
   }
 
   static void set_kernel(std::vector<InstanceSample>& samples, uint64_t sequence, const KernelSpan& span) {
@@ -567,6 +573,16 @@ class RankScanner {
     // Matched in the join's order, which follows the records' arrival: put in start order.
     std::stable_sort(d_.p2p_kernels.begin(), d_.p2p_kernels.end(),
                      [](const P2pKernel& a, const P2pKernel& b) { return a.start_ns < b.start_ns; });
+    // The report merges members' samples by sequence; only a damaged trace has them otherwise.
+    const auto in_order = [](std::vector<InstanceSample>& samples) {
+      const auto by_sequence = [](const InstanceSample& a, const InstanceSample& b) {
+        return a.sequence < b.sequence;
+      };
+      if (!std::is_sorted(samples.begin(), samples.end(), by_sequence))
+        std::stable_sort(samples.begin(), samples.end(), by_sequence);
+    };
+    for (CommDigest& c : d_.comms) in_order(c.samples);
+    for (P2pDigest& p : d_.p2p) in_order(p.samples);
     memory_window_.drain([this](const MemoryEvent& e) { apply_memory(e); });
     d_.memory_from_pool = d_.allocated_seen;
     MemoryLevel& figure = d_.memory_from_pool ? allocated_ : reserved_;

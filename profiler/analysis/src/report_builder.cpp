@@ -22,96 +22,6 @@ const char* stop_name(trace::StopReason reason) {
   return "?";
 }
 
-// Raw trace clock to wall time, from the header's anchors (the first estimate).
-int64_t anchor_shift_ns(const RankDigest& d) {
-  if (d.anchor)
-    return static_cast<int64_t>(d.anchor->realtime_ns) - static_cast<int64_t>(d.anchor->trace_clock_ns);
-  if (d.header.trace_clock == trace::TraceClock::kRealtime) return 0;
-  return static_cast<int64_t>(d.header.start_realtime_ns) - static_cast<int64_t>(d.header.start_monotonic_ns);
-}
-
-// A p2p transfer as a two-member collective: identified by its communicator, sender and
-// receiver (NCCL ranks) and sequence, which both sides know.
-uint64_t transfer_key(uint64_t comm_id, int32_t src, int32_t dst) {
-  uint64_t h = comm_id;
-  for (uint64_t v :
-       {static_cast<uint64_t>(static_cast<uint32_t>(src)), static_cast<uint64_t>(static_cast<uint32_t>(dst))})
-    h = (h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdULL;
-  return h | 1;
-}
-
-void add_transfer_ends(const LoadedRun& run, const std::vector<CommInfo>& comms,
-                       const std::vector<int64_t>& first, bool kernel_mode,
-                       std::vector<CollectiveEnd>& ends) {
-  std::unordered_map<uint64_t, size_t> by_id;
-  for (size_t c = 0; c < comms.size(); ++c) by_id[comms[c].comm_id] = c;
-  for (size_t i = 0; i < run.ranks.size(); ++i) {
-    for (const P2pDigest& p : run.ranks[i].p2p) {
-      const auto it = by_id.find(p.comm_id);
-      if (it == by_id.end()) continue;
-      const CommInfo& comm = comms[it->second];
-      const CommDigest* mine = digest_of(run.ranks[i], p.comm_id);
-      if (mine == nullptr || p.peer < 0 || p.peer >= comm.size || comm.members[p.peer] < 0) continue;
-      const RankDigest& other = run.ranks[comm.members[p.peer]];
-      const P2pDigest* q = p2p_of(other, p.comm_id, mine->nccl_rank, !p.send);
-      if (q == nullptr) continue;
-      const uint32_t stride = std::max(p.sample_stride, q->sample_stride);
-      const uint64_t key = p.send ? transfer_key(p.comm_id, mine->nccl_rank, p.peer)
-                                  : transfer_key(p.comm_id, p.peer, mine->nccl_rank);
-      for (const InstanceSample& s : p.samples) {
-        if (s.sequence % stride != 0) continue;
-        const int64_t end = kernel_mode ? s.end_ns : s.exit_ns;
-        if (end < 0) continue;
-        ends.push_back(CollectiveEnd{static_cast<uint32_t>(i), key, s.sequence, end + first[i]});
-      }
-    }
-  }
-}
-
-RunTimebase align(const LoadedRun& run, const std::vector<CommInfo>& comms) {
-  const size_t n = run.ranks.size();
-  RunTimebase base;
-  std::vector<int64_t> first(n);
-  for (size_t i = 0; i < n; ++i) first[i] = anchor_shift_ns(run.ranks[i]);
-  base.kernel_mode = std::any_of(run.ranks.begin(), run.ranks.end(),
-                                 [](const RankDigest& d) { return d.nccl_kernels_seen; });
-  std::vector<CollectiveEnd> ends;
-  for (const CommInfo& comm : comms) {
-    if (comm.size < 2) continue;  // members without a trace leave the others' equations valid
-    for (int32_t m : comm.members) {
-      if (m < 0) continue;
-      const CommDigest* c = digest_of(run.ranks[m], comm.comm_id);
-      if (c == nullptr) continue;
-      for (const InstanceSample& s : c->samples) {
-        if (s.sequence % comm.sample_stride != 0) continue;
-        const int64_t end = base.kernel_mode ? s.end_ns : s.exit_ns;
-        if (end < 0) continue;
-        ends.push_back(CollectiveEnd{static_cast<uint32_t>(m), comm.comm_id, s.sequence, end + first[m]});
-      }
-    }
-  }
-  add_transfer_ends(run, comms, first, base.kernel_mode, ends);
-  const ClockAlignment a = align_clocks(static_cast<uint32_t>(n), ends);
-  base.shift_ns.resize(n);
-  for (size_t i = 0; i < n; ++i) base.shift_ns[i] = first[i] + a.offset_ns[i];
-  ClockReport& clock = base.clock;
-  clock.source = a.instances_used == 0 ? "anchors" : base.kernel_mode ? "nccl kernels" : "nccl calls";
-  clock.reference_rank = n > 0 ? run.global_rank[a.reference_rank] : 0;
-  clock.instances_used = a.instances_used;
-  clock.residual_median_ns = a.residual_median_ns;
-  clock.residual_p99_ns = a.residual_p99_ns;
-  clock.residual_max_ns = a.residual_max_ns;
-  for (size_t i = 0; i < n && n > 1; ++i)  // a trace with no record has no clock to align
-    if (!a.refined[i] && run.ranks[i].first_ns != INT64_MAX)
-      clock.unaligned_ranks.push_back(run.global_rank[i]);
-  int64_t origin = INT64_MAX;
-  for (size_t i = 0; i < n; ++i)
-    if (run.ranks[i].first_ns != INT64_MAX)
-      origin = std::min(origin, run.ranks[i].first_ns + base.shift_ns[i]);
-  base.origin_ns = origin == INT64_MAX ? 0 : origin;
-  return base;
-}
-
 // A stated layout the traffic contradicts is still the user's word: Megatron's order
 // (rank = tp_rank + tp * (dp_rank + dp * stage)).
 InferredLayout layout_in_rank_order(int32_t world_size, const StatedLayout& stated) {
@@ -356,11 +266,12 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
 
 }  // namespace
 
-RunTimebase align_run_clocks(const LoadedRun& run) {
-  std::vector<CommInfo> comms;
-  std::unordered_map<uint64_t, size_t> comm_by_id;
-  collect_comms(run, comms, comm_by_id);
-  return align(run, comms);
+RunTimebase align_run_clocks(const LoadedRun& run, unsigned threads) {
+  ReportOptions options;
+  options.threads = threads;
+  ReportContext ctx{run, options, {}, 0, false, {}, {}, {}, 1, {}, INT64_MIN};
+  collect_comms(run, ctx.comms, ctx.comm_by_id);
+  return align(ctx);
 }
 
 Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& options) {
@@ -377,7 +288,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   ReportContext ctx{run, options, {}, 0, false, {}, {}, {}, 1, {}, INT64_MIN};
   for (size_t i = 0; i < run.ranks.size(); ++i) ctx.index_of_rank[run.global_rank[i]] = i;
   collect_comms(run, ctx.comms, ctx.comm_by_id);
-  RunTimebase base = align(run, ctx.comms);
+  RunTimebase base = align(ctx);
   ctx.shift_ns = std::move(base.shift_ns);
   ctx.origin_ns = base.origin_ns;
   ctx.kernel_mode = base.kernel_mode;
@@ -390,7 +301,6 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   if (report.steps.count >= 2) ctx.warmup_end_ns = first_step_end_ns(ctx);
   add_nccl_reports(ctx, report);
   add_stragglers(ctx, report);
-  add_p2p_waits(ctx, report);
   add_hang_report(ctx, report);
   add_pipeline_reports(ctx, report);
   add_kernel_reports(ctx, report);

@@ -20,6 +20,18 @@ const P2pDigest* p2p_of(const RankDigest& d, uint64_t comm_id, int32_t peer, boo
   return nullptr;
 }
 
+std::vector<MemberSamples> traced_member_samples(const LoadedRun& run, const CommInfo& comm,
+                                                 std::vector<const CommDigest*>* digests) {
+  std::vector<MemberSamples> lists;
+  for (int32_t m : comm.members) {
+    const CommDigest* c = m >= 0 ? digest_of(run.ranks[m], comm.comm_id) : nullptr;
+    if (c == nullptr) continue;
+    lists.push_back(MemberSamples{m, c->samples});
+    if (digests != nullptr) digests->push_back(c);
+  }
+  return lists;
+}
+
 std::vector<int32_t> silent_ranks(const LoadedRun& run) {
   std::vector<int32_t> out = run.missing_ranks;
   for (size_t i = 0; i < run.ranks.size(); ++i)

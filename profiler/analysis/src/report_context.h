@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "pipescope/analysis/layout_inference.h"
 #include "pipescope/analysis/report_builder.h"
+#include "sample_merge.h"
 
 namespace pipescope::analysis {
 
@@ -58,10 +58,17 @@ void collect_comms(const LoadedRun& run, std::vector<CommInfo>& comms,
                    std::unordered_map<uint64_t, size_t>& comm_by_id);
 const CommDigest* digest_of(const RankDigest& d, uint64_t comm_id);
 const P2pDigest* p2p_of(const RankDigest& d, uint64_t comm_id, int32_t peer, bool send);
+// The samples of the communicator's traced members, in member order, for merge_by_sequence;
+// `digests` (when given) receives each one's digest.
+std::vector<MemberSamples> traced_member_samples(const LoadedRun& run, const CommInfo& comm,
+                                                 std::vector<const CommDigest*>* digests = nullptr);
 std::vector<CommunicatorTraffic> layout_traffic(const ReportContext& ctx);
 std::vector<P2pFlow> layout_flows(const ReportContext& ctx);
 // Global ranks without a trace, or whose trace holds no communicator: they may have died first.
 std::vector<int32_t> silent_ranks(const LoadedRun& run);
+
+// report_clock.cpp: the run's common clock (ctx.comms and comm_by_id collected).
+RunTimebase align(const ReportContext& ctx);
 
 // report_findings.cpp
 void add_findings(RunReport& report);
@@ -69,18 +76,9 @@ void add_findings(RunReport& report);
 // report_nccl.cpp
 void add_nccl_reports(const ReportContext& ctx, RunReport& report);
 void add_hang_report(const ReportContext& ctx, RunReport& report);
-// report_stragglers.cpp, report_p2p_wait.cpp
+// report_stragglers.cpp: every rank's waits (in collectives, and for its peer in p2p), and the
+// stragglers.
 void add_stragglers(const ReportContext& ctx, RunReport& report);
-void add_p2p_waits(const ReportContext& ctx, RunReport& report);
-// One sampled p2p operation of a traced rank, paired with its counterpart on the peer.
-struct P2pTransfer {
-  size_t rank, peer;  // indices into LoadedRun::ranks
-  bool send;
-  int64_t done_ns;    // aligned: kernel end, or the blocking call's return
-  int64_t waited_ns;  // from its start until the peer's counterpart started, at most its length
-  uint32_t stride;    // sampling: it stands for this many transfers
-};
-void for_each_p2p_transfer(const ReportContext& ctx, const std::function<void(const P2pTransfer&)>& visit);
 // report_pipeline.cpp
 void add_pipeline_reports(const ReportContext& ctx, RunReport& report);
 void add_kernel_reports(const ReportContext& ctx, RunReport& report);

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "parallel_for.h"
 #include "report_context.h"
+#include "sample_merge.h"
 
 namespace pipescope::analysis {
 namespace {
@@ -33,86 +35,94 @@ double bus_factor(uint8_t op, int32_t n) {
   }
 }
 
-struct Arrival {
-  int32_t member;  // index into LoadedRun::ranks
-  int64_t arrive_ns;
-  uint8_t op;
-};
+// One communicator's rows: per operation, totals over its members and the member that arrived
+// last at the sampled instances every member reached (ties: the lowest rank).
+std::vector<NcclOpReport> nccl_reports_of(const ReportContext& ctx, const CommInfo& comm) {
+  std::vector<NcclOpReport> out;
+  if (comm.size < 2) return out;
+  std::vector<const CommDigest*> digests;
+  const std::vector<MemberSamples> lists = traced_member_samples(ctx.run, comm, &digests);
+  if (digests.empty()) return out;
+
+  // slowest[op][k]: how often lists[k]'s member arrived last.
+  std::array<std::vector<uint64_t>, 11> slowest;
+  std::vector<MemberSample> group;
+  std::vector<size_t> at;
+  merge_by_sequence(
+      lists, comm.sample_stride, group, at, [&](uint64_t, std::span<const MemberSample> members) {
+        int32_t arrived = 0;
+        const MemberSample* first = nullptr;
+        const MemberSample* last = nullptr;
+        int64_t first_ns = 0, last_ns = 0;
+        for (const MemberSample& s : members) {
+          const int64_t arrive = ctx.kernel_mode ? s.sample->start_ns : s.sample->enter_ns;
+          if (arrive < 0) continue;
+          const int64_t at_ns = ctx.aligned(static_cast<size_t>(s.member), arrive);
+          if (first == nullptr || at_ns < first_ns) {
+            first = &s;
+            first_ns = at_ns;
+          }
+          if (last == nullptr || at_ns >= last_ns) {  // the last of equal arrivals, as std::minmax_element
+            last = &s;
+            last_ns = at_ns;
+          }
+          ++arrived;
+        }
+        // A tie (every member within 0.2 ms) has no slowest member.
+        if (arrived != comm.size || last_ns - first_ns <= 200'000) return;
+        auto& counts = slowest[std::min<uint64_t>(last->sample->op, 10)];
+        counts.resize(lists.size(), 0);
+        ++counts[last->position];
+      });
+
+  for (uint8_t op = 1; op <= 10; ++op) {
+    OpTotals sum;
+    for (const CommDigest* c : digests) {
+      const OpTotals& t = c->ops[op];
+      sum.calls += t.calls;
+      sum.bytes += t.bytes;
+      sum.time_ns += t.time_ns;
+      sum.kernel_calls += t.kernel_calls;
+      sum.kernel_time_ns += t.kernel_time_ns;
+    }
+    if (sum.calls == 0) continue;
+    const auto members = static_cast<int64_t>(digests.size());
+    NcclOpReport r;
+    r.comm_id = comm.comm_id;
+    r.role = comm.role;
+    r.op = nccl_op_name(op);
+    r.comm_size = comm.size;
+    r.calls = sum.calls / static_cast<uint64_t>(members);
+    r.bytes = sum.bytes / static_cast<uint64_t>(members);
+    r.time_ns = (sum.kernel_calls > 0 ? sum.kernel_time_ns : sum.time_ns) / members;
+    if (r.time_ns > 0) {
+      r.algbw_bytes_per_s =
+          static_cast<double>(r.bytes) * size_factor(op, comm.size) / (static_cast<double>(r.time_ns) * 1e-9);
+      r.busbw_bytes_per_s = r.algbw_bytes_per_s * bus_factor(op, comm.size);
+    }
+    for (size_t k = 0; k < slowest[op].size(); ++k) {
+      const uint64_t count = slowest[op][k];
+      const int32_t rank = ctx.run.global_rank[static_cast<size_t>(lists[k].member)];
+      if (count > r.slowest_rank_count ||
+          (count > 0 && count == r.slowest_rank_count && rank < r.slowest_rank)) {
+        r.slowest_rank_count = count;
+        r.slowest_rank = rank;
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 
 }  // namespace
 
 const char* nccl_op_name(uint8_t op) { return trace::nccl_op_name(op); }
 
 void add_nccl_reports(const ReportContext& ctx, RunReport& report) {
-  for (const CommInfo& comm : ctx.comms) {
-    if (comm.size < 2) continue;
-    std::vector<const CommDigest*> digests;
-    std::vector<int32_t> present;
-    for (int32_t m : comm.members) {
-      if (m < 0) continue;
-      for (const CommDigest& c : ctx.run.ranks[m].comms)
-        if (c.comm_id == comm.comm_id) {
-          digests.push_back(&c);
-          present.push_back(m);
-        }
-    }
-    if (digests.empty()) continue;
-
-    // Who arrived last at each sampled instance every member reached.
-    std::unordered_map<uint64_t, std::vector<Arrival>> instances;
-    for (size_t k = 0; k < digests.size(); ++k) {
-      for (const InstanceSample& s : digests[k]->samples) {
-        if (s.sequence % comm.sample_stride != 0) continue;
-        const int64_t arrive = ctx.kernel_mode ? s.start_ns : s.enter_ns;
-        if (arrive < 0) continue;
-        instances[s.sequence].push_back(Arrival{present[k], ctx.aligned(present[k], arrive), s.op});
-      }
-    }
-    std::array<std::unordered_map<int32_t, uint64_t>, 11> slowest_by_op;
-    for (auto& [seq, arrivals] : instances) {
-      if (static_cast<int32_t>(arrivals.size()) != comm.size) continue;
-      const auto [first, last] =
-          std::minmax_element(arrivals.begin(), arrivals.end(),
-                              [](const Arrival& a, const Arrival& b) { return a.arrive_ns < b.arrive_ns; });
-      // A tie (every member within 0.2 ms) has no slowest member.
-      if (last->arrive_ns - first->arrive_ns > 200'000)
-        ++slowest_by_op[std::min<uint8_t>(last->op, 10)][last->member];
-    }
-
-    for (uint8_t op = 1; op <= 10; ++op) {
-      OpTotals sum;
-      for (const CommDigest* c : digests) {
-        const OpTotals& t = c->ops[op];
-        sum.calls += t.calls;
-        sum.bytes += t.bytes;
-        sum.time_ns += t.time_ns;
-        sum.kernel_calls += t.kernel_calls;
-        sum.kernel_time_ns += t.kernel_time_ns;
-      }
-      if (sum.calls == 0) continue;
-      const auto members = static_cast<int64_t>(digests.size());
-      NcclOpReport r;
-      r.comm_id = comm.comm_id;
-      r.role = comm.role;
-      r.op = nccl_op_name(op);
-      r.comm_size = comm.size;
-      r.calls = sum.calls / static_cast<uint64_t>(members);
-      r.bytes = sum.bytes / static_cast<uint64_t>(members);
-      r.time_ns = (sum.kernel_calls > 0 ? sum.kernel_time_ns : sum.time_ns) / members;
-      if (r.time_ns > 0) {
-        r.algbw_bytes_per_s = static_cast<double>(r.bytes) * size_factor(op, comm.size) /
-                              (static_cast<double>(r.time_ns) * 1e-9);
-        r.busbw_bytes_per_s = r.algbw_bytes_per_s * bus_factor(op, comm.size);
-      }
-      for (const auto& [m, count] : slowest_by_op[op]) {
-        if (count > r.slowest_rank_count) {
-          r.slowest_rank_count = count;
-          r.slowest_rank = ctx.run.global_rank[m];
-        }
-      }
-      report.nccl.push_back(std::move(r));
-    }
-  }
+  std::vector<std::vector<NcclOpReport>> by_comm(ctx.comms.size());
+  parallel_for(ctx.comms.size(), ctx.options.threads,
+               [&](size_t c) { by_comm[c] = nccl_reports_of(ctx, ctx.comms[c]); });
+  for (auto& rows : by_comm) report.nccl.insert(report.nccl.end(), rows.begin(), rows.end());
   std::sort(report.nccl.begin(), report.nccl.end(),
             [](const NcclOpReport& a, const NcclOpReport& b) { return a.time_ns > b.time_ns; });
 }

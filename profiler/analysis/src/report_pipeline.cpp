@@ -5,6 +5,7 @@
 #include <map>
 
 #include "p2p_pipeline.h"
+#include "parallel_for.h"
 #include "pipescope/analysis/kernel_category.h"
 #include "report_context.h"
 
@@ -103,16 +104,23 @@ std::optional<int64_t> mean_of(int64_t total, uint64_t count) {
 
 int64_t mean(int64_t total, uint64_t count) { return count == 0 ? 0 : total / static_cast<int64_t>(count); }
 
-// Static memory is what the rank held just before its first forward: from NVTX (the first
-// forward range, else the first step), else from the p2p pattern; without either, not measured.
+// When the first forward started on the rank's clock, from NVTX (the first forward range, else
+// the first step); -1 when they do not show it.
+int64_t nvtx_first_forward_ns(const RankDigest& d) {
+  int64_t before = d.first_forward_ns;
+  if (before < 0 && !d.steps.empty()) before = d.steps.front().start_ns;
+  return before;
+}
+
+// Static memory is what the rank held just before its first forward: from NVTX, else from the
+// p2p pattern; without either, not measured.
 void fill_memory(const ReportContext& ctx, size_t i, const P2pPipelineFigures& p2p, RankReport& r) {
   const RankDigest& d = ctx.run.ranks[i];
   if (!d.memory_seen) return;
   r.memory_figure = d.memory_from_pool ? "allocated" : "reserved";
   r.peak_memory_bytes = d.peak_memory_bytes;
   r.peak_memory_at_ns = ctx.aligned(i, d.peak_memory_at_ns);
-  int64_t before = d.first_forward_ns;
-  if (before < 0 && !d.steps.empty()) before = d.steps.front().start_ns;
+  int64_t before = nvtx_first_forward_ns(d);
   if (before < 0 && p2p.first_forward_ns >= 0) before = ctx.local(i, p2p.first_forward_ns);
   if (before < 0) return;
   const uint64_t held = memory_level_at(d, before - 1);
@@ -133,12 +141,19 @@ int64_t percentile_ns(const MergedKernel& k, double q) {
 }  // namespace
 
 void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
-  std::map<int32_t, std::vector<size_t>> by_stage;
-  std::vector<PipelineFigures> figures(ctx.run.ranks.size());
-  const std::vector<P2pPipelineFigures> from_p2p = p2p_pipeline_figures(ctx);
-  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+  const size_t n = ctx.run.ranks.size();
+  std::vector<PipelineFigures> figures(n);
+  parallel_for(n, ctx.options.threads, [&](size_t i) { figures[i] = nvtx_figures(ctx.run.ranks[i]); });
+  // The p2p pattern is read only where NVTX does not tell (a run without forward/backward ranges).
+  bool p2p_needed = false;
+  for (size_t i = 0; i < n && !p2p_needed; ++i) {
+    const RankDigest& d = ctx.run.ranks[i];
+    p2p_needed = figures[i].source == "none" || (d.memory_seen && nvtx_first_forward_ns(d) < 0);
+  }
+  const std::vector<P2pPipelineFigures> from_p2p =
+      p2p_needed ? p2p_pipeline_figures(ctx) : std::vector<P2pPipelineFigures>(n);
+  parallel_for(n, ctx.options.threads, [&](size_t i) {
     RankReport& r = report.ranks[i];
-    figures[i] = nvtx_figures(ctx.run.ranks[i]);
     r.forward_ranges = figures[i].forwards;
     r.backward_ranges = figures[i].backwards;
     if (figures[i].source == "none") figures[i] = p2p_figures(from_p2p[i]);
@@ -148,8 +163,9 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     r.backward_mean_ns = mean_of(p.backward_ns, p.backwards);
     if (p.steps > 0) r.bubble_fraction = p.bubble_sum / static_cast<double>(p.steps);
     fill_memory(ctx, i, from_p2p[i], r);
-    by_stage[r.stage].push_back(i);
-  }
+  });
+  std::map<int32_t, std::vector<size_t>> by_stage;
+  for (size_t i = 0; i < n; ++i) by_stage[report.ranks[i].stage].push_back(i);
   for (const auto& [stage, members] : by_stage) {
     StageReport s;
     s.stage = stage;
@@ -235,14 +251,30 @@ namespace {
 
 // Re-buckets one rank's series onto a common grid on the aligned clock.
 void resample(const BucketSeries& from, int64_t shift_ns, Series& into, bool as_max) {
-  for (size_t b = 0; b < from.values().size(); ++b) {
-    int64_t at = from.origin_ns() + static_cast<int64_t>(b) * from.width_ns() + shift_ns - into.start_ns;
-    if (at + from.width_ns() <= 0) continue;
-    at = std::max<int64_t>(at, 0);  // a bucket that starts before the run's origin overlaps the first
-    const auto index = static_cast<size_t>(at / into.bucket_ns);
-    if (index >= into.values.size()) continue;
-    const double v = from.values()[b];
+  const std::vector<double>& values = from.values();
+  const int64_t width = from.width_ns();
+  auto put = [&](size_t index, double v) {
     into.values[index] = as_max ? std::max(into.values[index], v) : into.values[index] + v;
+  };
+  // Source bucket b starts at `at` on the grid.
+  int64_t at = from.origin_ns() + shift_ns - into.start_ns;
+  size_t b = 0;
+  for (; b < values.size() && at < 0; ++b, at += width)
+    if (at + width > 0 && !into.values.empty()) put(0, values[b]);  // it overlaps the first
+  if (b == values.size()) return;
+  // From here the grid index at / bucket_ns grows by a fixed quotient and remainder per bucket.
+  auto index = static_cast<size_t>(at / into.bucket_ns);
+  int64_t rest = at % into.bucket_ns;
+  const auto index_step = static_cast<size_t>(width / into.bucket_ns);
+  const int64_t rest_step = width % into.bucket_ns;
+  for (; b < values.size() && index < into.values.size(); ++b) {
+    put(index, values[b]);
+    index += index_step;
+    rest += rest_step;
+    if (rest >= into.bucket_ns) {
+      rest -= into.bucket_ns;
+      ++index;
+    }
   }
 }
 
@@ -300,14 +332,17 @@ void add_series(const ReportContext& ctx, RunReport& report) {
       if (series.values[b] == 0) series.values[b] = series.values[b - 1];
     return series;
   };
-  for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
+  std::vector<std::optional<MemoryTimeline>> timelines(ctx.run.ranks.size());
+  parallel_for(timelines.size(), ctx.options.threads, [&](size_t i) {
     const RankDigest& d = ctx.run.ranks[i];
-    if (!d.memory_seen) continue;
+    if (!d.memory_seen) return;
     MemoryTimeline m{report.ranks[i].rank, report.ranks[i].memory_figure, std::nullopt, std::nullopt};
     if (d.reserved_seen) m.reserved = timeline(i, d.memory_reserved);
     if (d.allocated_seen) m.allocated = timeline(i, d.memory_allocated);
-    report.memory_timelines.push_back(std::move(m));
-  }
+    timelines[i] = std::move(m);
+  });
+  for (auto& m : timelines)
+    if (m) report.memory_timelines.push_back(std::move(*m));
 }
 
 }  // namespace pipescope::analysis

@@ -6,11 +6,16 @@
 // rank's delay, which reaches the next world-wide collective on all its peers at once, is still
 // blamed on the slow rank, and how a pipeline stage late because its neighbour was late is not.
 // Blame starts after the first step: its waits are start-up skew (processes launched one after
-// another, NCCL connections made at first use), not a rank that is slow.
+// another, NCCL connections made at first use), not a rank that is slow. The waits themselves
+// are every rank's figures: in collectives, and in receives for the peer's send (p2p wait).
 #include <algorithm>
+#include <span>
 #include <unordered_map>
 
+#include "p2p_transfers.h"
+#include "parallel_for.h"
 #include "report_context.h"
+#include "sample_merge.h"
 
 namespace pipescope::analysis {
 namespace {
@@ -27,9 +32,35 @@ struct Member {
 struct Instance {
   size_t comm;  // index into ReportContext::comms
   int64_t stride;
+  size_t members_begin, members_end;  // into Instances::members
+  size_t late_begin, late_end;        // into Instances::late
+  int64_t first_ns, last_ns, hair_ns;
+};
+
+// The sampled instances that every member reached, in flat arrays (one allocation each, not two
+// per instance).
+struct Instances {
+  std::vector<Instance> list;
   std::vector<Member> members;
-  int64_t first_ns = 0, last_ns = 0, hair_ns = 0;
   std::vector<int32_t> late;
+
+  std::span<const Member> members_of(const Instance& i) const {
+    return {members.data() + i.members_begin, i.members_end - i.members_begin};
+  }
+  std::span<const int32_t> late_of(const Instance& i) const {
+    return {late.data() + i.late_begin, i.late_end - i.late_begin};
+  }
+  void append(const Instances& other) {
+    for (Instance i : other.list) {
+      i.members_begin += members.size();
+      i.members_end += members.size();
+      i.late_begin += late.size();
+      i.late_end += late.size();
+      list.push_back(i);
+    }
+    members.insert(members.end(), other.members.begin(), other.members.end());
+    late.insert(late.end(), other.late.begin(), other.late.end());
+  }
 };
 
 // One rank's finished waits, to find what it did just before arriving somewhere late: a
@@ -37,47 +68,46 @@ struct Instance {
 struct Done {
   int64_t done_ns;
   int64_t waited_ns;
-  size_t instance;  // kP2p for a send or receive
-  int32_t peer;     // index into LoadedRun::ranks, for a send or receive
+  uint32_t instance;  // kP2p for a send or receive
+  int32_t peer;       // index into LoadedRun::ranks, for a send or receive
 };
-constexpr size_t kP2p = SIZE_MAX;
+constexpr uint32_t kP2p = UINT32_MAX;
 
-std::vector<Instance> collect_instances(const ReportContext& ctx) {
-  std::vector<Instance> out;
-  for (size_t c = 0; c < ctx.comms.size(); ++c) {
-    const CommInfo& comm = ctx.comms[c];
-    if (comm.size < 2 ||
-        std::any_of(comm.members.begin(), comm.members.end(), [](int32_t m) { return m < 0; }))
-      continue;
-    std::unordered_map<uint64_t, Instance> by_sequence;
-    for (int32_t m : comm.members) {
-      for (const CommDigest& d : ctx.run.ranks[m].comms) {
-        if (d.comm_id != comm.comm_id) continue;
-        for (const InstanceSample& s : d.samples) {
-          if (s.sequence % comm.sample_stride != 0) continue;
-          const int64_t arrive = ctx.kernel_mode ? s.start_ns : s.enter_ns;
-          const int64_t done = ctx.kernel_mode ? s.end_ns : s.exit_ns;
+// Communicator c's instances, when every member left a trace.
+Instances instances_of(const ReportContext& ctx, size_t c) {
+  Instances out;
+  const CommInfo& comm = ctx.comms[c];
+  if (comm.size < 2 || !comm.all_traced()) return out;
+  const std::vector<MemberSamples> lists = traced_member_samples(ctx.run, comm);
+  std::vector<MemberSample> group;
+  std::vector<size_t> at;
+  merge_by_sequence(
+      lists, comm.sample_stride, group, at, [&](uint64_t, std::span<const MemberSample> samples) {
+        Instance instance{c, comm.sample_stride, out.members.size(), 0, out.late.size(), 0, 0, 0, 0};
+        for (const MemberSample& s : samples) {
+          const int64_t arrive = ctx.kernel_mode ? s.sample->start_ns : s.sample->enter_ns;
+          const int64_t done = ctx.kernel_mode ? s.sample->end_ns : s.sample->exit_ns;
           if (arrive < 0 || done < 0) continue;
-          Instance& instance = by_sequence[s.sequence];
-          instance.comm = c;
-          instance.stride = comm.sample_stride;
-          instance.members.push_back(Member{m, ctx.aligned(m, arrive), ctx.aligned(m, done)});
+          const auto m = static_cast<size_t>(s.member);
+          out.members.push_back(Member{s.member, ctx.aligned(m, arrive), ctx.aligned(m, done)});
         }
-      }
-    }
-    for (auto& [sequence, instance] : by_sequence) {
-      if (static_cast<int32_t>(instance.members.size()) != comm.size) continue;
-      const auto [first, last] =
-          std::minmax_element(instance.members.begin(), instance.members.end(),
-                              [](const Member& a, const Member& b) { return a.arrive_ns < b.arrive_ns; });
-      instance.first_ns = first->arrive_ns;
-      instance.last_ns = last->arrive_ns;
-      instance.hair_ns = std::max<int64_t>(kTieNs, (instance.last_ns - instance.first_ns) / 20);
-      for (const Member& member : instance.members)
-        if (instance.last_ns - member.arrive_ns <= instance.hair_ns) instance.late.push_back(member.rank);
-      out.push_back(std::move(instance));
-    }
-  }
+        instance.members_end = out.members.size();
+        if (static_cast<int32_t>(instance.members_end - instance.members_begin) != comm.size) {
+          out.members.resize(instance.members_begin);
+          return;
+        }
+        const auto members = out.members_of(instance);
+        const auto [first, last] =
+            std::minmax_element(members.begin(), members.end(),
+                                [](const Member& a, const Member& b) { return a.arrive_ns < b.arrive_ns; });
+        instance.first_ns = first->arrive_ns;
+        instance.last_ns = last->arrive_ns;
+        instance.hair_ns = std::max<int64_t>(kTieNs, (instance.last_ns - instance.first_ns) / 20);
+        for (const Member& member : members)
+          if (instance.last_ns - member.arrive_ns <= instance.hair_ns) out.late.push_back(member.rank);
+        instance.late_end = out.late.size();
+        out.list.push_back(instance);
+      });
   return out;
 }
 
@@ -88,46 +118,28 @@ bool caused_most(int64_t cost_ns, int64_t total_ns, int64_t others_mean_ns) {
   return cost_ns >= 1'000'000 && 2 * cost_ns >= total_ns && cost_ns > 4 * others_mean_ns;
 }
 
-}  // namespace
+// Who one communicator's instances blame, after passing on what was only passed on.
+struct Blame {
+  std::unordered_map<int32_t, int64_t> cost;
+  std::unordered_map<int32_t, int64_t> worst;  // largest single part
+  std::unordered_map<int32_t, uint64_t> last;  // instances it came last at (someone really waited)
+};
 
-void add_stragglers(const ReportContext& ctx, RunReport& report) {
-  const size_t n = ctx.run.ranks.size();
-  const std::vector<Instance> instances = collect_instances(ctx);
-  std::vector<int64_t> waited(n, 0);
-  std::vector<std::vector<Done>> history(n);
-  for (size_t i = 0; i < instances.size(); ++i) {
-    for (const Member& m : instances[i].members) {
-      const int64_t wait = instances[i].last_ns - m.arrive_ns;
-      waited[static_cast<size_t>(m.rank)] += wait * instances[i].stride;
-      history[static_cast<size_t>(m.rank)].push_back(Done{m.done_ns, wait, i, -1});
-    }
-  }
-  for_each_p2p_transfer(ctx, [&](const P2pTransfer& t) {
-    if (t.waited_ns > 0)
-      history[t.rank].push_back(Done{t.done_ns, t.waited_ns, kP2p, static_cast<int32_t>(t.peer)});
-  });
-  for (auto& h : history)
-    std::sort(h.begin(), h.end(), [](const Done& a, const Done& b) { return a.done_ns < b.done_ns; });
-
-  // Blame per (communicator, rank), after passing on what was only passed on.
-  std::vector<std::unordered_map<int32_t, int64_t>> comm_cost(ctx.comms.size());
-  std::vector<std::unordered_map<int32_t, int64_t>> comm_worst(ctx.comms.size());  // largest single part
-  std::vector<std::unordered_map<int32_t, uint64_t>> comm_last(ctx.comms.size());
-  std::vector<int64_t> cost(n, 0);
-  std::vector<uint64_t> last_count(n, 0);
+void blame_instances(const ReportContext& ctx, const Instances& instances, size_t begin, size_t end,
+                     const std::vector<std::vector<Done>>& history, Blame& blame) {
   std::vector<std::pair<int32_t, int64_t>> waited_for;
   std::vector<int32_t> them;
-  for (const Instance& instance : instances) {
+  for (size_t self = begin; self < end; ++self) {
+    const Instance& instance = instances.list[self];
     if (instance.first_ns < ctx.warmup_end_ns) continue;  // the first step's waits are start-up skew
+    const auto members = instances.members_of(instance);
+    const auto late = instances.late_of(instance);
     int64_t caused = 0;
-    for (const Member& m : instance.members) caused += (instance.last_ns - m.arrive_ns) * instance.stride;
-    const int64_t share = caused / static_cast<int64_t>(instance.late.size());
-    for (const Member& m : instance.members) {
-      if (std::find(instance.late.begin(), instance.late.end(), m.rank) == instance.late.end()) continue;
-      if (instance.last_ns - instance.first_ns > kTieNs) {  // someone really waited
-        ++comm_last[instance.comm][m.rank];
-        ++last_count[static_cast<size_t>(m.rank)];
-      }
+    for (const Member& m : members) caused += (instance.last_ns - m.arrive_ns) * instance.stride;
+    const int64_t share = caused / static_cast<int64_t>(late.size());
+    for (const Member& m : members) {
+      if (std::find(late.begin(), late.end(), m.rank) == late.end()) continue;
+      if (instance.last_ns - instance.first_ns > kTieNs) ++blame.last[m.rank];  // someone really waited
       // Did it arrive late because it had waited for others shortly before? The waits it came
       // out of during its own lateness explain as much of it as they add up to.
       const int64_t lateness = m.arrive_ns - instance.first_ns;
@@ -136,7 +148,6 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
                                  [](int64_t t, const Done& d) { return t < d.done_ns; });
       waited_for.clear();  // (culprit, the wait that points at it)
       int64_t explained = 0;
-      const auto self = static_cast<size_t>(&instance - instances.data());
       while (it != h.begin()) {
         const Done& before = *--it;
         if (m.arrive_ns - before.done_ns > lateness + instance.hair_ns) break;
@@ -145,7 +156,7 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
         if (before.instance == kP2p) {
           them.push_back(before.peer);
         } else {
-          for (int32_t r : instances[before.instance].late)
+          for (int32_t r : instances.late_of(instances.list[before.instance]))
             if (r != m.rank) them.push_back(r);
         }
         for (int32_t r : them)
@@ -168,25 +179,96 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
       for (const auto& [r, w] : waited_for) {
         const int64_t part = static_cast<int64_t>(static_cast<double>(share) * static_cast<double>(w) /
                                                   static_cast<double>(weights));
-        comm_cost[instance.comm][r] += part;
-        int64_t& worst = comm_worst[instance.comm][r];
+        blame.cost[r] += part;
+        int64_t& worst = blame.worst[r];
         worst = std::max(worst, part);
-        cost[static_cast<size_t>(r)] += part;
       }
     }
   }
+}
+
+}  // namespace
+
+// Instances are collected and blamed per communicator on the workers, histories sorted per rank;
+// every total is a sum of integers, so the result does not depend on which worker did what.
+void add_stragglers(const ReportContext& ctx, RunReport& report) {
+  const size_t n = ctx.run.ranks.size();
+  const size_t comms = ctx.comms.size();
+  const unsigned threads = ctx.options.threads;
+  std::vector<Instances> by_comm(comms);
+  parallel_for(comms, threads, [&](size_t c) { by_comm[c] = instances_of(ctx, c); });
+  Instances instances;
+  size_t listed = 0, members = 0, late = 0;
+  for (const Instances& part : by_comm) {
+    listed += part.list.size();
+    members += part.members.size();
+    late += part.late.size();
+  }
+  instances.list.reserve(listed);
+  instances.members.reserve(members);
+  instances.late.reserve(late);
+  std::vector<size_t> comm_begin(comms + 1, 0);
+  for (size_t c = 0; c < comms; ++c) {
+    instances.append(by_comm[c]);
+    comm_begin[c + 1] = instances.list.size();
+    by_comm[c] = {};
+  }
+
+  // Histories hold the waits only: what waited for nothing explains no lateness.
+  std::vector<int64_t> waited(n, 0);
+  std::vector<size_t> entries(n, 0);
+  for (const Instance& instance : instances.list)
+    for (const Member& m : instances.members_of(instance))
+      entries[static_cast<size_t>(m.rank)] += m.arrive_ns < instance.last_ns;
+  std::vector<std::vector<Done>> history(n);
+  for (size_t i = 0; i < n; ++i) history[i].reserve(entries[i]);
+  for (size_t i = 0; i < instances.list.size(); ++i) {
+    const Instance& instance = instances.list[i];
+    for (const Member& m : instances.members_of(instance)) {
+      const int64_t wait = instance.last_ns - m.arrive_ns;
+      waited[static_cast<size_t>(m.rank)] += wait * instance.stride;
+      if (wait > 0)
+        history[static_cast<size_t>(m.rank)].push_back(Done{m.done_ns, wait, static_cast<uint32_t>(i), -1});
+    }
+  }
+  // A receive's wait is the rank's p2p wait (p2p_transfers.h); a send's counts for blame only.
+  parallel_for(n, threads, [&](size_t i) {
+    int64_t p2p_waited = 0;
+    std::vector<Done> transfers;
+    for_each_p2p_transfer_of(ctx, i, [&](const P2pTransfer& t) {
+      if (!t.send) p2p_waited += t.waited_ns * t.stride;
+      if (t.waited_ns > 0)
+        transfers.push_back(Done{t.done_ns, t.waited_ns, kP2p, static_cast<int32_t>(t.peer)});
+    });
+    report.ranks[i].p2p_wait_ns = p2p_waited;
+    history[i].reserve(history[i].size() + transfers.size());
+    history[i].insert(history[i].end(), transfers.begin(), transfers.end());
+    std::sort(history[i].begin(), history[i].end(),
+              [](const Done& a, const Done& b) { return a.done_ns < b.done_ns; });
+  });
+
+  std::vector<Blame> blame(comms);
+  parallel_for(comms, threads, [&](size_t c) {
+    blame_instances(ctx, instances, comm_begin[c], comm_begin[c + 1], history, blame[c]);
+  });
+  std::vector<int64_t> cost(n, 0);
+  std::vector<uint64_t> last_count(n, 0);
+  for (const Blame& b : blame) {
+    for (const auto& [r, v] : b.cost) cost[static_cast<size_t>(r)] += v;
+    for (const auto& [r, v] : b.last) last_count[static_cast<size_t>(r)] += v;
+  }
 
   std::vector<std::vector<std::string>> roles(n);
-  for (size_t c = 0; c < ctx.comms.size(); ++c) {
+  for (size_t c = 0; c < comms; ++c) {
     int64_t total = 0;
-    for (const auto& [m, v] : comm_cost[c]) total += v;
+    for (const auto& [m, v] : blame[c].cost) total += v;
     const int32_t size = ctx.comms[c].size;
-    for (const auto& [m, v] : comm_cost[c]) {
+    for (const auto& [m, v] : blame[c].cost) {
       const int64_t others_mean = size > 1 ? (total - v) / (size - 1) : 0;
-      const auto last = comm_last[c].count(m) ? comm_last[c].at(m) : 0;
+      const auto last = blame[c].last.count(m) ? blame[c].last.at(m) : 0;
       // A straggler is late again and again: one hiccup (a process descheduled, a page fault
       // storm) is not one, so the rule must hold without its costliest instance too.
-      const int64_t worst = comm_worst[c].count(m) ? comm_worst[c].at(m) : 0;
+      const int64_t worst = blame[c].worst.count(m) ? blame[c].worst.at(m) : 0;
       if (last >= 2 && caused_most(v, total, others_mean) &&
           caused_most(v - worst, total - worst, others_mean)) {
         auto& r = roles[static_cast<size_t>(m)];
@@ -196,7 +278,7 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
   }
   for (size_t i = 0; i < n; ++i) {
     report.ranks[i].collective_wait_ns = waited[i];
-    if (ctx.kernel_mode) report.ranks[i].gpu.comm_wait_ns = waited[i];
+    if (ctx.kernel_mode) report.ranks[i].gpu.comm_wait_ns = waited[i] + report.ranks[i].p2p_wait_ns;
     // A rank that spent about as long waiting for others as it made others wait passed a
     // delay on rather than causing it.
     if (!roles[i].empty() && 2 * waited[i] < cost[i])

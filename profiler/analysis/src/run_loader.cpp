@@ -1,17 +1,15 @@
 #include "pipescope/analysis/run_loader.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <set>
-#include <thread>
 #include <unordered_map>
 
+#include "parallel_for.h"
 #include "pipescope/trace/format.h"
 
 namespace pipescope::analysis {
@@ -139,19 +137,8 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
       (size_t{1} << 17) / paths->size(), 64, std::min<size_t>(1024, scan.instances_per_comm)));
 
   std::vector<std::optional<Expected<RankDigest>>> results(paths->size());
-  const unsigned threads = std::max(
-      1u, std::min<unsigned>(options.threads != 0 ? options.threads : std::thread::hardware_concurrency(),
-                             static_cast<unsigned>(paths->size())));
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> workers;
-  for (unsigned w = 0; w < threads; ++w) {
-    workers.emplace_back([&] {
-      for (size_t i = next++; i < paths->size(); i = next++) {
-        results[i] = scan_rank_trace((*paths)[i], scan);
-      }
-    });
-  }
-  for (std::thread& t : workers) t.join();
+  parallel_for(paths->size(), options.threads,
+               [&](size_t i) { results[i] = scan_rank_trace((*paths)[i], scan); });
 
   // A damaged trace (a rank killed while writing its header, a header the disk mangled) is left
   // out with a warning: the other ranks still tell what happened, often more so because one

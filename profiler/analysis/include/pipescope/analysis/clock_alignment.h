@@ -18,6 +18,42 @@ struct CollectiveEnd {
   int64_t end_ns;     // when this member's collective kernel ended
 };
 
+// One member's end of one instance.
+struct MemberEnd {
+  uint32_t rank;
+  int64_t end_ns;
+};
+
+// Ends grouped by instance, for a caller that meets each instance's members together (the
+// report walks each communicator's members' samples in sequence order): no instance map needed.
+class InstanceEnds {
+ public:
+  explicit InstanceEnds(uint32_t ranks) : ranks_(ranks) {}
+  // An end of the instance being added; ends of ranks >= `ranks` are ignored.
+  void add(uint32_t rank, int64_t end_ns) {
+    if (rank < ranks_) members_.push_back(MemberEnd{rank, end_ns});
+  }
+  // Closes the instance being added: each rank once, with its earliest end, in rank order. An
+  // instance of fewer than two ranks ties no clocks and is dropped.
+  void close();
+  void reserve(size_t instances, size_t ends) {
+    first_.reserve(instances + 1);
+    members_.reserve(ends);
+  }
+
+  uint32_t ranks() const { return ranks_; }
+  size_t size() const { return first_.size() - 1; }
+  size_t ends() const { return first_.back(); }
+  std::span<const MemberEnd> of(size_t i) const {
+    return {members_.data() + first_[i], first_[i + 1] - first_[i]};
+  }
+
+ private:
+  uint32_t ranks_;
+  std::vector<size_t> first_{0};  // instance i: members_[first_[i] .. first_[i + 1])
+  std::vector<MemberEnd> members_;
+};
+
 struct ClockAlignment {
   // Correction to add to each rank's timestamps (after the first estimate). Ranks that share no
   // collective with the reference's component keep 0 and are marked unaligned.
@@ -43,5 +79,9 @@ struct ClockAlignment {
 // squares over the communicator graph). Ends of ranks >= `ranks` are ignored; a rank listed
 // twice in one instance counts once, with its earliest end. Linear in the number of ends.
 ClockAlignment align_clocks(uint32_t ranks, std::span<const CollectiveEnd> ends);
+// The same over ends already grouped by instance, in parts of as many ranks (the report's
+// workers make one per communicator and one per rank): the instances of parts[0], then those of
+// parts[1], and so on. Their order decides only the order in which equations are summed.
+ClockAlignment align_clocks(std::span<const InstanceEnds> parts);
 
 }  // namespace pipescope::analysis

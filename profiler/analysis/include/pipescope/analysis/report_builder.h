@@ -19,6 +19,7 @@ struct ReportOptions {
   std::string plan_json;                      // the text of --plan's file; empty: no plan
   std::string plan_path;
   size_t top_kernels = 20;
+  unsigned threads = 0;  // 0: one per core. The report is the same on any number.
 };
 
 // The run's common clock: rank i's raw timestamp t is at t + shift_ns[i] - origin_ns, where 0
@@ -29,7 +30,7 @@ struct RunTimebase {
   bool kernel_mode = false;  // collective ends come from NCCL kernels (else from blocking calls)
   ClockReport clock;
 };
-RunTimebase align_run_clocks(const LoadedRun& run);
+RunTimebase align_run_clocks(const LoadedRun& run, unsigned threads = 0);
 
 // Fails only on a plan that cannot be read; everything the traces cannot show is a note.
 Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& options);
