@@ -82,6 +82,20 @@ TEST(ReportText, FindingsComeFirstThenTheTables) {
     EXPECT_LE(end - start, 100u) << text.substr(start, end - start);
 }
 
+TEST(ReportOutputs, ARunWithoutAnIdIsSaidSoNotShownAsEmptyQuotes) {
+  RunReport r = two_stage_run();
+  std::ostringstream text;
+  write_report_text(text, r);
+  EXPECT_NE(text.str().find("(run 'job-7' attempt 0,"), std::string::npos) << text.str();
+  r.run_id.clear();
+  text.str("");
+  write_report_text(text, r);
+  EXPECT_NE(text.str().find("(no run id attempt 0,"), std::string::npos) << text.str();
+  const std::string html = report_html(r);
+  EXPECT_NE(html.find("<p>no run id, attempt 0"), std::string::npos);
+  EXPECT_EQ(html.find("run ''"), std::string::npos);
+}
+
 TEST(ReportHtml, EscapesNamesAndFetchesNothing) {
   const std::string html = report_html(two_stage_run());
   EXPECT_EQ(html.find("<a&b>"), std::string::npos);

@@ -1,6 +1,8 @@
-// MappedFile: a one-pass reader's resident memory stays a few MiB behind its cursor.
+// MappedFile: a one-pass reader's resident memory stays a few MiB behind its cursor; a small
+// file is read, not mapped, and reads the same.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -40,6 +42,23 @@ TEST(MappedFile, ReleasedPagesLeaveResidentMemoryAndStillReadTheSame) {
   uint64_t again = 0;
   for (size_t i = 0; i < kBytes; i += 4096) again += static_cast<uint64_t>(file->bytes()[i]);
   EXPECT_EQ(again, sum);
+}
+
+TEST(MappedFile, ASmallFileIsReadWholeWithoutAMappingAndMovesWithItsBytes) {
+  test::ScratchDir dir;
+  const size_t size = MappedFile::kReadWholeBelowBytes - 12345;
+  std::vector<std::byte> bytes(size);
+  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::byte>(i * 13 + i / 977);
+  test::write_file(dir.file("small.pst"), bytes);
+  const uint64_t before = resident_file_bytes();
+  auto file = MappedFile::open(dir.file("small.pst"));
+  ASSERT_TRUE(file.ok());
+  EXPECT_LT(resident_file_bytes(), before + (uint64_t{256} << 10));  // no mapped pages
+  MappedFile moved = std::move(*file);
+  ASSERT_EQ(moved.bytes().size(), size);
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), moved.bytes().begin()));
+  moved.release_before(size);  // nothing to release: the bytes stay readable
+  EXPECT_EQ(moved.bytes()[size - 1], bytes[size - 1]);
 }
 
 }  // namespace

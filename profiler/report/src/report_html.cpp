@@ -198,9 +198,9 @@ std::string report_html(const RunReport& r) {
          "table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;text-align:right}"
          "td:first-child,th:first-child{text-align:left}tr:nth-child(even){background:#f6f6f6}"
          ".warn{color:#a33}code{font-size:12px}\n</style></head><body>\n";
-  out << "<h1>pipescope report: " << escape_html(r.dir) << "</h1>\n<p>run '" << escape_html(r.run_id)
-      << "', attempt " << r.attempt << ", " << r.files.size() << " rank traces ("
-      << escape_html(r.source_format) << ")</p>\n";
+  out << "<h1>pipescope report: " << escape_html(r.dir) << "</h1>\n<p>"
+      << (r.run_id.empty() ? std::string("no run id") : "run '" + escape_html(r.run_id) + "'") << ", attempt "
+      << r.attempt << ", " << r.files.size() << " rank traces (" << escape_html(r.source_format) << ")</p>\n";
 
   out << "<h2>Findings</h2>\n<ul>\n";
   for (const std::string& f : r.findings) out << "<li>" << escape_html(f) << "</li>\n";

@@ -270,8 +270,9 @@ void write_clock(std::ostream& out, const RunReport& r) {
 }  // namespace
 
 void write_report_text(std::ostream& out, const RunReport& r) {
-  out << "pipescope report: " << r.dir << " (run '" << r.run_id << "' attempt " << r.attempt << ", "
-      << r.files.size() << " rank traces"
+  out << "pipescope report: " << r.dir << " ("
+      << (r.run_id.empty() ? std::string("no run id") : "run '" + r.run_id + "'") << " attempt " << r.attempt
+      << ", " << r.files.size() << " rank traces"
       << (r.source_format == "pipescope" ? "" : ", from " + r.source_format + " traces") << ")\n";
   heading(out, "findings");
   if (r.findings.empty()) out << "  nothing stands out\n";
