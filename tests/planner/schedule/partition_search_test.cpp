@@ -141,5 +141,45 @@ TEST(PartitionSearch, BudgetTooSmallReportsUnfinished) {
   EXPECT_FALSE(outcome.finished);
 }
 
+// Proving that no plan beats the optimum by half a second finds no plan, so the incumbent never
+// changes and a search opens exactly the nodes whose bounds stay under the cut-off: with the
+// critical-path bound in them (never lower than without) it can only open fewer.
+template <class Direction>
+void check_cuts(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::int64_t nodes_without = 0, nodes_with = 0;
+  int fewer = 0;
+  for (int instance = 0; instance < 100; ++instance) {
+    const PartitionProblem problem = test::random_problem(rng, {12, 6, 8});
+    auto ctx = PartitionContext::build(problem);
+    ASSERT_TRUE(ctx.ok());
+    const std::int64_t limit = problem.capacity_bytes;
+    Direction plain(problem, *ctx), weighed(problem, *ctx);
+    const SearchBase::Outcome best = plain.search(limit, std::numeric_limits<double>::infinity(), kBudget);
+    if (!best.found) continue;
+    PathBound bound(problem, *ctx);
+    bound.add_path(std::vector<double>(problem.stages, 1.0), std::vector<double>(problem.stages, 2.0));
+    bound.lower_bound(limit, 20, nullptr);
+    weighed.use_path_weights(bound.best_weights());
+    const std::int64_t before = plain.stats().nodes;
+    const double cutoff_s = best.plan.iteration_s - 0.5;
+    const SearchBase::Outcome without = plain.search(limit, cutoff_s, kBudget);
+    const SearchBase::Outcome with = weighed.search(limit, cutoff_s, kBudget);
+    ASSERT_TRUE(without.finished && with.finished);
+    EXPECT_FALSE(without.found || with.found) << "instance " << instance;
+    const std::int64_t opened_without = plain.stats().nodes - before, opened_with = weighed.stats().nodes;
+    EXPECT_LE(opened_with, opened_without) << "instance " << instance;
+    nodes_without += opened_without;
+    nodes_with += opened_with;
+    fewer += opened_with < opened_without ? 1 : 0;
+  }
+  EXPECT_GE(fewer, 5);
+  EXPECT_LT(nodes_with, nodes_without * 9 / 10);
+}
+
+TEST(ForwardSearch, CriticalPathsInItsNodesCutProofs) { check_cuts<ForwardSearch>(505); }
+
+TEST(ReverseSearch, CriticalPathsInItsNodesCutProofs) { check_cuts<ReverseSearch>(506); }
+
 }  // namespace
 }  // namespace pipescope::planner::detail
