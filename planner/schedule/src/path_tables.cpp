@@ -10,15 +10,20 @@ constexpr double kNone = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
+bool PathTables::reset(int units, int stages) {
+  width_ = static_cast<size_t>(units) + 1;
+  if (!active()) {
+    table_.clear();
+    return false;
+  }
+  table_.assign(static_cast<size_t>(stages + 1) * width_, kNone);
+  return true;
+}
+
 std::int64_t PathTables::build_suffix(const PartitionProblem& problem, const PartitionContext& ctx,
                                       std::int64_t limit_bytes) {
   const int n = static_cast<int>(problem.units.size()), p = problem.stages;
-  width_ = static_cast<size_t>(n) + 1;
-  if (!active()) {
-    table_.clear();
-    return 0;
-  }
-  table_.assign(static_cast<size_t>(p + 1) * width_, kNone);
+  if (!reset(n, p)) return 0;
   choice_.assign(table_.size(), Choice{});
   table_[static_cast<size_t>(p) * width_ + n] = 0;
   std::int64_t cells = 0;
@@ -67,12 +72,7 @@ std::int64_t PathTables::build_suffix(const PartitionProblem& problem, const Par
 std::int64_t PathTables::build_prefix(const PartitionProblem& problem, const PartitionContext& ctx,
                                       std::int64_t limit_bytes) {
   const int n = static_cast<int>(problem.units.size()), p = problem.stages;
-  width_ = static_cast<size_t>(n) + 1;
-  if (!active()) {
-    table_.clear();
-    return 0;
-  }
-  table_.assign(static_cast<size_t>(p + 1) * width_, kNone);
+  if (!reset(n, p)) return 0;
   table_[0] = 0;
   std::int64_t cells = 0;
   // Stage s = k - 1 holds [begin, j); every earlier stage needs a unit.

@@ -55,6 +55,8 @@ class PathTables {
   }
 
  private:
+  bool reset(int units, int stages);  // sizes the table, all +infinity; false without weights
+
   PathWeights weights_;
   std::vector<double> table_;
   size_t width_ = 0;
