@@ -52,63 +52,12 @@ void PathBound::add_row(const std::vector<double>& forward_s, const std::vector<
   lengths_.push_back(std::move(row));
 }
 
-double PathBound::weighted_least(std::int64_t limit_bytes, const std::vector<double>& wf,
-                                 const std::vector<double>& wb, std::vector<double>& forward_s,
-                                 std::vector<double>& backward_s) {
-  const size_t width = static_cast<size_t>(n_) + 1;
-  best_.assign(static_cast<size_t>(p_ + 1) * width, kNone);
-  choice_.assign(best_.size(), Choice{});
-  best_[static_cast<size_t>(p_) * width + n_] = 0;
-  for (int k = p_ - 1; k >= 0; --k) {
-    const int last_end = n_ - (p_ - k - 1);
-    for (int j = k; j < last_end; ++j) {
-      double& cell = best_[static_cast<size_t>(k) * width + j];
-      Choice& pick = choice_[static_cast<size_t>(k) * width + j];
-      const auto take = [&](int end, int option, int partial, double forward, double backward) {
-        const double after = best_[static_cast<size_t>(k + 1) * width + end];
-        if (after == kNone) return;
-        const double value = wf[k] * forward + wb[k] * backward + after;
-        if (value < cell) {
-          cell = value;
-          pick = Choice{end, option, partial};
-        }
-      };
-      for (int r : ctx_.options) {
-        StageSums sums;
-        for (int end = j + 1; end <= last_end; ++end) {
-          ++work_;
-          sums.add(problem_.units[end - 1], r);
-          if (sums.memory_bytes(ctx_.extra_bytes[k], ctx_.in_flight[k]) > limit_bytes) break;  // only grows
-          take(end, r, 0, sums.forward_s, sums.backward_s);
-        }
-      }
-      if (ctx_.partial.enabled()) {
-        // With weights >= 0 the fewest units on the partial option that fit are the least.
-        FewestPartialForward fewest(ctx_.partial, j, ctx_.extra_bytes[k], ctx_.in_flight[k], limit_bytes);
-        for (int end = j + 1; end <= last_end && !fewest.done(); ++end) {
-          ++work_;
-          const int count = fewest.at(end);
-          if (count > 0) {
-            take(end, ctx_.partial.option, count, ctx_.partial.forward_s(j, end, count),
-                 ctx_.partial.backward_s(j, end, count));
-          }
-        }
-      }
-    }
-  }
-  const double least = best_[0];
-  if (least == kNone) return kNone;
-  forward_s.assign(static_cast<size_t>(p_), 0.0);
-  backward_s.assign(static_cast<size_t>(p_), 0.0);
-  for (int k = 0, j = 0; k < p_; ++k) {
-    const Choice& pick = choice_[static_cast<size_t>(k) * width + j];
-    const StageSums sums =
-        pick.partial > 0 ? partial_sums(problem_, j, pick.end, pick.partial, pick.option, ctx_.partial.base)
-                         : partial_sums(problem_, j, pick.end, pick.end - j, pick.option, pick.option);
-    forward_s[k] = sums.forward_s;
-    backward_s[k] = sums.backward_s;
-    j = pick.end;
-  }
+double PathBound::weighted_least(std::int64_t limit_bytes, const PathWeights& weights,
+                                 std::vector<double>& forward_s, std::vector<double>& backward_s) {
+  tables_.set_weights(weights);
+  work_ += tables_.build_suffix(problem_, ctx_, limit_bytes);
+  const double least = tables_.open_s(0, 0);
+  if (least != kNone) tables_.least_plan(problem_, ctx_, forward_s, backward_s);
   return least;
 }
 
@@ -119,26 +68,29 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
   plan_backward_s_.clear();
   lengths_.clear();
   std::vector<double> lambda(paths_.size(), paths_.empty() ? 0.0 : 1.0 / static_cast<double>(paths_.size()));
-  std::vector<double> wf(static_cast<size_t>(p_)), wb(static_cast<size_t>(p_)), forward_s, backward_s;
+  PathWeights weights;
+  std::vector<double> forward_s, backward_s;
+  best_weights_ = PathWeights{};
   for (int round = 0; round < rounds && !paths_.empty(); ++round) {
     // The current combination, minimized over the plans: a valid bound whatever the weights.
-    std::fill(wf.begin(), wf.end(), 0.0);
-    std::fill(wb.begin(), wb.end(), 0.0);
-    double hops_s = 0;
+    weights.forward.assign(static_cast<size_t>(p_), 0.0);
+    weights.backward.assign(static_cast<size_t>(p_), 0.0);
+    weights.hops_s = 0;
     for (size_t q = 0; q < lambda.size(); ++q) {
       if (lambda[q] <= 0) continue;
       for (int s = 0; s < p_; ++s) {
-        wf[s] += lambda[q] * paths_[q].forward_ops[s];
-        wb[s] += lambda[q] * paths_[q].backward_ops[s];
+        weights.forward[s] += lambda[q] * paths_[q].forward_ops[s];
+        weights.backward[s] += lambda[q] * paths_[q].backward_ops[s];
       }
-      hops_s += lambda[q] * paths_[q].hops_s;
+      weights.hops_s += lambda[q] * paths_[q].hops_s;
     }
-    const double least = weighted_least(limit_bytes, wf, wb, forward_s, backward_s);
+    const double least = weighted_least(limit_bytes, weights, forward_s, backward_s);
     if (least == kNone) {
       bound = kNone;
       break;
     }
-    bound = std::max(bound, least + hops_s);
+    if (best_weights_.empty() || least + weights.hops_s > bound) best_weights_ = weights;
+    bound = std::max(bound, least + weights.hops_s);
     add_row(forward_s, backward_s);
     add_path(forward_s, backward_s);
     // The master: the combination of known paths whose least over the known plans is largest.

@@ -15,6 +15,7 @@
 
 #include "dense_lp.h"
 #include "partition_costs.h"
+#include "path_tables.h"
 
 namespace pipescope::planner::detail {
 
@@ -29,6 +30,9 @@ class PathBound {
   // A lower bound on the time of every plan whose stages all stay within limit_bytes (+infinity
   // when there is none), after up to `rounds` rounds; *work_used: schedule operations spent.
   double lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t* work_used);
+  // The combination behind the last lower_bound()'s value (empty before any): valid for every
+  // plan, whatever the limit, so the searches weigh their partial plans with it (path_tables.h).
+  const PathWeights& best_weights() const { return best_weights_; }
 
  private:
   struct Path {
@@ -37,8 +41,7 @@ class PathBound {
   };
   // The least over plans within the limit of sum_s (wf_s F_s + wb_s B_s), and that plan's stage
   // times; +infinity when no plan is within the limit.
-  double weighted_least(std::int64_t limit_bytes, const std::vector<double>& wf,
-                        const std::vector<double>& wb, std::vector<double>& forward_s,
+  double weighted_least(std::int64_t limit_bytes, const PathWeights& weights, std::vector<double>& forward_s,
                         std::vector<double>& backward_s);
   double length(const Path& path, const std::vector<double>& forward_s,
                 const std::vector<double>& backward_s) const;
@@ -50,12 +53,8 @@ class PathBound {
   std::vector<Path> paths_;
   // The plans of the current limit and their path lengths: lengths_[x][q].
   std::vector<std::vector<double>> plan_forward_s_, plan_backward_s_, lengths_;
-  // DP tables, reused.
-  std::vector<double> best_;
-  struct Choice {
-    int end = 0, option = 0, partial = 0;
-  };
-  std::vector<Choice> choice_;
+  PathTables tables_;  // the DP, reused
+  PathWeights best_weights_;
   std::vector<double> scratch_;
   std::int64_t work_ = 0;  // what the current lower_bound() has cost: DP cells, LP entries, ops timed
   ScheduleDag::PathCounts counts_;

@@ -82,6 +82,8 @@ class PathBounds {
     std::int64_t used = 0;
     const double lower_s = bound_.lower_bound(limit_bytes, rounds, &used);
     search_.charge(used);
+    // The combination that gave it bounds partial plans inside the search too.
+    if (!bound_.best_weights().empty()) search_.use_path_weights(bound_.best_weights());
     return lower_s;
   }
 

@@ -35,6 +35,12 @@
 //        the stages still open: a bound for ordering and pruning children without simulating.
 //    (e) GPipe only: its time has a closed form (partition_search_reverse.cpp), which with the
 //        open stages at their least sum and least largest F and B is a bound.
+//    (f) Any convex combination of critical paths (partition_bound.h) is a path length in every
+//        plan, so T >= sum_s (wf_s F_s + wb_s B_s) + hops for weights wf, wb >= 0. Below a node
+//        the fixed stages' terms are known; the open stages' are at least their least over the
+//        ways to fill them within the limit, a DP table per limit (path_tables.h): one lookup per
+//        child. Its weights come from the optimizer's critical-path bound at some limit; they
+//        hold for every plan, so any limit's weights serve.
 //    Every bound uses, per stage, only the options within the memory limit. The least of (c)
 //    over all plans is also checked before any node: a search whose cut-off or incumbent it
 //    already exceeds ends at once, and it bounds every plan a search cut short left unexplored.
@@ -113,6 +119,11 @@ SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s
   const double unexplored_s = std::max(frontier_s_, root_s);
   outcome.lower_bound_s = found_ ? std::min(unexplored_s, best_.iteration_s) : unexplored_s;
   return outcome;
+}
+
+void SearchBase::use_path_weights(const PathWeights& weights) {
+  path_.set_weights(weights);
+  prepared_ = false;  // the tables depend on the weights
 }
 
 bool SearchBase::enter_node() {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "partition_costs.h"
+#include "path_tables.h"
 #include "pipescope/planner/partition_optimizer.h"
 
 namespace pipescope::planner::detail {
@@ -46,6 +47,8 @@ class SearchBase {
   std::int64_t node_work() const { return node_work_; }
 
   const PartitionSearchStats& stats() const { return stats_; }
+  // Critical-path weights to bound partial plans with (path_tables.h), from now on.
+  void use_path_weights(const PathWeights& weights);
 
  protected:
   // Fills the direction's tables for a memory limit; false when no plan meets it.
@@ -77,6 +80,7 @@ class SearchBase {
   std::vector<double> scratch_;
   std::vector<StageSums> sums_;  // per allowed option, reused by expansions
   std::vector<char> open_;
+  PathTables path_;  // the direction's table: suffix for the forward search, prefix for the reverse
   bool stop_ = false;
   PartitionSearchStats stats_;
 
@@ -102,6 +106,7 @@ struct SearchChild {
   double backward_s = 0;
   std::int64_t memory_bytes = 0;
   double walk_s = 0;  // the direction's single-stage walk term (see the .cpp files)
+  double path_s = 0;  // the fixed stages' weighted critical-path terms, this one included
   double time_bound_s = 0;
 };
 
@@ -115,9 +120,11 @@ class ForwardSearch final : public SearchBase {
  private:
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
-  double root_bound_s() const override { return suffix_walk_s_[at(0, 0)]; }
-  void descend(int stage, int unit, double chain_s, double walk_s, std::int64_t peak_bytes, double bound_s);
-  void expand(int stage, int unit, double chain_s, double walk_s, double total_s, double through_s);
+  double root_bound_s() const override { return std::max(suffix_walk_s_[at(0, 0)], path_.bound_s(0, 0, 0)); }
+  void descend(int stage, int unit, double chain_s, double walk_s, double path_s, std::int64_t peak_bytes,
+               double bound_s);
+  void expand(int stage, int unit, double chain_s, double walk_s, double path_s, double total_s,
+              double through_s);
   size_t at(int stage, int unit) const { return static_cast<size_t>(stage) * (n_ + 1) + unit; }
 
   std::vector<double> suffix_walk_s_;  // [k][j]: least max single-stage walk of stages k.. on units j..
@@ -139,10 +146,13 @@ class ReverseSearch final : public SearchBase {
  private:
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
-  double root_bound_s() const override { return prefix_walk_s_[at(p_, n_)]; }
+  double root_bound_s() const override {
+    return std::max(prefix_walk_s_[at(p_, n_)], path_.bound_s(0, p_, n_));
+  }
   void peak_table(std::int64_t limit_bytes, bool with_partial);
-  void descend(int stage, int unit, double suffix_walk_s, std::int64_t peak_bytes, double bound_s);
-  void expand(int stage, int unit, double suffix_walk_s, double total_s, double through_s);
+  void descend(int stage, int unit, double suffix_walk_s, double path_s, std::int64_t peak_bytes,
+               double bound_s);
+  void expand(int stage, int unit, double suffix_walk_s, double path_s, double total_s, double through_s);
   // The GPipe closed form with fixed stages from `stage` on, `extra` one more (or none), and the
   // open stages 0..k-1 on units [0, j) at their least: a lower bound on every completion.
   double gpipe_bound(int stage, int k, int j, double extra_forward_s, double extra_backward_s) const;
@@ -173,6 +183,10 @@ class PartitionSearch {
   std::int64_t work_left() const { return work_left_; }
   std::int64_t node_work() const { return forward_.node_work(); }
   std::int64_t least_peak_bytes() { return reverse_.least_peak_bytes(); }
+  void use_path_weights(const PathWeights& weights) {
+    forward_.use_path_weights(weights);
+    reverse_.use_path_weights(weights);
+  }
   FoundPlan least_peak_plan() { return reverse_.least_peak_plan(); }
 
   // Work budget: solving stops once it is spent; grant() adds to it (a new phase of the

@@ -1,10 +1,12 @@
 // The lower bounds from critical paths: the LP solver on a program solved by hand, a critical
 // path that is exactly as long as the schedule it came from and no longer than any other, and
-// the combined bound never above the least time of any plan within the limit (brute force).
+// the combined bound never above the least time of any plan within the limit (brute force), and
+// its tables never above the best completion of any partial plan.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -103,6 +105,73 @@ TEST(PathBound, NeverAboveTheLeastTimeOfAnyPlanWithinTheLimit) {
     }
   }
   EXPECT_GT(strong, 100);  // often exact on instances this small
+}
+
+// A partial plan: stages [first, last) with their units, options and partial counts.
+std::vector<int> stages_key(const PartitionPlan& plan, int first, int last) {
+  std::vector<int> key{first, last};
+  for (int s = first; s < last; ++s) {
+    const StagePlan& stage = plan.stages[s];
+    key.insert(key.end(), {stage.first_unit, stage.end_unit, stage.option, stage.partial_units});
+  }
+  return key;
+}
+
+TEST(PathTables, NeverAboveTheBestCompletionOfAPartialPlan) {
+  std::mt19937 rng(99);
+  int nodes = 0, tight = 0;
+  for (int instance = 0; instance < 150; ++instance) {
+    const PartitionProblem problem = test::random_problem(rng, {7, 4, 6});
+    auto ctx = PartitionContext::build(problem);
+    ASSERT_TRUE(ctx.ok());
+    const std::vector<PartitionPlan> plans = test::all_plans(problem);
+    const int p = problem.stages;
+    PathBound bound(problem, *ctx);
+    bound.add_path(std::vector<double>(p, 1.0), std::vector<double>(p, 2.0));
+    // Weights found at the largest limit serve at every limit, as do those found at the limit.
+    bound.lower_bound(plans.back().peak_memory_bytes, 20, nullptr);
+    const PathWeights everywhere = bound.best_weights();
+    for (const PartitionPlan& probe : {plans.front(), plans[plans.size() / 2], plans.back()}) {
+      const std::int64_t limit = probe.peak_memory_bytes;
+      bound.lower_bound(limit, 20, nullptr);
+      for (const PathWeights& weights : {everywhere, bound.best_weights()}) {
+        ASSERT_FALSE(weights.empty());
+        PathTables suffix, prefix;
+        suffix.set_weights(weights);
+        prefix.set_weights(weights);
+        suffix.build_suffix(problem, *ctx, limit);
+        prefix.build_prefix(problem, *ctx, limit);
+        // By brute force: the best completion of every fixed prefix (stages 0..k-1) and suffix
+        // (stages k..p-1) of a plan within the limit, and the tables' bound for it.
+        std::map<std::vector<int>, double> best, lower;
+        for (const PartitionPlan& plan : plans) {
+          if (plan.peak_memory_bytes > limit) continue;
+          std::vector<double> term(p);
+          for (int s = 0; s < p; ++s)
+            term[s] = suffix.stage_s(s, plan.stages[s].forward_s, plan.stages[s].backward_s);
+          for (int k = 0; k <= p; ++k) {
+            double head_s = 0, tail_s = 0;
+            for (int s = 0; s < k; ++s) head_s += term[s];
+            for (int s = k; s < p; ++s) tail_s += term[s];
+            const int unit = plan.choice.boundaries[k];
+            for (const auto& [key, lower_s] :
+                 {std::pair{stages_key(plan, 0, k), suffix.bound_s(head_s, k, unit)},
+                  std::pair{stages_key(plan, k, p), prefix.bound_s(tail_s, k, unit)}}) {
+              auto [at, fresh] = best.try_emplace(key, plan.iteration_s);
+              if (!fresh) at->second = std::min(at->second, plan.iteration_s);
+              lower[key] = lower_s;
+            }
+          }
+        }
+        for (const auto& [key, best_s] : best) {
+          EXPECT_LE(lower[key], best_s) << "instance " << instance;
+          ++nodes;
+          tight += lower[key] >= 0.999 * best_s ? 1 : 0;
+        }
+      }
+    }
+  }
+  EXPECT_GT(tight, nodes / 4);  // a bound that is also often exact on instances this small
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Each search direction alone against brute force. The optimizer runs them as a portfolio and
 // returns whichever finishes first, so its own tests may exercise only one; here both must be
-// exact on their own, for the fastest plan under a memory limit and for a time cut-off.
+// exact on their own, for the fastest plan under a memory limit and for a time cut-off, with and
+// without the critical-path bound in their nodes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "partition_bound.h"
 #include "partition_local.h"
 #include "partition_search.h"
 #include "partition_test_support.h"
@@ -27,8 +29,10 @@ double brute_force_fastest(const std::vector<PartitionPlan>& plans, std::int64_t
   return best;
 }
 
+enum class NodePaths { kNone, kAtTheLimit, kAtTheLargestLimit };
+
 template <class Direction>
-void check_direction(std::uint32_t seed) {
+void check_direction(std::uint32_t seed, NodePaths paths) {
   std::mt19937 rng(seed);
   for (int instance = 0; instance < 300; ++instance) {
     const PartitionProblem problem = test::random_problem(rng, {7, 4, 6});
@@ -36,9 +40,19 @@ void check_direction(std::uint32_t seed) {
     ASSERT_TRUE(ctx.ok()) << ctx.error().message;
     const std::vector<PartitionPlan> plans = test::all_plans(problem);
     Direction search(problem, *ctx);
+    PathBound bound(problem, *ctx);
+    bound.add_path(std::vector<double>(problem.stages, 1.0), std::vector<double>(problem.stages, 2.0));
+    if (paths == NodePaths::kAtTheLargestLimit) {
+      bound.lower_bound(plans.back().peak_memory_bytes, 20, nullptr);
+      search.use_path_weights(bound.best_weights());
+    }
     // Limits from "nothing fits" to "everything fits", each a peak some plan has.
     for (const PartitionPlan& probe : {plans.front(), plans[plans.size() / 2], plans.back()}) {
       const std::int64_t limit = probe.peak_memory_bytes;
+      if (paths == NodePaths::kAtTheLimit) {
+        bound.lower_bound(limit, 20, nullptr);
+        search.use_path_weights(bound.best_weights());
+      }
       const double expected = brute_force_fastest(plans, limit);
       const SearchBase::Outcome fastest =
           search.search(limit, std::numeric_limits<double>::infinity(), kBudget);
@@ -57,9 +71,23 @@ void check_direction(std::uint32_t seed) {
   }
 }
 
-TEST(ForwardSearch, MatchesBruteForceOnRandomInstances) { check_direction<ForwardSearch>(101); }
+TEST(ForwardSearch, MatchesBruteForceOnRandomInstances) {
+  check_direction<ForwardSearch>(101, NodePaths::kNone);
+}
 
-TEST(ReverseSearch, MatchesBruteForceOnRandomInstances) { check_direction<ReverseSearch>(202); }
+TEST(ForwardSearch, MatchesBruteForceWithCriticalPathsInItsNodes) {
+  check_direction<ForwardSearch>(102, NodePaths::kAtTheLimit);
+  check_direction<ForwardSearch>(103, NodePaths::kAtTheLargestLimit);
+}
+
+TEST(ReverseSearch, MatchesBruteForceOnRandomInstances) {
+  check_direction<ReverseSearch>(202, NodePaths::kNone);
+}
+
+TEST(ReverseSearch, MatchesBruteForceWithCriticalPathsInItsNodes) {
+  check_direction<ReverseSearch>(203, NodePaths::kAtTheLimit);
+  check_direction<ReverseSearch>(204, NodePaths::kAtTheLargestLimit);
+}
 
 TEST(ReverseSearch, LeastPeakMatchesBruteForce) {
   std::mt19937 rng(303);
@@ -112,6 +140,46 @@ TEST(PartitionSearch, BudgetTooSmallReportsUnfinished) {
       search.search(std::numeric_limits<std::int64_t>::max(), std::numeric_limits<double>::infinity(), 2);
   EXPECT_FALSE(outcome.finished);
 }
+
+// Proving that no plan beats the optimum by half a second finds no plan, so the incumbent never
+// changes and a search opens exactly the nodes whose bounds stay under the cut-off: with the
+// critical-path bound in them (never lower than without) it can only open fewer.
+template <class Direction>
+void check_cuts(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::int64_t nodes_without = 0, nodes_with = 0;
+  int fewer = 0;
+  for (int instance = 0; instance < 100; ++instance) {
+    const PartitionProblem problem = test::random_problem(rng, {12, 6, 8});
+    auto ctx = PartitionContext::build(problem);
+    ASSERT_TRUE(ctx.ok());
+    const std::int64_t limit = problem.capacity_bytes;
+    Direction plain(problem, *ctx), weighed(problem, *ctx);
+    const SearchBase::Outcome best = plain.search(limit, std::numeric_limits<double>::infinity(), kBudget);
+    if (!best.found) continue;
+    PathBound bound(problem, *ctx);
+    bound.add_path(std::vector<double>(problem.stages, 1.0), std::vector<double>(problem.stages, 2.0));
+    bound.lower_bound(limit, 20, nullptr);
+    weighed.use_path_weights(bound.best_weights());
+    const std::int64_t before = plain.stats().nodes;
+    const double cutoff_s = best.plan.iteration_s - 0.5;
+    const SearchBase::Outcome without = plain.search(limit, cutoff_s, kBudget);
+    const SearchBase::Outcome with = weighed.search(limit, cutoff_s, kBudget);
+    ASSERT_TRUE(without.finished && with.finished);
+    EXPECT_FALSE(without.found || with.found) << "instance " << instance;
+    const std::int64_t opened_without = plain.stats().nodes - before, opened_with = weighed.stats().nodes;
+    EXPECT_LE(opened_with, opened_without) << "instance " << instance;
+    nodes_without += opened_without;
+    nodes_with += opened_with;
+    fewer += opened_with < opened_without ? 1 : 0;
+  }
+  EXPECT_GE(fewer, 5);
+  EXPECT_LT(nodes_with, nodes_without * 9 / 10);
+}
+
+TEST(ForwardSearch, CriticalPathsInItsNodesCutProofs) { check_cuts<ForwardSearch>(505); }
+
+TEST(ReverseSearch, CriticalPathsInItsNodesCutProofs) { check_cuts<ReverseSearch>(506); }
 
 }  // namespace
 }  // namespace pipescope::planner::detail
