@@ -1,6 +1,7 @@
 #include "pipescope/export/output_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +11,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "interrupted_outputs.h"
+
 namespace pipescope::exporter {
 namespace {
 
@@ -17,14 +20,32 @@ namespace fs = std::filesystem;
 
 std::atomic<unsigned> next_serial{0};
 
+// `path` with every symbolic link of its last component followed (a link to a link, a relative
+// link); a dangling link gives the file it points to, which the write then creates.
+Expected<fs::path> follow_links(const fs::path& path) {
+  fs::path at = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(at, ec)) return at;
+    const fs::path to = fs::read_symlink(at, ec);
+    if (ec) return Error(path.string() + ": " + ec.message());
+    at = to.is_absolute() ? to : at.parent_path() / to;
+  }
+  return Error(path.string() + ": too many levels of symbolic links");
+}
+
 }  // namespace
 
 Expected<OutputFile> OutputFile::create(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return Error(path + ": is a directory; name a file");
-  const fs::path target(path);
+  const auto followed = follow_links(path);
+  if (!followed.ok()) return followed.error();
+  const fs::path target = *followed;
   const std::string name = target.filename().string();
   if (name.empty() || name == "." || name == "..") return Error(path + ": names no file");
+  struct stat existing {};
+  const bool replaces = ::stat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode);
   // Hidden, and never *.pst or *.json, so that a report reading the directory meanwhile skips it.
   for (int attempt = 0; attempt < 100; ++attempt) {
     const std::string temp = (target.parent_path() / ("." + name + ".partial-" + std::to_string(::getpid()) +
@@ -32,8 +53,9 @@ Expected<OutputFile> OutputFile::create(const std::string& path) {
                                  .string();
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) {
+      if (replaces) (void)::fchmod(fd, existing.st_mode & 07777);
       ::close(fd);
-      return OutputFile(path, temp);
+      return OutputFile(path, target.string(), temp, interrupted_outputs::watch(temp.c_str()));
     }
     if (errno != EEXIST) {
       const int err = errno;
@@ -44,32 +66,44 @@ Expected<OutputFile> OutputFile::create(const std::string& path) {
 }
 
 OutputFile::OutputFile(OutputFile&& other) noexcept
-    : path_(std::move(other.path_)), temp_path_(std::exchange(other.temp_path_, std::string())) {}
+    : path_(std::move(other.path_)),
+      final_path_(std::move(other.final_path_)),
+      temp_path_(std::exchange(other.temp_path_, std::string())),
+      watch_slot_(std::exchange(other.watch_slot_, interrupted_outputs::kNone)) {}
 
 OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
   if (this != &other) {
     discard();
     path_ = std::move(other.path_);
+    final_path_ = std::move(other.final_path_);
     temp_path_ = std::exchange(other.temp_path_, std::string());
+    watch_slot_ = std::exchange(other.watch_slot_, interrupted_outputs::kNone);
   }
   return *this;
 }
 
 OutputFile::~OutputFile() { discard(); }
 
+void OutputFile::stop_watching() {
+  interrupted_outputs::forget(watch_slot_);
+  watch_slot_ = interrupted_outputs::kNone;
+}
+
 void OutputFile::discard() {
   if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
   temp_path_.clear();
+  stop_watching();
 }
 
 Status OutputFile::commit() {
   if (temp_path_.empty()) return Error("cannot write " + path_ + ": nothing was written");
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+  if (std::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
     const int err = errno;
     discard();
     return Error("cannot write " + path_ + ": " + std::strerror(err));
   }
   temp_path_.clear();
+  stop_watching();
   return Status::Ok();
 }
 

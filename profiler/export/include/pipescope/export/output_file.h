@@ -2,8 +2,12 @@
 // directory, so the same file system), which replaces the target with rename() only once every
 // byte is written; a failed write leaves the target as it was and removes the temporary file.
 // Used by every output `report` and `export` write, so that no failure destroys a user's file.
+// A target that is a symbolic link is written through it (the link stays a link); an existing
+// target keeps its permission bits; an interruption by SIGINT, SIGTERM or SIGHUP removes the
+// temporary file before the signal ends the process.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "pipescope/common/expected.h"
@@ -28,11 +32,17 @@ class OutputFile {
   Status commit();
 
  private:
-  OutputFile(std::string path, std::string temp_path)
-      : path_(std::move(path)), temp_path_(std::move(temp_path)) {}
+  OutputFile(std::string path, std::string final_path, std::string temp_path, size_t watch_slot)
+      : path_(std::move(path)),
+        final_path_(std::move(final_path)),
+        temp_path_(std::move(temp_path)),
+        watch_slot_(watch_slot) {}
   void discard();
-  std::string path_;
-  std::string temp_path_;  // empty once committed or discarded
+  void stop_watching();
+  std::string path_;        // as the user named it (messages)
+  std::string final_path_;  // where the bytes end up: path_ with symbolic links followed
+  std::string temp_path_;   // empty once committed or discarded
+  size_t watch_slot_;       // interrupted_outputs.h
 };
 
 }  // namespace pipescope::exporter
