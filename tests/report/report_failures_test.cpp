@@ -78,6 +78,36 @@ TEST(ReportOnSyntheticRun, AStageLateBecauseItsNeighbourIsSlowIsNoStraggler) {
   EXPECT_GT(report.ranks[1].p2p_wait_ns, report.ranks[0].p2p_wait_ns);
 }
 
+TEST(ReportOnSyntheticRun, ASlowStageIsNamedBeforeTheStagesItsDelayPassedThrough) {
+  // tp 1 x pp x dp 2, one rank computing 1.5x slower: the stages after it in its pipeline wait
+  // for its activations, those before it for its gradients, and each reaches its own
+  // data-parallel reduction late. The blame passes down the chain of p2p waits to the slow rank.
+  // At pp 4 it is the only straggler wherever it sits; at pp 8 it comes first (stage 0: its
+  // pipeline's other ranks keep small shares, docs/report.md) and, in the last two stages, alone.
+  struct Case {
+    int pp, slow;
+    bool alone;
+  };
+  for (const Case c :
+       {Case{4, 0, true}, Case{4, 2, true}, Case{4, 4, true}, Case{4, 6, true}, Case{8, 0, false},
+        Case{8, 2, true}, Case{8, 4, false}, Case{8, 6, false}, Case{8, 12, true}, Case{8, 14, true}}) {
+    ScratchDir dir;
+    SyntheticRunSpec spec;
+    spec.tp = 1;
+    spec.pp = c.pp;
+    spec.dp = 2;
+    spec.steps = 4;
+    spec.slow_rank = c.slow;
+    spec.slow_factor = 1.5;
+    const auto [truth, report] = report_of(spec, dir);
+    ASSERT_FALSE(report.stragglers.empty()) << "pp " << c.pp << ", slow rank " << c.slow;
+    EXPECT_EQ(report.stragglers[0].rank, c.slow) << "pp " << c.pp;
+    if (c.alone) {
+      EXPECT_EQ(report.stragglers.size(), 1u) << "pp " << c.pp << ", slow rank " << c.slow;
+    }
+  }
+}
+
 TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOn) {
   ScratchDir dir;
   SyntheticRunSpec spec;

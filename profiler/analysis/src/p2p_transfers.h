@@ -14,9 +14,10 @@ namespace pipescope::analysis {
 struct P2pTransfer {
   size_t rank, peer;  // indices into LoadedRun::ranks
   bool send;
-  int64_t done_ns;    // aligned: kernel end, or the blocking call's return
-  int64_t waited_ns;  // from its start until the peer's counterpart started, at most its length
-  uint32_t stride;    // sampling: it stands for this many transfers
+  int64_t done_ns;        // aligned: kernel end, or the blocking call's return
+  int64_t waited_ns;      // from its start until the peer's counterpart started, at most its length
+  int64_t peer_start_ns;  // aligned: when the peer's counterpart started
+  uint32_t stride;        // sampling: it stands for this many transfers
 };
 
 // Calls visit(const P2pTransfer&) for each of rank i's sampled p2p operations whose counterpart
@@ -48,7 +49,7 @@ void for_each_p2p_transfer_of(const ReportContext& ctx, size_t i, Visit&& visit)
       if (start < 0 || end < start || peer_start < 0) continue;
       const int64_t wait = ctx.aligned(peer, peer_start) - ctx.aligned(i, start);
       visit(P2pTransfer{i, peer, op.send, ctx.aligned(i, end), std::clamp<int64_t>(wait, 0, end - start),
-                        stride});
+                        ctx.aligned(peer, peer_start), stride});
     }
   }
 }

@@ -2,7 +2,9 @@
 // each member (last arrival - its arrival); the members that came within a hair of the last are
 // the late group and share that cost. A late member that had just been waiting for others (in
 // collectives, or for its peer in a send or receive) during its own lateness only passed a delay
-// on: its share goes to those it waited for, in proportion to the waiting. That is how a slow
+// on: its share goes to those it waited for, in proportion to the waiting, and on again from
+// them when they too were late only for having waited (a chain down a pipeline: stage 3 waited
+// for stage 2, which waited for stage 1, which waited for a slow stage 0). That is how a slow
 // rank's delay, which reaches the next world-wide collective on all its peers at once, is still
 // blamed on the slow rank, and how a pipeline stage late because its neighbour was late is not.
 // Blame starts after the first step: its waits are start-up skew (processes launched one after
@@ -68,8 +70,9 @@ struct Instances {
 struct Done {
   int64_t done_ns;
   int64_t waited_ns;
-  uint32_t instance;  // kP2p for a send or receive
-  int32_t peer;       // index into LoadedRun::ranks, for a send or receive
+  uint32_t instance;       // kP2p for a send or receive
+  int32_t peer;            // index into LoadedRun::ranks, for a send or receive
+  int64_t peer_arrive_ns;  // for a send or receive: when the peer's counterpart started
 };
 constexpr uint32_t kP2p = UINT32_MAX;
 
@@ -125,10 +128,145 @@ struct Blame {
   std::unordered_map<int32_t, uint64_t> last;  // instances it came last at (someone really waited)
 };
 
+// A rank that arrived somewhere late (at `arrive_ns`, `lateness_ns` after the first), and the
+// share of the blame that reaches it.
+struct Lead {
+  int32_t rank;
+  int64_t arrive_ns;
+  int64_t lateness_ns;
+  int64_t hair_ns;
+  uint32_t instance;  // where it arrived late (its own wait there explains nothing), or kP2p
+  double weight;
+  int depth;
+  // When the group it arrived late to last met (INT64_MIN: unknown), and how long the group's
+  // first arrival waited since then: waiting beyond that is what made it late. Without them,
+  // the waits it came out of during its lateness are what count.
+  int64_t since_ns = INT64_MIN;
+  int64_t baseline_waits_ns = 0;
+};
+
+// How far blame is passed on, and how many leads one late arrival may follow: deep enough for a
+// pipeline of 64 stages, bounded where every step splits among a whole late group.
+constexpr int kMostPassesOn = 64;
+constexpr size_t kMostLeads = 512;
+
+class BlameResolver {
+ public:
+  BlameResolver(const Instances& instances, const std::vector<std::vector<Done>>& history)
+      : instances_(instances), history_(history) {}
+
+  // The ranks `first`'s lateness is blamed on, with their fractions (summing to 1): itself,
+  // unless waits it came out of during its lateness explain at least half of it; then those it
+  // waited for, each resolved the same way.
+  const std::vector<std::pair<int32_t, double>>& resolve(const Lead& first) {
+    roots_.clear();
+    stack_.assign(1, first);
+    size_t followed = 0;
+    while (!stack_.empty()) {
+      const Lead lead = stack_.back();
+      stack_.pop_back();
+      if (lead.depth >= kMostPassesOn || ++followed > kMostLeads || !explained(lead)) {
+        roots_.emplace_back(lead.rank, lead.weight);
+        continue;
+      }
+      double weights = 0;
+      for (const Culprit& c : culprits_) weights += c.weight;
+      for (const Culprit& c : culprits_) {
+        stack_.push_back(Lead{c.rank, c.arrive_ns, c.lateness_ns,
+                              std::max<int64_t>(kTieNs, c.lateness_ns / 20), c.instance,
+                              lead.weight * c.weight / weights, lead.depth + 1});
+      }
+    }
+    std::sort(roots_.begin(), roots_.end());
+    size_t merged = 0;  // one entry per culprit
+    for (size_t k = 0; k < roots_.size(); ++k) {
+      if (merged > 0 && roots_[merged - 1].first == roots_[k].first) {
+        roots_[merged - 1].second += roots_[k].second;
+      } else {
+        roots_[merged++] = roots_[k];
+      }
+    }
+    roots_.resize(merged);
+    return roots_;
+  }
+
+ private:
+  struct Culprit {
+    int32_t rank;
+    int64_t arrive_ns, lateness_ns;
+    uint32_t instance;
+    double weight;  // the wait that points at it
+  };
+
+  // Fills culprits_ with whom `lead` waited for during its lateness; true when those waits
+  // explain at least half of it.
+  bool explained(const Lead& lead) {
+    // The waits it came out of during its lateness; failing that, for an arrival at a group,
+    // how much longer it waited than the group's first arrival since the group last met.
+    if (explained_by_waits_since(lead, INT64_MIN, 0)) return true;
+    return lead.since_ns != INT64_MIN &&
+           explained_by_waits_since(lead, lead.since_ns, lead.baseline_waits_ns);
+  }
+
+  // Waits that ended after since_ns (INT64_MIN: within the lateness), less baseline_ns, against
+  // half the lateness; culprits_ lists whom they were for.
+  bool explained_by_waits_since(const Lead& lead, int64_t since_ns, int64_t baseline_ns) {
+    culprits_.clear();
+    const auto& h = history_[static_cast<size_t>(lead.rank)];
+    auto it = std::upper_bound(h.begin(), h.end(), lead.arrive_ns,
+                               [](int64_t t, const Done& d) { return t < d.done_ns; });
+    int64_t explained_ns = -baseline_ns;
+    while (it != h.begin()) {
+      const Done& before = *--it;
+      if (since_ns != INT64_MIN ? before.done_ns <= since_ns
+                                : lead.arrive_ns - before.done_ns > lead.lateness_ns + lead.hair_ns)
+        break;
+      if (before.waited_ns <= 0 || (before.instance != kP2p && before.instance == lead.instance)) continue;
+      const auto weight = static_cast<double>(before.waited_ns);
+      if (before.instance == kP2p) {
+        culprits_.push_back(Culprit{before.peer, before.peer_arrive_ns, before.waited_ns, kP2p, weight});
+        explained_ns += before.waited_ns;
+        continue;
+      }
+      const Instance& waited_at = instances_.list[before.instance];
+      const auto late = instances_.late_of(waited_at);
+      const auto others = static_cast<double>(
+          late.size() - static_cast<size_t>(std::count(late.begin(), late.end(), lead.rank)));
+      if (others == 0) continue;
+      for (const Member& m : instances_.members_of(waited_at)) {
+        if (m.rank == lead.rank || std::find(late.begin(), late.end(), m.rank) == late.end()) continue;
+        culprits_.push_back(
+            Culprit{m.rank, m.arrive_ns, m.arrive_ns - waited_at.first_ns, before.instance, weight / others});
+      }
+      explained_ns += before.waited_ns;
+    }
+    return !culprits_.empty() && 2 * explained_ns >= lead.lateness_ns;
+  }
+
+  const Instances& instances_;
+  const std::vector<std::vector<Done>>& history_;
+  std::vector<Lead> stack_;
+  std::vector<Culprit> culprits_;
+  std::vector<std::pair<int32_t, double>> roots_;
+};
+
+// What a rank waited in all (its waits in `h` that ended after since_ns and by until_ns), except
+// at instance `skip`.
+int64_t waits_between(const std::vector<Done>& h, int64_t since_ns, int64_t until_ns, uint32_t skip) {
+  int64_t total = 0;
+  auto it =
+      std::upper_bound(h.begin(), h.end(), until_ns, [](int64_t t, const Done& d) { return t < d.done_ns; });
+  while (it != h.begin()) {
+    const Done& before = *--it;
+    if (before.done_ns <= since_ns) break;
+    if (before.instance == kP2p || before.instance != skip) total += before.waited_ns;
+  }
+  return total;
+}
+
 void blame_instances(const ReportContext& ctx, const Instances& instances, size_t begin, size_t end,
                      const std::vector<std::vector<Done>>& history, Blame& blame) {
-  std::vector<std::pair<int32_t, int64_t>> waited_for;
-  std::vector<int32_t> them;
+  BlameResolver resolver(instances, history);
   for (size_t self = begin; self < end; ++self) {
     const Instance& instance = instances.list[self];
     if (instance.first_ns < ctx.warmup_end_ns) continue;  // the first step's waits are start-up skew
@@ -137,48 +275,30 @@ void blame_instances(const ReportContext& ctx, const Instances& instances, size_
     int64_t caused = 0;
     for (const Member& m : members) caused += (instance.last_ns - m.arrive_ns) * instance.stride;
     const int64_t share = caused / static_cast<int64_t>(late.size());
+    // The group last met at its previous instance (instances of a communicator are in sequence
+    // order): the first to arrive now waited this much since then.
+    const int64_t since_ns = self > begin ? instances.list[self - 1].last_ns : INT64_MIN;
+    const Member& first =
+        *std::min_element(members.begin(), members.end(),
+                          [](const Member& a, const Member& b) { return a.arrive_ns < b.arrive_ns; });
+    const int64_t baseline_ns = since_ns == INT64_MIN
+                                    ? 0
+                                    : waits_between(history[static_cast<size_t>(first.rank)], since_ns,
+                                                    first.arrive_ns, static_cast<uint32_t>(self));
     for (const Member& m : members) {
       if (std::find(late.begin(), late.end(), m.rank) == late.end()) continue;
       if (instance.last_ns - instance.first_ns > kTieNs) ++blame.last[m.rank];  // someone really waited
-      // Did it arrive late because it had waited for others shortly before? The waits it came
-      // out of during its own lateness explain as much of it as they add up to.
-      const int64_t lateness = m.arrive_ns - instance.first_ns;
-      const auto& h = history[static_cast<size_t>(m.rank)];
-      auto it = std::upper_bound(h.begin(), h.end(), m.arrive_ns,
-                                 [](int64_t t, const Done& d) { return t < d.done_ns; });
-      waited_for.clear();  // (culprit, the wait that points at it)
-      int64_t explained = 0;
-      while (it != h.begin()) {
-        const Done& before = *--it;
-        if (m.arrive_ns - before.done_ns > lateness + instance.hair_ns) break;
-        if (before.instance == self || before.waited_ns <= 0) continue;
-        them.clear();
-        if (before.instance == kP2p) {
-          them.push_back(before.peer);
-        } else {
-          for (int32_t r : instances.late_of(instances.list[before.instance]))
-            if (r != m.rank) them.push_back(r);
-        }
-        for (int32_t r : them)
-          waited_for.emplace_back(r, before.waited_ns / static_cast<int64_t>(them.size()));
-        if (!them.empty()) explained += before.waited_ns;
-      }
-      if (2 * explained < lateness || waited_for.empty()) waited_for.assign(1, {m.rank, 1});
-      std::sort(waited_for.begin(), waited_for.end());
-      size_t merged = 0;  // one entry per culprit
-      for (size_t k = 0; k < waited_for.size(); ++k) {
-        if (merged > 0 && waited_for[merged - 1].first == waited_for[k].first) {
-          waited_for[merged - 1].second += waited_for[k].second;
-        } else {
-          waited_for[merged++] = waited_for[k];
-        }
-      }
-      waited_for.resize(merged);
-      int64_t weights = 0;
-      for (const auto& [r, w] : waited_for) weights += w;
-      for (const auto& [r, w] : waited_for) {
-        const int64_t part = static_cast<int64_t>(static_cast<double>(share) * static_cast<double>(w) /
-                                                  static_cast<double>(weights));
+      const Lead arrival{m.rank,
+                         m.arrive_ns,
+                         m.arrive_ns - instance.first_ns,
+                         instance.hair_ns,
+                         static_cast<uint32_t>(self),
+                         1.0,
+                         0,
+                         since_ns,
+                         baseline_ns};
+      for (const auto& [r, fraction] : resolver.resolve(arrival)) {
+        const auto part = static_cast<int64_t>(static_cast<double>(share) * fraction);
         blame.cost[r] += part;
         int64_t& worst = blame.worst[r];
         worst = std::max(worst, part);
@@ -228,7 +348,8 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
       const int64_t wait = instance.last_ns - m.arrive_ns;
       waited[static_cast<size_t>(m.rank)] += wait * instance.stride;
       if (wait > 0)
-        history[static_cast<size_t>(m.rank)].push_back(Done{m.done_ns, wait, static_cast<uint32_t>(i), -1});
+        history[static_cast<size_t>(m.rank)].push_back(
+            Done{m.done_ns, wait, static_cast<uint32_t>(i), -1, 0});
     }
   }
   // A receive's wait is the rank's p2p wait (p2p_transfers.h); a send's counts for blame only.
@@ -238,7 +359,8 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
     for_each_p2p_transfer_of(ctx, i, [&](const P2pTransfer& t) {
       if (!t.send) p2p_waited += t.waited_ns * t.stride;
       if (t.waited_ns > 0)
-        transfers.push_back(Done{t.done_ns, t.waited_ns, kP2p, static_cast<int32_t>(t.peer)});
+        transfers.push_back(
+            Done{t.done_ns, t.waited_ns, kP2p, static_cast<int32_t>(t.peer), t.peer_start_ns});
     });
     report.ranks[i].p2p_wait_ns = p2p_waited;
     history[i].reserve(history[i].size() + transfers.size());
