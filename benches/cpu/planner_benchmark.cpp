@@ -52,6 +52,18 @@ void BM_PlanLlama2_70b(benchmark::State& state) {
 }
 BENCHMARK(BM_PlanLlama2_70b)->Unit(benchmark::kMillisecond);
 
+pp::ParallelConfig auto_recompute_config(int64_t gpus, int64_t tp, int64_t pipeline, int64_t global_batch,
+                                         int64_t seq_length) {
+  pp::ParallelConfig c;
+  c.gpus = gpus;
+  c.tp = tp;
+  c.pp = pipeline;
+  c.global_batch = global_batch;
+  c.seq_length = seq_length;
+  c.recompute = pp::RecomputeChoice::kAuto;
+  return c;
+}
+
 // Plans whose split search is hard: about as many micro-batches as stages, recompute auto, so
 // every split runs within a few percent of every other (see docs/planner.md). The counters say
 // whether the search proved its split optimal and, when not, the proven gap in peak memory.
@@ -76,28 +88,14 @@ void plan_with_search_counters(benchmark::State& state, const char* model, const
 //   BM_PlanLlama3_405b_Pp64     llama3-405b on 512 H100s, tp 8, pp 64, gbs 64 (64 micro-batches),
 //                               seq 8192, recompute auto: 128 units on 64 stages.
 void BM_PlanLlama3_405b_Pp64(benchmark::State& state) {
-  pp::ParallelConfig c;
-  c.gpus = 512;
-  c.tp = 8;
-  c.pp = 64;
-  c.global_batch = 64;
-  c.seq_length = 8192;
-  c.recompute = pp::RecomputeChoice::kAuto;
-  plan_with_search_counters(state, "llama3-405b", "h100-80gb", c);
+  plan_with_search_counters(state, "llama3-405b", "h100-80gb", auto_recompute_config(512, 8, 64, 64, 8192));
 }
 BENCHMARK(BM_PlanLlama3_405b_Pp64)->Unit(benchmark::kMillisecond);
 
 //   BM_PlanLlama2_70b_Pp8       llama2-70b on 64 H100s, tp 8, pp 8, gbs 8 (8 micro-batches),
 //                               seq 4096, recompute auto.
 void BM_PlanLlama2_70b_Pp8(benchmark::State& state) {
-  pp::ParallelConfig c;
-  c.gpus = 64;
-  c.tp = 8;
-  c.pp = 8;
-  c.global_batch = 8;
-  c.seq_length = 4096;
-  c.recompute = pp::RecomputeChoice::kAuto;
-  plan_with_search_counters(state, "llama2-70b", "h100-80gb", c);
+  plan_with_search_counters(state, "llama2-70b", "h100-80gb", auto_recompute_config(64, 8, 8, 8, 4096));
 }
 BENCHMARK(BM_PlanLlama2_70b_Pp8)->Unit(benchmark::kMillisecond);
 
