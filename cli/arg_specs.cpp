@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <regex>
 #include <string_view>
 
@@ -41,6 +42,19 @@ Expected<int64_t> parse_whole_number(const std::string& text, int64_t minimum) {
   int64_t value = 0;
   if (!parse_count(text, value) || value < minimum) {
     return Error{"'" + text + "' is not a whole number of at least " + std::to_string(minimum)};
+  }
+  return value;
+}
+
+Expected<double> parse_number_in_range(const std::string& text, double minimum, double maximum) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) || value < minimum ||
+      value > maximum) {
+    char range[64];
+    std::snprintf(range, sizeof range, "%g to %g", minimum, maximum);
+    return Error{"'" + text + "' is not a number from " + range};
   }
   return value;
 }

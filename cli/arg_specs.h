@@ -48,6 +48,10 @@ Expected<std::string> parse_regex(const std::string& text);
 // A whole number >= minimum (1 for counts, 0 for indices and attempts).
 Expected<int64_t> parse_whole_number(const std::string& text, int64_t minimum);
 
+// A finite decimal number in [minimum, maximum]: CLI11's Range lets NaN through (every comparison
+// with it is false), and a NaN bandwidth or budget would flow into every figure of a plan.
+Expected<double> parse_number_in_range(const std::string& text, double minimum, double maximum);
+
 // Wraps a parser as a CLI11 validator body: empty string when valid, the message otherwise.
 template <class Parser>
 auto validator_of(Parser parse) {
@@ -59,6 +63,11 @@ auto validator_of(Parser parse) {
 
 inline auto whole_number_at_least(int64_t minimum) {
   return validator_of([minimum](const std::string& text) { return parse_whole_number(text, minimum); });
+}
+
+inline auto number_in_range(double minimum, double maximum) {
+  return validator_of(
+      [minimum, maximum](const std::string& text) { return parse_number_in_range(text, minimum, maximum); });
 }
 
 }  // namespace pipescope::cli

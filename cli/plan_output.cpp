@@ -227,7 +227,7 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
       << " GPUs, " << cluster_text(p.cluster) << "; calibration "
       << (p.calibration_origin == "bundled" ? "bundled " + p.profile.gpu : p.calibration_origin) << '\n';
   out << "configuration: " << planner::describe(o.config) << " (" << o.config.micro_batches()
-      << " micro-batches per step)\n";
+      << (o.config.micro_batches() == 1 ? " micro-batch" : " micro-batches") << " per step)\n";
   out << "memory: peak = reserved, what the CUDA caching allocator holds plus the CUDA context and NCCL "
          "buffers "
          "(what runs out); usable "

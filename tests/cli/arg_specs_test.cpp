@@ -90,5 +90,16 @@ TEST(WholeNumber, HonoursTheMinimum) {
   EXPECT_EQ(*parse_whole_number("64", 1), 64);
 }
 
+TEST(NumberInRange, RefusesWhatIsNotAFiniteNumberWithinTheRange) {
+  EXPECT_DOUBLE_EQ(*parse_number_in_range("0.5", 0.001, 3600), 0.5);
+  EXPECT_DOUBLE_EQ(*parse_number_in_range("1e3", 1, 1e6), 1000);
+  EXPECT_DOUBLE_EQ(*parse_number_in_range("3600", 0.001, 3600), 3600);
+  for (const char* bad : {"nan", "NaN", "inf", "-inf", "", "2x", "0", "3601", "1e30", " 1"}) {
+    const auto parsed = parse_number_in_range(bad, 0.001, 3600);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.error().message.find("0.001 to 3600"), std::string::npos) << parsed.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace pipescope::cli

@@ -215,6 +215,17 @@ TEST(PlanCommandBadInput, AbsurdSizesAreRefusedInOneLine) {
                    "'num_layers' is 2000000000");
 }
 
+TEST(PlanCommandBadInput, NotANumberIsRefusedWhereANumberIsAsked) {
+  for (const char* value : {"nan", "inf", "-1"}) {
+    expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1",
+                      "--search-time", value},
+                     "--search-time");
+    expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1",
+                      "--inter-node-gbps", value},
+                     "--inter-node-gbps");
+  }
+}
+
 TEST(PlanCommandBadInput, GpuWithoutABundledProfileNamesCalibration) {
   expect_bad_input({"--model", "llama2-7b", "--gpu", "h200-141gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
                    "--calibration");

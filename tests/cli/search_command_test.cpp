@@ -122,6 +122,9 @@ TEST(SearchCommand, BadInputIsOneLineAndExitTwo) {
   expect_bad_input({"search", "--model", "llama2-7b", "--gpus", "8", "--gbs", "8"}, "--cluster");
   expect_bad_input(search_args({"--gbs", "8", "--top", "-1"}), "--top");
   expect_bad_input(search_args({"--gbs", "8", "--tp", "2"}), "--tp");
+  expect_bad_input({"search", "--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--gbs", "8",
+                    "--inter-node-gbps", "nan"},
+                   "--inter-node-gbps");
 }
 
 }  // namespace
