@@ -101,11 +101,11 @@ constexpr std::string_view kNeoxExtras[] = {"rotary_pct", "rotary_emb_base", "us
                                             "classifier_dropout"};
 
 void read_common_sizes(JsonFields& f, ModelDesc& m) {
-  m.hidden_size = f.integer("hidden_size");
-  m.num_layers = f.integer("num_hidden_layers");
-  m.num_attention_heads = f.integer("num_attention_heads");
-  m.ffn_hidden_size = f.integer("intermediate_size");
-  m.vocab_size = f.integer("vocab_size");
+  m.hidden_size = f.positive_integer("hidden_size");
+  m.num_layers = f.positive_integer("num_hidden_layers");
+  m.num_attention_heads = f.positive_integer("num_attention_heads");
+  m.ffn_hidden_size = f.positive_integer("intermediate_size");
+  m.vocab_size = f.positive_integer("vocab_size");
   m.max_position_embeddings = f.integer_or("max_position_embeddings", 0);
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);  // transformers' default for all six
   m.attention_dropout = f.number_or("attention_dropout", 0.0);

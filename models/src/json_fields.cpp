@@ -37,6 +37,12 @@ int64_t JsonFields::integer(std::string_view key) {
   return integer_or(key, 0);
 }
 
+int64_t JsonFields::positive_integer(std::string_view key) {
+  const int64_t value = integer(key);
+  if (ok() && value < 1) fail(key, "must be positive, got " + std::to_string(value));
+  return value;
+}
+
 int64_t JsonFields::integer_or(std::string_view key, int64_t fallback) {
   const nlohmann::json* value = find(key);
   if (value == nullptr) return fallback;

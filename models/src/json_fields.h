@@ -25,6 +25,8 @@ class JsonFields {
 
   // Required fields: missing or of the wrong type is an error naming the field.
   int64_t integer(std::string_view key);
+  // A required size: an integer >= 1, named in the file's own words when it is not.
+  int64_t positive_integer(std::string_view key);
   bool boolean(std::string_view key);
   std::string string(std::string_view key);
   // Optional fields: absent or null gives the fallback; present with the wrong type is an error.

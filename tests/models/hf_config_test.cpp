@@ -167,6 +167,13 @@ TEST(HfConfig, StringWhereANumberBelongsIsNamed) {
               HasSubstr("field 'intermediate_size' must be an integer, got the string \"11008\""));
 }
 
+TEST(HfConfig, ASizeBelowOneIsNamedInTheFilesOwnWords) {
+  std::string json = kLlama2_7b;
+  json.replace(json.find(R"("intermediate_size": 11008)"),
+               std::string(R"("intermediate_size": 11008)").size(), R"("intermediate_size": -11008)");
+  EXPECT_THAT(parse_error(json), HasSubstr("field 'intermediate_size' must be positive, got -11008"));
+}
+
 TEST(HfConfig, UnknownFieldIsNamed) {
   std::string json = kLlama2_7b;
   json.insert(json.find('{') + 1, R"("moe_layer_freq": 2, )");
