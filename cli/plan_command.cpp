@@ -73,7 +73,7 @@ Command add_plan_command(CLI::App& root) {
   app->add_option("--search-time", a->search_time_s,
                   "Budget of the exact split search in seconds of one core (default 1); counted in work, "
                   "so the same input always gives the same plan")
-      ->check(CLI::Validator(number_in_range(0.001, 3600.0), "SECONDS"));
+      ->check(CLI::Validator(number_in_range(0.001, 3600.0), "FLOAT in [0.001 - 3600]"));
   app->add_option("--emit", a->emit, "megatron, deepspeed or internevo")
       ->check(CLI::IsMember({"megatron", "deepspeed", "internevo"}));
   return {app, [a, schedule] { return run_plan(*a, schedule->count() > 0); }};

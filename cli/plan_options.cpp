@@ -20,7 +20,7 @@ void add_shared_options(CLI::App* app, PlanArgs& a) {
   app->add_option("--gpus", a.gpus, "Number of GPUs")->required()->check(count);
   app->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (with --gpu)")->check(count);
   app->add_option("--inter-node-gbps", a.inter_node_gbps, "Inter-node bandwidth per node, Gb/s (with --gpu)")
-      ->check(CLI::Validator(number_in_range(1.0, 1.0e6), "GBPS"));
+      ->check(CLI::Validator(number_in_range(1.0, 1.0e6), "FLOAT in [1 - 1e6]"));
   app->add_option("--mbs", a.mbs, "Micro-batch size")->check(count)->capture_default_str();
   app->add_option("--gbs", a.gbs, "Global batch size")->check(count);
   app->add_option("--seq", a.seq, "Sequence length")->check(count);
