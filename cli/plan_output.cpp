@@ -210,13 +210,25 @@ ordered_json config_json(const planner::ParallelConfig& c) {
 std::string optimality_text(const planner::PlanOutcome& o) {
   if (o.suggested_is_optimal) return "the suggested split is proven optimal";
   const bool memory = o.config.balance == planner::BalanceGoal::kMemory;
-  std::string text = "the exact split search ran out of budget (--search-time): the suggested split's " +
-                     std::string(memory ? "peak memory" : "iteration time") + " is within " +
-                     printf_string("%.1f%%", 100 * o.optimality_gap) + " of the optimum (proven)";
-  if (!o.meets_time_limit) {
-    text += "; no split was proven within the time limit, so it is the fastest split found";
+  if (memory && !o.time_limit_proven) {
+    const std::string peak =
+        o.optimality_gap == 0
+            ? "the suggested split has the least peak memory of the splits within the time limit (proven)"
+            : "the exact split search ran out of budget (--search-time): the suggested split's peak memory is "
+              "within " +
+                  printf_string("%.1f%%", 100 * o.optimality_gap) +
+                  " of the least peak of the splits within the time limit (proven)";
+    return peak + "; the time limit, " + printf_string("%.3f", o.time_limit_s) + " s of pipeline time, is " +
+           printf_string("%.0f%%", 100 * (o.time_limit_s / o.fastest_fitting_s - 1)) +
+           " over the fastest fitting split found (" + printf_string("%.3f", o.fastest_fitting_s) +
+           " s), which the search could not prove fastest (no split is faster than " +
+           printf_string("%.3f", o.fastest_fitting_lower_s) +
+           " s); a longer --search-time may find a faster split, a lower limit and a lower peak";
   }
-  return text + "; a longer --search-time may close the gap";
+  return "the exact split search ran out of budget (--search-time): the suggested split's " +
+         std::string(memory ? "peak memory" : "iteration time") + " is within " +
+         printf_string("%.1f%%", 100 * o.optimality_gap) +
+         " of the optimum (proven); a longer --search-time may close the gap";
 }
 
 }  // namespace
@@ -271,11 +283,18 @@ std::string plan_json(const PlanPrintout& p) {
   doc["uniform"] = report_json(o.uniform);
   doc["suggested"] = report_json(o.suggested);
   doc["suggested_is_optimal"] = o.suggested_is_optimal;
+  // time_limit_s is 0 where there is no limit: --balance time, the interleaved schedule, no fit.
+  const bool within_limit = o.config.balance != planner::BalanceGoal::kMemory || o.time_limit_s == 0 ||
+                            o.suggested.pipeline_s <= o.time_limit_s * (1 + 1e-9);
   doc["optimality"] = ordered_json{
       {"proven", o.suggested_is_optimal},
       {"objective", o.config.balance == planner::BalanceGoal::kMemory ? "peak_memory_bytes" : "iteration_s"},
       {"gap_fraction", o.optimality_gap},
-      {"meets_time_limit", o.meets_time_limit},
+      {"meets_time_limit", within_limit},
+      {"time_limit_s", o.time_limit_s},
+      {"time_limit_proven", o.time_limit_proven},
+      {"fastest_fitting_s", o.fastest_fitting_s},
+      {"fastest_fitting_lower_bound_s", o.fastest_fitting_lower_s},
       {"text", optimality_text(o)}};
   const double u_peak = static_cast<double>(o.uniform.peak_memory_bytes);
   const int64_t saved = o.uniform.peak_memory_bytes - o.suggested.peak_memory_bytes;

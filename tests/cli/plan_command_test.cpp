@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -116,6 +117,40 @@ TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
   EXPECT_LE(doc["suggested"]["peak_memory_bytes"].get<int64_t>(),
             doc["uniform"]["peak_memory_bytes"].get<int64_t>());
   EXPECT_FALSE(doc.contains("emit"));
+}
+
+TEST(PlanCommand, JsonSaysWhatTheTimeLimitIsAndWhetherItIsProven) {
+  const json doc = plan_json(kThirteenB);
+  const json& o = doc["optimality"];
+  EXPECT_TRUE(o["proven"].get<bool>());
+  EXPECT_TRUE(o["time_limit_proven"].get<bool>());
+  EXPECT_TRUE(o["meets_time_limit"].get<bool>());
+  EXPECT_EQ(o["fastest_fitting_s"], o["fastest_fitting_lower_bound_s"]);
+  EXPECT_LE(doc["suggested"]["pipeline_s"].get<double>(), o["time_limit_s"].get<double>());
+}
+
+// llama3-70b on 16 stages of H100s with as many micro-batches: with a small budget the search
+// cannot prove the fastest split fastest, so the limit is stated against the fastest it found,
+// and both the JSON and the note say so, with the proven lower bound.
+TEST(PlanCommand, AnUnprovenTimeLimitIsStatedAgainstTheFastestSplitFound) {
+  const std::vector<std::string> args = {"--model", "llama3-70b", "--gpu", "h100-80gb",   "--gpus", "128",
+                                         "--tp",    "8",          "--pp",  "16",          "--gbs",  "16",
+                                         "--seq",   "4096",       "--recompute", "auto", "--search-time", "0.02"};
+  const json doc = plan_json(args);
+  const json& o = doc["optimality"];
+  EXPECT_FALSE(o["proven"].get<bool>());
+  EXPECT_FALSE(o["time_limit_proven"].get<bool>());
+  EXPECT_TRUE(o["meets_time_limit"].get<bool>());
+  const double fastest_s = o["fastest_fitting_s"].get<double>();
+  const double limit_s = o["time_limit_s"].get<double>();
+  EXPECT_LT(o["fastest_fitting_lower_bound_s"].get<double>(), fastest_s);
+  EXPECT_NEAR(limit_s, std::max(1.02 * fastest_s, doc["uniform"]["pipeline_s"].get<double>()), 1e-12);
+  EXPECT_LE(doc["suggested"]["pipeline_s"].get<double>(), limit_s);
+  EXPECT_NE(o["text"].get<std::string>().find("could not prove fastest"), std::string::npos) << o["text"];
+
+  const CommandResult r = run_pipescope(plan_args(args));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2% over the fastest fitting split found"), std::string::npos) << r.out;
 }
 
 TEST(PlanCommand, APlanThatDoesNotFitIsStillAPlanWithOverflowsFlaggedAndFixesSuggested) {

@@ -231,7 +231,10 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   outcome.suggested = report_of(in, *costs, result->plan);
   outcome.suggested_is_optimal = result->proven_optimal;
   outcome.optimality_gap = result->optimality_gap;
-  outcome.meets_time_limit = result->meets_time_limit;
+  outcome.time_limit_s = result->time_bound_s;
+  outcome.time_limit_proven = result->time_limit_proven;
+  outcome.fastest_fitting_s = result->fastest_fitting_s;
+  outcome.fastest_fitting_lower_s = result->fastest_fitting_lower_s;
   if (!in.config.stage_layers.empty()) {
     auto given = fastest_fitting_options(problem, given_split(in.config));
     if (!given.ok()) return given.error();

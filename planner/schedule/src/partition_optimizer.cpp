@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <optional>
 #include <vector>
 
 #include "partition_bound.h"
@@ -94,14 +93,6 @@ class PathBounds {
   std::vector<double> forward_s_, backward_s_;
 };
 
-// kMemory's time limit max((1 + slack) T_fit, T_uniform), known to lie in [low_s, high_s]:
-// plans are held to low_s (so that they meet the true limit) and proofs that no plan exists are
-// made against high_s (so that they hold for the true limit).
-struct TimeLimit {
-  double low_s = 0;
-  double high_s = 0;
-};
-
 // Rounds of the critical-path bound's cutting-plane loop: at the capacity (where it bounds T_fit),
 // and at each peak probed (starting from the paths found before).
 constexpr int kFitRounds = 40;
@@ -112,12 +103,12 @@ struct LeastPeak {
   std::int64_t lower_bound_bytes = 0;  // no plan within the limit peaks lower
 };
 
-// The least peak P such that some plan within P per stage meets the limit; `known` meets it with
-// peak values.back(), and values.front() is the least peak of any plan. The predicate grows with
-// P, so bisect over the candidate values; a yes moves the top down to the peak of the plan found,
-// which is often well below the probe; a proven no moves the lower bound up.
+// The least peak P such that some plan within P per stage takes at most limit_s; `known` does
+// with peak values.back(), and values.front() is the least peak of any plan. The predicate grows
+// with P, so bisect over the candidate values; a yes moves the top down to the peak of the plan
+// found, which is often well below the probe; a proven no moves the lower bound up.
 LeastPeak least_peak_within(PartitionSearch& search, PathBounds& paths,
-                            const std::vector<std::int64_t>& values, TimeLimit limit,
+                            const std::vector<std::int64_t>& values, double limit_s,
                             const FoundPlan& known) {
   LeastPeak out{known, values.front()};
   size_t low = 0, high = values.size() - 1;
@@ -125,27 +116,20 @@ LeastPeak least_peak_within(PartitionSearch& search, PathBounds& paths,
   // A probe may spend an eighth of what is left: one that cannot finish counts as a no for the
   // bisection but proves nothing, rather than stopping it.
   const auto cap = [&] { return std::max(search.work_left() / 8, 4096 * search.node_work()); };
-  // Whether no plan within values[i] meets the limit: proven against its high end.
-  const auto proven_none = [&](size_t i, const Outcome& probe) {
-    if (!probe.finished) return false;
-    if (limit.high_s <= limit.low_s) return true;
-    const Outcome again = search.exists(values[i], limit.high_s, cap());
-    return again.finished && !again.found;
-  };
   // A probe settled by the critical-path bound: no search needed.
-  const auto by_paths = [&](size_t i) { return paths.at(values[i], kProbeRounds) > limit.high_s; };
+  const auto by_paths = [&](size_t i) { return paths.at(values[i], kProbeRounds) > limit_s; };
   // A quarter of the budget stays for the proofs below.
   const std::int64_t reserve = search.work_left() / 4;
   while (low < high && search.work_left() > reserve) {
     const size_t mid = low + (high - low) / 2;
-    const Outcome probe = search.exists(values[mid], limit.low_s, cap());
+    const Outcome probe = search.exists(values[mid], limit_s, cap());
     if (probe.found) {
       out.plan = probe.plan;
       high = static_cast<size_t>(std::lower_bound(values.begin(), values.end(), probe.plan.peak_bytes) -
                                  values.begin());
       continue;
     }
-    if (proven_none(mid, probe) || (!probe.finished && by_paths(mid))) {
+    if (probe.finished || by_paths(mid)) {
       out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
     } else {
       unknown = std::min(unknown, mid);
@@ -164,9 +148,9 @@ LeastPeak least_peak_within(PartitionSearch& search, PathBounds& paths,
       low = mid + 1;
       continue;
     }
-    const Outcome probe = search.exists(values[mid], limit.low_s, cap());
+    const Outcome probe = search.exists(values[mid], limit_s, cap());
     if (probe.found && probe.plan.peak_bytes < out.plan.peak_bytes) out.plan = probe.plan;
-    if (!probe.found && proven_none(mid, probe)) {
+    if (!probe.found && probe.finished) {
       out.lower_bound_bytes = std::max(out.lower_bound_bytes, values[mid + 1]);
       low = mid + 1;
     } else {
@@ -231,8 +215,8 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
       search.grant(problem.max_search_work / 2);
       const double slack = 1.0 + problem.time_slack;
       const double uniform_s = result.uniform ? result.uniform->iteration_s : 0.0;
-      TimeLimit limit;
       FoundPlan fastest = seed;
+      double limit_s = 0;
       bool decided = false;
       double fit_low_s = 0;  // proven: T_fit >= this
       if (uniform_fits) {
@@ -243,7 +227,7 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
         const Outcome quick =
             search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left() / 16);
         if (quick.found) {
-          limit = {uniform_s, uniform_s};
+          limit_s = uniform_s;
           fastest = quick.plan;
           decided = true;
         } else if (quick.finished) {
@@ -261,41 +245,28 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
           fit_low_s = std::max(fit_low_s, paths.at(problem.capacity_bytes, kFitRounds));
         }
         fit_low_s = std::min(fit_low_s, fit.plan.iteration_s);
-        if (uniform_fits && fit.plan.iteration_s <= uniform_s / slack) {
-          // The search met a plan that much faster: the limit is the uniform plan's time.
-          limit = {uniform_s, uniform_s};
-          decided = true;
-        } else {
-          limit = {std::max(slack * fit_low_s, uniform_s), std::max(slack * fit.plan.iteration_s, uniform_s)};
-        }
+        // With T_fit not proven, the limit is stated against the fastest plan found: holding
+        // plans to the lower bound instead would spend the slack on the bound's own gap.
+        limit_s = std::max(slack * fit.plan.iteration_s, uniform_s);
+        // The search met a plan that much faster (the limit is then the uniform plan's time), or
+        // proved its fastest plan is the fastest.
+        decided = (uniform_fits && fit.plan.iteration_s <= uniform_s / slack) || fit_low_s == fit.plan.iteration_s;
       }
       result.fastest_fitting_s = fastest.iteration_s;
       result.fastest_fitting_lower_s = fit_low_s;
+      result.time_bound_s = limit_s;
+      result.time_limit_proven = decided;
       search.grant(problem.max_search_work - problem.max_search_work / 2);
-      // Plans known to meet the limit: the uniform one, and the fastest found when fast enough.
-      std::optional<FoundPlan> known;
-      if (uniform_fits) known = as_found(*result.uniform);
-      if (fastest.iteration_s <= limit.low_s && (!known || fastest.peak_bytes < known->peak_bytes)) {
-        known = fastest;
-      }
-      if (!known) {
-        const Outcome within = search.exists(problem.capacity_bytes, limit.low_s, search.work_left());
-        if (within.found) known = within.plan;
-      }
-      if (!known) {
-        // No plan was proven within the limit: hold the plan to its own time and say so.
-        known = fastest;
-        limit.low_s = fastest.iteration_s;
-        result.meets_time_limit = false;
-      }
-      result.time_bound_s = limit.low_s;
+      // A plan within the limit: the uniform one, or the fastest found when its peak is lower.
+      FoundPlan known = uniform_fits ? as_found(*result.uniform) : fastest;
+      if (fastest.iteration_s <= limit_s && fastest.peak_bytes < known.peak_bytes) known = fastest;
       // Plans with lower peaks near the known one, cheaply: the bisection then starts lower.
       std::int64_t used = 0;
       detail::LocalPeakSearch local(problem, *ctx);
-      known = local.improve(*known, limit.low_s, std::max<std::int64_t>(search.work_left() / 4, 0), &used);
+      known = local.improve(known, limit_s, std::max<std::int64_t>(search.work_left() / 4, 0), &used);
       search.charge(used);
       const LeastPeak best = least_peak_within(
-          search, paths, candidate_peaks(problem, *ctx, least.peak_bytes, known->peak_bytes), limit, *known);
+          search, paths, candidate_peaks(problem, *ctx, least.peak_bytes, known.peak_bytes), limit_s, known);
       // The fastest plan within that peak; `best.plan` is one, within the limit.
       chosen = search.fastest(best.plan.peak_bytes, &best.plan).plan;
       result.peak_lower_bound_bytes = best.lower_bound_bytes;
@@ -311,7 +282,7 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
     result.optimality_gap = relative_gap(static_cast<double>(result.plan.peak_memory_bytes),
                                          static_cast<double>(result.peak_lower_bound_bytes));
   }
-  result.proven_optimal = result.optimality_gap == 0 && result.meets_time_limit;
+  result.proven_optimal = result.optimality_gap == 0 && result.time_limit_proven;
   result.stats = search.stats();
   return result;
 }

@@ -67,8 +67,14 @@ struct PlanOutcome {
   // time under --balance time): (suggested's value - proven lower bound) / lower bound.
   bool suggested_is_optimal = true;
   double optimality_gap = 0;
-  // --balance memory: false only when no split was proven within the time limit in the budget.
-  bool meets_time_limit = true;
+  // --balance memory: the limit on the suggested split's pipeline time (PartitionResult::
+  // time_bound_s), whether it is the objective's own limit (false: it is stated against the fastest
+  // fitting split found, which the search could not prove fastest), and that split's time with its
+  // proven lower bound. 0 under --balance time, with the interleaved schedule, or when nothing fits.
+  double time_limit_s = 0;
+  bool time_limit_proven = true;
+  double fastest_fitting_s = 0;
+  double fastest_fitting_lower_s = 0;
   std::vector<std::string> notes;
   std::vector<FitSuggestion> suggestions;  // when the suggested plan does not fit
 };

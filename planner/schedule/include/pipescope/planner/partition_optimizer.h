@@ -16,10 +16,10 @@
 // stage's peak depends on which chunk activations overlap in time, which this does not model).
 //
 // Budget. The search stops after max_search_work; the answer is then the best plan found with a
-// proven bound on the optimum, never an unproven claim: under kMemory the plan always meets the
-// stated time limit (when T_fit is not known exactly, the plan is held to the limit its proven
-// lower bound gives, which is tighter) and peak_lower_bound_bytes bounds the least peak any plan
-// within the limit can have; under kTime iteration_lower_bound_s bounds the least time.
+// proven bound on the optimum, never an unproven claim: under kMemory, when T_fit is not proven,
+// the time limit is stated against the fastest fitting plan found (fastest_fitting_s, with its
+// proven lower bound), the plan meets that limit and peak_lower_bound_bytes bounds the least peak
+// any plan within it can have; under kTime iteration_lower_bound_s bounds the least time.
 // Cost: milliseconds to seconds (benches/cpu/partition_benchmark.cpp).
 #pragma once
 
@@ -50,20 +50,19 @@ struct PartitionResult {
   // may be apart. 0 when nothing fits.
   double fastest_fitting_s = 0;
   double fastest_fitting_lower_s = 0;
-  // kMemory: the time limit the plan was held to: the objective's limit when T_fit is proven,
-  // else max((1 + slack) * its lower bound, T_uniform), which is never above it. 0 for kTime or
-  // when nothing fits.
+  // kMemory: the time limit the plan was held to, max((1 + slack) * fastest_fitting_s, T_uniform)
+  // or T_uniform alone when some plan is (1 + slack) times faster than the uniform one. It is the
+  // objective's limit when time_limit_proven; otherwise T_fit may be below fastest_fitting_s and
+  // the objective's limit with it. 0 for kTime or when nothing fits.
   double time_bound_s = 0;
+  bool time_limit_proven = true;
   // Proven bounds on the optimum of the objective: the least peak (kMemory, or when nothing fits)
   // and the least time (kTime). Equal to the plan's own value when proven.
   std::int64_t peak_lower_bound_bytes = 0;
   double iteration_lower_bound_s = 0;
   // (plan's value - bound) / bound for the objective: 0 when proven.
   double optimality_gap = 0;
-  // kMemory: false only when the budget found no plan proven to meet the limit; the plan is
-  // then the fastest found, and time_bound_s its time.
-  bool meets_time_limit = true;
-  bool proven_optimal = true;  // optimality_gap == 0 and meets_time_limit
+  bool proven_optimal = true;  // optimality_gap == 0 and time_limit_proven
   PartitionSearchStats stats;
 };
 
