@@ -214,7 +214,8 @@ std::string optimality_text(const planner::PlanOutcome& o) {
     const std::string peak =
         o.optimality_gap == 0
             ? "the suggested split has the least peak memory of the splits within the time limit (proven)"
-            : "the exact split search ran out of budget (--search-time): the suggested split's peak memory is "
+            : "the exact split search ran out of budget (--search-time): the suggested split's peak memory "
+              "is "
               "within " +
                   printf_string("%.1f%%", 100 * o.optimality_gap) +
                   " of the least peak of the splits within the time limit (proven)";

@@ -133,9 +133,10 @@ TEST(PlanCommand, JsonSaysWhatTheTimeLimitIsAndWhetherItIsProven) {
 // cannot prove the fastest split fastest, so the limit is stated against the fastest it found,
 // and both the JSON and the note say so, with the proven lower bound.
 TEST(PlanCommand, AnUnprovenTimeLimitIsStatedAgainstTheFastestSplitFound) {
-  const std::vector<std::string> args = {"--model", "llama3-70b", "--gpu", "h100-80gb",   "--gpus", "128",
-                                         "--tp",    "8",          "--pp",  "16",          "--gbs",  "16",
-                                         "--seq",   "4096",       "--recompute", "auto", "--search-time", "0.02"};
+  const std::vector<std::string> args = {
+      "--model", "llama3-70b", "--gpu",       "h100-80gb", "--gpus",        "128",
+      "--tp",    "8",          "--pp",        "16",        "--gbs",         "16",
+      "--seq",   "4096",       "--recompute", "auto",      "--search-time", "0.02"};
   const json doc = plan_json(args);
   const json& o = doc["optimality"];
   EXPECT_FALSE(o["proven"].get<bool>());

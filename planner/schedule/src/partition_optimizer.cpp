@@ -108,8 +108,7 @@ struct LeastPeak {
 // with P, so bisect over the candidate values; a yes moves the top down to the peak of the plan
 // found, which is often well below the probe; a proven no moves the lower bound up.
 LeastPeak least_peak_within(PartitionSearch& search, PathBounds& paths,
-                            const std::vector<std::int64_t>& values, double limit_s,
-                            const FoundPlan& known) {
+                            const std::vector<std::int64_t>& values, double limit_s, const FoundPlan& known) {
   LeastPeak out{known, values.front()};
   size_t low = 0, high = values.size() - 1;
   size_t unknown = high;  // the lowest probe that neither found a plan nor proved there is none
@@ -250,7 +249,8 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
         limit_s = std::max(slack * fit.plan.iteration_s, uniform_s);
         // The search met a plan that much faster (the limit is then the uniform plan's time), or
         // proved its fastest plan is the fastest.
-        decided = (uniform_fits && fit.plan.iteration_s <= uniform_s / slack) || fit_low_s == fit.plan.iteration_s;
+        decided =
+            (uniform_fits && fit.plan.iteration_s <= uniform_s / slack) || fit_low_s == fit.plan.iteration_s;
       }
       result.fastest_fitting_s = fastest.iteration_s;
       result.fastest_fitting_lower_s = fit_low_s;

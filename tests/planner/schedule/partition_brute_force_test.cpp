@@ -146,7 +146,7 @@ TEST(PartitionOptimizer, ProvenBoundsHoldWhenTheBudgetRunsOut) {
       EXPECT_EQ(plan.peak_memory_bytes, peak_bytes) << "instance " << seed;
     }
   }
-  EXPECT_GT(cut_short, 50);  // the budgets do cut searches short
+  EXPECT_GT(cut_short, 50);       // the budgets do cut searches short
   EXPECT_GT(limit_unproven, 10);  // and leave T_fit unproven
 }
 
