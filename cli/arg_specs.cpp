@@ -30,11 +30,14 @@ bool parse_count(std::string_view text, int64_t& out) {
   return ec == std::errc() && ptr == text.data() + text.size() && out >= 0;
 }
 
-bool parse_seconds(std::string_view text, double& out) {
+// The whole text is one finite number (no NaN, no infinity).
+bool parse_finite(std::string_view text, double& out) {
   if (text.empty()) return false;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(out) && out >= 0;
+  return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(out);
 }
+
+bool parse_seconds(std::string_view text, double& out) { return parse_finite(text, out) && out >= 0; }
 
 }  // namespace
 
@@ -48,10 +51,7 @@ Expected<int64_t> parse_whole_number(const std::string& text, int64_t minimum) {
 
 Expected<double> parse_number_in_range(const std::string& text, double minimum, double maximum) {
   double value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) || value < minimum ||
-      value > maximum) {
+  if (!parse_finite(text, value) || value < minimum || value > maximum) {
     char range[64];
     std::snprintf(range, sizeof range, "%g to %g", minimum, maximum);
     return Error{"'" + text + "' is not a number from " + range};
