@@ -5,11 +5,11 @@
 
 namespace pipescope::planner::detail {
 
-LocalPeakSearch::LocalPeakSearch(const PartitionProblem& problem, const PartitionContext& ctx)
+LocalSearch::LocalSearch(const PartitionProblem& problem, const PartitionContext& ctx)
     : problem_(problem), ctx_(ctx), p_(problem.stages), forward_s_(p_), backward_s_(p_) {}
 
-bool LocalPeakSearch::fastest_within(int s, int first, int end, std::int64_t limit_bytes, int& option,
-                                     int& partial, StageSums& sums) const {
+bool LocalSearch::fastest_within(int s, int first, int end, std::int64_t limit_bytes, int& option,
+                                 int& partial, StageSums& sums) const {
   double best_s = std::numeric_limits<double>::infinity();
   const auto consider = [&](int r, int count) {
     const StageSums candidate = count > 0 ? partial_sums(problem_, first, end, count, r, ctx_.partial.base)
@@ -32,7 +32,7 @@ bool LocalPeakSearch::fastest_within(int s, int first, int end, std::int64_t lim
   return best_s < std::numeric_limits<double>::infinity();
 }
 
-bool LocalPeakSearch::evaluate(const std::vector<int>& boundaries, std::int64_t limit_bytes, FoundPlan& out) {
+bool LocalSearch::evaluate(const std::vector<int>& boundaries, std::int64_t limit_bytes, FoundPlan& out) {
   out.choice.boundaries = boundaries;
   out.choice.options.assign(static_cast<size_t>(p_), 0);
   out.choice.partial_units.assign(ctx_.partial.enabled() ? static_cast<size_t>(p_) : 0, 0);
@@ -52,8 +52,10 @@ bool LocalPeakSearch::evaluate(const std::vector<int>& boundaries, std::int64_t 
   return true;
 }
 
-FoundPlan LocalPeakSearch::improve(const FoundPlan& start, double limit_s, std::int64_t max_work,
-                                   std::int64_t* work_used) {
+FoundPlan LocalSearch::descend(const FoundPlan& start,
+                               const std::function<std::int64_t(const FoundPlan&)>& limit_of,
+                               const std::function<bool(const FoundPlan&, const FoundPlan&)>& better,
+                               std::int64_t max_work, std::int64_t* work_used) {
   const std::int64_t n = static_cast<std::int64_t>(problem_.units.size());
   const std::int64_t move_work = 2 * static_cast<std::int64_t>(p_) * problem_.micro_batches + 2 * n;
   std::int64_t spent = 0;
@@ -63,18 +65,17 @@ FoundPlan LocalPeakSearch::improve(const FoundPlan& start, double limit_s, std::
   for (bool improved = true; improved && spent < max_work;) {
     improved = false;
     FoundPlan round_best = best;
-    // Every stage below the current peak, on the current split or with one boundary moved by one.
+    const std::int64_t limit_bytes = limit_of(best);
     const auto try_split = [&](const std::vector<int>& split) {
       spent += move_work;
-      if (!evaluate(split, best.peak_bytes - 1, candidate) || candidate.iteration_s > limit_s) return;
-      if (candidate.peak_bytes < round_best.peak_bytes ||
-          (candidate.peak_bytes == round_best.peak_bytes && candidate.iteration_s < round_best.iteration_s)) {
+      if (evaluate(split, limit_bytes, candidate) && better(candidate, round_best)) {
         round_best = candidate;
         improved = true;
       }
     };
-    // Also a unit carried from stage s - 1 through every stage to the last (or back), and from
-    // the first stage through to stage s: balancing 1F1B memory moves layers off the early stages.
+    // One boundary moved by one, and also a unit carried from stage s - 1 through every stage to
+    // the last (or back), and from the first stage through to stage s: balancing 1F1B memory
+    // moves layers off the early stages.
     const auto valid = [&](const std::vector<int>& split) {
       for (int t = 0; t < p_; ++t) {
         if (split[t + 1] <= split[t]) return false;
@@ -97,6 +98,29 @@ FoundPlan LocalPeakSearch::improve(const FoundPlan& start, double limit_s, std::
   }
   if (work_used != nullptr) *work_used = spent;
   return best;
+}
+
+FoundPlan LocalSearch::lower_peak(const FoundPlan& start, double limit_s, std::int64_t max_work,
+                                  std::int64_t* work_used) {
+  // Every stage below the current peak, the lowest peak within the limit, then the fastest.
+  return descend(
+      start, [](const FoundPlan& best) { return best.peak_bytes - 1; },
+      [limit_s](const FoundPlan& x, const FoundPlan& y) {
+        if (x.iteration_s > limit_s) return false;
+        return x.peak_bytes < y.peak_bytes || (x.peak_bytes == y.peak_bytes && x.iteration_s < y.iteration_s);
+      },
+      max_work, work_used);
+}
+
+FoundPlan LocalSearch::faster(const FoundPlan& start, std::int64_t limit_bytes, std::int64_t max_work,
+                              std::int64_t* work_used) {
+  return descend(
+      start, [limit_bytes](const FoundPlan&) { return limit_bytes; },
+      [](const FoundPlan& x, const FoundPlan& y) {
+        return x.iteration_s < y.iteration_s ||
+               (x.iteration_s == y.iteration_s && x.peak_bytes < y.peak_bytes);
+      },
+      max_work, work_used);
 }
 
 }  // namespace pipescope::planner::detail

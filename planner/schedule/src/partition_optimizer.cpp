@@ -182,6 +182,7 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
   const FoundPlan least = search.least_peak_plan();
   result.any_fits = least.peak_bytes <= problem.capacity_bytes;
   PathBounds paths(problem, *ctx, search);
+  detail::LocalSearch local(problem, *ctx);
   paths.add(least);
   if (result.uniform) paths.add(as_found(*result.uniform));
   FoundPlan chosen;
@@ -192,11 +193,16 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
     chosen = tie.plan;
     result.peak_lower_bound_bytes = least.peak_bytes;
   } else {
-    // A fitting plan to start from: the faster of the uniform one (when it fits) and `least`.
-    const FoundPlan seed =
-        uniform_fits && result.uniform->iteration_s <= least.iteration_s ? as_found(*result.uniform) : least;
+    // A fitting plan to start from: the faster of the uniform one (when it fits) and `least`,
+    // made faster by local moves, cheaply: under kMemory it may settle the time limit at once.
+    search.grant(problem.max_search_work / 16);
+    std::int64_t used = 0;
+    const FoundPlan seed = local.faster(
+        uniform_fits && result.uniform->iteration_s <= least.iteration_s ? as_found(*result.uniform) : least,
+        problem.capacity_bytes, search.work_left(), &used);
+    search.charge(used);
     if (problem.balance == Balance::kTime) {
-      search.grant(problem.max_search_work);
+      search.grant(problem.max_search_work - problem.max_search_work / 16);
       const Outcome fit = search.fastest(problem.capacity_bytes, &seed);
       chosen = fit.plan;
       result.fastest_fitting_s = fit.plan.iteration_s;
@@ -211,18 +217,21 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
     } else {
       // Half the budget for the time limit, the rest (with what that left) for the peak, so that
       // a search cut short in the first still balances memory in the second.
-      search.grant(problem.max_search_work / 2);
+      search.grant(problem.max_search_work / 2 - problem.max_search_work / 16);
       const double slack = 1.0 + problem.time_slack;
       const double uniform_s = result.uniform ? result.uniform->iteration_s : 0.0;
       FoundPlan fastest = seed;
       double limit_s = 0;
       bool decided = false;
       double fit_low_s = 0;  // proven: T_fit >= this
-      if (uniform_fits) {
-        // If some fitting plan is `slack` times faster than the uniform one, the limit is T_uniform
-        // whatever T_fit is: a decision, far cheaper than finding T_fit. A short search settles
-        // easy problems; otherwise the critical-path bound may show there is no such plan, and
-        // the search for T_fit below settles the rest.
+      // If some fitting plan is `slack` times faster than the uniform one, the limit is T_uniform
+      // whatever T_fit is: a decision, far cheaper than finding T_fit. The local moves may have
+      // met one; else a short search settles easy problems; otherwise the critical-path bound may
+      // show there is no such plan, and the search for T_fit below settles the rest.
+      if (uniform_fits && seed.iteration_s <= uniform_s / slack) {
+        limit_s = uniform_s;
+        decided = true;
+      } else if (uniform_fits) {
         const Outcome quick =
             search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left() / 16);
         if (quick.found) {
@@ -261,9 +270,7 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
       FoundPlan known = uniform_fits ? as_found(*result.uniform) : fastest;
       if (fastest.iteration_s <= limit_s && fastest.peak_bytes < known.peak_bytes) known = fastest;
       // Plans with lower peaks near the known one, cheaply: the bisection then starts lower.
-      std::int64_t used = 0;
-      detail::LocalPeakSearch local(problem, *ctx);
-      known = local.improve(known, limit_s, std::max<std::int64_t>(search.work_left() / 4, 0), &used);
+      known = local.lower_peak(known, limit_s, std::max<std::int64_t>(search.work_left() / 4, 0), &used);
       search.charge(used);
       const LeastPeak best = least_peak_within(
           search, paths, candidate_peaks(problem, *ctx, least.peak_bytes, known.peak_bytes), limit_s, known);

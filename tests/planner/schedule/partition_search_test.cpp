@@ -103,7 +103,7 @@ TEST(ReverseSearch, LeastPeakMatchesBruteForce) {
   }
 }
 
-TEST(LocalPeakSearch, OnlyEverReturnsLowerPeaksWithinTheLimit) {
+TEST(LocalSearch, OnlyEverReturnsLowerPeaksWithinTheLimit) {
   std::mt19937 rng(606);
   int improved = 0;
   for (int instance = 0; instance < 300; ++instance) {
@@ -114,9 +114,9 @@ TEST(LocalPeakSearch, OnlyEverReturnsLowerPeaksWithinTheLimit) {
     if (!uniform.ok()) continue;
     const FoundPlan start{uniform->choice, uniform->iteration_s, uniform->peak_memory_bytes};
     const double limit_s = uniform->iteration_s * 1.1;
-    LocalPeakSearch local(problem, *ctx);
+    LocalSearch local(problem, *ctx);
     std::int64_t used = 0;
-    const FoundPlan plan = local.improve(start, limit_s, 1'000'000, &used);
+    const FoundPlan plan = local.lower_peak(start, limit_s, 1'000'000, &used);
     EXPECT_LE(plan.peak_bytes, start.peak_bytes) << "instance " << instance;
     EXPECT_LE(plan.iteration_s, std::max(limit_s, start.iteration_s)) << "instance " << instance;
     // What it reports is what the plan is.
@@ -125,6 +125,33 @@ TEST(LocalPeakSearch, OnlyEverReturnsLowerPeaksWithinTheLimit) {
     EXPECT_EQ(again->peak_memory_bytes, plan.peak_bytes);
     EXPECT_EQ(again->iteration_s, plan.iteration_s);
     improved += plan.peak_bytes < start.peak_bytes ? 1 : 0;
+  }
+  EXPECT_GT(improved, 30);
+}
+
+TEST(LocalSearch, OnlyEverReturnsFasterPlansWithinTheMemoryLimit) {
+  std::mt19937 rng(607);
+  int improved = 0;
+  for (int instance = 0; instance < 300; ++instance) {
+    const PartitionProblem problem = test::random_problem(rng, {12, 5, 8});
+    auto ctx = PartitionContext::build(problem);
+    ASSERT_TRUE(ctx.ok());
+    auto uniform = uniform_plan(problem);
+    if (!uniform.ok() || !uniform->fits) continue;
+    const FoundPlan start{uniform->choice, uniform->iteration_s, uniform->peak_memory_bytes};
+    LocalSearch local(problem, *ctx);
+    std::int64_t used = 0;
+    const FoundPlan plan = local.faster(start, problem.capacity_bytes, 1'000'000, &used);
+    EXPECT_LE(plan.iteration_s, start.iteration_s) << "instance " << instance;
+    EXPECT_LE(plan.peak_bytes, problem.capacity_bytes) << "instance " << instance;
+    EXPECT_LE(used, 1'000'000 + 6 * (2 * problem.stages * problem.micro_batches + 2 * 12))
+        << "instance " << instance;
+    auto again = evaluate_plan(problem, plan.choice);
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(again->peak_memory_bytes, plan.peak_bytes);
+    EXPECT_EQ(again->iteration_s, plan.iteration_s);
+    EXPECT_TRUE(again->fits);
+    improved += plan.iteration_s < start.iteration_s ? 1 : 0;
   }
   EXPECT_GT(improved, 30);
 }
