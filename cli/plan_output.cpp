@@ -224,7 +224,7 @@ std::string optimality_text(const planner::PlanOutcome& o) {
            " over the fastest fitting split found (" + printf_string("%.3f", o.fastest_fitting_s) +
            " s), which the search could not prove fastest (no split is faster than " +
            printf_string("%.3f", o.fastest_fitting_lower_s) +
-           " s); a longer --search-time may find a faster split, a lower limit and a lower peak";
+           " s); a longer --search-time may find a faster split (and so a lower limit) or a lower peak";
   }
   return "the exact split search ran out of budget (--search-time): the suggested split's " +
          std::string(memory ? "peak memory" : "iteration time") + " is within " +
