@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -103,6 +104,23 @@ TEST(ReverseSearch, LeastPeakMatchesBruteForce) {
   }
 }
 
+// A random instance's uniform plan as a local search's start; none when there is no uniform
+// split, or (fitting) when it does not fit.
+std::optional<FoundPlan> uniform_start(const PartitionProblem& problem, bool fitting) {
+  auto uniform = uniform_plan(problem);
+  if (!uniform.ok() || (fitting && !uniform->fits)) return std::nullopt;
+  return FoundPlan{uniform->choice, uniform->iteration_s, uniform->peak_memory_bytes};
+}
+
+// What a local search reports is what the plan is.
+void expect_as_evaluated(const PartitionProblem& problem, const FoundPlan& plan) {
+  auto again = evaluate_plan(problem, plan.choice);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->peak_memory_bytes, plan.peak_bytes);
+  EXPECT_EQ(again->iteration_s, plan.iteration_s);
+  EXPECT_EQ(again->fits, plan.peak_bytes <= problem.capacity_bytes);
+}
+
 TEST(LocalSearch, OnlyEverReturnsLowerPeaksWithinTheLimit) {
   std::mt19937 rng(606);
   int improved = 0;
@@ -110,20 +128,16 @@ TEST(LocalSearch, OnlyEverReturnsLowerPeaksWithinTheLimit) {
     const PartitionProblem problem = test::random_problem(rng, {12, 5, 8});
     auto ctx = PartitionContext::build(problem);
     ASSERT_TRUE(ctx.ok());
-    auto uniform = uniform_plan(problem);
-    if (!uniform.ok()) continue;
-    const FoundPlan start{uniform->choice, uniform->iteration_s, uniform->peak_memory_bytes};
-    const double limit_s = uniform->iteration_s * 1.1;
+    const std::optional<FoundPlan> from = uniform_start(problem, false);
+    if (!from) continue;
+    const FoundPlan& start = *from;
+    const double limit_s = start.iteration_s * 1.1;
     LocalSearch local(problem, *ctx);
     std::int64_t used = 0;
     const FoundPlan plan = local.lower_peak(start, limit_s, 1'000'000, &used);
     EXPECT_LE(plan.peak_bytes, start.peak_bytes) << "instance " << instance;
     EXPECT_LE(plan.iteration_s, std::max(limit_s, start.iteration_s)) << "instance " << instance;
-    // What it reports is what the plan is.
-    auto again = evaluate_plan(problem, plan.choice);
-    ASSERT_TRUE(again.ok()) << again.error().message;
-    EXPECT_EQ(again->peak_memory_bytes, plan.peak_bytes);
-    EXPECT_EQ(again->iteration_s, plan.iteration_s);
+    expect_as_evaluated(problem, plan);
     improved += plan.peak_bytes < start.peak_bytes ? 1 : 0;
   }
   EXPECT_GT(improved, 30);
@@ -136,9 +150,9 @@ TEST(LocalSearch, OnlyEverReturnsFasterPlansWithinTheMemoryLimit) {
     const PartitionProblem problem = test::random_problem(rng, {12, 5, 8});
     auto ctx = PartitionContext::build(problem);
     ASSERT_TRUE(ctx.ok());
-    auto uniform = uniform_plan(problem);
-    if (!uniform.ok() || !uniform->fits) continue;
-    const FoundPlan start{uniform->choice, uniform->iteration_s, uniform->peak_memory_bytes};
+    const std::optional<FoundPlan> from = uniform_start(problem, true);
+    if (!from) continue;
+    const FoundPlan& start = *from;
     LocalSearch local(problem, *ctx);
     std::int64_t used = 0;
     const FoundPlan plan = local.faster(start, problem.capacity_bytes, 1'000'000, &used);
@@ -146,11 +160,7 @@ TEST(LocalSearch, OnlyEverReturnsFasterPlansWithinTheMemoryLimit) {
     EXPECT_LE(plan.peak_bytes, problem.capacity_bytes) << "instance " << instance;
     EXPECT_LE(used, 1'000'000 + 6 * (2 * problem.stages * problem.micro_batches + 2 * 12))
         << "instance " << instance;
-    auto again = evaluate_plan(problem, plan.choice);
-    ASSERT_TRUE(again.ok()) << again.error().message;
-    EXPECT_EQ(again->peak_memory_bytes, plan.peak_bytes);
-    EXPECT_EQ(again->iteration_s, plan.iteration_s);
-    EXPECT_TRUE(again->fits);
+    expect_as_evaluated(problem, plan);
     improved += plan.iteration_s < start.iteration_s ? 1 : 0;
   }
   EXPECT_GT(improved, 30);
