@@ -121,6 +121,16 @@ void write_totals(std::ostream& out, const planner::PlanOutcome& o) {
       << signed_percent(u.iteration_s > 0 ? added_s / u.iteration_s : 0) << ")\n";
 }
 
+// --balance memory: what the suggested split's time was held to.
+void write_time_limit(std::ostream& out, const planner::PlanOutcome& o) {
+  if (o.config.balance != planner::BalanceGoal::kMemory || o.time_limit_s == 0) return;
+  const bool proven_fastest = o.fastest_fitting_lower_s == o.fastest_fitting_s;
+  out << "time limit: pipeline time within " << printf_string("%.3f", o.time_limit_s) << " s, the larger of "
+      << printf_string("%.0f%%", 100 * o.time_slack) << " over the fastest fitting split found ("
+      << printf_string("%.3f", o.fastest_fitting_s) << " s, " << (proven_fastest ? "proven" : "not proven")
+      << " fastest) and the uniform split's time\n";
+}
+
 void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
   if (!o.uniform.fits || !o.suggested.fits) {
     out << "! peak above the usable " << gib(o.capacity_bytes) << " GiB: the stage runs out of memory\n";
@@ -249,6 +259,7 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
   write_stage_table(out, o);
   out << '\n';
   write_totals(out, o);
+  write_time_limit(out, o);
   write_fit(out, o);
   if (!o.suggested_is_optimal) out << "note: " << optimality_text(o) << '\n';
   for (const std::string& note : o.notes) out << "note: " << note << '\n';

@@ -76,7 +76,9 @@ TEST(PlanCommand, PrintsTheUniformAndTheSuggestedSplitSideBySide) {
                             "tokens/s",
                             "TFLOP/s per GPU",
                             "MFU",
-                            "suggested vs uniform"}) {
+                            "suggested vs uniform",
+                            "time limit: pipeline time within",
+                            "proven fastest) and the uniform split's time"}) {
     EXPECT_NE(r.out.find(piece), std::string::npos) << piece;
   }
   for (int stage = 0; stage < 8; ++stage) {
@@ -152,6 +154,12 @@ TEST(PlanCommand, AnUnprovenTimeLimitIsStatedAgainstTheFastestSplitFound) {
   const CommandResult r = run_pipescope(plan_args(args));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("2% over the fastest fitting split found"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("s, not proven fastest) and the uniform split's time"), std::string::npos) << r.out;
+
+  // --balance time has no time limit to state.
+  const CommandResult fastest = run_pipescope(plan_args(with(args, {"--balance", "time"})));
+  ASSERT_EQ(fastest.exit_code, 0) << fastest.err;
+  EXPECT_EQ(fastest.out.find("time limit:"), std::string::npos) << fastest.out;
 }
 
 TEST(PlanCommand, APlanThatDoesNotFitIsStillAPlanWithOverflowsFlaggedAndFixesSuggested) {

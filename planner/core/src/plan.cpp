@@ -232,6 +232,7 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   outcome.suggested_is_optimal = result->proven_optimal;
   outcome.optimality_gap = result->optimality_gap;
   outcome.time_limit_s = result->time_bound_s;
+  outcome.time_slack = problem.time_slack;
   outcome.time_limit_proven = result->time_limit_proven;
   outcome.fastest_fitting_s = result->fastest_fitting_s;
   outcome.fastest_fitting_lower_s = result->fastest_fitting_lower_s;

@@ -72,6 +72,7 @@ struct PlanOutcome {
   // fitting split found, which the search could not prove fastest), and that split's time with its
   // proven lower bound. 0 under --balance time, with the interleaved schedule, or when nothing fits.
   double time_limit_s = 0;
+  double time_slack = 0;  // the limit's allowance over the fastest fitting split (0.02: 2 %)
   bool time_limit_proven = true;
   double fastest_fitting_s = 0;
   double fastest_fitting_lower_s = 0;
