@@ -96,7 +96,7 @@ class PathBounds {
 // Rounds of the critical-path bound's cutting-plane loop: at the capacity (where it bounds T_fit),
 // and at each peak probed (starting from the paths found before).
 constexpr int kFitRounds = 40;
-constexpr int kProbeRounds = 12;
+constexpr int kProbeRounds = 24;
 
 struct LeastPeak {
   FoundPlan plan;                      // within the limit's low_s
