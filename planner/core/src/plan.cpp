@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "pipescope/models/flop_count.h"
 #include "pipescope/planner/partition_optimizer.h"
@@ -187,6 +188,42 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   return r;
 }
 
+// A fixed mode's index in the cost model's options (kRecomputeModes order).
+int option_of(RecomputeChoice mode) {
+  switch (mode) {
+    case RecomputeChoice::kNone: return 0;
+    case RecomputeChoice::kFull: return 2;
+    case RecomputeChoice::kSelective:
+    case RecomputeChoice::kAuto: break;
+  }
+  return 1;
+}
+
+// --recompute auto on the interleaved schedule: one mode on every stage, as the frameworks take
+// it (per-stage choices need the partition optimizer, which does not take this schedule): the
+// fastest mode that fits, or the one with the least peak when none does; a note says which.
+Expected<PlanReport> interleaved_auto_report(const PlanInputs& in, const CostModel& costs,
+                                             std::vector<std::string>& notes) {
+  std::optional<PlanReport> best;
+  RecomputeChoice best_mode = RecomputeChoice::kNone;
+  for (RecomputeChoice mode : {RecomputeChoice::kNone, RecomputeChoice::kSelective, RecomputeChoice::kFull}) {
+    auto report = interleaved_report(in, costs, option_of(mode));
+    if (!report.ok()) return report.error();
+    const bool better =
+        !best || (report->fits && !best->fits) ||
+        (report->fits == best->fits && (report->fits ? report->iteration_s < best->iteration_s
+                                                     : report->peak_memory_bytes < best->peak_memory_bytes));
+    if (better) {
+      best = std::move(*report);
+      best_mode = mode;
+    }
+  }
+  notes.push_back("interleaved schedule: --recompute auto takes one mode on every stage: " +
+                  std::string(to_string(best_mode)) +
+                  (best->fits ? ", the fastest that fits" : ", the least peak (no mode fits)"));
+  return *std::move(best);
+}
+
 // The user's split as unit boundaries: unit 0 (the embedding) on the first stage, the head on
 // the last.
 std::vector<int> given_split(const ParallelConfig& c) {
@@ -208,21 +245,15 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   outcome.capacity_bytes = costs->capacity_bytes;
   outcome.notes = costs->notes;
   if (in.config.schedule == ScheduleKind::kInterleaved) {
-    const int option = in.config.recompute == RecomputeChoice::kNone   ? 0
-                       : in.config.recompute == RecomputeChoice::kFull ? 2
-                                                                       : 1;
-    auto report = interleaved_report(in, *costs, option);
+    auto report = in.config.recompute == RecomputeChoice::kAuto
+                      ? interleaved_auto_report(in, *costs, outcome.notes)
+                      : interleaved_report(in, *costs, option_of(in.config.recompute));
     if (!report.ok()) return report.error();
     outcome.uniform = *report;
     outcome.suggested = *report;
     outcome.notes.push_back(
         "interleaved schedule: Megatron's uniform chunks are shown; the partition optimizer balances 1F1B "
-        "and "
-        "GPipe splits");
-    if (in.config.recompute == RecomputeChoice::kAuto) {
-      outcome.notes.push_back(
-          "interleaved schedule: --recompute auto is planned as selective on every stage");
-    }
+        "and GPipe splits");
     return outcome;
   }
   const PartitionProblem problem = partition_problem(in, *costs);

@@ -3,7 +3,10 @@
 // split never peaks above the uniform one; a plan that does not fit says what would).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "pipescope/models/model_catalog.h"
 #include "pipescope/planner/plan.h"
@@ -171,6 +174,42 @@ TEST(PlanSchedule, InterleavedShowsMegatronsUniformChunks) {
   // Interleaving shrinks the bubble against plain 1F1B on the same layout.
   ParallelConfig plain = pipeline(8, 1, 4, 16);
   EXPECT_LT(p.uniform.bubble_fraction, plan_for("llama2-7b", plain).uniform.bubble_fraction);
+}
+
+// --recompute auto on the interleaved schedule takes one mode on every stage: the fastest of
+// none, selective and full that fits, and says which.
+TEST(PlanSchedule, InterleavedAutoTakesTheFastestModeThatFits) {
+  struct Case {
+    int64_t gbs, seq;
+    const char* mode;
+  };
+  // llama2-7b on 4 stages of 2 chunks, dp 2: short sequences fit without recomputation; at 8192
+  // tokens and 32 micro-batches only full recomputation does.
+  for (const Case& k : {Case{16, 2048, "none"}, Case{64, 8192, "full"}}) {
+    ParallelConfig c = pipeline(8, 1, 4, k.gbs);
+    c.schedule = ScheduleKind::kInterleaved;
+    c.vpp = 2;
+    c.seq_length = k.seq;
+    std::optional<PlanOutcome> fastest;
+    for (RecomputeChoice mode :
+         {RecomputeChoice::kNone, RecomputeChoice::kSelective, RecomputeChoice::kFull}) {
+      c.recompute = mode;
+      const PlanOutcome fixed = plan_for("llama2-7b", c);
+      if (fixed.suggested.fits && (!fastest || fixed.suggested.iteration_s < fastest->suggested.iteration_s))
+        fastest = fixed;
+    }
+    ASSERT_TRUE(fastest.has_value()) << k.mode;
+    EXPECT_EQ(to_string(fastest->config.recompute), k.mode);
+    c.recompute = RecomputeChoice::kAuto;
+    const PlanOutcome p = plan_for("llama2-7b", c);
+    EXPECT_TRUE(p.suggested.fits) << k.mode;
+    EXPECT_EQ(p.suggested.iteration_s, fastest->suggested.iteration_s) << k.mode;
+    for (const StageReport& s : p.suggested.stages) EXPECT_EQ(s.recompute, k.mode);
+    const auto said = std::find_if(p.notes.begin(), p.notes.end(), [&](const std::string& note) {
+      return note.find(std::string("auto takes one mode on every stage: ") + k.mode) != std::string::npos;
+    });
+    EXPECT_NE(said, p.notes.end()) << k.mode;
+  }
 }
 
 }  // namespace
