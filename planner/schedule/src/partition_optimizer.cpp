@@ -99,7 +99,7 @@ constexpr int kFitRounds = 40;
 constexpr int kProbeRounds = 24;
 
 struct LeastPeak {
-  FoundPlan plan;                      // within the limit's low_s
+  FoundPlan plan;                      // within the time limit
   std::int64_t lower_bound_bytes = 0;  // no plan within the limit peaks lower
 };
 
