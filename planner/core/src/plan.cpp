@@ -105,7 +105,9 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
 }
 
 // The interleaved schedule: Megatron's uniform split into pp x vpp chunks, simulated exactly;
-// stage s holds chunks s, s + p, ... and in_flight counts chunk activations.
+// stage s holds chunks s, s + p, ... and in_flight counts chunk activations. A stage's activation
+// memory is its fullest mix of chunks (in_flight_mixes()): the last stage's final chunk, with the
+// logits, is in flight far fewer times than its others.
 Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& costs, int option) {
   const ParallelConfig& c = in.config;
   const int p = static_cast<int>(c.pp), v = static_cast<int>(c.vpp), chunks = p * v;
@@ -134,6 +136,8 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   if (!result.ok()) return result.error();
   auto in_flight = activations_in_flight(spec);
   if (!in_flight.ok()) return in_flight.error();
+  auto mixes = in_flight_mixes(spec);
+  if (!mixes.ok()) return mixes.error();
 
   PartitionPlan plan;
   plan.iteration_s = result->iteration_s;
@@ -159,10 +163,10 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     st.layers = 0;
     st.has_embedding = st.has_head = false;
     st.parameters = st.static_bytes = st.transient_bytes = 0;
-    int64_t chunk_activation = 0;
+    std::vector<int64_t> chunk_activation(static_cast<size_t>(v), 0);
     double dp_sync_s = 0, optimizer_s = 0;
     for (int k = 0; k < v; ++k) {
-      int64_t activation = 0;
+      int64_t& activation = chunk_activation[static_cast<size_t>(k)];
       for (int u : chunk_units[static_cast<size_t>(k * p + s)]) {
         const UnitCost& unit = costs.units[static_cast<size_t>(u)];
         st.layers += unit.is_layer ? 1 : 0;
@@ -176,10 +180,9 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
         dp_sync_s += unit.dp_sync_s;
         optimizer_s += unit.optimizer_s;
       }
-      chunk_activation = std::max(chunk_activation, activation);
     }
     st.in_flight = (*in_flight)[static_cast<size_t>(s)];
-    st.activation_bytes = chunk_activation * st.in_flight;  // bounded by the stage's largest chunk
+    st.activation_bytes = peak_activation_bytes((*mixes)[static_cast<size_t>(s)], chunk_activation);
     set_memory(costs, st);
     st.dp_sync_exposed_s = std::max(0.0, dp_sync_s - st.backward_s / v);
     st.optimizer_s = optimizer_s;

@@ -2,6 +2,7 @@
 // (megatron/core/pipeline_parallel/schedules.py) so that the simulator runs what the framework
 // runs; GPipe after Huang et al. 2019 with the backward in autograd's order.
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "pipescope/planner/pipeline_schedule.h"
@@ -111,20 +112,57 @@ Expected<std::vector<std::vector<ScheduledOp>>> schedule_op_order(const Schedule
   return order;
 }
 
-Expected<std::vector<int>> activations_in_flight(const ScheduleSpec& spec) {
+Expected<std::vector<std::vector<ChunkMix>>> in_flight_mixes(const ScheduleSpec& spec) {
   auto order = schedule_op_order(spec);
   if (!order.ok()) return order.error();
-  std::vector<int> peak;
-  peak.reserve(order->size());
+  std::vector<std::vector<ChunkMix>> mixes;
+  mixes.reserve(order->size());
   for (const auto& ops : *order) {
     // One op at a time per stage: counting up at each forward and down after each backward, in
-    // order, is the exact number alive at every instant.
-    int alive = 0;
-    int most = 0;
+    // order, is the exact mix alive at every instant; it is fullest right after a forward.
+    ChunkMix alive(static_cast<size_t>(spec.virtual_chunks), 0);
+    std::vector<ChunkMix> seen;
     for (const ScheduledOp& op : ops) {
-      alive += op.kind == OpKind::kForward ? 1 : -1;
-      most = std::max(most, alive);
+      alive[static_cast<size_t>(op.chunk)] += op.kind == OpKind::kForward ? 1 : -1;
+      if (op.kind == OpKind::kForward) seen.push_back(alive);
     }
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    const auto covers = [](const ChunkMix& a, const ChunkMix& b) {
+      for (size_t k = 0; k < a.size(); ++k)
+        if (a[k] < b[k]) return false;
+      return true;
+    };
+    std::vector<ChunkMix> kept;
+    for (const ChunkMix& mix : seen) {
+      const bool covered = std::any_of(seen.begin(), seen.end(), [&](const ChunkMix& other) {
+        return other != mix && covers(other, mix);
+      });
+      if (!covered) kept.push_back(mix);
+    }
+    mixes.push_back(std::move(kept));
+  }
+  return mixes;
+}
+
+int64_t peak_activation_bytes(const std::vector<ChunkMix>& mixes, const std::vector<int64_t>& chunk_bytes) {
+  int64_t peak = 0;
+  for (const ChunkMix& mix : mixes) {
+    int64_t bytes = 0;
+    for (size_t k = 0; k < mix.size(); ++k) bytes += mix[k] * chunk_bytes[k];
+    peak = std::max(peak, bytes);
+  }
+  return peak;
+}
+
+Expected<std::vector<int>> activations_in_flight(const ScheduleSpec& spec) {
+  auto mixes = in_flight_mixes(spec);
+  if (!mixes.ok()) return mixes.error();
+  std::vector<int> peak;
+  peak.reserve(mixes->size());
+  for (const auto& stage : *mixes) {
+    int most = 0;
+    for (const ChunkMix& mix : stage) most = std::max(most, std::accumulate(mix.begin(), mix.end(), 0));
     peak.push_back(most);
   }
   return peak;

@@ -116,12 +116,15 @@ StageSums sum_units(const ScreeningCosts& costs, int64_t layers, int first, int 
 
 Expected<PipelineShape> pipeline_shape(ScheduleKind kind, int stages, int micro_batches, int virtual_chunks,
                                        int64_t layers) {
-  PipelineShape shape{kind, stages, micro_batches, virtual_chunks, layers, {}, {}};
+  PipelineShape shape{kind, stages, micro_batches, virtual_chunks, layers, {}, {}, {}};
   shape.in_flight.resize(static_cast<size_t>(stages));
   if (kind == ScheduleKind::kInterleaved) {
     auto in_flight = activations_in_flight({kind, stages, micro_batches, virtual_chunks});
     if (!in_flight.ok()) return in_flight.error();
     shape.in_flight = std::move(*in_flight);
+    auto mixes = in_flight_mixes({kind, stages, micro_batches, virtual_chunks});
+    if (!mixes.ok()) return mixes.error();
+    shape.mixes = std::move(*mixes);
     return shape;
   }
   // pipeline_schedule.h: 1F1B holds min(p - s, m) micro-batches on stage s, GPipe all m.
@@ -149,11 +152,14 @@ void UniformScreen::prepare(const ScreeningCosts& costs, const PipelineShape& sh
   shape_ = &shape;
   const int p = shape.stages;
   stages_.assign(static_cast<size_t>(p), StageSums{});
+  held_activation_bytes_.assign(static_cast<size_t>(p), {});
   if (shape.kind != ScheduleKind::kInterleaved) {
     chunks_.clear();
     for (int s = 0; s < p; ++s) {
       stages_[s] =
           sum_units(costs, shape.layers, shape.uniform_boundaries[s], shape.uniform_boundaries[s + 1]);
+      for (int r = 0; r < kOptions; ++r)
+        held_activation_bytes_[s][r] = shape.in_flight[s] * stages_[s].activation_bytes[r];
     }
     return;
   }
@@ -172,12 +178,18 @@ void UniformScreen::prepare(const ScreeningCosts& costs, const PipelineShape& sh
     for (int r = 0; r < kOptions; ++r) {
       st.forward_s[r] += c.forward_s[r];
       st.backward_s[r] += c.backward_s[r];
-      st.activation_bytes[r] = std::max(st.activation_bytes[r], c.activation_bytes[r]);
       st.transient_bytes[r] = std::max(st.transient_bytes[r], c.transient_bytes[r]);
     }
     st.static_bytes += c.static_bytes;
     st.dp_sync_s += c.dp_sync_s;
     st.optimizer_s += c.optimizer_s;
+  }
+  std::vector<int64_t> chunk_bytes(static_cast<size_t>(shape.virtual_chunks));
+  for (int s = 0; s < p; ++s) {
+    for (int r = 0; r < kOptions; ++r) {
+      for (int k = 0; k < shape.virtual_chunks; ++k) chunk_bytes[k] = chunks_[k * p + s].activation_bytes[r];
+      held_activation_bytes_[s][r] = peak_activation_bytes(shape.mixes[s], chunk_bytes);
+    }
   }
 }
 
@@ -195,7 +207,8 @@ Screened UniformScreen::screen(int allowed, std::vector<int>& options) const {
     int64_t best_bytes = 0;
     for (int r = 0; r < kOptions; ++r) {
       if (!has(allowed, r)) continue;
-      const int64_t bytes = st.memory_bytes(r, costs.extra_bytes, shape.in_flight[s]);
+      const int64_t bytes =
+          costs.extra_bytes + st.static_bytes + held_activation_bytes_[s][r] + st.transient_bytes[r];
       const bool fits = bytes <= costs.capacity_bytes;
       const bool better = best < 0 || (fits && !best_fits) ||
                           (fits == best_fits && (fits ? st.time_s(r) < st.time_s(best) : bytes < best_bytes));

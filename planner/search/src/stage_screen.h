@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "pipescope/planner/pipeline_schedule.h"
 #include "screening_costs.h"
 
 namespace pipescope::planner::search_detail {
@@ -47,8 +48,9 @@ struct PipelineShape {
   int micro_batches = 1;
   int virtual_chunks = 1;
   int64_t layers = 0;
-  std::vector<int> in_flight;           // per stage, in units of one (chunk) activation
-  std::vector<int> uniform_boundaries;  // p + 1 unit indices (GPipe, 1F1B)
+  std::vector<int> in_flight;                // per stage, in units of one (chunk) activation
+  std::vector<std::vector<ChunkMix>> mixes;  // interleaved: per stage, in_flight_mixes()
+  std::vector<int> uniform_boundaries;       // p + 1 unit indices (GPipe, 1F1B)
 };
 
 Expected<PipelineShape> pipeline_shape(ScheduleKind kind, int stages, int micro_batches, int virtual_chunks,
@@ -76,7 +78,10 @@ class UniformScreen {
  private:
   const ScreeningCosts* costs_ = nullptr;
   const PipelineShape* shape_ = nullptr;
-  std::vector<StageSums> stages_;  // per stage (interleaved: activation and transient are chunk maxima)
+  std::vector<StageSums> stages_;  // per stage (interleaved: transient is the chunk maximum)
+  // Per stage and option, the activation bytes held at the stage's peak: in-flight count times the
+  // stage's activations, or the interleaved stage's fullest mix of chunks.
+  std::vector<std::array<int64_t, 3>> held_activation_bytes_;
   std::vector<StageSums> chunks_;  // interleaved: per model chunk
 };
 

@@ -176,6 +176,27 @@ TEST(PlanSchedule, InterleavedShowsMegatronsUniformChunks) {
   EXPECT_LT(p.uniform.bubble_fraction, plan_for("llama2-7b", plain).uniform.bubble_fraction);
 }
 
+// The last stage's final chunk carries the LM head and the logits, and 1F1B's interleaving runs
+// its backward right after its forward: it is in flight for one micro-batch at a time while the
+// stage's other chunks are in flight for many, so the logits count once.
+TEST(PlanSchedule, InterleavedLastStageHoldsOneMicrobatchOfLogits) {
+  ParallelConfig c = pipeline(8, 1, 4, 16);  // dp 2, m = 8, 4 layers per chunk
+  c.schedule = ScheduleKind::kInterleaved;
+  c.vpp = 2;
+  const PlanOutcome p = plan_for("llama2-7b", c);
+  ParallelConfig plain = pipeline(8, 1, 4, 16);
+  const PlanOutcome one_f_one_b = plan_for("llama2-7b", plain);
+  // Plain 1F1B's last stage holds one micro-batch: 8 layers and the head.
+  const int64_t head_and_layers = one_f_one_b.uniform.stages[3].activation_bytes;
+  const StageReport& middle = p.uniform.stages[2];  // two chunks of 4 plain layers
+  const StageReport& last = p.uniform.stages[3];
+  ASSERT_EQ(last.in_flight, 5);  // (v - 1) p + 1
+  const int64_t layer_chunk = middle.activation_bytes / middle.in_flight;
+  const int64_t head = head_and_layers - 2 * layer_chunk;
+  ASSERT_GT(head, layer_chunk / 10);  // fp32 logits over a 32,000-word vocabulary: no rounding error
+  EXPECT_EQ(last.activation_bytes, std::max(4 * layer_chunk + (layer_chunk + head), 5 * layer_chunk));
+}
+
 // --recompute auto on the interleaved schedule takes one mode on every stage: the fastest of
 // none, selective and full that fits, and says which.
 TEST(PlanSchedule, InterleavedAutoTakesTheFastestModeThatFits) {

@@ -2,6 +2,8 @@
 // refuse. Expected orders are written out from Megatron-LM's schedules.py by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -112,6 +114,47 @@ TEST(Interleaved, InFlightCountsChunkActivations) {
   EXPECT_EQ(in_flight_of({ScheduleKind::kInterleaved, 4, 8, 2}), (std::vector<int>{11, 9, 7, 5}));
   // m == p: every forward runs first, so all m v chunk-activations are alive at once.
   EXPECT_EQ(in_flight_of({ScheduleKind::kInterleaved, 4, 4, 2}), (std::vector<int>{8, 8, 8, 8}));
+}
+
+TEST(Interleaved, MixesSayHowOftenEachChunkIsInFlight) {
+  // p = 2, v = 2, m = 4, walked by hand from the orders above. Stage 0 is fullest after F(c0, 3)
+  // with 4 + 1 or after F(c1, 2) with 3 + 2; the last stage never holds its final chunk (the LM
+  // head's) for more than one micro-batch, and holds 3 of its first at most.
+  auto mixes = in_flight_mixes({ScheduleKind::kInterleaved, 2, 4, 2});
+  ASSERT_TRUE(mixes.ok()) << mixes.error().message;
+  ASSERT_EQ(mixes->size(), 2u);
+  EXPECT_EQ((*mixes)[0], (std::vector<ChunkMix>{{3, 2}, {4, 1}}));
+  EXPECT_EQ((*mixes)[1], (std::vector<ChunkMix>{{2, 1}, {3, 0}}));
+  // A head chunk of 10 bytes against 1 for the other: one 10 and two 1s, not three 10s.
+  EXPECT_EQ(peak_activation_bytes((*mixes)[1], {1, 10}), 12);
+  EXPECT_EQ(peak_activation_bytes((*mixes)[1], {1, 1}), 3);
+}
+
+TEST(Interleaved, PeakActivationBytesIsTheFullestInstantOfTheOrder) {
+  // Against walking the order with the bytes themselves, for chunk sizes that favour every chunk.
+  for (int p : {2, 3, 4}) {
+    for (int v : {2, 3}) {
+      for (int m : {p, 2 * p, 3 * p}) {
+        const ScheduleSpec spec{ScheduleKind::kInterleaved, p, m, v};
+        const auto order = order_of(spec);
+        auto mixes = in_flight_mixes(spec);
+        ASSERT_TRUE(mixes.ok());
+        for (int heavy = 0; heavy < v; ++heavy) {
+          std::vector<int64_t> bytes(static_cast<size_t>(v), 3);
+          bytes[static_cast<size_t>(heavy)] = 7 + heavy;
+          for (int s = 0; s < p; ++s) {
+            int64_t alive = 0, fullest = 0;
+            for (const ScheduledOp& op : order[s]) {
+              alive += (op.kind == F ? 1 : -1) * bytes[static_cast<size_t>(op.chunk)];
+              fullest = std::max(fullest, alive);
+            }
+            EXPECT_EQ(peak_activation_bytes((*mixes)[s], bytes), fullest)
+                << "p=" << p << " v=" << v << " m=" << m << " s=" << s << " heavy=" << heavy;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(Interleaved, RejectsMicrobatchesNotMultipleOfStages) {

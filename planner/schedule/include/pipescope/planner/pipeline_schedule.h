@@ -51,6 +51,20 @@ Expected<std::vector<std::vector<ScheduledOp>>> schedule_op_order(const Schedule
 // 1F1B: min(p - s, m); GPipe: m; interleaved: min(m * v, 2 (p - s - 1) + (v - 1) p + 1) for m > p.
 Expected<std::vector<int>> activations_in_flight(const ScheduleSpec& spec);
 
+// What each stage can hold at its fullest, chunk by chunk: [stage][mix][local chunk], the number
+// of micro-batches whose activations of each local chunk are alive right after one of the
+// stage's forwards, keeping only the mixes no other one covers. Depends on the order only. With
+// v = 1 there is one mix per stage, activations_in_flight()'s count; with v > 1 the chunks are
+// not in flight equally often (the interleaved last stage holds its final chunk, the one with the
+// LM head and the logits, for one micro-batch at a time but its other chunks for many), so a
+// stage's peak activation memory is the largest sum over one mix (peak_activation_bytes()).
+using ChunkMix = std::vector<int>;
+Expected<std::vector<std::vector<ChunkMix>>> in_flight_mixes(const ScheduleSpec& spec);
+
+// The largest sum over mix k of mix[k] * chunk_bytes[k], with chunk_bytes one micro-batch's
+// activation bytes of each local chunk of the stage whose `mixes` these are.
+int64_t peak_activation_bytes(const std::vector<ChunkMix>& mixes, const std::vector<int64_t>& chunk_bytes);
+
 // Op costs in seconds. forward_s / backward_s: one entry per model chunk (p * v); backward
 // includes any recomputation. p2p_*: one entry per boundary between consecutive model chunks
 // (p * v - 1), or empty for none. A p2p transfer is a pure latency: it delays the op waiting for
