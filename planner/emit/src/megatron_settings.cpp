@@ -90,12 +90,18 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
   // layers on every stage, so a per-stage choice has no flag.
   CommonRecompute recompute = common_recompute(split.recompute);
   // Full recomputation of the same first k layers on every stage is --recompute-method block.
+  // Stages that each keep none or recompute their first k_s layers are held at or below the plan
+  // by block recomputation of the largest k_s everywhere, which costs less than all layers.
   const std::vector<int>& full = split.full_recompute_layers;
-  const bool block =
-      recompute.mode == "full" && !full.empty() &&
-      std::all_of(full.begin(), full.end(), [&](int k) { return k == full.front() && k > 0; }) &&
-      full != split.layers;
-  if (block) recompute.exact = true;
+  const bool no_selective = std::none_of(split.recompute.begin(), split.recompute.end(),
+                                         [](const std::string& mode) { return mode == "selective"; });
+  const int block_layers = full.empty() ? 0 : *std::max_element(full.begin(), full.end());
+  const int most_layers =
+      split.layers.empty() ? 0 : *std::max_element(split.layers.begin(), split.layers.end());
+  const bool block = recompute.mode == "full" && no_selective && block_layers < most_layers;
+  const bool exact_block =
+      block && std::all_of(full.begin(), full.end(), [&](int k) { return k == block_layers; });
+  if (exact_block) recompute.exact = true;
   if (recompute.mode == "selective") {
     flag("--recompute-granularity", "selective");  // recompute_modules defaults to core_attn
   } else if (block) {
@@ -107,7 +113,16 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
     flag("--recompute-method", "uniform");
     flag("--recompute-num-layers", "1");
   }
-  if (!recompute.exact) {
+  if (!recompute.exact && block) {
+    out.not_expressible.push_back(
+        "Per-stage recompute (" + describe_recompute(split.recompute) +
+        "): --recompute-num-layers is the same count on every stage. Closest: full recomputation of the "
+        "first " +
+        num(block_layers) +
+        " layers on every stage (the flags above, the largest count planned): no stage keeps more "
+        "activations than planned, and the stages planned with fewer run slower than planned; pipescope has "
+        "not planned that split of recompute.");
+  } else if (!recompute.exact) {
     out.not_expressible.push_back(
         "Per-stage recompute (" + describe_recompute(split.recompute) +
         "): Megatron-LM applies one --recompute-granularity to every stage, and --recompute-num-layers "

@@ -116,12 +116,31 @@ TEST(Megatron, TheSameRecomputedLayerCountOnEveryStageIsTheBlockMethod) {
   EXPECT_THAT(s.text, HasSubstr("--recompute-method block\n"));
   EXPECT_THAT(s.text, HasSubstr("--recompute-num-layers 2\n"));
   EXPECT_TRUE(s.not_expressible.empty());
-  // Different counts per stage have no flag: every layer of every stage, said so.
+  // Different counts per stage have no flag: the largest count on every stage, said so.
   o.suggested.stages[3].full_recompute_layers = 1;
   s = emit_megatron(model_with_layers(16), o);
-  EXPECT_THAT(s.text, HasSubstr("--recompute-method uniform\n"));
+  EXPECT_THAT(s.text, HasSubstr("--recompute-method block\n"));
+  EXPECT_THAT(s.text, HasSubstr("--recompute-num-layers 2\n"));
   ASSERT_EQ(s.not_expressible.size(), 1u);
   EXPECT_THAT(s.not_expressible[0], HasSubstr("stages 0-2 full 2/4, stage 3 full 1/4"));
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("first 2 layers on every stage"));
+}
+
+TEST(Megatron, StagesKeepingAllOrRecomputingTheirFirstLayersFallBackToTheLargestBlock) {
+  // full 3/4, full 1/4, none, none: block recomputation of 3 layers everywhere keeps no stage
+  // above its plan and recomputes less than every layer.
+  PlanOutcome o = outcome_with(small_config(), {4, 4, 4, 4}, {"full", "full", "none", "none"});
+  o.suggested.stages[0].full_recompute_layers = 3;
+  o.suggested.stages[1].full_recompute_layers = 1;
+  auto s = emit_megatron(model_with_layers(16), o);
+  EXPECT_THAT(s.text, HasSubstr("--recompute-method block\n"));
+  EXPECT_THAT(s.text, HasSubstr("--recompute-num-layers 3\n"));
+  ASSERT_EQ(s.not_expressible.size(), 1u);
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("stage 0 full 3/4, stage 1 full 1/4, stages 2-3 none"));
+  // A stage on selective recomputation has no block equivalent: every layer of every stage.
+  o.suggested.stages[2].recompute = "selective";
+  s = emit_megatron(model_with_layers(16), o);
+  EXPECT_THAT(s.text, HasSubstr("--recompute-method uniform\n"));
 }
 
 TEST(Megatron, InterleavedGivesLayersPerVirtualStage) {
