@@ -50,14 +50,21 @@ class Pricer {
   double memory_s(double bytes) const { return bytes / in_.profile.memory_bound_bytes_per_s(gpu_); }
 
   // A collective over `ranks` ranks placed `stride` apart in the rank order (Megatron's: TP
-  // fastest, then CP, DP, PP). It stays on NVLink when the group fits in one node; otherwise
-  // every GPU of a node communicates at once, so each gets its share of the node's NICs.
+  // fastest, then CP, DP, PP). It stays on NVLink when the group fits in one node. Otherwise every
+  // GPU of a node runs the same collective at once, one group per rank in the stride, and the
+  // groups share the node's NICs: a group with k members on each node gets k / gpus_per_node of
+  // them, since NCCL spreads one group's rings over every NIC its node members reach (the
+  // profile's inter-node source: 8 GPUs per node in one group reached 94 % of the node's NIC
+  // bandwidth as bus bandwidth).
   double collective_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
     if (ranks <= 1 || bytes <= 0) return 0;
-    const bool intra = ranks * stride <= in_.cluster.gpus_per_node;
+    const int64_t per_node = in_.cluster.gpus_per_node;
+    const bool intra = ranks * stride <= per_node;
     const LinkTier tier = intra ? LinkTier::kIntraNode : LinkTier::kInterNode;
+    const int64_t members_per_node = std::clamp<int64_t>(per_node / stride, 1, ranks);
     const double link = intra ? in_.cluster.intra_node_bytes_per_s
-                              : in_.cluster.inter_node_bytes_per_s / in_.cluster.gpus_per_node;
+                              : in_.cluster.inter_node_bytes_per_s * static_cast<double>(members_per_node) /
+                                    static_cast<double>(per_node);
     return in_.profile.collective_time_s(kind, bytes, static_cast<int>(ranks), tier, link);
   }
 

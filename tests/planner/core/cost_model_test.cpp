@@ -127,6 +127,26 @@ TEST(TensorParallel, SplitsComputeButPaysForItsAllReduces) {
   EXPECT_GT(two, one / 2);
 }
 
+// The gradient all-reduce over two dgx-a100 nodes (8 x 200 Gb/s each). With tp 1 one group holds
+// every GPU of both nodes, and NCCL's rings use all eight NICs of a node for it; with tp 8 eight
+// groups (one per tensor-parallel rank) run at once, each with one GPU and so one NIC per node.
+TEST(DataParallel, AGroupGetsTheNicsOfItsMembersOnEachNode) {
+  const double node_nics = 8 * 200e9 / 8;  // bytes/s
+  ParallelConfig whole_nodes;
+  whole_nodes.gpus = 16;  // tp 1, dp 16
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", whole_nodes);
+  const CostModel one_group = costs_for(whole_nodes);
+  EXPECT_DOUBLE_EQ(one_group.units[1].dp_sync_s,
+                   in.profile.collective_time_s(CollectiveKind::kAllReduce, 4 * kLayerParams, 16,
+                                                LinkTier::kInterNode, node_nics));
+  ParallelConfig one_per_node = whole_nodes;
+  one_per_node.tp = 8;  // dp 2, one member of each group per node
+  const double layer_shard = static_cast<double>(costs_for(one_per_node).units[1].parameters);
+  EXPECT_DOUBLE_EQ(costs_for(one_per_node).units[1].dp_sync_s,
+                   in.profile.collective_time_s(CollectiveKind::kAllReduce, 4 * layer_shard, 2,
+                                                LinkTier::kInterNode, node_nics / 8));
+}
+
 TEST(TiedEmbeddings, LastStageKeepsACopyUnderPipelineParallelism) {
   ParallelConfig c;
   c.gpus = 16;
