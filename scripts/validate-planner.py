@@ -10,6 +10,7 @@ used) with what the source measured, like with like:
   hardware_tflops_per_gpu  TFLOP/s per GPU counting recomputation (Narayanan et al. 2021, Eq. 3)
   iteration_s              end-to-end iteration time
   stage0_peak_memory_gib   first stage's reserved memory incl. CUDA context (nvidia-smi), GiB
+  tokens_per_s_per_gpu     training tokens per second per GPU ("TGS" in InternLM's tables)
   fits                     whether the run fitted (False for a measured OOM)
 
 --check compares the tables this run prints with the ones under "## Results" in the given
@@ -29,6 +30,8 @@ def predicted(plan, metric):
     baseline = plan["uniform"]
     if metric == "stage0_peak_memory_gib":
         return baseline["stages"][0]["peak_memory_bytes"] / GIB
+    if metric == "tokens_per_s_per_gpu":
+        return baseline["tokens_per_s"] / plan["inputs"]["config"]["gpus"]
     return baseline[metric]
 
 
@@ -51,7 +54,8 @@ def tables(pipescope, cases, root):
                 continue
             error = 100.0 * (value - measured) / measured
             errors.setdefault(metric, []).append(error)
-            rows.append(f"| {case['id']} | {metric} | {measured:g} | {value:.3g} | {error:+.1f}% |")
+            shown = f"{value:.0f}" if value >= 1000 else f"{value:.3g}"
+            rows.append(f"| {case['id']} | {metric} | {measured:g} | {shown} | {error:+.1f}% |")
 
     lines = ["| case | figure | measured | predicted | error |", "|---|---|---|---|---|", *rows, ""]
     lines += ["| figure | cases | mean abs. error | within 5% | within 10% |", "|---|---|---|---|---|"]
