@@ -134,10 +134,9 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   pc.p2p_backward_s.assign(static_cast<size_t>(chunks - 1), costs.p2p_s);
   auto result = simulate_schedule(spec, pc);
   if (!result.ok()) return result.error();
-  auto in_flight = activations_in_flight(spec);
-  if (!in_flight.ok()) return in_flight.error();
   auto mixes = in_flight_mixes(spec);
   if (!mixes.ok()) return mixes.error();
+  const std::vector<int> in_flight = in_flight_counts(*mixes);
 
   PartitionPlan plan;
   plan.iteration_s = result->iteration_s;
@@ -181,7 +180,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
         optimizer_s += unit.optimizer_s;
       }
     }
-    st.in_flight = (*in_flight)[static_cast<size_t>(s)];
+    st.in_flight = in_flight[static_cast<size_t>(s)];
     st.activation_bytes = peak_activation_bytes((*mixes)[static_cast<size_t>(s)], chunk_activation);
     set_memory(costs, st);
     st.dp_sync_exposed_s = std::max(0.0, dp_sync_s - st.backward_s / v);

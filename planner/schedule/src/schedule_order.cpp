@@ -115,31 +115,29 @@ Expected<std::vector<std::vector<ScheduledOp>>> schedule_op_order(const Schedule
 Expected<std::vector<std::vector<ChunkMix>>> in_flight_mixes(const ScheduleSpec& spec) {
   auto order = schedule_op_order(spec);
   if (!order.ok()) return order.error();
+  const auto covers = [](const ChunkMix& a, const ChunkMix& b) {
+    for (size_t k = 0; k < a.size(); ++k)
+      if (a[k] < b[k]) return false;
+    return true;
+  };
   std::vector<std::vector<ChunkMix>> mixes;
   mixes.reserve(order->size());
+  ChunkMix alive(static_cast<size_t>(spec.virtual_chunks));
   for (const auto& ops : *order) {
     // One op at a time per stage: counting up at each forward and down after each backward, in
-    // order, is the exact mix alive at every instant; it is fullest right after a forward.
-    ChunkMix alive(static_cast<size_t>(spec.virtual_chunks), 0);
-    std::vector<ChunkMix> seen;
+    // order, is the exact mix alive at every instant; it is fullest right after a forward. The
+    // kept mixes stay few (each covers what it replaced), so this is linear in the ops.
+    std::fill(alive.begin(), alive.end(), 0);
+    std::vector<ChunkMix> kept;
     for (const ScheduledOp& op : ops) {
       alive[static_cast<size_t>(op.chunk)] += op.kind == OpKind::kForward ? 1 : -1;
-      if (op.kind == OpKind::kForward) seen.push_back(alive);
+      if (op.kind != OpKind::kForward) continue;
+      if (std::any_of(kept.begin(), kept.end(), [&](const ChunkMix& mix) { return covers(mix, alive); }))
+        continue;
+      std::erase_if(kept, [&](const ChunkMix& mix) { return covers(alive, mix); });
+      kept.push_back(alive);
     }
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    const auto covers = [](const ChunkMix& a, const ChunkMix& b) {
-      for (size_t k = 0; k < a.size(); ++k)
-        if (a[k] < b[k]) return false;
-      return true;
-    };
-    std::vector<ChunkMix> kept;
-    for (const ChunkMix& mix : seen) {
-      const bool covered = std::any_of(seen.begin(), seen.end(), [&](const ChunkMix& other) {
-        return other != mix && covers(other, mix);
-      });
-      if (!covered) kept.push_back(mix);
-    }
+    std::sort(kept.begin(), kept.end());
     mixes.push_back(std::move(kept));
   }
   return mixes;
@@ -155,17 +153,21 @@ int64_t peak_activation_bytes(const std::vector<ChunkMix>& mixes, const std::vec
   return peak;
 }
 
-Expected<std::vector<int>> activations_in_flight(const ScheduleSpec& spec) {
-  auto mixes = in_flight_mixes(spec);
-  if (!mixes.ok()) return mixes.error();
+std::vector<int> in_flight_counts(const std::vector<std::vector<ChunkMix>>& mixes) {
   std::vector<int> peak;
-  peak.reserve(mixes->size());
-  for (const auto& stage : *mixes) {
+  peak.reserve(mixes.size());
+  for (const auto& stage : mixes) {
     int most = 0;
     for (const ChunkMix& mix : stage) most = std::max(most, std::accumulate(mix.begin(), mix.end(), 0));
     peak.push_back(most);
   }
   return peak;
+}
+
+Expected<std::vector<int>> activations_in_flight(const ScheduleSpec& spec) {
+  auto mixes = in_flight_mixes(spec);
+  if (!mixes.ok()) return mixes.error();
+  return in_flight_counts(*mixes);
 }
 
 }  // namespace pipescope::planner

@@ -119,11 +119,9 @@ Expected<PipelineShape> pipeline_shape(ScheduleKind kind, int stages, int micro_
   PipelineShape shape{kind, stages, micro_batches, virtual_chunks, layers, {}, {}, {}};
   shape.in_flight.resize(static_cast<size_t>(stages));
   if (kind == ScheduleKind::kInterleaved) {
-    auto in_flight = activations_in_flight({kind, stages, micro_batches, virtual_chunks});
-    if (!in_flight.ok()) return in_flight.error();
-    shape.in_flight = std::move(*in_flight);
     auto mixes = in_flight_mixes({kind, stages, micro_batches, virtual_chunks});
     if (!mixes.ok()) return mixes.error();
+    shape.in_flight = in_flight_counts(*mixes);
     shape.mixes = std::move(*mixes);
     return shape;
   }

@@ -61,6 +61,9 @@ Expected<std::vector<int>> activations_in_flight(const ScheduleSpec& spec);
 using ChunkMix = std::vector<int>;
 Expected<std::vector<std::vector<ChunkMix>>> in_flight_mixes(const ScheduleSpec& spec);
 
+// Per stage, the most chunk activations alive at once (activations_in_flight() from the mixes).
+std::vector<int> in_flight_counts(const std::vector<std::vector<ChunkMix>>& mixes);
+
 // The largest sum over mix k of mix[k] * chunk_bytes[k], with chunk_bytes one micro-batch's
 // activation bytes of each local chunk of the stage whose `mixes` these are.
 int64_t peak_activation_bytes(const std::vector<ChunkMix>& mixes, const std::vector<int64_t>& chunk_bytes);
