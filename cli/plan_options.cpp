@@ -1,7 +1,11 @@
 #include "plan_options.h"
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
+#include <string_view>
+#include <tuple>
 
 #include "arg_specs.h"
 #include "command.h"
@@ -25,11 +29,10 @@ void add_shared_options(CLI::App* app, PlanArgs& a) {
   app->add_option("--gbs", a.gbs, "Global batch size")->check(count);
   app->add_option("--seq", a.seq, "Sequence length")->check(count);
   app->add_option("--calibration", a.calibration, "Calibration profile JSON")->check(CLI::ExistingFile);
-  app->add_option(
-         "--optimizer", a.optimizer,
-         "megatron (default: Megatron-LM's mixed-precision Adam, sharded by --zero) or deepspeed-bf16 "
-         "(DeepSpeed's BF16_Optimizer)")
-      ->check(CLI::IsMember({"megatron", "deepspeed-bf16"}));
+  app->add_option("--optimizer", a.optimizer,
+                  "megatron (default: Megatron-LM's mixed-precision Adam, sharded by --zero), deepspeed-bf16 "
+                  "(DeepSpeed's BF16_Optimizer) or internevo (InternEvo's HybridZeroOptimizer)")
+      ->check(CLI::IsMember({"megatron", "deepspeed-bf16", "internevo"}));
   app->add_flag("--no-flash-attention", a.no_flash_attention,
                 "Price unfused attention that stores its s x s scores (runs before flash attention)");
   app->add_flag("--json", a.json, "Print JSON");
@@ -86,8 +89,7 @@ planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
   // turns it on).
   if (a.vpp > 1 && !schedule_given) c.schedule = planner::ScheduleKind::kInterleaved;
   c.balance = a.balance == "time" ? planner::BalanceGoal::kTime : planner::BalanceGoal::kMemory;
-  c.optimizer = a.optimizer == "deepspeed-bf16" ? planner::OptimizerRecipe::kDeepSpeedBf16
-                                                : planner::OptimizerRecipe::kMegatron;
+  c.optimizer = planner::parse_optimizer_recipe(a.optimizer).value_or(planner::OptimizerRecipe::kMegatron);
   return c;
 }
 
@@ -172,6 +174,21 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
   } catch (const nlohmann::json::exception& e) {
     return Error{std::string("the plan's inputs.arguments are incomplete or malformed (") + e.what() +
                  "); write the plan again with this pipescope's 'plan --json'"};
+  }
+  // The words the command line would have refused, refused here too rather than read as defaults.
+  const auto one_of = [](const std::string& value, std::initializer_list<std::string_view> words) {
+    return std::find(words.begin(), words.end(), value) != words.end();
+  };
+  for (const auto& [key, value, ok] :
+       {std::tuple{"recompute", a.recompute, one_of(a.recompute, {"none", "selective", "full", "auto"})},
+        {"schedule", a.schedule, one_of(a.schedule, {"1f1b", "interleaved", "gpipe"})},
+        {"balance", a.balance, one_of(a.balance, {"memory", "time"})},
+        {"optimizer", a.optimizer, planner::parse_optimizer_recipe(a.optimizer).has_value()}}) {
+    if (!ok) {
+      return Error{
+          std::string("the plan's inputs.arguments.") + key + " '" + value +
+          "' is not one pipescope plans for; write the plan again with this pipescope's 'plan --json'"};
+    }
   }
   return out;
 }

@@ -208,8 +208,8 @@ int run_search(const SearchArgs& args) {
   request.global_batch = a.gbs;
   request.seq_length = a.seq;
   request.flash_attention = !a.no_flash_attention;
-  request.optimizer = a.optimizer == "deepspeed-bf16" ? planner::OptimizerRecipe::kDeepSpeedBf16
-                                                      : planner::OptimizerRecipe::kMegatron;
+  request.optimizer =
+      planner::parse_optimizer_recipe(a.optimizer).value_or(planner::OptimizerRecipe::kMegatron);
   request.top = args.top;
   if (args.mbs_given) request.constraints.micro_batches = {a.mbs};
   auto result = planner::search(request);

@@ -160,6 +160,28 @@ json planned_stages(const std::string& split, const std::string& profile) {
   return json::parse(r.out)["uniform"]["stages"];  // with --split: the given split
 }
 
+TEST(CalibrateFit, RefusesAPlanWhoseArgumentsNameWhatPlanWouldRefuse) {
+  // A hand-edited plan: a word `plan` refuses on its command line is refused here too, not read
+  // as the default.
+  Dir dir;
+  std::vector<std::string> plan = kPlan;
+  plan.push_back("--json");
+  const CommandResult planned = run_pipescope(plan);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  fs::create_directories(dir.file("traces"));
+  for (const auto& [key, word] : {std::pair{"optimizer", "adam"},
+                                  {"recompute", "sometimes"},
+                                  {"schedule", "zb-v"},
+                                  {"balance", "cost"}}) {
+    json doc = json::parse(planned.out);
+    doc["inputs"]["arguments"][key] = word;
+    write_file(dir.file("edited.json"), doc.dump());
+    expect_bad_input(run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan",
+                                    dir.file("edited.json"), "-o", dir.file("p.json")}),
+                     std::string("inputs.arguments.") + key + " '" + word + "'");
+  }
+}
+
 TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement) {
   Dir dir;
   std::vector<std::string> plan = kPlan;

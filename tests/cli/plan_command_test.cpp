@@ -200,6 +200,32 @@ TEST(PlanCommand, EmitDeepSpeedAndInternEvo) {
   EXPECT_NE(ie.out.find("pipeline=dict(size=8"), std::string::npos);
 }
 
+TEST(PlanCommand, InternEvoOptimizerRecipeHoldsLessAndSaysSo) {
+  // 16 GPUs, dp 16 in zero1 groups of 8: InternEvo keeps 4 + 12/8 bytes per parameter where
+  // Megatron-LM keeps 6 + 12/8, and the JSON names the recipe.
+  const std::vector<std::string> base = {"--model",      "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16",
+                                         "--tp",         "1",         "--pp",  "1",         "--zero", "1",
+                                         "--zero-shard", "8",         "--json"};
+  const CommandResult megatron = run_pipescope(plan_args(base));
+  const CommandResult internevo = run_pipescope(plan_args(with(base, {"--optimizer", "internevo"})));
+  ASSERT_EQ(megatron.exit_code, 0) << megatron.err;
+  ASSERT_EQ(internevo.exit_code, 0) << internevo.err;
+  const json m = json::parse(megatron.out), i = json::parse(internevo.out);
+  EXPECT_EQ(i["inputs"]["config"]["optimizer"], "internevo");
+  const double params = m["uniform"]["stages"][0]["parameters"].get<double>();
+  const double saved = m["uniform"]["stages"][0]["allocated_bytes"].get<double>() -
+                       i["uniform"]["stages"][0]["allocated_bytes"].get<double>();
+  EXPECT_NEAR(saved, 2 * params, 1e-6 * params);
+  bool noted = false;
+  for (const json& note : i["notes"])
+    noted = noted || note.get<std::string>().find("HybridZeroOptimizer") != std::string::npos;
+  EXPECT_TRUE(noted) << i["notes"];
+  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "1", "--pp", "1",
+                    "--zero", "2", "--optimizer", "internevo"},
+                   "for --zero 2 use --optimizer megatron");
+  expect_bad_input(with(base, {"--optimizer", "lamb"}), "--optimizer");
+}
+
 TEST(PlanCommand, SequenceParallelNeedsTensorParallel) {
   expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "2",
                     "--sequence-parallel"},

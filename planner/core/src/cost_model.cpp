@@ -59,13 +59,22 @@ class Pricer {
   double collective_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
     if (ranks <= 1 || bytes <= 0) return 0;
     const int64_t per_node = in_.cluster.gpus_per_node;
-    const bool intra = ranks * stride <= per_node;
-    const LinkTier tier = intra ? LinkTier::kIntraNode : LinkTier::kInterNode;
+    const LinkTier tier = tier_of(ranks, stride);
+    const bool intra = tier == LinkTier::kIntraNode;
     const int64_t members_per_node = std::clamp<int64_t>(per_node / stride, 1, ranks);
     const double link = intra ? in_.cluster.intra_node_bytes_per_s
                               : in_.cluster.inter_node_bytes_per_s * static_cast<double>(members_per_node) /
                                     static_cast<double>(per_node);
     return in_.profile.collective_time_s(kind, bytes, static_cast<int>(ranks), tier, link);
+  }
+
+  // The fixed part of collective_s(): the latency of the profile entry that prices it.
+  double collective_latency_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
+    return in_.profile.collective_latency_s(kind, bytes, static_cast<int>(ranks), tier_of(ranks, stride));
+  }
+
+  LinkTier tier_of(int64_t ranks, int64_t stride) const {
+    return ranks * stride <= in_.cluster.gpus_per_node ? LinkTier::kIntraNode : LinkTier::kInterNode;
   }
 
   double attention_core_forward_s(const CostOptions& o, double* backward_s) const {
@@ -200,23 +209,37 @@ class Pricer {
   int64_t static_bytes(double params, int64_t group) const {
     const int z = c_.zero_stage;
     const double g = static_cast<double>(group);
-    if (deepspeed_bf16()) {
-      // BF16_Optimizer: bf16 weights and autograd's bf16 gradients (freed only before the next
-      // backward), the unsharded fp32 gradient buffer, fp32 master weights and Adam's moments
-      // sharded over the group.
-      return llround(params * (kHalf + kHalf + kFloat + 3 * kFloat / g));
+    switch (c_.optimizer) {
+      case OptimizerRecipe::kDeepSpeedBf16:
+        // BF16_Optimizer: bf16 weights and autograd's bf16 gradients (freed only before the next
+        // backward), the unsharded fp32 gradient buffer, fp32 master weights and Adam's moments
+        // sharded over the group.
+        return llround(params * (kHalf + kHalf + kFloat + 3 * kFloat / g));
+      case OptimizerRecipe::kInternEvo:
+        // HybridZeroOptimizer: bf16 weights and gradients; fp32 master weights and Adam's moments
+        // for the rank's shard of its zero1 group (none sharded at ZeRO 0: zero1 size 1).
+        return llround(params * (kHalf + kHalf + 3 * kFloat / (z >= 1 ? g : 1)));
+      case OptimizerRecipe::kMegatron: break;
     }
     return llround(params *
                    (kHalf / (z >= 3 ? g : 1) + kFloat / (z >= 2 ? g : 1) + 3 * kFloat / (z >= 1 ? g : 1)));
   }
 
-  bool deepspeed_bf16() const { return c_.optimizer == OptimizerRecipe::kDeepSpeedBf16; }
+  bool recipe_is(OptimizerRecipe recipe) const { return c_.optimizer == recipe; }
 
-  // BF16_Optimizer adds each micro-batch's bf16 gradients into the fp32 buffer after its
-  // backward (update_hp_grads): read 2 + 4 bytes, write 4, per parameter. Megatron accumulates
-  // into its fp32 main gradients inside the weight-gradient GEMM.
+  // Gradient accumulation outside the GEMMs, per micro-batch. BF16_Optimizer adds each
+  // micro-batch's bf16 gradients into the fp32 buffer after its backward (update_hp_grads): read
+  // 2 + 4 bytes, write 4, per parameter. InternEvo's layers leave it to autograd, which adds each
+  // micro-batch's bf16 weight gradient into .grad after the first (read 2 + 2, write 2): spread
+  // over the m micro-batches as (m - 1) / m of that. Megatron accumulates into its fp32 main
+  // gradients inside the weight-gradient GEMM.
   double gradient_accumulation_s(double params) const {
-    return deepspeed_bf16() ? memory_s(params * (kHalf + 2 * kFloat)) : 0;
+    if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) return memory_s(params * (kHalf + 2 * kFloat));
+    if (recipe_is(OptimizerRecipe::kInternEvo)) {
+      const double m = static_cast<double>(c_.micro_batches());
+      return memory_s(params * 3 * kHalf) * (m - 1) / m;
+    }
+    return 0;
   }
 
   // Gradient sync (and ZeRO's parameter all-gather) of `params` once per iteration, over a data-
@@ -224,7 +247,12 @@ class Pricer {
   double dp_sync_s(double params, int64_t dp, int64_t group) const {
     const int64_t stride = c_.tp * c_.cp;
     const double grad_bytes = params * kFloat;
-    if (deepspeed_bf16()) {
+    if (recipe_is(OptimizerRecipe::kInternEvo)) {
+      // bf16 gradients all-reduced over all of data parallelism during the last backward
+      // (overlap_sync_grad); the weight broadcast follows the step (optimizer_s).
+      return collective_s(CollectiveKind::kAllReduce, params * kHalf, dp, stride);
+    }
+    if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) {
       // The fp32 gradients are all-reduced whole; each rank steps its shard and the bf16 weights
       // are all-gathered (update_lp_params).
       return collective_s(CollectiveKind::kAllReduce, grad_bytes, dp, stride) +
@@ -252,10 +280,39 @@ class Pricer {
     return {std::max(0.0, gather - compute.forward_s), std::max(0.0, gather + scatter - compute.backward_s)};
   }
 
+  // The optimizer step on the rank's shard; InternEvo's step() also broadcasts the updated
+  // weights, after the update and before the next forward.
   double optimizer_s(double params, int64_t group) const {
-    const double share =
-        c_.zero_stage >= 1 || deepspeed_bf16() ? params / static_cast<double>(group) : params;
-    return memory_s(share * kAdamBytesPerParameter);
+    const bool sharded = c_.zero_stage >= 1 || recipe_is(OptimizerRecipe::kDeepSpeedBf16);
+    const double share = sharded ? params / static_cast<double>(group) : params;
+    if (!recipe_is(OptimizerRecipe::kInternEvo)) return memory_s(share * kAdamBytesPerParameter);
+    // HybridZeroOptimizer first flattens the shard's bf16 gradients (read 2, write 2) and casts
+    // them to fp32 (read 2, write 4).
+    constexpr double kFlattenAndCastBytes = 10;
+    const double step_s = memory_s(share * (kAdamBytesPerParameter + kFlattenAndCastBytes));
+    if (c_.zero_stage < 1 || group <= 1) return step_s;
+    const double bytes = broadcast_as_all_gather_bytes(params, group);
+    const double one_s = collective_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp) -
+                         collective_latency_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp);
+    return step_s + static_cast<double>(group) * one_s;
+  }
+
+  // InternEvo's step() ends with each of the zero1 group's g ranks broadcasting its shard of the
+  // bf16 weights to the group, one broadcast after another on the group's communicator: g
+  // latencies per stage, whatever its parameters (optimizer_s has their bandwidth).
+  double shard_broadcast_latencies_s(double stage_params, int64_t group) const {
+    if (!recipe_is(OptimizerRecipe::kInternEvo) || c_.zero_stage < 1 || group <= 1) return 0;
+    const double bytes = broadcast_as_all_gather_bytes(stage_params, group);
+    return static_cast<double>(group) *
+           collective_latency_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp);
+  }
+
+  // The profile has no broadcast entry: a ring broadcast of b bytes sends b over every link of the
+  // ring, as a ring all-gather of b g / (g - 1) bytes does, so each shard's broadcast (b = 2
+  // bytes per parameter / g) is priced as that all-gather.
+  static double broadcast_as_all_gather_bytes(double params, int64_t group) {
+    const double g = static_cast<double>(group);
+    return params * kHalf / (g - 1);
   }
 
  private:
@@ -311,6 +368,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   embedding.optimizer_s = price.optimizer_s(static_cast<double>(whole.embedding), group);
   model.units.push_back(embedding);
 
+  double expert_params_total = 0;
   for (int64_t layer = 0; layer < m.num_layers; ++layer) {
     UnitCost unit;
     unit.name = "layer " + std::to_string(layer);
@@ -318,6 +376,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
     const models::LayerParameters p = models::layer_parameters_per_rank(m, layer, base);
     const double expert_params = static_cast<double>(p.routed_experts);
     const double dense_params = static_cast<double>(p.total()) - expert_params;
+    expert_params_total += expert_params;
     unit.parameters = p.total();
     unit.static_bytes =
         price.static_bytes(dense_params, group) + price.static_bytes(expert_params, expert_group);
@@ -362,15 +421,33 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group);
   model.units.push_back(head);
 
-  if (c.optimizer == OptimizerRecipe::kDeepSpeedBf16) {
-    model.notes.push_back(
-        "memory: DeepSpeed BF16_Optimizer: bf16 weights and gradients, unsharded fp32 gradients, fp32 master "
-        "weights and Adam state sharded over data parallelism (8 + 12/dp bytes per parameter)");
-  } else {
-    model.notes.push_back(
-        "memory: bf16 weights, fp32 gradients, fp32 Adam state (18 bytes per parameter before ZeRO)");
+  double params_total = 0;
+  for (const UnitCost& unit : model.units) params_total += static_cast<double>(unit.parameters);
+  const double stages = static_cast<double>(c.pp);
+  model.step_fixed_s =
+      price.shard_broadcast_latencies_s((params_total - expert_params_total) / stages, group) +
+      (expert_params_total > 0 ? price.shard_broadcast_latencies_s(expert_params_total / stages, expert_group)
+                               : 0);
+
+  switch (c.optimizer) {
+    case OptimizerRecipe::kDeepSpeedBf16:
+      model.notes.push_back(
+          "memory: DeepSpeed BF16_Optimizer: bf16 weights and gradients, unsharded fp32 gradients, fp32 "
+          "master "
+          "weights and Adam state sharded over data parallelism (8 + 12/dp bytes per parameter)");
+      break;
+    case OptimizerRecipe::kInternEvo:
+      model.notes.push_back(
+          "memory: InternEvo HybridZeroOptimizer: bf16 weights and gradients, fp32 master weights and Adam "
+          "state sharded within the zero1 group (4 + 12/g bytes per parameter); bf16 gradients all-reduced "
+          "over all data parallelism, each shard's weights broadcast to its group after the step");
+      break;
+    case OptimizerRecipe::kMegatron:
+      model.notes.push_back(
+          "memory: bf16 weights, fp32 gradients, fp32 Adam state (18 bytes per parameter before ZeRO)");
+      break;
   }
-  if (c.zero_stage > 0 && group < dp) {
+  if (c.zero_stage > 0 && group < dp && c.optimizer != OptimizerRecipe::kInternEvo) {
     model.notes.push_back("hierarchical ZeRO: states sharded within groups of " + std::to_string(group) +
                           " data-parallel ranks, gradient slices all-reduced across the groups");
   }

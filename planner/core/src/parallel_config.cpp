@@ -33,7 +33,20 @@ std::string_view to_string(RecomputeChoice choice) {
 }
 
 std::string_view to_string(OptimizerRecipe recipe) {
-  return recipe == OptimizerRecipe::kDeepSpeedBf16 ? "deepspeed-bf16" : "megatron";
+  switch (recipe) {
+    case OptimizerRecipe::kMegatron: return "megatron";
+    case OptimizerRecipe::kDeepSpeedBf16: return "deepspeed-bf16";
+    case OptimizerRecipe::kInternEvo: return "internevo";
+  }
+  return "?";
+}
+
+std::optional<OptimizerRecipe> parse_optimizer_recipe(std::string_view name) {
+  for (OptimizerRecipe recipe :
+       {OptimizerRecipe::kMegatron, OptimizerRecipe::kDeepSpeedBf16, OptimizerRecipe::kInternEvo}) {
+    if (name == to_string(recipe)) return recipe;
+  }
+  return std::nullopt;
 }
 
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute) {
@@ -140,6 +153,14 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
     }
     if (c.zero_shard > 0)
       return Error{"--optimizer deepspeed-bf16 shards over all data-parallel ranks; drop --zero-shard"};
+  }
+  if (c.optimizer == OptimizerRecipe::kInternEvo && c.zero_stage > 1) {
+    // HybridZeroOptimizer shards the optimizer state only (parallel.zero1); InternEvo's other
+    // sharding, zero1.fsdp, is torch FSDP with its own recipe.
+    return Error{
+        "--optimizer internevo is InternEvo's HybridZeroOptimizer, which shards the optimizer state "
+        "only (zero1); for --zero " +
+        num(c.zero_stage) + " use --optimizer megatron"};
   }
   if (c.zero_shard > 0) {
     if (c.zero_stage == 0) return Error{"--zero-shard needs --zero 1, 2 or 3"};

@@ -73,6 +73,7 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
     st.forward_s = sp.forward_s;
     st.backward_s = sp.backward_s;
     double dp_sync_s = 0;
+    st.optimizer_s = costs.step_fixed_s;
     int64_t activation_per_microbatch = 0;
     for (int u = sp.first_unit; u < sp.end_unit; ++u) {
       const UnitCost& unit = costs.units[static_cast<size_t>(u)];
@@ -163,7 +164,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     st.has_embedding = st.has_head = false;
     st.parameters = st.static_bytes = st.transient_bytes = 0;
     std::vector<int64_t> chunk_activation(static_cast<size_t>(v), 0);
-    double dp_sync_s = 0, optimizer_s = 0;
+    double dp_sync_s = 0, optimizer_s = costs.step_fixed_s;
     for (int k = 0; k < v; ++k) {
       int64_t& activation = chunk_activation[static_cast<size_t>(k)];
       for (int u : chunk_units[static_cast<size_t>(k * p + s)]) {

@@ -114,13 +114,9 @@ FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutco
                                   "different scheme (all-to-all "
                                   "over heads) that pipescope does not plan.");
   }
-  if (c.optimizer == OptimizerRecipe::kMegatron && zero_stage <= 1) {
-    // --emit only writes settings; the plan's memory stays what was asked for.
-    out.not_expressible.push_back(
-        "This plan's memory is Megatron-LM's optimizer recipe (6 + 12/dp bytes per parameter at ZeRO 1). "
-        "DeepSpeed runs bf16 at ZeRO stage 0 or 1 with BF16_Optimizer, which keeps 2 more bytes (bf16 "
-        "gradients) and does not shard its fp32 gradients: `pipescope plan ... --optimizer deepspeed-bf16` "
-        "predicts its memory.");
+  if (std::string note = detail::recipe_mismatch(c.optimizer, Framework::kDeepSpeed, zero_stage);
+      !note.empty()) {
+    out.not_expressible.push_back(note);
   }
   if (c.schedule == ScheduleKind::kInterleaved) {
     out.not_expressible.push_back(

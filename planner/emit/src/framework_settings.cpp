@@ -68,6 +68,44 @@ std::string plan_summary(const models::ModelDesc& model, const PlanOutcome& outc
          " decoder layers, recompute " + describe_recompute(split.recompute);
 }
 
+namespace {
+
+OptimizerRecipe framework_recipe(Framework framework, int zero_stage) {
+  switch (framework) {
+    case Framework::kMegatron: return OptimizerRecipe::kMegatron;
+    // bf16 at ZeRO 0 or 1 runs BF16_Optimizer; DeepSpeed's ZeRO 2/3 optimizer keeps fp32 gradient
+    // partitions as Megatron-LM's recipe does.
+    case Framework::kDeepSpeed:
+      return zero_stage <= 1 ? OptimizerRecipe::kDeepSpeedBf16 : OptimizerRecipe::kMegatron;
+    case Framework::kInternEvo: return OptimizerRecipe::kInternEvo;
+  }
+  return OptimizerRecipe::kMegatron;
+}
+
+std::string recipe_text(OptimizerRecipe recipe) {
+  switch (recipe) {
+    case OptimizerRecipe::kMegatron:
+      return "Megatron-LM's optimizer recipe (fp32 gradients: 6 + 12/dp bytes per parameter at ZeRO 1)";
+    case OptimizerRecipe::kDeepSpeedBf16:
+      return "DeepSpeed's BF16_Optimizer (bf16 and unsharded fp32 gradients: 8 + 12/dp bytes per parameter)";
+    case OptimizerRecipe::kInternEvo:
+      return "InternEvo's HybridZeroOptimizer (bf16 gradients: 4 + 12/g bytes per parameter, g the zero1 "
+             "group)";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string recipe_mismatch(OptimizerRecipe planned, Framework framework, int zero_stage) {
+  const OptimizerRecipe runs = framework_recipe(framework, zero_stage);
+  if (runs == planned) return {};
+  // --emit only writes settings; the plan's memory stays what was asked for.
+  return "This plan's memory is priced with " + recipe_text(planned) + "; " +
+         std::string(display_name(framework)) + " runs " + recipe_text(runs) +
+         ": `pipescope plan ... --optimizer " + std::string(to_string(runs)) + "` predicts its memory.";
+}
+
 void close_with_limits(FrameworkSettings& settings, Framework framework) {
   if (settings.not_expressible.empty()) {
     settings.text += "# " + std::string(display_name(framework)) + " expresses all of this plan.\n";

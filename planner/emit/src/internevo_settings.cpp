@@ -90,6 +90,11 @@ FrameworkSettings emit_internevo(const models::ModelDesc& model, const PlanOutco
         "plan.");
   }
 
+  if (std::string note = detail::recipe_mismatch(c.optimizer, Framework::kInternEvo, c.zero_stage);
+      !note.empty()) {
+    out.not_expressible.push_back(note);
+  }
+
   out.text = detail::comment("InternEvo settings for " + detail::plan_summary(model, outcome));
   out.text += "# Keys of InternEvo's config files (configs/7B_sft.py); merge them into your config.\n";
   out.text += "data = dict(\n";

@@ -147,6 +147,10 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
   for (const std::string& f : flags) out.text += "  " + f + "\n";
   out.text += ")\n";
   for (const std::string& note : notes) out.text += detail::comment(note);
+  if (std::string note = detail::recipe_mismatch(c.optimizer, Framework::kMegatron, c.zero_stage);
+      !note.empty()) {
+    out.not_expressible.push_back(note);
+  }
   detail::close_with_limits(out, Framework::kMegatron);
   return out;
 }

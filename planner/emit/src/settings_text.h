@@ -20,6 +20,10 @@ std::string comment(const std::string& text, size_t hanging = 0);
 // "llama2-13b; tp 1, pp 8, ...; suggested split 4, 5, ..., 5 decoder layers, recompute stages 0-7 full"
 std::string plan_summary(const models::ModelDesc& model, const PlanOutcome& outcome);
 
+// The not_expressible line for a plan whose memory is priced with the `planned` optimizer recipe
+// when `framework` runs another at the ZeRO stage it is given; empty when they agree.
+std::string recipe_mismatch(OptimizerRecipe planned, Framework framework, int zero_stage);
+
 // Appends the not_expressible list to the text as comments ("# Not expressible in ...: - ...").
 void close_with_limits(FrameworkSettings& settings, Framework framework);
 

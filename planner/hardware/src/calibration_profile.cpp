@@ -140,24 +140,32 @@ std::string_view copy_kind_name(CopyKind kind) {
   return "?";
 }
 
+namespace {
+
+// The measured entry nearest `ranks` in log2, then its size regime holding `bytes`; null when the
+// tier has no measurement of `kind`.
+const CollectiveSegment* measured_regime(const std::vector<MeasuredCollective>& measured, double bytes,
+                                         int ranks) {
+  if (measured.empty()) return nullptr;
+  const MeasuredCollective* nearest = &measured.front();
+  for (const auto& entry : measured) {
+    if (std::abs(std::log2(static_cast<double>(entry.ranks) / ranks)) <
+        std::abs(std::log2(static_cast<double>(nearest->ranks) / ranks)))
+      nearest = &entry;
+  }
+  for (const auto& segment : nearest->segments) {
+    if (segment.max_bytes > 0 && bytes <= segment.max_bytes) return &segment;
+  }
+  return &nearest->segments.back();
+}
+
+}  // namespace
+
 double CalibrationProfile::collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
                                              double link_bytes_per_s) const {
   if (ranks <= 1 || bytes <= 0) return 0;
   const auto& measured = measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
-  if (!measured.empty()) {
-    const MeasuredCollective* nearest = &measured.front();
-    for (const auto& entry : measured) {
-      if (std::abs(std::log2(static_cast<double>(entry.ranks) / ranks)) <
-          std::abs(std::log2(static_cast<double>(nearest->ranks) / ranks)))
-        nearest = &entry;
-    }
-    const CollectiveSegment* regime = &nearest->segments.back();
-    for (const auto& segment : nearest->segments) {
-      if (segment.max_bytes > 0 && bytes <= segment.max_bytes) {
-        regime = &segment;
-        break;
-      }
-    }
+  if (const CollectiveSegment* regime = measured_regime(measured, bytes, ranks)) {
     return regime->latency_s + bytes * bus_bandwidth_factor(kind, ranks) / regime->bus_bandwidth_bytes_per_s;
   }
   const CollectiveCost& cost = collective(kind, tier);
@@ -166,6 +174,14 @@ double CalibrationProfile::collective_time_s(CollectiveKind kind, double bytes, 
                                      : cost.bus_bandwidth_bytes_per_s;
   assert(bus_bytes_per_s > 0);
   return cost.latency_s + bytes * bus_bandwidth_factor(kind, ranks) / bus_bytes_per_s;
+}
+
+double CalibrationProfile::collective_latency_s(CollectiveKind kind, double bytes, int ranks,
+                                                LinkTier tier) const {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const auto& measured = measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
+  if (const CollectiveSegment* regime = measured_regime(measured, bytes, ranks)) return regime->latency_s;
+  return collective(kind, tier).latency_s;
 }
 
 double CalibrationProfile::collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,

@@ -82,7 +82,7 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
   for (size_t s = 0; s < plan->stages.size(); ++s) {
     const StagePlan& sp = plan->stages[s];
     int64_t static_bytes = 0, activation_bytes = 0, transient_bytes = 0;
-    double dp_sync_s = 0, optimizer_s = 0;
+    double dp_sync_s = 0, optimizer_s = cm.step_fixed_s;
     int layers = 0;
     for (int u = sp.first_unit; u < sp.end_unit; ++u) {
       const UnitCost& unit = cm.units[static_cast<size_t>(u)];

@@ -38,6 +38,7 @@ Expected<ScreeningCosts> screening_costs(const PlanInputs& inputs) {
   for (size_t u = 1; u + 1 < n; ++u) out.layer_kinds.push_back(price_of(costs->units[u], problem.units[u]));
   out.extra_bytes = costs->fixed_bytes;
   out.capacity_bytes = costs->capacity_bytes;
+  out.step_fixed_s = costs->step_fixed_s;
   out.p2p_s = costs->p2p_s;
   return out;
 }

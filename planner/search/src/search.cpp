@@ -380,8 +380,17 @@ Expected<SearchResult> search(const SearchRequest& request) {
 
   SearchRequest effective = request;
   if (request.optimizer == OptimizerRecipe::kDeepSpeedBf16) {
+    // BF16_Optimizer shards over all of DP at stage 0 and 1 alike: one variant.
     effective.constraints.zero_stages = {0};
     effective.constraints.shard_groups = false;
+  } else if (request.optimizer == OptimizerRecipe::kInternEvo) {
+    // HybridZeroOptimizer is ZeRO-1 only (zero1 size 1 is stage 0).
+    std::erase_if(effective.constraints.zero_stages, [](int stage) { return stage > 1; });
+    if (effective.constraints.zero_stages.empty()) {
+      return Error{
+          "--optimizer internevo shards the optimizer state only (ZeRO stage 0 or 1); the search "
+          "allows neither"};
+    }
   }
   Searcher searcher(effective, resolved->seq_length);
   SearchResult result;

@@ -229,7 +229,7 @@ Screened UniformScreen::screen(int allowed, std::vector<int>& options) const {
     // Chunk s is stage s's own under GPipe and 1F1B, model chunk s under interleaving.
     prefix_s += (shape.kind == ScheduleKind::kInterleaved ? chunks_[s].time_s(r) : stages_[s].time_s(r)) + d;
   }
-  out.bound_s = walk_s + tail;
+  out.bound_s = walk_s + tail + costs.step_fixed_s;
   return out;
 }
 
@@ -244,7 +244,7 @@ double split_bound_s(const ScreeningCosts& costs, const PipelineShape& shape,
     tail = std::max(tail, tail_s(st, 1, r));
     prefix_s += st.time_s(r) + d;
   }
-  return walk_s + tail;
+  return walk_s + tail + costs.step_fixed_s;
 }
 
 double any_split_bound_s(const ScreeningCosts& costs, const PipelineShape& shape, int allowed) {
@@ -267,7 +267,7 @@ double any_split_bound_s(const ScreeningCosts& costs, const PipelineShape& shape
   const double m = shape.micro_batches, p = shape.stages;
   const double equalized_s = work_s / (1 - std::pow(1 - 1 / m, p));
   const double pipeline_s = std::max({equalized_s, work_s + (p - 1) * 2 * costs.p2p_s, m * slowest_unit_s});
-  return pipeline_s + optimizer_s / p;
+  return pipeline_s + optimizer_s / p + costs.step_fixed_s;
 }
 
 bool any_split_fits(const ScreeningCosts& costs, const PipelineShape& shape, int allowed) {

@@ -1,5 +1,6 @@
 // What one unit costs on one rank: static memory under each ZeRO stage (known answers from the
-// 18-bytes-per-parameter recipe), what recomputation adds, and the tied-embedding copy.
+// 18-bytes-per-parameter recipe and the DeepSpeed and InternEvo recipes), what recomputation adds,
+// the data-parallel sync and optimizer step, and the tied-embedding copy.
 #include <gtest/gtest.h>
 
 #include "pipescope/planner/cost_model.h"
@@ -67,6 +68,78 @@ TEST(StaticMemory, DeepSpeedBf16OptimizerKeepsUnshardedGradients) {
             costs_for(megatron).units[1].by_mode[0].backward_s);
   EXPECT_EQ(costs_for(deepspeed).units[1].by_mode[0].forward_s,
             costs_for(megatron).units[1].by_mode[0].forward_s);
+}
+
+TEST(StaticMemory, InternEvoKeepsBf16GradientsAndShardsWithinItsZeroOneGroup) {
+  // HybridZeroOptimizer: bf16 weights 2 + bf16 gradients 2 + fp32 master and moments 12 / g.
+  ParallelConfig c = data_parallel_8(1, 4);
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  EXPECT_EQ(costs_for(c).units[1].static_bytes, static_cast<int64_t>(7.0 * kLayerParams));  // g 4
+  c.zero_shard = 0;
+  EXPECT_EQ(costs_for(c).units[1].static_bytes, static_cast<int64_t>(5.5 * kLayerParams));  // g = dp 8
+  c.zero_stage = 0;  // zero1 size 1: nothing sharded
+  EXPECT_EQ(costs_for(c).units[1].static_bytes, static_cast<int64_t>(16.0 * kLayerParams));
+}
+
+TEST(DataParallel, InternEvoAllReducesBf16GradientsOverAllOfDataParallelism) {
+  // dp 16 on two dgx-a100 nodes in zero1 groups of 8: the gradients go over all 16 ranks in bf16
+  // (half the bytes of Megatron's fp32 sync), whatever the shard group.
+  ParallelConfig c;
+  c.gpus = 16;
+  c.zero_stage = 1;
+  c.zero_shard = 8;
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  const double node_nics = 8 * 200e9 / 8;  // bytes/s
+  EXPECT_DOUBLE_EQ(costs_for(c).units[1].dp_sync_s,
+                   in.profile.collective_time_s(CollectiveKind::kAllReduce, 2 * kLayerParams, 16,
+                                                LinkTier::kInterNode, node_nics));
+}
+
+TEST(OptimizerStep, InternEvoBroadcastsEachShardOneAfterAnother) {
+  // dp 8 on one node, zero1 over all 8: the step adds 8 broadcasts of a layer's bf16 weights / 8,
+  // each priced as the all-gather with the same link traffic; their 8 latencies are paid once per
+  // stage (step_fixed_s), not once per layer.
+  ParallelConfig c = data_parallel_8(1);
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  const CostModel internevo = costs_for(c);
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  const double link = in.cluster.intra_node_bytes_per_s;
+  const double as_all_gather = 2 * kLayerParams / 7;
+  const double latency =
+      in.profile.collective_latency_s(CollectiveKind::kAllGather, as_all_gather, 8, LinkTier::kIntraNode);
+  const double broadcasts_s = 8 * (in.profile.collective_time_s(CollectiveKind::kAllGather, as_all_gather, 8,
+                                                                LinkTier::kIntraNode, link) -
+                                   latency);
+  const double hbm = in.profile.memory_bound_bytes_per_s(in.cluster.gpu);
+  // The Adam step (30 bytes per shard parameter) and the flatten and cast of its gradients (10).
+  EXPECT_NEAR(internevo.units[1].optimizer_s, kLayerParams / 8 * 40 / hbm + broadcasts_s, 1e-12);
+  EXPECT_GT(broadcasts_s, 0);
+  EXPECT_NEAR(internevo.step_fixed_s, 8 * latency, 1e-12);
+  EXPECT_GT(internevo.step_fixed_s, 0);
+  // Megatron's recipe has no broadcast and no per-stage fixed part.
+  EXPECT_EQ(costs_for(data_parallel_8(1)).step_fixed_s, 0);
+  // Without sharding there is nothing to broadcast.
+  c.zero_stage = 0;
+  EXPECT_EQ(costs_for(c).step_fixed_s, 0);
+  EXPECT_NEAR(costs_for(c).units[1].optimizer_s, kLayerParams * 40 / hbm, 1e-12);
+}
+
+TEST(GradientAccumulation, InternEvoAddsEachLaterMicroBatchsBf16GradientsInMemory) {
+  // Autograd adds every micro-batch's weight gradient into .grad after the first: 6 bytes per
+  // parameter, (m - 1) / m of it per micro-batch. One micro-batch accumulates nothing.
+  ParallelConfig c = data_parallel_8(1);
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  c.global_batch = 8;  // m 1
+  const double one = costs_for(c).units[1].by_mode[0].backward_s;
+  c.global_batch = 32;  // m 4
+  const double four = costs_for(c).units[1].by_mode[0].backward_s;
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  const double hbm = in.profile.memory_bound_bytes_per_s(in.cluster.gpu);
+  EXPECT_NEAR(four - one, kLayerParams * 6 / hbm * 3 / 4, 1e-12);
+  ParallelConfig megatron = data_parallel_8(1);
+  megatron.global_batch = 8;
+  EXPECT_DOUBLE_EQ(costs_for(megatron).units[1].by_mode[0].backward_s, one);
 }
 
 TEST(Recompute, FullRedoesTheForwardAndSelectiveOnlyTheAttentionCore) {

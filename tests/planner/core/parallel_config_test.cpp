@@ -65,6 +65,30 @@ TEST(ResolveConfig, DeepSpeedBf16OptimizerRunsAtZeroStageZeroOrOne) {
   expect_refused(c, "--zero-shard");
 }
 
+TEST(ResolveConfig, InternEvoOptimizerShardsTheOptimizerStateOnly) {
+  ParallelConfig c = config(16, 2, 1);  // dp 8
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  for (int zero : {0, 1}) {
+    c.zero_stage = zero;
+    EXPECT_TRUE(resolve_config(llama2_7b(), c).ok()) << zero;
+  }
+  c.zero_shard = 4;
+  EXPECT_TRUE(resolve_config(llama2_7b(), c).ok());
+  for (int zero : {2, 3}) {
+    c.zero_stage = zero;
+    expect_refused(c, "for --zero " + std::to_string(zero) + " use --optimizer megatron");
+  }
+}
+
+TEST(OptimizerRecipe, EverySpellingReadsBack) {
+  for (OptimizerRecipe recipe :
+       {OptimizerRecipe::kMegatron, OptimizerRecipe::kDeepSpeedBf16, OptimizerRecipe::kInternEvo}) {
+    EXPECT_EQ(parse_optimizer_recipe(to_string(recipe)), recipe);
+  }
+  EXPECT_FALSE(parse_optimizer_recipe("adam").has_value());
+  EXPECT_FALSE(parse_optimizer_recipe("").has_value());
+}
+
 TEST(ResolveConfig, ContextParallelNeedsFusedAttention) {
   ParallelConfig c = config(2, 1, 1);
   c.cp = 2;

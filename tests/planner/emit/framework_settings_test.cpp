@@ -34,6 +34,13 @@ ParallelConfig small_config() {
   return c;
 }
 
+// The same, priced with InternEvo's own optimizer recipe.
+ParallelConfig internevo_config() {
+  ParallelConfig c = small_config();
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  return c;
+}
+
 models::ModelDesc model_with_layers(int64_t layers) {
   models::ModelDesc m;
   m.name = "tiny";
@@ -204,9 +211,35 @@ TEST(DeepSpeed, SaysWhenThePlanIsPricedWithAnotherOptimizerRecipe) {
   EXPECT_FALSE(named(emit_deepspeed(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none))));
 }
 
+TEST(Frameworks, SayWhenThePlanIsPricedWithAnotherOptimizerRecipeThanTheyRun) {
+  // Each framework runs its own recipe; --emit names the --optimizer that prices it.
+  const std::vector<std::string> none(4, "none");
+  const auto limits_of = [&](Framework framework, OptimizerRecipe recipe) {
+    ParallelConfig c = small_config();
+    c.optimizer = recipe;
+    std::string all;
+    for (const auto& limit :
+         emit_settings(framework, model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none)).not_expressible)
+      all += limit + "\n";
+    return all;
+  };
+  EXPECT_THAT(limits_of(Framework::kInternEvo, OptimizerRecipe::kMegatron),
+              HasSubstr("--optimizer internevo"));
+  EXPECT_THAT(limits_of(Framework::kInternEvo, OptimizerRecipe::kInternEvo), Not(HasSubstr("--optimizer")));
+  EXPECT_THAT(limits_of(Framework::kMegatron, OptimizerRecipe::kInternEvo),
+              HasSubstr("--optimizer megatron"));
+  EXPECT_THAT(limits_of(Framework::kMegatron, OptimizerRecipe::kDeepSpeedBf16),
+              HasSubstr("--optimizer megatron"));
+  EXPECT_THAT(limits_of(Framework::kMegatron, OptimizerRecipe::kMegatron), Not(HasSubstr("--optimizer")));
+  EXPECT_THAT(limits_of(Framework::kDeepSpeed, OptimizerRecipe::kInternEvo),
+              HasSubstr("--optimizer deepspeed-bf16"));
+  EXPECT_THAT(limits_of(Framework::kInternEvo, OptimizerRecipe::kMegatron),
+              HasSubstr("4 + 12/g bytes per parameter"));
+}
+
 TEST(InternEvo, ConfigKeys) {
-  const auto s = emit_internevo(model_with_layers(16),
-                                outcome_with(small_config(), {4, 4, 4, 4}, {"full", "full", "full", "full"}));
+  const auto s = emit_internevo(model_with_layers(16), outcome_with(internevo_config(), {4, 4, 4, 4},
+                                                                    {"full", "full", "full", "full"}));
   EXPECT_THAT(s.text, HasSubstr("seq_len=4096,"));
   EXPECT_THAT(s.text, HasSubstr("micro_bsz=1,"));
   EXPECT_THAT(s.text, HasSubstr("micro_num=16,"));
@@ -220,13 +253,13 @@ TEST(InternEvo, ConfigKeys) {
 
 TEST(InternEvo, UnevenSplitIsNotExpressibleAndItsUniformSplitGivesTheRemainderToLaterStages) {
   // 18 layers on 4 stages: partition_uniform gives 4, 4, 5, 5.
-  const auto s = emit_internevo(model_with_layers(18),
-                                outcome_with(small_config(), {3, 5, 5, 5}, {"none", "none", "none", "none"}));
+  const auto s = emit_internevo(model_with_layers(18), outcome_with(internevo_config(), {3, 5, 5, 5},
+                                                                    {"none", "none", "none", "none"}));
   ASSERT_EQ(s.not_expressible.size(), 1u);
   EXPECT_THAT(s.not_expressible[0], HasSubstr("partition_uniform"));
   EXPECT_THAT(s.not_expressible[0], HasSubstr("(4, 4, 5, 5)"));
-  const auto same = emit_internevo(
-      model_with_layers(18), outcome_with(small_config(), {4, 4, 5, 5}, {"none", "none", "none", "none"}));
+  const auto same = emit_internevo(model_with_layers(18), outcome_with(internevo_config(), {4, 4, 5, 5},
+                                                                       {"none", "none", "none", "none"}));
   EXPECT_TRUE(same.not_expressible.empty());
 }
 

@@ -145,6 +145,36 @@ TEST(Search, FiguresAreThoseOfPlanForTheSameConfiguration) {
   EXPECT_EQ(compared_interleaved, 3);
 }
 
+TEST(Search, InternEvoRecipeSearchesZeroOneInShardGroupsWithPlansFigures) {
+  // HybridZeroOptimizer shards the optimizer state only: ZeRO 0 or 1, within zero1 groups or over
+  // all of DP; its per-stage broadcast latencies reach the ranking as they reach `plan`.
+  SearchRequest request = test::request("llama2-7b", "dgx-a100", 32, 128, 4096);
+  request.optimizer = OptimizerRecipe::kInternEvo;
+  request.top = 0;
+  const SearchResult r = run(request);
+  ASSERT_FALSE(r.ranked.empty());
+  bool in_groups = false;
+  int compared = 0;
+  for (const RankedPlan& p : r.ranked) {
+    EXPECT_LE(p.config.zero_stage, 1) << describe(p.config);
+    EXPECT_EQ(p.config.optimizer, OptimizerRecipe::kInternEvo);
+    in_groups = in_groups || p.config.zero_shard > 0;
+    if (compared >= 4 || !p.uniform_fits || p.config.zero_stage != 1 || p.config.pp > 2) continue;
+    auto plan = make_plan(PlanInputs{request.model, request.cluster, request.profile, p.config});
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    EXPECT_DOUBLE_EQ(p.iteration_s, plan->uniform.iteration_s) << describe(p.config);
+    EXPECT_EQ(p.peak_memory_bytes, plan->uniform.peak_memory_bytes) << describe(p.config);
+    ++compared;
+  }
+  EXPECT_TRUE(in_groups);
+  EXPECT_EQ(compared, 4);
+
+  request.constraints.zero_stages = {2, 3};
+  auto refused = search(request);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--optimizer internevo"), std::string::npos);
+}
+
 TEST(Search, ABalancedSplitRescuesWhatTheUniformSplitCannotHold) {
   // 1F1B's first stage holds p micro-batches: on 64 GPUs some layouts only fit once layers move
   // off the first stages.

@@ -17,6 +17,13 @@
 // (4 / dp) and Adam's moments on it (8 / dp); the pipeline engine clears autograd's bf16
 // gradients only before the next backward (pipe/engine.py, _exec_backward_pass), so they (2)
 // live through the step: 8 + 12 / dp bytes per parameter.
+// InternEvo's HybridZeroOptimizer (internlm/solver/optimizer/hybrid_zero_optim.py, the same in
+// InternLM/InternLM 20fe5ac and 01e7fd61 of 2023 and InternLM/InternEvo c628a8c8 of 2024): flat bf16 weights
+// (2) and autograd's bf16 gradients, accumulated over the micro-batches in place (2); the rank's
+// shard of its zero1 group gets an fp32 master copy, fp16_flat.float() (4 / g), and Adam's
+// moments (8 / g): 4 + 12 / g bytes per parameter. The last backward all-reduces the bf16
+// gradients over all of data parallelism (reduce_tensor, ParallelMode.DATA); step() then updates
+// the shard and broadcasts each shard from its owner to the zero1 group, one broadcast per rank.
 #pragma once
 
 #include <array>
@@ -58,6 +65,9 @@ struct CostModel {
   double reserve_fraction = 0;     // reserved = allocated x (1 + this): what the allocator holds
   int64_t capacity_bytes = 0;      // GPU memory less the profile's headroom
   std::vector<std::string> notes;  // modelling choices the user should know about
+  // Once per stage, in its optimizer step: what does not scale with the stage's parameters
+  // (InternEvo's serial shard broadcasts: one latency per rank of the zero1 group).
+  double step_fixed_s = 0;
 };
 
 struct PlanInputs {

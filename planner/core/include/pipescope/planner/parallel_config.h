@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,11 @@ enum class BalanceGoal { kMemory, kTime };
 //   kDeepSpeedBf16  DeepSpeed's BF16_Optimizer (bf16 with ZeRO stage 0 or 1): bf16 weights and the
 //                   bf16 gradients autograd makes, an fp32 gradient buffer that is not sharded,
 //                   fp32 master weights and Adam moments sharded over data parallelism.
-enum class OptimizerRecipe { kMegatron, kDeepSpeedBf16 };
+//   kInternEvo      InternEvo's HybridZeroOptimizer (ZeRO stage 0 or 1): bf16 weights and bf16
+//                   gradients, fp32 master weights and Adam moments sharded within the zero1
+//                   group (--zero-shard, else all of data parallelism); gradients all-reduced in
+//                   bf16 over all of data parallelism, updated weights broadcast from each shard.
+enum class OptimizerRecipe { kMegatron, kDeepSpeedBf16, kInternEvo };
 
 struct ParallelConfig {
   int64_t gpus = 1;
@@ -63,8 +68,9 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute);
 
 std::string_view to_string(RecomputeChoice choice);
-std::string_view to_string(
-    OptimizerRecipe recipe);  // "megatron", "deepspeed-bf16": the --optimizer spellings
+// "megatron", "deepspeed-bf16", "internevo": the --optimizer spellings
+std::string_view to_string(OptimizerRecipe recipe);
+std::optional<OptimizerRecipe> parse_optimizer_recipe(std::string_view name);
 std::string describe(const ParallelConfig& config);  // "tp 8, pp 4, dp 64, mbs 1, gbs 1024, ..."
 
 }  // namespace pipescope::planner

@@ -152,6 +152,8 @@ struct CalibrationProfile {
   // regime holding `bytes` (a measured busbw already reflects the links it ran on).
   double collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
                            double link_bytes_per_s) const;
+  // The fixed part of that time: the latency of the entry (and size regime) that prices `bytes`.
+  double collective_latency_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier) const;
   // Link bandwidth from the cluster: intra_node_bytes_per_s, or all of a node's NICs. Groups that
   // share the NICs concurrently should pass their share to the overload above.
   double collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
