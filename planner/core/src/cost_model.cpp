@@ -424,6 +424,10 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   double params_total = 0;
   for (const UnitCost& unit : model.units) params_total += static_cast<double>(unit.parameters);
   const double stages = static_cast<double>(c.pp);
+  // DeepSpeed's pipeline engine issues ReduceGrads after the last backward (pipe/schedule.py,
+  // TrainSchedule: ReduceTiedGrads, ReduceGrads, OptimizerStep at the batch's last step), and its
+  // engine without a pipeline all-reduces BF16_Optimizer's gradients after the backward too.
+  model.sync_overlaps_backward = c.optimizer != OptimizerRecipe::kDeepSpeedBf16;
   model.step_fixed_s =
       price.shard_broadcast_latencies_s((params_total - expert_params_total) / stages, group) +
       (expert_params_total > 0 ? price.shard_broadcast_latencies_s(expert_params_total / stages, expert_group)

@@ -95,8 +95,8 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
       }
     }
     set_memory(costs, st);
-    // Megatron overlaps the gradient reduction with the backward of the last micro-batch.
-    st.dp_sync_exposed_s = std::max(0.0, dp_sync_s - sp.backward_s);
+    // The recipe's gradient sync overlaps the last micro-batch's backward, or follows it.
+    st.dp_sync_exposed_s = exposed_sync_s(dp_sync_s, sp.backward_s, costs.sync_overlaps_backward);
     st.idle_s = std::max(
         0.0, plan.iteration_s - static_cast<double>(c.micro_batches()) * (sp.forward_s + sp.backward_s));
     r.stages.push_back(st);
@@ -184,7 +184,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     st.in_flight = in_flight[static_cast<size_t>(s)];
     st.activation_bytes = peak_activation_bytes((*mixes)[static_cast<size_t>(s)], chunk_activation);
     set_memory(costs, st);
-    st.dp_sync_exposed_s = std::max(0.0, dp_sync_s - st.backward_s / v);
+    st.dp_sync_exposed_s = exposed_sync_s(dp_sync_s, st.backward_s / v, costs.sync_overlaps_backward);
     st.optimizer_s = optimizer_s;
   }
   finalize(in, r);

@@ -6,7 +6,8 @@
 // parallelism"), deepspeed/runtime/pipe/topology.py (PipeModelDataParallelTopology(num_pp,
 // num_mp, num_dp)), deepspeed/runtime/constants.py (train_batch_size,
 // train_micro_batch_size_per_gpu, gradient_accumulation_steps), deepspeed/runtime/zero/config.py
-// (stage, mics_shard_size) and deepspeed/moe/layer.py (MoE(..., ep_size)).
+// (stage, mics_shard_size; overlap_comm defaults to on at stage 3 only) and deepspeed/moe/layer.py
+// (MoE(..., ep_size)).
 #include <string>
 
 #include "pipescope/planner/framework_settings.h"
@@ -42,6 +43,9 @@ FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutco
           "mics_shard_size). Closest: sharding over all data-parallel ranks (below).");
     }
   }
+  // ZeRO 2/3's optimizer hides the gradient reduce-scatter behind the backward only when asked
+  // (stage 2's overlap_comm is off by default), as the plan assumes.
+  if (zero_stage >= 2) zero += ", \"overlap_comm\": true";
   zero += "}";
 
   out.text = detail::comment("DeepSpeed settings for " + detail::plan_summary(model, outcome));

@@ -7,7 +7,9 @@
 // fields; first/last counts must be >= 1 and the middle stages even) and
 // megatron/core/transformer/pipeline_parallel_layer_layout.py (the layout grammar: E, t, L, '|',
 // x*n). Megatron-LM refuses a layer count its pipeline does not divide unless one of these
-// uneven-split flags is given.
+// uneven-split flags is given. megatron/core/distributed/distributed_data_parallel_config.py:
+// overlap_grad_reduce and overlap_param_gather are off unless asked for. Megatron-FSDP's required
+// flags: docs/discussions/megatron-fsdp-user-guide/megatron-fsdp-user-guide.md.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -77,6 +79,8 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
   } else if (c.zero_stage >= 2) {
     flag("--use-megatron-fsdp");
     flag("--data-parallel-sharding-strategy", c.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+    flag("--use-distributed-optimizer");
+    flag("--no-gradient-accumulation-fusion");
     flag("--ckpt-format", "fsdp_dtensor");
     if (c.zero_shard > 0 && c.zero_shard < c.dp()) {
       out.not_expressible.push_back("ZeRO-" + num(c.zero_stage) + " sharded within groups of " +
@@ -84,6 +88,13 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
                                     " data-parallel ranks: these flags shard over all of data parallelism "
                                     "(Megatron-FSDP's hybrid sharding has its own options; not emitted).");
     }
+  }
+
+  // The plan hides the gradient sync behind the last backward, and ZeRO's weight gather behind
+  // compute; Megatron-LM does either only when asked.
+  if (c.dp() > 1) {
+    flag("--overlap-grad-reduce");
+    if (c.zero_stage >= 1) flag("--overlap-param-gather");
   }
 
   // Recompute: one setting for every stage. --recompute-num-layers counts the same number of

@@ -98,7 +98,8 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
     const int64_t peak = llround(static_cast<double>(allocated) * (1 + cm.reserve_fraction)) + cm.fixed_bytes;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, peak);
     r.fits = r.fits && peak <= cm.capacity_bytes;
-    tail_s = std::max(tail_s, std::max(0.0, dp_sync_s - sp.backward_s) + optimizer_s);
+    tail_s =
+        std::max(tail_s, exposed_sync_s(dp_sync_s, sp.backward_s, cm.sync_overlaps_backward) + optimizer_s);
     r.stage_recompute.push_back(mode_name(sp.option));
     r.stage_layers.push_back(layers);
   }

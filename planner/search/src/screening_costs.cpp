@@ -39,6 +39,7 @@ Expected<ScreeningCosts> screening_costs(const PlanInputs& inputs) {
   out.extra_bytes = costs->fixed_bytes;
   out.capacity_bytes = costs->capacity_bytes;
   out.step_fixed_s = costs->step_fixed_s;
+  out.sync_overlaps_backward = costs->sync_overlaps_backward;
   out.p2p_s = costs->p2p_s;
   return out;
 }

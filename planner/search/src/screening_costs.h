@@ -31,7 +31,8 @@ struct ScreeningCosts {
   int64_t extra_bytes = 0;             // per stage: CUDA context and NCCL buffers
   int64_t capacity_bytes = 0;
   double p2p_s = 0;
-  double step_fixed_s = 0;  // per stage, once (CostModel::step_fixed_s)
+  double step_fixed_s = 0;             // per stage, once (CostModel::step_fixed_s)
+  bool sync_overlaps_backward = true;  // CostModel::sync_overlaps_backward
 
   const UnitPrice& layer(int64_t index) const {
     return layer_kinds[static_cast<size_t>(index) % layer_kinds.size()];

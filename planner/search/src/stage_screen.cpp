@@ -77,8 +77,9 @@ bool pick_options(const ScreeningCosts& costs, const PipelineShape& shape, int a
   return true;
 }
 
-double tail_s(const StageSums& s, int virtual_chunks, int option) {
-  return std::max(0.0, s.dp_sync_s - s.backward_s[option] / virtual_chunks) + s.optimizer_s;
+double tail_s(const ScreeningCosts& costs, const StageSums& s, int virtual_chunks, int option) {
+  return exposed_sync_s(s.dp_sync_s, s.backward_s[option] / virtual_chunks, costs.sync_overlaps_backward) +
+         s.optimizer_s;
 }
 
 }  // namespace
@@ -225,7 +226,7 @@ Screened UniformScreen::screen(int allowed, std::vector<int>& options) const {
   for (int s = 0; s < p; ++s) {
     const int r = options[s];
     walk_s = std::max(walk_s, prefix_s + shape.micro_batches * stages_[s].time_s(r));
-    tail = std::max(tail, tail_s(stages_[s], shape.virtual_chunks, r));
+    tail = std::max(tail, tail_s(costs, stages_[s], shape.virtual_chunks, r));
     // Chunk s is stage s's own under GPipe and 1F1B, model chunk s under interleaving.
     prefix_s += (shape.kind == ScheduleKind::kInterleaved ? chunks_[s].time_s(r) : stages_[s].time_s(r)) + d;
   }
@@ -241,7 +242,7 @@ double split_bound_s(const ScreeningCosts& costs, const PipelineShape& shape,
     const StageSums st = sum_units(costs, shape.layers, boundaries[s], boundaries[s + 1]);
     const int r = options[s];
     walk_s = std::max(walk_s, prefix_s + shape.micro_batches * st.time_s(r));
-    tail = std::max(tail, tail_s(st, 1, r));
+    tail = std::max(tail, tail_s(costs, st, 1, r));
     prefix_s += st.time_s(r) + d;
   }
   return walk_s + tail + costs.step_fixed_s;

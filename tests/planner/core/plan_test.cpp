@@ -155,6 +155,31 @@ TEST(PlanThroughput, FiguresFollowFromTheIterationTime) {
   EXPECT_LT(r.bubble_fraction, 1);
 }
 
+TEST(PlanTime, DeepSpeedSyncsGradientsAfterTheBackwardWhereMegatronHidesThem) {
+  // 16 GPUs, tp 2, pp 2, dp 4 across two nodes: the gradient all-reduce crosses the NICs. DeepSpeed's
+  // pipeline engine runs ReduceGrads after the last backward, so its whole sync is exposed;
+  // Megatron-LM overlaps its sync with that backward and exposes only what the backward cannot hide.
+  ParallelConfig c = pipeline(16, 2, 2, 64);
+  c.zero_stage = 1;
+  const PlanOutcome megatron = plan_for("llama2-7b", c);
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  const PlanOutcome deepspeed = plan_for("llama2-7b", c);
+  auto costs = build_cost_model(test::inputs("llama2-7b", "dgx-a100", c));
+  ASSERT_TRUE(costs.ok());
+  EXPECT_FALSE(costs->sync_overlaps_backward);
+  for (const StageReport& st : deepspeed.uniform.stages) {
+    double sync_s = 0;
+    for (int u = st.first_unit; u < st.end_unit; ++u)
+      sync_s += costs->units[static_cast<size_t>(u)].dp_sync_s;
+    EXPECT_GT(sync_s, 0);
+    EXPECT_DOUBLE_EQ(st.dp_sync_exposed_s, sync_s) << st.index;
+  }
+  for (const StageReport& st : megatron.uniform.stages) EXPECT_LT(st.dp_sync_exposed_s, 1e-9) << st.index;
+  EXPECT_DOUBLE_EQ(exposed_sync_s(3, 1, true), 2);
+  EXPECT_DOUBLE_EQ(exposed_sync_s(1, 3, true), 0);
+  EXPECT_DOUBLE_EQ(exposed_sync_s(3, 1, false), 3);
+}
+
 TEST(PlanSchedule, GPipeHoldsEveryMicrobatchOnEveryStage) {
   ParallelConfig c = pipeline(8, 1, 4, 16);  // dp 2, m = 8
   c.schedule = ScheduleKind::kGPipe;

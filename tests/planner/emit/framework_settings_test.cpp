@@ -74,13 +74,39 @@ TEST(Megatron, ParallelAndBatchFlags) {
   for (const char* flag :
        {"--num-layers 16\n", "--tensor-model-parallel-size 2\n", "--pipeline-model-parallel-size 4\n",
         "--sequence-parallel\n", "--micro-batch-size 1\n", "--global-batch-size 32\n", "--seq-length 4096\n",
-        "--use-distributed-optimizer\n"}) {
+        "--use-distributed-optimizer\n", "--overlap-grad-reduce\n", "--overlap-param-gather\n"}) {
     EXPECT_THAT(s.text, HasSubstr(flag));
   }
   EXPECT_THAT(s.text, Not(HasSubstr("--recompute")));
   EXPECT_THAT(s.text, Not(HasSubstr("pipeline-num-layers")));
   EXPECT_THAT(s.text, Not(HasSubstr("--pipeline-model-parallel-layout")));
   EXPECT_TRUE(s.not_expressible.empty());
+}
+
+TEST(Megatron, OverlapFlagsOnlyWithDataParallelismAndFsdpItsRequiredFlags) {
+  // The plan hides the gradient sync behind the backward; Megatron-LM's defaults do not, so the
+  // flags come with any data parallelism, the weight gather's with sharded states only.
+  const std::vector<std::string> none(4, "none");
+  ParallelConfig c = small_config();
+  c.zero_stage = 0;
+  auto s = emit_megatron(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none));
+  EXPECT_THAT(s.text, HasSubstr("--overlap-grad-reduce\n"));
+  EXPECT_THAT(s.text, Not(HasSubstr("--overlap-param-gather")));
+  EXPECT_THAT(s.text, Not(HasSubstr("--use-distributed-optimizer")));
+  c.gpus = 8;  // dp 1: nothing to overlap
+  s = emit_megatron(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none));
+  EXPECT_THAT(s.text, Not(HasSubstr("--overlap")));
+  c = small_config();
+  c.pp = 1;
+  c.gpus = 8;  // dp 4
+  c.zero_stage = 3;
+  s = emit_megatron(model_with_layers(16), outcome_with(c, {16}, {"none"}));
+  for (const char* flag :
+       {"--use-megatron-fsdp\n", "--data-parallel-sharding-strategy optim_grads_params\n",
+        "--use-distributed-optimizer\n", "--no-gradient-accumulation-fusion\n",
+        "--ckpt-format fsdp_dtensor\n", "--overlap-grad-reduce\n", "--overlap-param-gather\n"}) {
+    EXPECT_THAT(s.text, HasSubstr(flag));
+  }
 }
 
 TEST(Megatron, EvenMiddleStagesUseFirstAndLastStageFlags) {
@@ -193,6 +219,18 @@ TEST(DeepSpeed, SelectiveRecomputeIsNotExpressible) {
   bool named = false;
   for (const auto& limit : s.not_expressible) named = named || limit.find("Selective") != std::string::npos;
   EXPECT_TRUE(named);
+}
+
+TEST(DeepSpeed, ZeroTwoAndThreeOverlapTheirGradientReduceAsPlanned) {
+  ParallelConfig c = small_config();
+  c.pp = 1;
+  c.gpus = 8;  // dp 4
+  c.zero_stage = 2;
+  auto s = emit_deepspeed(model_with_layers(16), outcome_with(c, {16}, {"none"}));
+  EXPECT_THAT(s.text, HasSubstr("\"zero_optimization\": {\"stage\": 2, \"overlap_comm\": true}"));
+  c.zero_stage = 1;
+  s = emit_deepspeed(model_with_layers(16), outcome_with(c, {16}, {"none"}));
+  EXPECT_THAT(s.text, Not(HasSubstr("overlap_comm")));
 }
 
 TEST(DeepSpeed, SaysWhenThePlanIsPricedWithAnotherOptimizerRecipe) {

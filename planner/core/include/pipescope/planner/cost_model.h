@@ -68,7 +68,17 @@ struct CostModel {
   // Once per stage, in its optimizer step: what does not scale with the stage's parameters
   // (InternEvo's serial shard broadcasts: one latency per rank of the zero1 group).
   double step_fixed_s = 0;
+  // Whether the gradient sync runs during the last micro-batch's backward (Megatron-LM's
+  // --overlap-grad-reduce, InternEvo's overlap_sync_grad) or after it (DeepSpeed's ReduceGrads).
+  bool sync_overlaps_backward = true;
 };
+
+// What of a stage's gradient sync the iteration waits for: the part its last backward cannot
+// hide, or all of it when the sync follows the backward.
+inline double exposed_sync_s(double sync_s, double last_backward_s, bool overlaps_backward) {
+  if (!overlaps_backward) return sync_s;
+  return sync_s > last_backward_s ? sync_s - last_backward_s : 0.0;
+}
 
 struct PlanInputs {
   models::ModelDesc model;
