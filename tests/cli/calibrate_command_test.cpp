@@ -150,6 +150,15 @@ double stage_s(const json& stage) {
   return stage["forward_s"].get<double>() + stage["backward_s"].get<double>();
 }
 
+// kPlan's `plan --json` document: what `calibrate fit --plan` reads back.
+std::string plan_document() {
+  std::vector<std::string> args = kPlan;
+  args.push_back("--json");
+  const CommandResult r = run_pipescope(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
 // The planner's stages for kPlan with `split` pinned, priced by `profile` (a file; empty: bundled).
 json planned_stages(const std::string& split, const std::string& profile) {
   std::vector<std::string> args = kPlan;
@@ -164,16 +173,14 @@ TEST(CalibrateFit, RefusesAPlanWhoseArgumentsNameWhatPlanWouldRefuse) {
   // A hand-edited plan: a word `plan` refuses on its command line is refused here too, not read
   // as the default.
   Dir dir;
-  std::vector<std::string> plan = kPlan;
-  plan.push_back("--json");
-  const CommandResult planned = run_pipescope(plan);
-  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const std::string planned = plan_document();
+  ASSERT_FALSE(planned.empty());
   fs::create_directories(dir.file("traces"));
   for (const auto& [key, word] : {std::pair{"optimizer", "adam"},
                                   {"recompute", "sometimes"},
                                   {"schedule", "zb-v"},
                                   {"balance", "cost"}}) {
-    json doc = json::parse(planned.out);
+    json doc = json::parse(planned);
     doc["inputs"]["arguments"][key] = word;
     write_file(dir.file("edited.json"), doc.dump());
     expect_bad_input(run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan",
@@ -184,13 +191,11 @@ TEST(CalibrateFit, RefusesAPlanWhoseArgumentsNameWhatPlanWouldRefuse) {
 
 TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement) {
   Dir dir;
-  std::vector<std::string> plan = kPlan;
-  plan.push_back("--json");
-  const CommandResult planned = run_pipescope(plan);
-  ASSERT_EQ(planned.exit_code, 0) << planned.err;
-  write_file(dir.file("plan.json"), planned.out);
+  const std::string planned = plan_document();
+  ASSERT_FALSE(planned.empty());
+  write_file(dir.file("plan.json"), planned);
   std::string split;
-  const json suggested = json::parse(planned.out)["suggested"]["stages"];
+  const json suggested = json::parse(planned)["suggested"]["stages"];
   for (const json& s : suggested)
     split += (split.empty() ? "" : ",") + std::to_string(s["layers"].get<int>());
   const json before = planned_stages(split, "");
