@@ -290,7 +290,7 @@ class Pricer {
     // them to fp32 (read 2, write 4).
     constexpr double kFlattenAndCastBytes = 10;
     const double step_s = memory_s(share * (kAdamBytesPerParameter + kFlattenAndCastBytes));
-    if (c_.zero_stage < 1 || group <= 1) return step_s;
+    if (!broadcasts_shards(group)) return step_s;
     const double bytes = broadcast_as_all_gather_bytes(params, group);
     const double one_s = collective_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp) -
                          collective_latency_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp);
@@ -301,10 +301,15 @@ class Pricer {
   // bf16 weights to the group, one broadcast after another on the group's communicator: g
   // latencies per stage, whatever its parameters (optimizer_s has their bandwidth).
   double shard_broadcast_latencies_s(double stage_params, int64_t group) const {
-    if (!recipe_is(OptimizerRecipe::kInternEvo) || c_.zero_stage < 1 || group <= 1) return 0;
+    if (!broadcasts_shards(group)) return 0;
     const double bytes = broadcast_as_all_gather_bytes(stage_params, group);
     return static_cast<double>(group) *
            collective_latency_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp);
+  }
+
+  // InternEvo with its optimizer state sharded over a zero1 group of more than one rank.
+  bool broadcasts_shards(int64_t group) const {
+    return recipe_is(OptimizerRecipe::kInternEvo) && c_.zero_stage >= 1 && group > 1;
   }
 
   // The profile has no broadcast entry: a ring broadcast of b bytes sends b over every link of the
@@ -436,9 +441,9 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   switch (c.optimizer) {
     case OptimizerRecipe::kDeepSpeedBf16:
       model.notes.push_back(
-          "memory: DeepSpeed BF16_Optimizer: bf16 weights and gradients, unsharded fp32 gradients, fp32 "
-          "master "
-          "weights and Adam state sharded over data parallelism (8 + 12/dp bytes per parameter)");
+          "memory: DeepSpeed BF16_Optimizer: bf16 weights and gradients, unsharded fp32 gradients, "
+          "fp32 master weights and Adam state sharded over data parallelism (8 + 12/dp bytes per "
+          "parameter)");
       break;
     case OptimizerRecipe::kInternEvo:
       model.notes.push_back(
