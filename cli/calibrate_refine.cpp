@@ -159,7 +159,7 @@ calibrate::RunObservation observe(const analysis::RunReport& report, const std::
     s.measured_gemm_s = kernels[k].gemm_s;
     s.measured_attention_s = kernels[k].attention_s;
     s.predicted_allocated_bytes = static_cast<double>(p.allocated_bytes);
-    s.predicted_reserved_bytes = static_cast<double>(p.peak_memory_bytes);
+    s.predicted_reserved_bytes = static_cast<double>(p.reserved_bytes);  // held, as traces see it
     s.measured_peak_bytes = static_cast<double>(m.peak_memory_bytes);
     run.stages.push_back(s);
   }

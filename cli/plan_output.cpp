@@ -106,6 +106,8 @@ void write_totals(std::ostream& out, const planner::PlanOutcome& o) {
   line("TFLOP/s per GPU", printf_string("%.1f", u.tflops_per_gpu), printf_string("%.1f", s.tflops_per_gpu));
   line("MFU", percent(u.mfu), percent(s.mfu));
   line("peak memory (reserved)", gib(u.peak_memory_bytes) + " GiB", gib(s.peak_memory_bytes) + " GiB");
+  if (u.reserved_bytes > u.peak_memory_bytes || s.reserved_bytes > s.peak_memory_bytes)
+    line("held after step", gib(u.reserved_bytes) + " GiB", gib(s.reserved_bytes) + " GiB");
   line("fits in " + gib(o.capacity_bytes) + " GiB", u.fits ? "yes" : "no", s.fits ? "yes" : "no");
 
   const int64_t saved_bytes = u.peak_memory_bytes - s.peak_memory_bytes;
@@ -167,8 +169,9 @@ ordered_json stage_json(const StageReport& s) {
                       {"static_bytes", s.static_bytes},
                       {"activation_bytes", s.activation_bytes},
                       {"transient_bytes", s.transient_bytes},
+                      {"step_bytes", s.step_bytes},
                       {"allocated_bytes", s.allocated_bytes},
-                      {"reserved_bytes", s.peak_memory_bytes},
+                      {"reserved_bytes", s.reserved_bytes},
                       {"peak_memory_bytes", s.peak_memory_bytes},
                       {"forward_s", s.forward_s},
                       {"backward_s", s.backward_s},
@@ -183,6 +186,7 @@ ordered_json report_json(const PlanReport& r) {
   for (const StageReport& s : r.stages) stages.push_back(stage_json(s));
   return ordered_json{{"fits", r.fits},
                       {"peak_memory_bytes", r.peak_memory_bytes},
+                      {"reserved_bytes", r.reserved_bytes},
                       {"iteration_s", r.iteration_s},
                       {"pipeline_s", r.pipeline_s},
                       {"bubble_fraction", r.bubble_fraction},
@@ -287,7 +291,12 @@ std::string plan_json(const PlanPrintout& p) {
       {"peak_memory_bytes",
        "reserved: what the CUDA caching allocator holds from the driver, plus the CUDA context and NCCL "
        "buffers; what runs out"},
-      {"allocated_bytes", "allocated: what tensors use (static + activation + transient)"},
+      {"reserved_bytes",
+       "reserved as held once the first optimizer step ran, what nvidia-smi shows: above peak_memory_bytes "
+       "when the step's buffers (step_bytes) take new allocator segments while the activations' stay "
+       "cached"},
+      {"allocated_bytes",
+       "allocated: what tensors use (static + the larger of activation + transient and step)"},
       {"capacity_bytes", o.capacity_bytes}};
   // "uniform" holds the baseline: the framework's uniform split, or the user's --split.
   doc["baseline"] = o.baseline_is_given_split ? "given_split" : "uniform";

@@ -9,7 +9,8 @@ Each case compares the plan's baseline (the framework's uniform split, or the --
 used) with what the source measured, like with like:
   hardware_tflops_per_gpu  TFLOP/s per GPU counting recomputation (Narayanan et al. 2021, Eq. 3)
   iteration_s              end-to-end iteration time
-  stage0_peak_memory_gib   first stage's reserved memory incl. CUDA context (nvidia-smi), GiB
+  stage0_peak_memory_gib   first stage's memory as nvidia-smi shows it: reserved as held once the
+                           first optimizer step ran (reserved_bytes), CUDA context included, GiB
   tokens_per_s_per_gpu     training tokens per second per GPU ("TGS" in InternLM's tables)
   fits                     whether the run fitted (False for a measured OOM)
 
@@ -29,7 +30,7 @@ GIB = 1024 ** 3
 def predicted(plan, metric):
     baseline = plan["uniform"]
     if metric == "stage0_peak_memory_gib":
-        return baseline["stages"][0]["peak_memory_bytes"] / GIB
+        return baseline["stages"][0]["reserved_bytes"] / GIB
     if metric == "tokens_per_s_per_gpu":
         return baseline["tokens_per_s"] / plan["inputs"]["config"]["gpus"]
     return baseline[metric]

@@ -140,8 +140,8 @@ void refine_memory(const planner::CalibrationProfile& profile, const RunObservat
     out.notes.push_back("the traces hold no memory records: memory not refined");
     return;
   }
-  // reserved = allocated * (1 + f) + fixed, the fixed part as the profile prices it; least
-  // squares for f over the stages.
+  // reserved = allocated * (1 + f) + fixed, the fixed part (CUDA context, NCCL buffers, the
+  // optimizer step's segments) as the plan prices it; least squares for f over the stages.
   const double f_old = profile.overheads.allocator_reserve_fraction.value;
   double numerator = 0, denominator = 0;
   for (const StageObservation& s : run.stages) {

@@ -108,7 +108,8 @@ TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
                                 "in_flight", "recompute", "overflows", "idle_s"}) {
         EXPECT_TRUE(stage.contains(field)) << name << " stage " << i << " " << field;
       }
-      EXPECT_EQ(stage["reserved_bytes"], stage["peak_memory_bytes"]);
+      EXPECT_EQ(stage["reserved_bytes"], stage["peak_memory_bytes"]);  // no step buffers in this recipe
+      EXPECT_EQ(stage["step_bytes"], 0);
       EXPECT_LE(stage["allocated_bytes"].get<int64_t>(), stage["peak_memory_bytes"].get<int64_t>());
       EXPECT_GT(stage["forward_s"].get<double>(), 0);
       EXPECT_GT(stage["backward_s"].get<double>(), stage["forward_s"].get<double>());
@@ -224,6 +225,26 @@ TEST(PlanCommand, InternEvoOptimizerRecipeHoldsLessAndSaysSo) {
                     "--zero", "2", "--optimizer", "internevo"},
                    "for --zero 2 use --optimizer megatron");
   expect_bad_input(with(base, {"--optimizer", "lamb"}), "--optimizer");
+}
+
+TEST(PlanCommand, DeepSpeedsStepBuffersAreHeldAfterTheStepAndShown) {
+  // BF16_Optimizer's all-reduce works on a bf16 copy of the gradients, 2 bytes per parameter,
+  // after the activations are freed: the JSON gives it as step_bytes and adds it to what the
+  // allocator holds (reserved_bytes), not to what runs out (peak_memory_bytes); the table says so.
+  const std::vector<std::string> args = {"--model", "llama2-7b", "--gpu",       "a100-80gb",     "--gpus",
+                                         "16",      "--tp",      "2",           "--pp",          "2",
+                                         "--zero",  "1",         "--optimizer", "deepspeed-bf16"};
+  const json doc = plan_json(args);
+  for (const json& stage : doc["uniform"]["stages"]) {
+    const int64_t step = stage["step_bytes"].get<int64_t>();
+    EXPECT_EQ(step, 2 * stage["parameters"].get<int64_t>());
+    EXPECT_EQ(stage["reserved_bytes"].get<int64_t>(), stage["peak_memory_bytes"].get<int64_t>() + step);
+  }
+  EXPECT_TRUE(doc["memory_figure"].contains("reserved_bytes"));
+  const CommandResult text = run_pipescope(plan_args(args));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("held after step"), std::string::npos) << text.out;
+  EXPECT_EQ(run_pipescope(plan_args(kThirteenB)).out.find("held after step"), std::string::npos);
 }
 
 TEST(PlanCommand, SequenceParallelNeedsTensorParallel) {

@@ -253,9 +253,11 @@ class Pricer {
       return collective_s(CollectiveKind::kAllReduce, params * kHalf, dp, stride);
     }
     if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) {
-      // The fp32 gradients are all-reduced whole; each rank steps its shard and the bf16 weights
-      // are all-gathered (update_lp_params).
-      return collective_s(CollectiveKind::kAllReduce, grad_bytes, dp, stride) +
+      // The fp32 gradients are cast to bf16 (read 4, write 2), all-reduced whole, and copied back
+      // (read 2, write 4); each rank steps its shard and the bf16 weights are all-gathered
+      // (update_lp_params).
+      return memory_s(params * 2 * (kHalf + kFloat)) +
+             collective_s(CollectiveKind::kAllReduce, params * kHalf, dp, stride) +
              collective_s(CollectiveKind::kAllGather, params * kHalf, dp, stride);
     }
     if (c_.zero_stage == 0) return collective_s(CollectiveKind::kAllReduce, grad_bytes, dp, stride);
@@ -307,6 +309,19 @@ class Pricer {
            collective_latency_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp);
   }
 
+  // The optimizer step's working memory for `params` parameters (cost_model.h).
+  int64_t step_bytes(double params, int64_t group) const {
+    switch (c_.optimizer) {
+      case OptimizerRecipe::kDeepSpeedBf16: return llround(params * kHalf);
+      case OptimizerRecipe::kInternEvo: {
+        const double g = c_.zero_stage >= 1 ? static_cast<double>(group) : 1.0;
+        return llround(params / g * (kHalf + kFloat));
+      }
+      case OptimizerRecipe::kMegatron: break;
+    }
+    return 0;
+  }
+
   // InternEvo with its optimizer state sharded over a zero1 group of more than one rank.
   bool broadcasts_shards(int64_t group) const {
     return recipe_is(OptimizerRecipe::kInternEvo) && c_.zero_stage >= 1 && group > 1;
@@ -346,6 +361,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   CostModel model;
   const auto& overheads = in.profile.memory_overheads();
   model.reserve_fraction = overheads.allocator_reserve_fraction.value;
+  model.device_bytes = in.cluster.gpu.memory_bytes;
   model.capacity_bytes = llround(static_cast<double>(in.cluster.gpu.memory_bytes) *
                                  (1 - overheads.memory_headroom_fraction.value));
   const int communicators = 1 + (c.tp > 1) + 2 * (c.pp > 1) + (dp > 1) + (c.cp > 1) + (c.ep > 1);
@@ -371,6 +387,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   embedding.by_mode = same_for_all_modes(embedding_pass, models::embedding_activation_bytes(m, base));
   embedding.dp_sync_s = price.dp_sync_s(static_cast<double>(whole.embedding), dp, group);
   embedding.optimizer_s = price.optimizer_s(static_cast<double>(whole.embedding), group);
+  embedding.step_bytes = price.step_bytes(static_cast<double>(whole.embedding), group);
   model.units.push_back(embedding);
 
   double expert_params_total = 0;
@@ -409,6 +426,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         price.dp_sync_s(dense_params, dp, group) + price.dp_sync_s(expert_params, expert_dp, expert_group);
     unit.optimizer_s =
         price.optimizer_s(dense_params, group) + price.optimizer_s(expert_params, expert_group);
+    unit.step_bytes = price.step_bytes(dense_params, group) + price.step_bytes(expert_params, expert_group);
     model.units.push_back(unit);
   }
 
@@ -424,6 +442,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   head.by_mode = same_for_all_modes(head_pass, models::output_activation_bytes(m, base));
   head.dp_sync_s = price.dp_sync_s(static_cast<double>(head.parameters), dp, group);
   head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group);
+  head.step_bytes = price.step_bytes(static_cast<double>(head.parameters), group);
   model.units.push_back(head);
 
   double params_total = 0;
@@ -443,13 +462,17 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
       model.notes.push_back(
           "memory: DeepSpeed BF16_Optimizer: bf16 weights and gradients, unsharded fp32 gradients, "
           "fp32 master weights and Adam state sharded over data parallelism (8 + 12/dp bytes per "
-          "parameter)");
+          "parameter); its gradient all-reduce runs on a bf16 copy of the fp32 gradients (2 bytes per "
+          "parameter after the last backward), in new allocator segments that stay cached: 'held after "
+          "step' is what nvidia-smi shows");
       break;
     case OptimizerRecipe::kInternEvo:
       model.notes.push_back(
           "memory: InternEvo HybridZeroOptimizer: bf16 weights and gradients, fp32 master weights and Adam "
           "state sharded within the zero1 group (4 + 12/g bytes per parameter); bf16 gradients all-reduced "
-          "over all data parallelism, each shard's weights broadcast to its group after the step");
+          "over all data parallelism, each shard's weights broadcast to its group after the step; the step "
+          "flattens the shard's gradients and casts them to fp32 (6 bytes per shard parameter, in new "
+          "allocator segments that stay cached: 'held after step' is what nvidia-smi shows)");
       break;
     case OptimizerRecipe::kMegatron:
       model.notes.push_back(
@@ -464,6 +487,19 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   return model;
 }
 
+StageMemory stage_memory(const CostModel& costs, int64_t static_bytes, int64_t pipeline_bytes,
+                         int64_t step_bytes) {
+  const double scale = 1 + costs.reserve_fraction;
+  StageMemory m;
+  m.allocated_bytes = static_bytes + std::max(pipeline_bytes, step_bytes);
+  m.peak_memory_bytes = llround(static_cast<double>(m.allocated_bytes) * scale) + costs.fixed_bytes;
+  const int64_t held =
+      llround(static_cast<double>(static_bytes + pipeline_bytes) * scale) + costs.fixed_bytes + step_bytes;
+  m.reserved_bytes = std::max(m.peak_memory_bytes,
+                              step_bytes > 0 ? std::min(held, costs.device_bytes) : m.peak_memory_bytes);
+  return m;
+}
+
 PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs) {
   const ParallelConfig& c = in.config;
   const double scale = 1 + costs.reserve_fraction;
@@ -472,6 +508,7 @@ PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs)
     PartitionUnit u;
     u.name = unit.name;
     u.static_bytes = llround(static_cast<double>(unit.static_bytes) * scale);
+    u.step_bytes = llround(static_cast<double>(unit.step_bytes) * scale);
     for (const UnitOptionCost& option : unit.by_mode) {
       UnitOptionCost scaled = option;
       scaled.activation_bytes = llround(static_cast<double>(option.activation_bytes) * scale);

@@ -17,10 +17,11 @@ const char* mode_name(int option) { return option == 0 ? "none" : option == 1 ? 
 void finalize(const PlanInputs& in, PlanReport& r) {
   const ParallelConfig& c = in.config;
   double tail_s = 0;
-  r.peak_memory_bytes = 0;
+  r.peak_memory_bytes = r.reserved_bytes = 0;
   for (const StageReport& st : r.stages) {
     tail_s = std::max(tail_s, st.dp_sync_exposed_s + st.optimizer_s);
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, st.peak_memory_bytes);
+    r.reserved_bytes = std::max(r.reserved_bytes, st.reserved_bytes);
   }
   r.iteration_s = r.pipeline_s + tail_s;
   r.fits = std::none_of(r.stages.begin(), r.stages.end(), [](const StageReport& s) { return s.overflows; });
@@ -41,9 +42,11 @@ void finalize(const PlanInputs& in, PlanReport& r) {
 }
 
 void set_memory(const CostModel& costs, StageReport& st) {
-  st.allocated_bytes = st.static_bytes + st.activation_bytes + st.transient_bytes;
-  st.peak_memory_bytes =
-      llround(static_cast<double>(st.allocated_bytes) * (1 + costs.reserve_fraction)) + costs.fixed_bytes;
+  const StageMemory m =
+      stage_memory(costs, st.static_bytes, st.activation_bytes + st.transient_bytes, st.step_bytes);
+  st.allocated_bytes = m.allocated_bytes;
+  st.peak_memory_bytes = m.peak_memory_bytes;
+  st.reserved_bytes = m.reserved_bytes;
   st.overflows = st.peak_memory_bytes > costs.capacity_bytes;
 }
 
@@ -83,6 +86,7 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
       st.has_head = st.has_head || u + 1 == static_cast<int>(costs.units.size());
       st.parameters += unit.parameters;
       st.static_bytes += unit.static_bytes;
+      st.step_bytes += unit.step_bytes;
       activation_per_microbatch += option.activation_bytes;
       st.transient_bytes = std::max(st.transient_bytes, option.transient_bytes);
       dp_sync_s += unit.dp_sync_s;
@@ -162,7 +166,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     StageReport& st = r.stages[static_cast<size_t>(s)];
     st.layers = 0;
     st.has_embedding = st.has_head = false;
-    st.parameters = st.static_bytes = st.transient_bytes = 0;
+    st.parameters = st.static_bytes = st.transient_bytes = st.step_bytes = 0;
     std::vector<int64_t> chunk_activation(static_cast<size_t>(v), 0);
     double dp_sync_s = 0, optimizer_s = costs.step_fixed_s;
     for (int k = 0; k < v; ++k) {
@@ -174,6 +178,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
         st.has_head = st.has_head || u + 1 == static_cast<int>(costs.units.size());
         st.parameters += unit.parameters;
         st.static_bytes += unit.static_bytes;
+        st.step_bytes += unit.step_bytes;
         activation += unit.by_mode[static_cast<size_t>(option)].activation_bytes;
         st.transient_bytes =
             std::max(st.transient_bytes, unit.by_mode[static_cast<size_t>(option)].transient_bytes);

@@ -14,6 +14,13 @@
 
 namespace pipescope::planner::detail {
 
+// The stage's memory at the fuller of its two phases: the micro-batches (activations in flight and
+// the running unit's working memory) and the optimizer step after them.
+inline std::int64_t stage_memory_bytes(std::int64_t fixed_bytes, std::int64_t pipeline_bytes,
+                                       std::int64_t step_bytes) {
+  return fixed_bytes + std::max(pipeline_bytes, step_bytes);
+}
+
 // One stage's units under one option, added left to right.
 struct StageSums {
   double forward_s = 0;
@@ -21,6 +28,7 @@ struct StageSums {
   std::int64_t static_bytes = 0;
   std::int64_t activation_bytes = 0;
   std::int64_t transient_bytes = 0;  // the largest unit's
+  std::int64_t step_bytes = 0;
 
   void add(const PartitionUnit& unit, int option) {
     const UnitOptionCost& c = unit.options[option];
@@ -29,9 +37,11 @@ struct StageSums {
     static_bytes += unit.static_bytes;
     activation_bytes += c.activation_bytes;
     transient_bytes = std::max(transient_bytes, c.transient_bytes);
+    step_bytes += unit.step_bytes;
   }
   std::int64_t memory_bytes(std::int64_t extra_bytes, int in_flight) const {
-    return extra_bytes + static_bytes + in_flight * activation_bytes + transient_bytes;
+    return stage_memory_bytes(extra_bytes + static_bytes, in_flight * activation_bytes + transient_bytes,
+                              step_bytes);
   }
 };
 
@@ -59,7 +69,7 @@ class RangeMax {
 struct PartialCosts {
   int option = -1;  // PartitionProblem::partial_option; -1: none
   int base = 0;
-  std::vector<std::int64_t> static_prefix, option_activation_prefix, base_activation_prefix;
+  std::vector<std::int64_t> static_prefix, step_prefix, option_activation_prefix, base_activation_prefix;
   RangeMax option_transient, base_transient;
 
   // Forward and backward times from prefix sums: for bounds (rounding differs from the
@@ -92,7 +102,8 @@ struct PartialCosts {
                                     base_activation_prefix[end] - base_activation_prefix[split];
     const std::int64_t transient =
         std::max(option_transient.max(begin, split), base_transient.max(split, end));
-    return extra_bytes + static_prefix[end] - static_prefix[begin] + in_flight * activation + transient;
+    return stage_memory_bytes(extra_bytes + static_prefix[end] - static_prefix[begin],
+                              in_flight * activation + transient, step_prefix[end] - step_prefix[begin]);
   }
 };
 

@@ -24,6 +24,7 @@ Status validate_units(const PartitionProblem& problem) {
                    std::to_string(options) + ": every unit needs a cost for every option"};
     }
     if (unit.static_bytes < 0) return Error{which + " has negative static bytes"};
+    if (unit.step_bytes < 0) return Error{which + " has negative optimizer-step bytes"};
     for (const UnitOptionCost& c : unit.options) {
       if (!time_ok(c.forward_s) || !time_ok(c.backward_s)) {
         return Error{which + " has a forward or backward time that is negative or not finite"};
@@ -131,6 +132,7 @@ void PartialCosts::build(const PartitionProblem& problem) {
   base = problem.partial_base;
   const size_t n = problem.units.size();
   static_prefix.assign(n + 1, 0);
+  step_prefix.assign(n + 1, 0);
   option_activation_prefix.assign(n + 1, 0);
   base_activation_prefix.assign(n + 1, 0);
   std::vector<std::int64_t> option_transient_values(n), base_transient_values(n);
@@ -141,6 +143,7 @@ void PartialCosts::build(const PartitionProblem& problem) {
   for (size_t u = 0; u < n; ++u) {
     const PartitionUnit& unit = problem.units[u];
     static_prefix[u + 1] = static_prefix[u] + unit.static_bytes;
+    step_prefix[u + 1] = step_prefix[u] + unit.step_bytes;
     option_activation_prefix[u + 1] = option_activation_prefix[u] + unit.options[option].activation_bytes;
     base_activation_prefix[u + 1] = base_activation_prefix[u] + unit.options[base].activation_bytes;
     option_forward_prefix[u + 1] = option_forward_prefix[u] + unit.options[option].forward_s;

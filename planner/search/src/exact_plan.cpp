@@ -81,21 +81,24 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
   r.fits = true;
   for (size_t s = 0; s < plan->stages.size(); ++s) {
     const StagePlan& sp = plan->stages[s];
-    int64_t static_bytes = 0, activation_bytes = 0, transient_bytes = 0;
+    int64_t static_bytes = 0, activation_bytes = 0, transient_bytes = 0, step_bytes = 0;
     double dp_sync_s = 0, optimizer_s = cm.step_fixed_s;
     int layers = 0;
     for (int u = sp.first_unit; u < sp.end_unit; ++u) {
       const UnitCost& unit = cm.units[static_cast<size_t>(u)];
       const UnitOptionCost& option = unit.by_mode[static_cast<size_t>(sp.option)];
       static_bytes += unit.static_bytes;
+      step_bytes += unit.step_bytes;
       activation_bytes += option.activation_bytes;
       transient_bytes = std::max(transient_bytes, option.transient_bytes);
       dp_sync_s += unit.dp_sync_s;
       optimizer_s += unit.optimizer_s;
       layers += unit.is_layer ? 1 : 0;
     }
-    const int64_t allocated = static_bytes + activation_bytes * sp.activations_in_flight + transient_bytes;
-    const int64_t peak = llround(static_cast<double>(allocated) * (1 + cm.reserve_fraction)) + cm.fixed_bytes;
+    const int64_t peak =
+        stage_memory(cm, static_bytes, activation_bytes * sp.activations_in_flight + transient_bytes,
+                     step_bytes)
+            .peak_memory_bytes;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, peak);
     r.fits = r.fits && peak <= cm.capacity_bytes;
     tail_s =

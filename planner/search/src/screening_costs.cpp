@@ -8,6 +8,7 @@ namespace {
 UnitPrice price_of(const UnitCost& unit, const PartitionUnit& scaled) {
   UnitPrice p;
   p.static_bytes = scaled.static_bytes;
+  p.step_bytes = scaled.step_bytes;
   for (size_t i = 0; i < p.modes.size(); ++i) p.modes[i] = scaled.options[i];
   p.dp_sync_s = unit.dp_sync_s;
   p.optimizer_s = unit.optimizer_s;

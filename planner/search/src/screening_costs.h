@@ -19,6 +19,7 @@ namespace pipescope::planner::search_detail {
 // figure exactly as partition_problem() scales them, so that stage sums match the optimizer's.
 struct UnitPrice {
   int64_t static_bytes = 0;
+  int64_t step_bytes = 0;  // the optimizer step's working memory (PartitionUnit::step_bytes)
   std::array<UnitOptionCost, 3> modes;
   double dp_sync_s = 0;
   double optimizer_s = 0;

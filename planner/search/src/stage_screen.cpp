@@ -93,6 +93,7 @@ void StageSums::add(const UnitPrice& unit, int64_t count) {
     if (count > 0) transient_bytes[r] = std::max(transient_bytes[r], unit.modes[r].transient_bytes);
   }
   static_bytes += count * unit.static_bytes;
+  step_bytes += count * unit.step_bytes;
   dp_sync_s += c * unit.dp_sync_s;
   optimizer_s += c * unit.optimizer_s;
 }
@@ -180,6 +181,7 @@ void UniformScreen::prepare(const ScreeningCosts& costs, const PipelineShape& sh
       st.transient_bytes[r] = std::max(st.transient_bytes[r], c.transient_bytes[r]);
     }
     st.static_bytes += c.static_bytes;
+    st.step_bytes += c.step_bytes;
     st.dp_sync_s += c.dp_sync_s;
     st.optimizer_s += c.optimizer_s;
   }
@@ -206,8 +208,7 @@ Screened UniformScreen::screen(int allowed, std::vector<int>& options) const {
     int64_t best_bytes = 0;
     for (int r = 0; r < kOptions; ++r) {
       if (!has(allowed, r)) continue;
-      const int64_t bytes =
-          costs.extra_bytes + st.static_bytes + held_activation_bytes_[s][r] + st.transient_bytes[r];
+      const int64_t bytes = st.held_memory_bytes(r, costs.extra_bytes, held_activation_bytes_[s][r]);
       const bool fits = bytes <= costs.capacity_bytes;
       const bool better = best < 0 || (fits && !best_fits) ||
                           (fits == best_fits && (fits ? st.time_s(r) < st.time_s(best) : bytes < best_bytes));

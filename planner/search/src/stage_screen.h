@@ -11,6 +11,7 @@
 // screening costs give exactly.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -25,6 +26,7 @@ struct StageSums {
   std::array<double, 3> forward_s{};
   std::array<double, 3> backward_s{};
   int64_t static_bytes = 0;
+  int64_t step_bytes = 0;
   std::array<int64_t, 3> activation_bytes{};
   std::array<int64_t, 3> transient_bytes{};
   double dp_sync_s = 0;
@@ -32,8 +34,12 @@ struct StageSums {
 
   void add(const UnitPrice& unit, int64_t count);
   double time_s(int option) const { return forward_s[option] + backward_s[option]; }
+  // The fuller of the pipeline phase (`held_activation_bytes` in flight) and the optimizer step.
+  int64_t held_memory_bytes(int option, int64_t extra_bytes, int64_t held_activation_bytes) const {
+    return extra_bytes + static_bytes + std::max(held_activation_bytes + transient_bytes[option], step_bytes);
+  }
   int64_t memory_bytes(int option, int64_t extra_bytes, int64_t in_flight) const {
-    return extra_bytes + static_bytes + in_flight * activation_bytes[option] + transient_bytes[option];
+    return held_memory_bytes(option, extra_bytes, in_flight * activation_bytes[option]);
   }
 };
 

@@ -81,6 +81,68 @@ TEST(StaticMemory, InternEvoKeepsBf16GradientsAndShardsWithinItsZeroOneGroup) {
   EXPECT_EQ(costs_for(c).units[1].static_bytes, static_cast<int64_t>(16.0 * kLayerParams));
 }
 
+TEST(StepMemory, EachRecipeSizesItsOptimizerStepsWorkingMemory) {
+  // DeepSpeed's all-reduce runs on a bf16 copy of the stage's fp32 gradients: 2 bytes per
+  // parameter, sharded or not. InternEvo flattens the shard's bf16 gradients (2) and casts them to
+  // fp32 (4): 6 bytes per shard parameter. Megatron-LM steps in place.
+  ParallelConfig c = data_parallel_8(1);
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  EXPECT_EQ(costs_for(c).units[1].step_bytes, static_cast<int64_t>(2 * kLayerParams));
+  EXPECT_EQ(costs_for(c).units[0].step_bytes, static_cast<int64_t>(2 * kEmbeddingParams));
+  c = data_parallel_8(1, 4);
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  EXPECT_EQ(costs_for(c).units[1].step_bytes, static_cast<int64_t>(6 * kLayerParams / 4));
+  c = data_parallel_8(0);
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  EXPECT_EQ(costs_for(c).units[1].step_bytes, static_cast<int64_t>(6 * kLayerParams));
+  for (int zero : {0, 1, 2, 3}) {
+    for (const UnitCost& unit : costs_for(data_parallel_8(zero)).units) EXPECT_EQ(unit.step_bytes, 0) << zero;
+  }
+}
+
+TEST(StepMemory, HeldAfterTheStepAddsTheStepsSegmentsToThePipelinePhase) {
+  CostModel costs;
+  costs.reserve_fraction = 0.25;
+  costs.fixed_bytes = 1000;
+  costs.device_bytes = 100'000;
+  // No step memory: held is the peak, (static + pipeline) x 1.25 + fixed.
+  StageMemory m = stage_memory(costs, 8000, 4000, 0);
+  EXPECT_EQ(m.allocated_bytes, 12'000);
+  EXPECT_EQ(m.peak_memory_bytes, 16'000);
+  EXPECT_EQ(m.reserved_bytes, 16'000);
+  // A step smaller than the pipeline phase leaves the peak alone; its segments come on top.
+  m = stage_memory(costs, 8000, 4000, 2000);
+  EXPECT_EQ(m.allocated_bytes, 12'000);
+  EXPECT_EQ(m.peak_memory_bytes, 16'000);
+  EXPECT_EQ(m.reserved_bytes, 18'000);
+  // A step larger than the pipeline phase sets the peak too.
+  m = stage_memory(costs, 8000, 4000, 6000);
+  EXPECT_EQ(m.allocated_bytes, 14'000);
+  EXPECT_EQ(m.peak_memory_bytes, 18'500);
+  EXPECT_EQ(m.reserved_bytes, 22'000);
+  // The allocator holds no more than the GPU has: short of it, it gives its cache back.
+  costs.device_bytes = 20'000;
+  EXPECT_EQ(stage_memory(costs, 8000, 4000, 6000).reserved_bytes, 20'000);
+  costs.device_bytes = 17'000;
+  EXPECT_EQ(stage_memory(costs, 8000, 4000, 6000).reserved_bytes, 18'500);
+}
+
+TEST(DataParallel, DeepSpeedAllReducesABf16CopyOfItsFp32Gradients) {
+  // dp 8 on one node: cast to bf16 (read 4, write 2) and back (read 2, write 4), a bf16
+  // all-reduce, and the all-gather of the updated bf16 weights.
+  ParallelConfig c = data_parallel_8(1);
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  const double link = in.cluster.intra_node_bytes_per_s;
+  const double hbm = in.profile.memory_bound_bytes_per_s(in.cluster.gpu);
+  const double expected = 12 * kLayerParams / hbm +
+                          in.profile.collective_time_s(CollectiveKind::kAllReduce, 2 * kLayerParams, 8,
+                                                       LinkTier::kIntraNode, link) +
+                          in.profile.collective_time_s(CollectiveKind::kAllGather, 2 * kLayerParams, 8,
+                                                       LinkTier::kIntraNode, link);
+  EXPECT_NEAR(costs_for(c).units[1].dp_sync_s, expected, 1e-12);
+}
+
 TEST(DataParallel, InternEvoAllReducesBf16GradientsOverAllOfDataParallelism) {
   // dp 16 on two dgx-a100 nodes in zero1 groups of 8: the gradients go over all 16 ranks in bf16
   // (half the bytes of Megatron's fp32 sync), whatever the shard group.

@@ -180,6 +180,38 @@ TEST(PlanTime, DeepSpeedSyncsGradientsAfterTheBackwardWhereMegatronHidesThem) {
   EXPECT_DOUBLE_EQ(exposed_sync_s(3, 1, false), 3);
 }
 
+TEST(PlanMemory, DeepSpeedsStepBuffersShowInTheHeldFigureNotInThePeak) {
+  // 16 GPUs, tp 2, pp 2: each stage's step casts its 2 bytes per parameter of gradients to bf16
+  // after the activations are freed. Far below the pipeline phase, so the peak (what runs out) is
+  // the pipeline phase's; what the allocator holds after the step adds the cast's segments.
+  ParallelConfig c = pipeline(16, 2, 2, 64);
+  c.zero_stage = 1;
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  const PlanOutcome p = plan_for("llama2-7b", c);
+  auto costs = build_cost_model(test::inputs("llama2-7b", "dgx-a100", c));
+  ASSERT_TRUE(costs.ok());
+  for (const StageReport& st : p.uniform.stages) {
+    EXPECT_EQ(st.step_bytes, 2 * st.parameters) << st.index;
+    const int64_t pipeline_bytes = st.static_bytes + st.activation_bytes + st.transient_bytes;
+    ASSERT_GT(pipeline_bytes, st.static_bytes + st.step_bytes);
+    EXPECT_EQ(st.allocated_bytes, pipeline_bytes);
+    EXPECT_EQ(st.peak_memory_bytes,
+              std::llround(static_cast<double>(pipeline_bytes) * (1 + costs->reserve_fraction)) +
+                  costs->fixed_bytes);
+    EXPECT_EQ(st.reserved_bytes, st.peak_memory_bytes + st.step_bytes) << st.index;
+  }
+  int64_t held = 0;
+  for (const StageReport& st : p.uniform.stages) held = std::max(held, st.reserved_bytes);
+  EXPECT_EQ(p.uniform.reserved_bytes, held);
+  EXPECT_GT(p.uniform.reserved_bytes, p.uniform.peak_memory_bytes);
+  // Megatron-LM's step needs nothing new: both figures agree.
+  c.optimizer = OptimizerRecipe::kMegatron;
+  for (const StageReport& st : plan_for("llama2-7b", c).uniform.stages) {
+    EXPECT_EQ(st.step_bytes, 0);
+    EXPECT_EQ(st.reserved_bytes, st.peak_memory_bytes);
+  }
+}
+
 TEST(PlanSchedule, GPipeHoldsEveryMicrobatchOnEveryStage) {
   ParallelConfig c = pipeline(8, 1, 4, 16);  // dp 2, m = 8
   c.schedule = ScheduleKind::kGPipe;

@@ -93,6 +93,20 @@ TEST(EvaluatePlan, FlagsStagesOverCapacity) {
   EXPECT_EQ(plan->peak_memory_bytes, 240);
 }
 
+TEST(EvaluatePlan, AStageNeedsTheFullerOfItsPipelineAndOptimizerStepPhases) {
+  // 4 units of 100 static bytes, 10 activation bytes, 2 stages, m 4: stage 0 holds 2 micro-batches
+  // (pipeline phase 2 x 20 = 40), stage 1 one (20). The step needs 15 bytes per unit (30 per
+  // stage): it is the fuller phase of stage 1 only.
+  PartitionProblem problem = plain_problem(4, 2, 4);
+  for (PartitionUnit& u : problem.units) u.step_bytes = 15;
+  auto plan = evaluate_plan(problem, {{0, 2, 4}, {0, 0}, {}});
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->stages[0].memory_bytes, 200 + 40);
+  EXPECT_EQ(plan->stages[1].memory_bytes, 200 + 30);
+  problem.units[1].step_bytes = -1;
+  EXPECT_FALSE(validate(problem).ok());
+}
+
 TEST(EvaluatePlan, GPipeStagesHoldEveryMicrobatch) {
   PartitionProblem problem = plain_problem(4, 2, 3);
   problem.schedule = ScheduleKind::kGPipe;

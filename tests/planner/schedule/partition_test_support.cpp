@@ -14,8 +14,11 @@ PartitionProblem random_problem(std::mt19937& rng, const Shape& shape) {
   PartitionProblem problem;
   const int n = pick(1, shape.max_units);
   const int options = pick(1, 3);
+  // Sometimes an optimizer step with working memory of its own, at times the fuller phase.
+  const int max_step_bytes = pick(0, 2) == 0 ? 60 : 0;
   for (int u = 0; u < n; ++u) {
     PartitionUnit unit{"u" + std::to_string(u), pick(0, 40), {}};
+    unit.step_bytes = pick(0, max_step_bytes);
     const int f = pick(1, 6);
     int b = pick(f, 3 * f);
     int activation = pick(1, 30);

@@ -249,6 +249,7 @@ void expect_expansion_matches(const models::ModelDesc& model, ParallelConfig con
                                             : u + 1 == n ? screening->head
                                                          : screening->layer(static_cast<int64_t>(u) - 1);
     EXPECT_EQ(price.static_bytes, problem.units[u].static_bytes) << costs.units[u].name;
+    EXPECT_EQ(price.step_bytes, problem.units[u].step_bytes) << costs.units[u].name;
     EXPECT_EQ(price.dp_sync_s, costs.units[u].dp_sync_s) << costs.units[u].name;
     EXPECT_EQ(price.optimizer_s, costs.units[u].optimizer_s) << costs.units[u].name;
     for (size_t r = 0; r < 3; ++r) {
@@ -279,6 +280,11 @@ TEST(ScreeningCosts, ExpandToTheFullCostModel) {
   const models::ModelDesc dense = *models::load_model("llama2-7b");
   expect_expansion_matches(dense, layout(64, 2, 4, 1, 1, 0));
   expect_expansion_matches(dense, layout(64, 1, 2, 1, 3, 4));
+  for (OptimizerRecipe recipe : {OptimizerRecipe::kDeepSpeedBf16, OptimizerRecipe::kInternEvo}) {
+    ParallelConfig c = layout(64, 2, 4, 1, 1, 0);
+    c.optimizer = recipe;  // with the optimizer step's working memory
+    expect_expansion_matches(dense, c);
+  }
   models::ModelDesc moe = *models::load_model("mixtral-8x7b");
   expect_expansion_matches(moe, layout(64, 2, 2, 4, 2, 0));
   moe.moe.layer_frequency = 2;  // dense and MoE layers alternate: two kinds

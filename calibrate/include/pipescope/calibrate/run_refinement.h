@@ -23,8 +23,10 @@ struct StageObservation {
   double predicted_gemm_s = 0, measured_gemm_s = 0;
   double predicted_attention_s = 0, measured_attention_s = 0;
   double predicted_allocated_bytes = 0;
-  double predicted_reserved_bytes = 0;  // allocated * (1 + reserve fraction) + fixed overheads
-  double measured_peak_bytes = 0;       // 0: the traces hold no memory records
+  // Held once the first step ran (the plan's reserved_bytes): allocated * (1 + reserve fraction) +
+  // fixed overheads, plus the optimizer step's segments where its recipe has them.
+  double predicted_reserved_bytes = 0;
+  double measured_peak_bytes = 0;  // 0: the traces hold no memory records
 };
 
 struct RunObservation {

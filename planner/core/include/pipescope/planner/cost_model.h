@@ -24,6 +24,17 @@
 // moments (8 / g): 4 + 12 / g bytes per parameter. The last backward all-reduces the bf16
 // gradients over all of data parallelism (reduce_tensor, ParallelMode.DATA); step() then updates
 // the shard and broadcasts each shard from its owner to the zero1 group, one broadcast per rank.
+//
+// The optimizer step's working memory (UnitCost::step_bytes), allocated after the last backward,
+// when the activations are freed. BF16_Optimizer under the pipeline engine (_bf16_reduce_grads ->
+// buffered_allreduce_fallback -> allreduce_bucket, 15293139f and 56c522386 of 2022) all-reduces
+// the flat fp32 gradients in the engine's communication type, bf16 unless configured:
+// tensor.to(bfloat16), 2 bytes per parameter of the stage, the all-reduce runs on that copy, which
+// is then copied back. (The first bucket closes once it holds more than 500 M elements; a stage
+// with fewer parameters than that gets both parameter groups concatenated first, 4 bytes per
+// parameter more, which the planner does not price.) InternEvo's step flattens the shard's bf16
+// gradients (2 / g) and casts them to fp32 (4 / g). Megatron-LM's optimizer steps on its fp32
+// gradient buffer in place: none.
 #pragma once
 
 #include <array>
@@ -56,6 +67,7 @@ struct UnitCost {
   std::array<UnitOptionCost, 3> by_mode;  // allocated bytes, seconds; kRecomputeModes order
   double dp_sync_s = 0;                   // gradient sync (and ZeRO parameter gather) per iteration
   double optimizer_s = 0;                 // the Adam step on this rank's share
+  int64_t step_bytes = 0;                 // allocated: the optimizer step's working memory
 };
 
 struct CostModel {
@@ -64,6 +76,7 @@ struct CostModel {
   int64_t fixed_bytes = 0;         // CUDA context + NCCL buffers: outside the caching allocator
   double reserve_fraction = 0;     // reserved = allocated x (1 + this): what the allocator holds
   int64_t capacity_bytes = 0;      // GPU memory less the profile's headroom
+  int64_t device_bytes = 0;        // GPU memory
   std::vector<std::string> notes;  // modelling choices the user should know about
   // Once per stage, in its optimizer step: what does not scale with the stage's parameters
   // (InternEvo's serial shard broadcasts: one latency per rank of the zero1 group).
@@ -79,6 +92,20 @@ inline double exposed_sync_s(double sync_s, double last_backward_s, bool overlap
   if (!overlaps_backward) return sync_s;
   return sync_s > last_backward_s ? sync_s - last_backward_s : 0.0;
 }
+
+// A stage's memory figures from its tensors' bytes (unscaled): `pipeline_bytes` are its
+// activations in flight and the running unit's working memory, `step_bytes` the optimizer step's.
+struct StageMemory {
+  int64_t allocated_bytes = 0;    // the fuller phase's tensors
+  int64_t peak_memory_bytes = 0;  // reserved at the fuller phase: what runs out
+  // What the caching allocator holds once the first step has run, CUDA context and NCCL included:
+  // what nvidia-smi shows. The step's buffers come after the activations are freed, but larger
+  // than any block the activations left in the cache, so the allocator takes new segments for
+  // them and keeps the old ones, unless the GPU is full and it has to give its cache back.
+  int64_t reserved_bytes = 0;
+};
+StageMemory stage_memory(const CostModel& costs, int64_t static_bytes, int64_t pipeline_bytes,
+                         int64_t step_bytes);
 
 struct PlanInputs {
   models::ModelDesc model;

@@ -1,7 +1,9 @@
 // A plan: for one configuration, every pipeline stage's layers, memory and time, for the
 // uniform split frameworks use by default and for the split the partition optimizer suggests.
 // Memory is given as both figures of DESIGN.md: `allocated` (what tensors use) and `reserved`
-// (what the caching allocator holds, plus the CUDA context and NCCL buffers: what runs out).
+// (what the caching allocator holds, plus the CUDA context and NCCL buffers: what runs out), the
+// latter twice when the optimizer step needs working memory: at the fuller phase (what runs
+// out) and as held after the first step (what nvidia-smi shows; see StageMemory).
 #pragma once
 
 #include <cstdint>
@@ -27,8 +29,10 @@ struct StageReport {
   int64_t static_bytes = 0;              // allocated: weights, gradients, optimizer state
   int64_t activation_bytes = 0;          // allocated: all in-flight micro-batches together, at the peak
   int64_t transient_bytes = 0;           // allocated: working memory of the largest unit (recompute)
-  int64_t allocated_bytes = 0;           // static + activation + transient
+  int64_t step_bytes = 0;                // allocated: the optimizer step's, after the activations are freed
+  int64_t allocated_bytes = 0;           // static + the larger of activation + transient and step
   int64_t peak_memory_bytes = 0;         // reserved: allocated x (1 + allocator reserve) + fixed overheads
+  int64_t reserved_bytes = 0;            // held once the first step ran (StageMemory): what nvidia-smi shows
   double forward_s = 0, backward_s = 0;  // per micro-batch
   double idle_s = 0;                     // inside the pipeline part of the iteration
   double dp_sync_exposed_s = 0;          // gradient sync not hidden behind the last backward
@@ -46,6 +50,7 @@ struct PlanReport {
   double hardware_tflops_per_gpu = 0;  // with recomputation, as Narayanan et al. 2021 count
   double mfu = 0;                      // model FLOPs / (iteration x GPUs x peak dense bf16)
   int64_t peak_memory_bytes = 0;       // reserved, of the worst stage
+  int64_t reserved_bytes = 0;          // held once the first step ran, of the worst stage
   bool fits = false;
 };
 

@@ -29,6 +29,10 @@ struct PartitionUnit {
   std::string name;
   std::int64_t static_bytes = 0;        // weights, gradients, optimizer state: option-independent
   std::vector<UnitOptionCost> options;  // indexed by recompute option; the same count for every unit
+  // Working memory of the optimizer step, allocated after the last backward has freed the
+  // activations (option-independent). A stage adds all of its units': the step works on the
+  // stage's parameters at once. Its memory is the larger of the two phases.
+  std::int64_t step_bytes = 0;
 };
 
 enum class Balance {
@@ -94,7 +98,7 @@ struct StagePlan {
   double forward_s = 0;           // per micro-batch: the sum over its units
   double backward_s = 0;          // per micro-batch, recompute included
   int activations_in_flight = 0;  // micro-batches whose activations it holds at its peak
-  // extra + sum(static) + in_flight * sum(activation) + max(transient)
+  // extra + sum(static) + max(in_flight * sum(activation) + max(transient), sum(step))
   std::int64_t memory_bytes = 0;
   bool overflows = false;  // memory_bytes > capacity_bytes
 };
