@@ -322,6 +322,14 @@ class Pricer {
     return 0;
   }
 
+  // BF16_Optimizer's update_hp_grads adds each bf16 gradient into the fp32 buffer after every
+  // backward, hp_grad.add_(lp.grad.to(float32)): a temporary fp32 copy of one parameter's gradient
+  // at a time, so the unit's largest weight tensor sets its size. Working memory of the pipeline
+  // phase, like a recomputed layer's.
+  int64_t gradient_cast_bytes(double largest_tensor) const {
+    return recipe_is(OptimizerRecipe::kDeepSpeedBf16) ? llround(largest_tensor * kFloat) : 0;
+  }
+
   // InternEvo with its optimizer state sharded over a zero1 group of more than one rank.
   bool broadcasts_shards(int64_t group) const {
     return recipe_is(OptimizerRecipe::kInternEvo) && c_.zero_stage >= 1 && group > 1;
@@ -342,6 +350,25 @@ class Pricer {
 };
 
 CostOptions options_for(const ParallelConfig& c, RecomputeMode mode) { return cost_options(c, mode); }
+
+// Elements of the largest weight tensor of a decoder layer on one rank, in Megatron's layout:
+// the fused QKV projection, the output projection, the (SwiGLU: fused gate and up) FFN input
+// and the FFN output, of the dense FFN or of one expert.
+double largest_layer_tensor(const ModelDesc& m, int64_t layer, int64_t tp) {
+  const double h = static_cast<double>(m.hidden_size), t = static_cast<double>(tp);
+  const double q = static_cast<double>(m.num_attention_heads * m.head_dim);
+  const double kv = static_cast<double>(m.num_kv_heads * m.head_dim);
+  double largest = std::max(h * (q + 2 * kv), q * h) / t;
+  const double up_matrices = m.mlp == models::MlpKind::kSwiglu ? 2 : 1;
+  auto ffn = [&](int64_t f) { largest = std::max(largest, static_cast<double>(f) * h * up_matrices / t); };
+  if (m.is_moe_layer(layer)) {
+    ffn(m.moe.expert_ffn_hidden_size);
+    if (m.moe.num_shared_experts > 0) ffn(m.moe.shared_expert_ffn_hidden_size);
+  } else {
+    ffn(m.ffn_hidden_size);
+  }
+  return largest;
+}
 
 }  // namespace
 
@@ -385,6 +412,10 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   Pass embedding_pass = price.embedding(base);
   embedding_pass.backward_s += price.gradient_accumulation_s(static_cast<double>(whole.embedding));
   embedding.by_mode = same_for_all_modes(embedding_pass, models::embedding_activation_bytes(m, base));
+  const double word_embedding =
+      static_cast<double>(models::padded_vocab_size(m, base)) / static_cast<double>(c.tp) * m.hidden_size;
+  for (UnitOptionCost& option : embedding.by_mode)
+    option.transient_bytes = price.gradient_cast_bytes(word_embedding);
   embedding.dp_sync_s = price.dp_sync_s(static_cast<double>(whole.embedding), dp, group);
   embedding.optimizer_s = price.optimizer_s(static_cast<double>(whole.embedding), group);
   embedding.step_bytes = price.step_bytes(static_cast<double>(whole.embedding), group);
@@ -421,6 +452,8 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         option.backward_s += pass.forward_s - zero3.forward_s;  // the whole forward, again
         option.transient_bytes = full_activations;              // one layer's activations during its backward
       }
+      option.transient_bytes =
+          std::max(option.transient_bytes, price.gradient_cast_bytes(largest_layer_tensor(m, layer, c.tp)));
     }
     unit.dp_sync_s =
         price.dp_sync_s(dense_params, dp, group) + price.dp_sync_s(expert_params, expert_dp, expert_group);
@@ -440,6 +473,10 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   Pass head_pass = price.head(base);
   head_pass.backward_s += price.gradient_accumulation_s(static_cast<double>(head.parameters));
   head.by_mode = same_for_all_modes(head_pass, models::output_activation_bytes(m, base));
+  if (whole.lm_head + tied_copy > 0) {
+    for (UnitOptionCost& option : head.by_mode)
+      option.transient_bytes = price.gradient_cast_bytes(word_embedding);
+  }
   head.dp_sync_s = price.dp_sync_s(static_cast<double>(head.parameters), dp, group);
   head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group);
   head.step_bytes = price.step_bytes(static_cast<double>(head.parameters), group);

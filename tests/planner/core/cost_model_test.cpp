@@ -100,6 +100,24 @@ TEST(StepMemory, EachRecipeSizesItsOptimizerStepsWorkingMemory) {
   }
 }
 
+TEST(StepMemory, DeepSpeedCastsEachGradientToFp32BeforeAccumulatingIt) {
+  // update_hp_grads adds lp.grad.to(float32) into the fp32 buffer, one parameter at a time: the
+  // largest tensor's fp32 copy is working memory of the pipeline phase. llama2-7b: the word
+  // embedding (32000 x 4096), and in a layer the fused SwiGLU gate and up projection (2 x 11008 x
+  // 4096, larger than the fused QKV's 3 x 4096 x 4096). Full recomputation's transient is larger.
+  ParallelConfig c = data_parallel_8(1);
+  c.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  const CostModel deepspeed = costs_for(c);
+  EXPECT_EQ(deepspeed.units[0].by_mode[0].transient_bytes, static_cast<int64_t>(4 * kEmbeddingParams));
+  EXPECT_EQ(deepspeed.units[1].by_mode[0].transient_bytes, int64_t{4} * 2 * 11008 * 4096);
+  EXPECT_EQ(deepspeed.units[34 - 1].by_mode[0].transient_bytes, static_cast<int64_t>(4 * kEmbeddingParams));
+  const CostModel megatron = costs_for(data_parallel_8(1));
+  EXPECT_EQ(megatron.units[0].by_mode[0].transient_bytes, 0);
+  EXPECT_EQ(megatron.units[1].by_mode[0].transient_bytes, 0);
+  EXPECT_EQ(deepspeed.units[1].by_mode[2].transient_bytes, megatron.units[1].by_mode[2].transient_bytes);
+  EXPECT_GT(megatron.units[1].by_mode[2].transient_bytes, int64_t{4} * 2 * 11008 * 4096);
+}
+
 TEST(StepMemory, HeldAfterTheStepAddsTheStepsSegmentsToThePipelinePhase) {
   CostModel costs;
   costs.reserve_fraction = 0.25;

@@ -16,7 +16,9 @@
 // weights) that is not sharded (4), the fp32 master partition bf16_dp_partitions[rank].float()
 // (4 / dp) and Adam's moments on it (8 / dp); the pipeline engine clears autograd's bf16
 // gradients only before the next backward (pipe/engine.py, _exec_backward_pass), so they (2)
-// live through the step: 8 + 12 / dp bytes per parameter.
+// live through the step: 8 + 12 / dp bytes per parameter. After every backward update_hp_grads
+// adds each bf16 gradient into the fp32 buffer as lp.grad.to(float32), one parameter at a time:
+// working memory of the largest tensor's fp32 copy.
 // InternEvo's HybridZeroOptimizer (internlm/solver/optimizer/hybrid_zero_optim.py, the same in
 // InternLM/InternLM 20fe5ac and 01e7fd61 of 2023 and InternLM/InternEvo c628a8c8 of 2024): flat bf16 weights
 // (2) and autograd's bf16 gradients, accumulated over the micro-batches in place (2); the rank's
