@@ -107,6 +107,22 @@ TEST(RefineWithRun, RefitsTheReserveFractionFromReservedMemory) {
             0u);
 }
 
+TEST(RefineWithRun, TheOptimizerStepsSegmentsInTheHeldFigureAreNotTakenForFragmentation) {
+  // A recipe whose step takes 8 GiB of new segments per stage (DeepSpeed's bf16 gradient copy):
+  // the plan's held figure and the traces both carry them on top of allocated * (1 + f) + fixed,
+  // so the refit fraction is still the run's 0.25.
+  RunObservation r = run();
+  const double step = 8.0 * (1ull << 30);
+  for (StageObservation& o : r.stages) {
+    o.predicted_reserved_bytes += step;
+    o.measured_peak_bytes += step;
+  }
+  auto refined = refine_with_run(profile(), r);
+  ASSERT_TRUE(refined.ok());
+  EXPECT_TRUE(refined->memory_refined);
+  EXPECT_NEAR(refined->profile.overheads.allocator_reserve_fraction.value, 0.25, 1e-9);
+}
+
 TEST(RefineWithRun, AReserveFractionOutsideItsRangeKeepsTheProfilesAndSaysWhy) {
   // Less reserved than allocated: f = -0.1, which no allocator does.
   RunObservation r = run();

@@ -528,7 +528,7 @@ StageMemory stage_memory(const CostModel& costs, int64_t static_bytes, int64_t p
                          int64_t step_bytes) {
   const double scale = 1 + costs.reserve_fraction;
   StageMemory m;
-  m.allocated_bytes = static_bytes + std::max(pipeline_bytes, step_bytes);
+  m.allocated_bytes = stage_memory_bytes(static_bytes, pipeline_bytes, step_bytes);
   m.peak_memory_bytes = llround(static_cast<double>(m.allocated_bytes) * scale) + costs.fixed_bytes;
   const int64_t held =
       llround(static_cast<double>(static_bytes + pipeline_bytes) * scale) + costs.fixed_bytes + step_bytes;

@@ -14,13 +14,6 @@
 
 namespace pipescope::planner::detail {
 
-// The stage's memory at the fuller of its two phases: the micro-batches (activations in flight and
-// the running unit's working memory) and the optimizer step after them.
-inline std::int64_t stage_memory_bytes(std::int64_t fixed_bytes, std::int64_t pipeline_bytes,
-                                       std::int64_t step_bytes) {
-  return fixed_bytes + std::max(pipeline_bytes, step_bytes);
-}
-
 // One stage's units under one option, added left to right.
 struct StageSums {
   double forward_s = 0;

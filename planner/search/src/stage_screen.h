@@ -11,11 +11,11 @@
 // screening costs give exactly.
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "pipescope/planner/partition_plan.h"
 #include "pipescope/planner/pipeline_schedule.h"
 #include "screening_costs.h"
 
@@ -36,7 +36,8 @@ struct StageSums {
   double time_s(int option) const { return forward_s[option] + backward_s[option]; }
   // The fuller of the pipeline phase (`held_activation_bytes` in flight) and the optimizer step.
   int64_t held_memory_bytes(int option, int64_t extra_bytes, int64_t held_activation_bytes) const {
-    return extra_bytes + static_bytes + std::max(held_activation_bytes + transient_bytes[option], step_bytes);
+    return stage_memory_bytes(extra_bytes + static_bytes, held_activation_bytes + transient_bytes[option],
+                              step_bytes);
   }
   int64_t memory_bytes(int option, int64_t extra_bytes, int64_t in_flight) const {
     return held_memory_bytes(option, extra_bytes, in_flight * activation_bytes[option]);

@@ -5,6 +5,7 @@
 // partition_optimizer.h.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,13 @@ struct UnitOptionCost {
   // one unit runs at a time.
   std::int64_t transient_bytes = 0;
 };
+
+// A stage's memory at the fuller of its two phases: the micro-batches (activations in flight and
+// the running unit's working memory) and the optimizer step after them.
+inline std::int64_t stage_memory_bytes(std::int64_t fixed_bytes, std::int64_t pipeline_bytes,
+                                       std::int64_t step_bytes) {
+  return fixed_bytes + std::max(pipeline_bytes, step_bytes);
+}
 
 struct PartitionUnit {
   std::string name;
