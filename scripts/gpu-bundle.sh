@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Builds what the GPU checks need into one small folder to carry to a GPU machine that has the
-# NVIDIA driver, NCCL and (for the PyTorch check) torch, but no build tools:
+# NVIDIA driver, NCCL, cuBLAS and (for the PyTorch checks) torch, but no build tools:
 #   bin/pipescope  lib/libpipescope.so  bin/cuda_nccl_smoke  bin/gpu_trace_check
-#   share/torch_train_loop.py  gpu-smoke.sh
+#   bin/gpu_benchmark  bin/nccl_benchmark  lib/libbenchmark.so.*  share/attention_sdpa.py
+#   share/torch_train_loop.py  share/examples/  gpu-smoke.sh  gpu-calibrate.sh  gpu-train-check.sh
 # A stripped Release build; executables find lib/ through an $ORIGIN run path. libnccl.so.2 and
 # libcuda.so.1 come from the GPU machine (NCCL alone is over 200 MB). Checked with ldd: nothing
 # else may be missing, and the folder must stay under 64 MiB.
-# Usage: scripts/gpu-bundle.sh [OUT_DIR]   (default: gpu-bundle)
+# Usage: scripts/gpu-bundle.sh [OUT_DIR]   (default: gpu-bundle; build tree: $PIPESCOPE_BUNDLE_BUILD_DIR,
+#   default build-gpu-bundle)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-bundle}
-build=build-gpu-bundle
+build=${PIPESCOPE_BUNDLE_BUILD_DIR:-build-gpu-bundle}
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_TESTS=ON -DPIPESCOPE_BUILD_BENCHES=OFF \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_TESTS=ON -DPIPESCOPE_BUILD_BENCHES=ON \
   -DCMAKE_BUILD_RPATH='$ORIGIN/../lib' >/dev/null
 targets=(pipescope pipescope_inject gpu_trace_check)
-if grep -q '^CMAKE_CUDA_COMPILER:.*nvcc' "$build/CMakeCache.txt"; then targets+=(cuda_nccl_smoke); fi
+if grep -q '^CMAKE_CUDA_COMPILER:.*nvcc' "$build/CMakeCache.txt"; then
+  targets+=(cuda_nccl_smoke gpu_benchmark nccl_benchmark)
+fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
 rm -rf "$out"
@@ -23,14 +27,23 @@ mkdir -p "$out/bin" "$out/lib" "$out/share"
 cp "$build/cli/pipescope" "$build/tests/gpu/gpu_trace_check" "$out/bin/"
 [[ -f "$build/tests/gpu/cuda_nccl_smoke" ]] && cp "$build/tests/gpu/cuda_nccl_smoke" "$out/bin/"
 cp "$build/profiler/inject/libpipescope.so" "$out/lib/"
-cp tests/gpu/torch_train_loop.py "$out/share/"
-cp scripts/gpu-smoke.sh "$out/"
+for bench in gpu_benchmark nccl_benchmark; do
+  [[ -f "$build/benches/gpu/$bench" ]] && cp "$build/benches/gpu/$bench" "$out/bin/"
+done
+# Google Benchmark is a shared library in Debian; the GPU machine has none.
+benchmark_lib=$(ldd "$out/bin/gpu_benchmark" 2>/dev/null | awk '/libbenchmark\.so/ {print $3; exit}')
+[[ -n "$benchmark_lib" ]] && cp -L "$benchmark_lib" "$out/lib/"
+cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py "$out/share/"
+mkdir -p "$out/share/examples"
+cp examples/*.py examples/*.json "$out/share/examples/"
+cp scripts/gpu-smoke.sh scripts/gpu-calibrate.sh scripts/gpu-train-check.sh "$out/"
 strip --strip-unneeded "$out"/bin/* "$out"/lib/*
 
 # Everything resolves on this machine except what the GPU machine brings.
 status=0
 for elf in "$out"/bin/* "$out"/lib/*; do
-  missing=$(ldd "$elf" 2>/dev/null | awk '/not found/ {print $1}' | grep -v -E '^(libnccl\.so\.2|libcuda\.so\.1)$' || true)
+  missing=$(ldd "$elf" 2>/dev/null | awk '/not found/ {print $1}' |
+    grep -v -E '^(libnccl\.so\.2|libcuda\.so\.1|libcublasLt\.so\.13|libcublas\.so\.13)$' || true)
   if [[ -n "$missing" ]]; then
     echo "gpu-bundle: $elf needs libraries the bundle lacks: $missing" >&2
     status=1

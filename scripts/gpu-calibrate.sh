@@ -60,7 +60,9 @@ repeat=(--benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
 failed=0
 
 echo "== gpu_benchmark -> $out/gpu.json"
-"$gpu_bench" "${quick[@]}" "${repeat[@]}" --benchmark_out="$out/gpu.json" --benchmark_out_format=json || failed=1
+# PIPESCOPE_GPU_BENCHMARK_FILTER narrows the suite (a Google Benchmark regex, e.g. '^(gemm/bf16|hbm|memcpy|device)').
+filter=(${PIPESCOPE_GPU_BENCHMARK_FILTER:+--benchmark_filter=$PIPESCOPE_GPU_BENCHMARK_FILTER})
+"$gpu_bench" "${quick[@]}" "${repeat[@]}" "${filter[@]}" --benchmark_out="$out/gpu.json" --benchmark_out_format=json || failed=1
 
 if [[ -n "$nccl_bench" ]]; then
   echo "== nccl_benchmark, 1 rank -> $out/nccl-1.json"

@@ -49,9 +49,19 @@ else
   failed=1
 fi
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  run_case torch kernel,memcpy,memory,nccl,nccl-linked,nvtx python3 "$loop"
+  # One rank: the in-place all-reduces launch no GPU work, so only some calls can be linked.
+  run_case torch kernel,memcpy,memory,nccl,nccl-linked-any,nvtx python3 "$loop"
 else
   echo "gpu-smoke: PyTorch with CUDA is not importable; the PyTorch check is skipped" >&2
+fi
+# CUDA API records on too: shows which calls NCCL made inside each correlated window.
+if [[ -n "$smoke" ]]; then
+  echo "== cuda-nccl-api: $smoke (--kinds with api)"
+  if "$pipescope" record -o "$traces/cuda-nccl-api" --kinds kernel,memcpy,memset,memory,sync,api,nccl,nvtx,overhead -- "$smoke"; then
+    "$check" "$traces/cuda-nccl-api" --expect kernel,memcpy,nccl,nccl-linked || failed=1
+  else
+    failed=1
+  fi
 fi
 echo "gpu-smoke: traces in $traces"
 exit $failed

@@ -22,7 +22,7 @@ namespace {
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 // FLOPs per timed iteration: ~0.2 ms at the H100's peak, so events cost under a percent.
 constexpr double kFlopsPerIteration = 2e11;
-// Measured seconds per GEMM benchmark. The full suite has ~3,000 of them (985 shapes x 3
+// GPU seconds per GEMM benchmark. The full suite has ~3,000 of them (985 shapes x 3
 // types); at Google Benchmark's default 0.5 s that is half an hour per repetition. A GEMM under
 // a millisecond still runs hundreds of times in 0.1 s; the largest (llama3-405b's MLP at TP 1,
 // ~80 ms) run twice, where the variation between launches is small anyway.
@@ -150,6 +150,10 @@ std::string algorithm_label(const cublasLtMatmulAlgo_t& algo) {
          std::to_string(stages);
 }
 
+double gemm_flops(const GemmShape& s) {
+  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+}
+
 void run_gemm(benchmark::State& state, GemmShape s, GemmType type, std::optional<double> peak) {
   const TypeInfo t = type_info(type);
   const size_t in_bytes = type == GemmType::kFp8 ? 1 : 2;
@@ -169,7 +173,7 @@ void run_gemm(benchmark::State& state, GemmShape s, GemmType type, std::optional
     return;
   }
   state.SetLabel(algorithm_label(*algo));
-  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const double flops = gemm_flops(s);
   const double total_s = time_launches(state, batch_for(flops, kFlopsPerIteration), [&](cudaStream_t stream) {
     matmul.run(*algo, ours_b, ours_a, c, workspace, stream);
   });
@@ -198,7 +202,7 @@ void register_gemm_benchmarks(const DeviceInfo& device, bool quick) {
       benchmark::RegisterBenchmark(
           name.c_str(), [s, type, peak](benchmark::State& state) { run_gemm(state, s, type, peak); })
           ->UseManualTime()
-          ->MinTime(kMinSeconds)
+          ->MinTime(min_time_for_batch(kMinSeconds, batch_for(gemm_flops(s), kFlopsPerIteration)))
           ->Unit(benchmark::kMicrosecond);
     }
   }

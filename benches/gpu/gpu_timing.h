@@ -29,6 +29,11 @@ inline int batch_for(double work_per_launch, double target) {
   return static_cast<int>(std::clamp(target / work_per_launch, 1.0, 100.0));
 }
 
+// Google Benchmark stops at a minimum of *measured* time, and a batched iteration reports the
+// time of one of its `batch` launches: to keep the GPU busy for about `gpu_seconds`, ask for
+// 1/batch of that (else a benchmark of 100 launches per iteration runs 100 times too long).
+inline double min_time_for_batch(double gpu_seconds, int batch) { return gpu_seconds / std::max(batch, 1); }
+
 // Runs the benchmark loop; every iteration's time is that of one launch. Returns the total
 // measured seconds (iterations x time per launch).
 template <class Launch>

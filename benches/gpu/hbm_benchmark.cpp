@@ -14,8 +14,16 @@ namespace {
 
 // Bytes per timed iteration: 256 MiB is ~0.1 ms at 3 TB/s, well above the event overhead.
 constexpr double kBytesPerIteration = 256.0 * (1 << 20);
+constexpr double kCopyBytesPerIteration = 64.0 * (1 << 20);
+// GPU seconds per benchmark (Google Benchmark's default, 0.5 s, for ~100 benchmarks is slow).
+constexpr double kMinSeconds = 0.1;
 
 enum class Kernel { kCopy, kScale, kAdd, kNorm };
+
+// Read plus written: one operand in and one out, two in for add.
+double moved_bytes(Kernel kernel, size_t bytes) {
+  return static_cast<double>(bytes) * (kernel == Kernel::kAdd ? 3 : 2);
+}
 
 void run_kernel(benchmark::State& state, Kernel kernel, size_t bytes, int hidden) {
   void* x = device_slot(0).get(bytes, ElementKind::kBf16);
@@ -28,8 +36,7 @@ void run_kernel(benchmark::State& state, Kernel kernel, size_t bytes, int hidden
     state.SkipWithError("not enough device memory for the operands");
     return;
   }
-  // Read plus written: one operand in and one out, two in for add.
-  const double moved = static_cast<double>(bytes) * (kernel == Kernel::kAdd ? 3 : 2);
+  const double moved = moved_bytes(kernel, bytes);
   const size_t rows = kernel == Kernel::kNorm ? bytes / (static_cast<size_t>(hidden) * 2) : 0;
   time_launches(state, batch_for(moved, kBytesPerIteration), [&](cudaStream_t stream) {
     switch (kernel) {
@@ -71,7 +78,7 @@ void run_memcpy(benchmark::State& state, Direction direction, size_t bytes) {
     return;
   }
   const double moved = static_cast<double>(bytes);
-  time_launches(state, batch_for(moved, 64.0 * (1 << 20)), [&](cudaStream_t stream) {
+  time_launches(state, batch_for(moved, kCopyBytesPerIteration), [&](cudaStream_t stream) {
     switch (direction) {
       case Direction::kH2D:
         PIPESCOPE_CUDA(cudaMemcpyAsync(device, other, bytes, cudaMemcpyHostToDevice, stream));
@@ -90,8 +97,11 @@ void run_memcpy(benchmark::State& state, Direction direction, size_t bytes) {
 }
 
 template <class Fn>
-void add(const std::string& name, Fn fn) {
-  benchmark::RegisterBenchmark(name.c_str(), fn)->UseManualTime()->Unit(benchmark::kMicrosecond);
+void add(const std::string& name, int batch, Fn fn) {
+  benchmark::RegisterBenchmark(name.c_str(), fn)
+      ->UseManualTime()
+      ->MinTime(min_time_for_batch(kMinSeconds, batch))
+      ->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace
@@ -105,13 +115,13 @@ void register_hbm_benchmarks(bool quick) {
   for (const auto& k : kernels) {
     for (size_t bytes = kMin; bytes <= kMax; bytes *= quick ? 4 : 2) {
       add(std::string("hbm/") + k.name + "/bytes:" + std::to_string(bytes),
-          [kernel = k.kernel, bytes](benchmark::State& state) { run_kernel(state, kernel, bytes, 0); });
+          batch_for(moved_bytes(k.kernel, bytes), kBytesPerIteration), [kernel = k.kernel, bytes](benchmark::State& state) { run_kernel(state, kernel, bytes, 0); });
     }
   }
   for (int hidden : {4096, 8192}) {
     for (size_t bytes = kMin; bytes <= kMax; bytes *= quick ? 4 : 2) {
       add("hbm/norm/bytes:" + std::to_string(bytes) + "/hidden:" + std::to_string(hidden),
-          [bytes, hidden](benchmark::State& state) { run_kernel(state, Kernel::kNorm, bytes, hidden); });
+          batch_for(moved_bytes(Kernel::kNorm, bytes), kBytesPerIteration), [bytes, hidden](benchmark::State& state) { run_kernel(state, Kernel::kNorm, bytes, hidden); });
     }
   }
 }
@@ -125,7 +135,7 @@ void register_memcpy_benchmarks(bool quick) {
   for (const auto& d : directions) {
     for (size_t bytes = kMin; bytes <= kMax; bytes *= quick ? 4 : 2) {
       add(std::string("memcpy/") + d.name + "/bytes:" + std::to_string(bytes),
-          [direction = d.direction, bytes](benchmark::State& state) { run_memcpy(state, direction, bytes); });
+          batch_for(static_cast<double>(bytes), kCopyBytesPerIteration), [direction = d.direction, bytes](benchmark::State& state) { run_memcpy(state, direction, bytes); });
     }
   }
 }

@@ -47,7 +47,9 @@ int main() {
   ncclComm_t comm;
   CHECK_NCCL(ncclCommInitRank(&comm, 1, id, 0));
 
-  std::vector<float> host(kN, 1.0f);
+  // Separate buffers in and out: each step starts again from ones.
+  const std::vector<float> input(kN, 1.0f);
+  std::vector<float> output(kN, 0.0f);
   float* x = nullptr;
   float* y = nullptr;
   CHECK_CUDA(cudaMalloc(&x, kN * sizeof(float)));
@@ -55,7 +57,7 @@ int main() {
     nvtxRangePushA("train_step");
     nvtxRangePushA("forward");
     CHECK_CUDA(cudaMemsetAsync(x, 0, kN * sizeof(float), stream));
-    CHECK_CUDA(cudaMemcpyAsync(x, host.data(), kN * sizeof(float), cudaMemcpyHostToDevice, stream));
+    CHECK_CUDA(cudaMemcpyAsync(x, input.data(), kN * sizeof(float), cudaMemcpyHostToDevice, stream));
     scale<<<(kN + 255) / 256, 256, 0, stream>>>(x, kN, 2.0f);
     CHECK_CUDA(cudaGetLastError());
     nvtxRangePop();
@@ -68,12 +70,12 @@ int main() {
     CHECK_NCCL(ncclGroupEnd());
     CHECK_CUDA(cudaFreeAsync(y, stream));
     nvtxRangePop();
-    CHECK_CUDA(cudaMemcpyAsync(host.data(), x, kN * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CHECK_CUDA(cudaMemcpyAsync(output.data(), x, kN * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
     nvtxRangePop();
     for (int i = 0; i < kN; i += kN / 7) {
-      if (host[i] != 2.0f) {
-        std::fprintf(stderr, "wrong result at step %d: x[%d] = %f, want 2\n", step, i, host[i]);
+      if (output[i] != 2.0f) {
+        std::fprintf(stderr, "wrong result at step %d: x[%d] = %f, want 2\n", step, i, output[i]);
         return 1;
       }
     }

@@ -15,8 +15,9 @@ struct GpuTraceVerdict {
   std::vector<std::string> failures;  // empty when every expectation holds
 };
 
-// `expected` items: kernel, memcpy, memset, memory, sync, nccl, nccl-linked, nvtx. An unknown
-// item is an error.
+// `expected` items: kernel, memcpy, memset, memory, sync, nccl, nvtx (at least one record),
+// nccl-linked (every NCCL call tied to a kernel, copy or memset it launched), nccl-linked-any (at
+// least one). An unknown item is an error.
 Expected<GpuTraceVerdict> check_gpu_traces(const std::vector<LoadedTrace>& traces,
                                            const std::vector<std::string>& expected);
 

@@ -41,7 +41,28 @@ TEST(GpuTraceExpectations, ANcclCallReachesItsKernelThroughTheExternalId) {
 TEST(GpuTraceExpectations, ACallWhoseCorrelationNamesNoKernelFails) {
   auto verdict = check_gpu_traces({trace_with_linked_nccl_call(false)}, {"nccl-linked"});
   ASSERT_TRUE(verdict.ok());
-  EXPECT_EQ(verdict->failures, std::vector<std::string>{"not every NCCL call is linked to a kernel"});
+  EXPECT_EQ(verdict->failures, std::vector<std::string>{"not every NCCL call is linked to its GPU work"});
+  auto any = check_gpu_traces({trace_with_linked_nccl_call(false)}, {"nccl-linked-any"});
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->failures, std::vector<std::string>{"no NCCL call is linked to GPU work"});
+}
+
+TEST(GpuTraceExpectations, AOneRankCallIsLinkedToTheCopyItMade) {
+  LoadedTrace t;
+  t.path = "rank-0.1.pst";
+  auto copy = trace::make_record<trace::MemcpyRecord>();
+  copy.correlation_id = 52;
+  add(t, copy);
+  auto op = trace::make_record<trace::NcclOpRecord>();
+  op.external_correlation_id = 9;
+  add(t, op);
+  auto link = trace::make_record<trace::ExternalCorrelationRecord>();
+  link.correlation_id = 52;
+  link.external_id = 9;
+  add(t, link);
+  auto verdict = check_gpu_traces({t}, {"nccl-linked", "nccl-linked-any"});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_TRUE(verdict->failures.empty()) << verdict->report;
 }
 
 TEST(GpuTraceExpectations, MissingKindsAndNoTracesFail) {

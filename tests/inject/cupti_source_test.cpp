@@ -193,11 +193,16 @@ TEST(CuptiPlan, DefaultKindsEnableTheirActivityKindsAndNoApiRecordsOfTheirOwn) {
       CUPTI_ACTIVITY_KIND_CONTEXT,
       CUPTI_ACTIVITY_KIND_OVERHEAD,
       CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-      CUPTI_ACTIVITY_KIND_DRIVER,  // carries the external correlations of NCCL's launches
+      CUPTI_ACTIVITY_KIND_RUNTIME,  // carries the external correlations of NCCL's copies
+      CUPTI_ACTIVITY_KIND_DRIVER,   // and of its kernel launches
       CUPTI_ACTIVITY_KIND_DEVICE,
   };
   EXPECT_EQ(kinds, expected);
-  EXPECT_FALSE(has_kind(plan, CUPTI_ACTIVITY_KIND_RUNTIME));
+  for (const ActivityKindPlan& p : plan) {
+    if (p.kind == CUPTI_ACTIVITY_KIND_RUNTIME || p.kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+      EXPECT_EQ(p.for_record, trace::RecordKind::kExternalCorrelation) << "API records are kept only under `api`";
+    }
+  }
   for (const ActivityKindPlan& p : plan) {
     const bool whole_run = p.kind == CUPTI_ACTIVITY_KIND_MEMORY2 ||
                            p.kind == CUPTI_ACTIVITY_KIND_MEMORY_POOL ||
@@ -208,10 +213,10 @@ TEST(CuptiPlan, DefaultKindsEnableTheirActivityKindsAndNoApiRecordsOfTheirOwn) {
 
 TEST(CuptiPlan, ApiTurnsOnRuntimeAndDriverOnce) {
   const auto plan = plan_activity_kinds(*trace::parse_capture_kinds("api,nccl"));
-  EXPECT_EQ(std::count_if(plan.begin(), plan.end(),
-                          [](const ActivityKindPlan& p) { return p.kind == CUPTI_ACTIVITY_KIND_DRIVER; }),
-            1);
-  EXPECT_TRUE(has_kind(plan, CUPTI_ACTIVITY_KIND_RUNTIME));
+  for (CUpti_ActivityKind api : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
+    EXPECT_EQ(std::count_if(plan.begin(), plan.end(), [&](const ActivityKindPlan& p) { return p.kind == api; }),
+              1);
+  }
   EXPECT_FALSE(has_kind(plan, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 }
 

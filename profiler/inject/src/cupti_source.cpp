@@ -127,8 +127,12 @@ std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kin
     add(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, RecordKind::kExternalCorrelation, true);
     // CUPTI writes an external-correlation record next to the API record of the call it
     // correlates ("the activity API record will be preceded by" one), so API records must be
-    // on. NCCL launches through the driver API; those records are dropped unless `api` is on.
-    if (!kinds.has(RecordKind::kApi)) add(CUPTI_ACTIVITY_KIND_DRIVER, RecordKind::kExternalCorrelation, true);
+    // on; they are dropped unless `api` is on. NCCL launches kernels through the driver API and
+    // copies through its static runtime, whose record is the outer one: both kinds.
+    if (!kinds.has(RecordKind::kApi)) {
+      add(CUPTI_ACTIVITY_KIND_RUNTIME, RecordKind::kExternalCorrelation, true);
+      add(CUPTI_ACTIVITY_KIND_DRIVER, RecordKind::kExternalCorrelation, true);
+    }
   }
   add(CUPTI_ACTIVITY_KIND_DEVICE, RecordKind::kNotice, false);  // names and sizes of the GPUs
   return plan;

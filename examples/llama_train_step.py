@@ -1,0 +1,352 @@
+"""Trains a LLaMA-format decoder on one GPU and measures what the planner predicts for it.
+
+The model is read from a Hugging Face LLaMA `config.json` (the file `pipescope plan --model`
+reads), built from PyTorch ops whose saved tensors are those of Megatron-LM's layer, and trained
+with Megatron-LM's mixed-precision recipe. Out come step times and memory figures as JSON, so
+that `pipescope plan` for the same model and batch can be checked against a real run
+(docs/gpu-validation.md):
+
+    python3 examples/llama_train_step.py --config examples/llama-7b-shape-8l.json \
+        --seq 4096 --mbs 1 --micro-batches 4 --steps 12 -o measured.json
+    pipescope plan --model examples/llama-7b-shape-8l.json --gpu h200-141gb --gpus 1 \
+        --tp 1 --pp 1 --mbs 1 --gbs 4 --seq 4096 --recompute none --json
+
+What is kept for backward, per layer (as models/src/activation_memory.cpp counts it):
+  RMSNorm (torch's fused rms_norm) keeps its input; the QKV projection its input; attention
+  (scaled_dot_product_attention, flash backend) Q, K after rotary, V, its output and the fp32
+  log-sum-exp; the output projection its input; SwiGLU (below) the gate and up outputs; the down
+  projection its input. Rotary keeps only the shared cos/sin tables. The loss keeps the fp32
+  log-softmax of the logits.
+Optimizer (Megatron-LM's Float16OptimizerWithFloat16Params, no distributed optimizer): bf16
+  weights, fp32 main gradients accumulated over micro-batches, fp32 master weights, Adam's two
+  fp32 moments: 2 + 4 + 4 + 8 = 18 bytes per parameter.
+
+Flags: --recompute none|selective|full (full: every layer recomputed from its input; selective:
+the attention core), --nccl (one-rank NCCL process group; main gradients all-reduced each step,
+as data parallelism would), --torch-profiler (torch.profiler with CUDA activities around the
+timed steps), --allocator default|async (cudaMallocAsync). NVTX ranges name each step
+(`train_step`), forward, backward and optimizer step.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", required=True, help="Hugging Face LLaMA config.json")
+    p.add_argument("--seq", type=int, default=4096)
+    p.add_argument("--mbs", type=int, default=1, help="micro-batch size")
+    p.add_argument("--micro-batches", type=int, default=4, help="micro-batches per step (accumulated)")
+    p.add_argument("--steps", type=int, default=12, help="timed steps, after the warm-up")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
+    p.add_argument("--nccl", action="store_true", help="one-rank NCCL group; all-reduce gradients")
+    p.add_argument("--torch-profiler", action="store_true")
+    p.add_argument("--allocator", choices=["default", "async"], default="default")
+    p.add_argument("-o", "--output", help="JSON results (default: stdout)")
+    return p.parse_args(argv)
+
+
+class Config:
+    def __init__(self, path):
+        with open(path) as f:
+            c = json.load(f)
+        if c.get("model_type") not in ("llama", "mistral"):
+            raise ValueError(f"{path}: model_type {c.get('model_type')!r} is not a LLaMA-format model")
+        if c.get("hidden_act", "silu") != "silu":
+            raise ValueError(f"{path}: hidden_act must be silu")
+        self.hidden = c["hidden_size"]
+        self.ffn = c["intermediate_size"]
+        self.heads = c["num_attention_heads"]
+        self.kv_heads = c.get("num_key_value_heads", self.heads)
+        self.layers = c["num_hidden_layers"]
+        self.vocab = c["vocab_size"]
+        self.eps = c.get("rms_norm_eps", 1e-5)
+        self.rope_theta = c.get("rope_theta", 10000.0)
+        self.head_dim = c.get("head_dim", self.hidden // self.heads)
+        if c.get("tie_word_embeddings", False):
+            raise ValueError(f"{path}: tied embeddings are not supported by this example")
+
+
+def build(torch, cfg, recompute):
+    F = torch.nn.functional
+    nn = torch.nn
+    from torch.utils.checkpoint import checkpoint
+
+    def rotate_half(x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
+
+    class Rotary(torch.autograd.Function):
+        """y = x cos + R(x) sin, keeping only the tables: dL/dx = g cos - R(g sin)."""
+
+        @staticmethod
+        def forward(ctx, x, cos, sin):
+            ctx.save_for_backward(cos, sin)
+            return x * cos + rotate_half(x) * sin
+
+        @staticmethod
+        def backward(ctx, g):
+            cos, sin = ctx.saved_tensors
+            return g * cos - rotate_half(g * sin), None, None
+
+    class SwiGlu(torch.autograd.Function):
+        """silu(gate) * up, keeping gate and up (Megatron's fused bias-SwiGLU keeps its input)."""
+
+        @staticmethod
+        def forward(ctx, gate, up):
+            ctx.save_for_backward(gate, up)
+            return F.silu(gate) * up
+
+        @staticmethod
+        def backward(ctx, g):
+            gate, up = ctx.saved_tensors
+            gate32 = gate.float()
+            sig = torch.sigmoid(gate32)
+            silu = gate32 * sig
+            d_gate = g.float() * up.float() * (sig * (1 + gate32 * (1 - sig)))
+            return d_gate.to(gate.dtype), (g.float() * silu).to(up.dtype)
+
+    def attention_core(q, k, v):
+        groups = cfg.heads // cfg.kv_heads
+        if groups > 1:
+            k = k.repeat_interleave(groups, dim=1)
+            v = v.repeat_interleave(groups, dim=1)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            h, d = cfg.hidden, cfg.head_dim
+            self.norm1 = nn.Parameter(torch.ones(h))
+            self.qkv = nn.Linear(h, (cfg.heads + 2 * cfg.kv_heads) * d, bias=False)
+            self.proj = nn.Linear(cfg.heads * d, h, bias=False)
+            self.norm2 = nn.Parameter(torch.ones(h))
+            self.gate_up = nn.Linear(h, 2 * cfg.ffn, bias=False)
+            self.down = nn.Linear(cfg.ffn, h, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, s, h = x.shape
+            d = cfg.head_dim
+            y = F.rms_norm(x, (h,), self.norm1, cfg.eps)
+            q, k, v = self.qkv(y).split([cfg.heads * d, cfg.kv_heads * d, cfg.kv_heads * d], dim=-1)
+            q = Rotary.apply(q.view(b, s, cfg.heads, d).transpose(1, 2), cos, sin)
+            k = Rotary.apply(k.view(b, s, cfg.kv_heads, d).transpose(1, 2), cos, sin)
+            # A copy, so that the QKV output (pre-rotary Q and K) is not kept alive by a view of V.
+            v = v.view(b, s, cfg.kv_heads, d).transpose(1, 2).contiguous()
+            if recompute == "selective":
+                o = checkpoint(attention_core, q, k, v, use_reentrant=False)
+            else:
+                o = attention_core(q, k, v)
+            x = x + self.proj(o.transpose(1, 2).reshape(b, s, cfg.heads * d))
+            y = F.rms_norm(x, (h,), self.norm2, cfg.eps)
+            gate, up = self.gate_up(y).chunk(2, dim=-1)
+            return x + self.down(SwiGlu.apply(gate, up))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
+            self.layers = nn.ModuleList(Layer() for _ in range(cfg.layers))
+            self.norm = nn.Parameter(torch.ones(cfg.hidden))
+            self.head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+
+        def forward(self, tokens, labels, cos, sin):
+            x = self.embed(tokens)
+            for layer in self.layers:
+                if recompute == "full":
+                    x = checkpoint(layer, x, cos, sin, use_reentrant=False)
+                else:
+                    x = layer(x, cos, sin)
+            x = F.rms_norm(x, (cfg.hidden,), self.norm, cfg.eps)
+            logits = self.head(x).float()
+            return F.cross_entropy(logits.view(-1, cfg.vocab), labels.reshape(-1))
+
+    return Model()
+
+
+def rotary_tables(torch, cfg, seq, device):
+    inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, device=device).float() / cfg.head_dim))
+    angles = torch.outer(torch.arange(seq, device=device).float(), inv)
+    angles = torch.cat((angles, angles), dim=-1)
+    return angles.cos().to(torch.bfloat16), angles.sin().to(torch.bfloat16)
+
+
+class MegatronMixedPrecision:
+    """bf16 weights, fp32 main gradients, fp32 master weights and Adam moments."""
+
+    def __init__(self, torch, model):
+        self.torch = torch
+        self.params = [p for p in model.parameters()]
+        self.main_grads = [torch.zeros_like(p, dtype=torch.float32) for p in self.params]
+        self.masters = [p.detach().float() for p in self.params]
+        for master, grad in zip(self.masters, self.main_grads):
+            master.grad = grad
+        for p, grad in zip(self.params, self.main_grads):
+            p.register_post_accumulate_grad_hook(self._accumulate(grad))
+        self.adam = torch.optim.Adam(self.masters, lr=1e-4, fused=True)
+
+    @staticmethod
+    def _accumulate(main_grad):
+        def hook(p):
+            main_grad.add_(p.grad)
+            p.grad = None
+
+        return hook
+
+    def step(self):
+        self.adam.step()
+        with self.torch.no_grad():
+            self.torch._foreach_copy_(self.params, self.masters)
+            self.torch._foreach_zero_(self.main_grads)
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.allocator == "async":
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
+    try:
+        cfg = Config(args.config)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"llama_train_step: {e}", file=sys.stderr)
+        return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print("llama_train_step: no GPU visible to PyTorch; nothing measured")
+        return 0
+    device = torch.device("cuda", 0)
+    torch.cuda.set_device(device)
+    torch.empty(1, device=device)
+    free0, total = torch.cuda.mem_get_info()
+    context_bytes = total - free0
+
+    group = None
+    if args.nccl:
+        import torch.distributed as dist
+
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29533")
+        dist.init_process_group("nccl", rank=0, world_size=1, device_id=device)
+        group = dist
+
+    torch.manual_seed(0)
+    # Built in bf16 on the GPU: no fp32 copy passes through the allocator before training.
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device(device):
+        model = build(torch, cfg, args.recompute)
+    torch.set_default_dtype(torch.float32)
+    for p in model.parameters():
+        if p.dim() > 1:
+            torch.nn.init.normal_(p, std=0.02)
+    optimizer = MegatronMixedPrecision(torch, model)
+    parameters = sum(p.numel() for p in optimizer.params)
+    cos, sin = rotary_tables(torch, cfg, args.seq, device)
+    batches = [torch.randint(0, cfg.vocab, (args.mbs, args.seq + 1), device=device) for _ in range(args.micro_batches)]
+    static_allocated = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+
+    def train_step():
+        torch.cuda.nvtx.range_push("train_step")
+        loss_sum = 0.0
+        for tokens in batches:
+            torch.cuda.nvtx.range_push("forward")
+            loss = model(tokens[:, :-1], tokens[:, 1:], cos, sin) / args.micro_batches
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.nvtx.range_push("backward")
+            loss.backward()
+            torch.cuda.nvtx.range_pop()
+            loss_sum += loss.detach()
+        torch.cuda.nvtx.range_push("optimizer")
+        if group is not None:
+            for g in optimizer.main_grads:
+                group.all_reduce(g)
+        optimizer.step()
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.nvtx.range_pop()
+        return loss_sum
+
+    times_s = []
+    losses = []
+    first = {}
+    profiler = None
+    for step in range(args.warmup + args.steps):
+        if step == args.warmup and args.torch_profiler:
+            from torch.profiler import ProfilerActivity, profile
+
+            profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+            profiler.__enter__()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        loss = train_step()
+        torch.cuda.synchronize()
+        elapsed = time.perf_counter() - start
+        losses.append(float(loss))
+        if step == 0:
+            free, _ = torch.cuda.mem_get_info()
+            first = {
+                "allocated_bytes": torch.cuda.memory_allocated(),
+                "reserved_bytes": torch.cuda.memory_reserved(),
+                "device_used_bytes": total - free,
+            }
+        if step >= args.warmup:
+            times_s.append(elapsed)
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
+    free, _ = torch.cuda.mem_get_info()
+    if group is not None:
+        group.destroy_process_group()
+    if not all(math.isfinite(x) for x in losses):
+        print(f"llama_train_step: loss is not finite: {losses}", file=sys.stderr)
+        return 1
+
+    tokens_per_step = args.mbs * args.seq * args.micro_batches
+    result = {
+        "schema_version": 1,
+        "device": torch.cuda.get_device_name(device),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "config": os.path.abspath(args.config),
+        "seq": args.seq,
+        "mbs": args.mbs,
+        "micro_batches": args.micro_batches,
+        "recompute": args.recompute,
+        "allocator": args.allocator,
+        "nccl": args.nccl,
+        "torch_profiler": args.torch_profiler,
+        "profiled_by_pipescope": "libpipescope" in os.environ.get("LD_PRELOAD", ""),
+        "parameters": parameters,
+        "step_s": times_s,
+        "median_step_s": statistics.median(times_s),
+        "tokens_per_s": tokens_per_step / statistics.median(times_s),
+        "losses": losses,
+        "memory": {
+            "cuda_context_bytes": context_bytes,
+            "static_allocated_bytes": static_allocated,
+            "after_first_step": first,
+            "max_allocated_bytes": torch.cuda.max_memory_allocated(),
+            "max_reserved_bytes": torch.cuda.max_memory_reserved(),
+            "device_used_at_end_bytes": total - free,
+            "device_total_bytes": total,
+        },
+    }
+    text = json.dumps(result, indent=2)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text + "\n")
+    print(
+        f"llama_train_step: {parameters / 1e9:.2f}B params, seq {args.seq}, mbs {args.mbs}, m {args.micro_batches}, "
+        f"recompute {args.recompute}: median step {result['median_step_s'] * 1e3:.1f} ms, "
+        f"max allocated {result['memory']['max_allocated_bytes'] / 2**30:.2f} GiB, "
+        f"max reserved {result['memory']['max_reserved_bytes'] / 2**30:.2f} GiB"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

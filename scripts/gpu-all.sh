@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Every GPU check of docs/gpu-validation.md in one go, each step bounded in time so that one
+# that hangs cannot take the others' time: the machine's description, the profiler smoke test,
+# the planner's training cases, the calibration suite (quick), the profiler's overhead. Logs and
+# results land in OUT_DIR/results and are packed into TARBALL (default OUT_DIR/gpu-results.tar.gz).
+# Usage: scripts/gpu-all.sh BUNDLE_DIR OUT_DIR [TARBALL]   (BUNDLE_DIR made by scripts/gpu-bundle.sh)
+set -uo pipefail
+root=$(cd "${1:?usage: gpu-all.sh BUNDLE_DIR OUT_DIR}" && pwd)
+out=${2:?usage: gpu-all.sh BUNDLE_DIR OUT_DIR}
+tarball=${3:-$out/gpu-results.tar.gz}
+mkdir -p "$out/results"
+res="$out/results"
+
+# cuBLAS and NCCL: PyTorch's wheels, else the CUDA toolkit's.
+wheel_libs=$(python3 - <<'PY' 2>/dev/null
+import importlib, os
+dirs = []
+for name in ("nvidia.cublas", "nvidia.nccl", "nvidia.cu13"):
+    try:
+        m = importlib.import_module(name)
+    except ImportError:
+        continue
+    for p in m.__path__:
+        if os.path.isdir(os.path.join(p, "lib")):
+            dirs.append(os.path.join(p, "lib"))
+print(":".join(dirs))
+PY
+)
+export LD_LIBRARY_PATH=${wheel_libs:+$wheel_libs:}/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+
+step() {  # name, seconds, command...
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  echo "=== $name (limit ${limit}s)"
+  timeout --kill-after=10 "$limit" "$@" >"$res/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: rc $rc after $((SECONDS - t0)) s"
+  tail -n 25 "$res/$name.log"
+  # Packed after every step: a call cut short still returns what finished.
+  tar czf "$tarball" -C "$out" results
+}
+
+{
+  date -u
+  nvidia-smi
+  nvidia-smi -q | grep -E 'Product Name|Driver Version|CUDA Version|VBIOS|Max Clocks|SM  |Memory  ' | head -20
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), torch.cuda.get_device_name(0))'
+  uname -r
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+} >"$res/machine.txt" 2>&1
+cat "$res/machine.txt"
+
+PIPESCOPE_GPU_BENCHMARK_FILTER='^(gemm/bf16|hbm|memcpy|device)' \
+  step calibrate 150 "$root/gpu-calibrate.sh" "$root" "$res/calibrate" --quick --base h100-80gb
+PIPESCOPE_TRAIN_CHECK_PART=plan PIPESCOPE_TRAIN_CHECK_CASES=${PIPESCOPE_TRAIN_CHECK_CASES:-.} \
+  step train-plan 110 "$root/gpu-train-check.sh" "$root" "$res/train"
+step smoke 50 "$root/gpu-smoke.sh" "$root" "$res/smoke-traces"
+PIPESCOPE_TRAIN_CHECK_PART=overhead step train-overhead 100 "$root/gpu-train-check.sh" "$root" "$res/train"
+ls -la "$out"

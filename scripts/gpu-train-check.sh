@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Real training steps on one GPU for the planner and the profiler (docs/gpu-validation.md):
+#  1. examples/llama_train_step.py on llama2-7b's layer (8 layers) at the batch shapes and
+#     recompute modes of the planner comparison: step time and memory as JSON, one file per case;
+#  2. the profiler's overhead on a 1B model with a one-rank NCCL group: the same steps with no
+#     profiler, under `pipescope record`, and under torch.profiler; the pipescope trace is kept
+#     and checked (kernels, copies, memory, NCCL linked to kernels, NVTX steps).
+# Without a GPU it says so and exits 0.
+# Usage: scripts/gpu-train-check.sh [BUNDLE_OR_BUILD_DIR] [OUT_DIR]
+#   PIPESCOPE_TRAIN_CHECK_PART=plan|overhead runs one part; PIPESCOPE_TRAIN_CHECK_CASES=REGEX
+#   runs only the planner cases whose names match (e.g. 's4096-b2').
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=${1:-$here/../gpu-bundle}
+out=${2:-$(mktemp -d /tmp/pipescope-train-check.XXXXXX)}
+mkdir -p "$out"
+
+if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  echo "gpu-train-check: no GPU visible to PyTorch; nothing measured"
+  exit 0
+fi
+pick() { for f in "$@"; do [[ -e "$f" ]] && { echo "$f"; return; }; done; }
+pipescope=$(pick "$root/bin/pipescope" "$root/cli/pipescope")
+check=$(pick "$root/bin/gpu_trace_check" "$root/tests/gpu/gpu_trace_check")
+examples=$(pick "$root/share/examples" "$here/../examples")
+train="$examples/llama_train_step.py"
+
+nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH=${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}
+
+failed=0
+case_run() {  # name, then llama_train_step.py arguments
+  local name=$1
+  shift
+  if [[ $name == plan-* ]] && ! [[ $name =~ ${PIPESCOPE_TRAIN_CHECK_CASES:-.} ]]; then return; fi
+  echo "== $name"
+  timeout 120 python3 "$train" "$@" -o "$out/$name.json" || { echo "gpu-train-check: $name failed" >&2; failed=1; }
+}
+
+if [[ "${PIPESCOPE_TRAIN_CHECK_PART:-all}" != overhead ]]; then
+  seven="$examples/llama2-7b-8-layers.json"
+  common=(--config "$seven" --micro-batches 4 --warmup 2 --steps 8)
+  case_run plan-s4096-b1-none "${common[@]}" --seq 4096 --mbs 1 --recompute none
+  case_run plan-s4096-b1-selective "${common[@]}" --seq 4096 --mbs 1 --recompute selective
+  case_run plan-s4096-b1-full "${common[@]}" --seq 4096 --mbs 1 --recompute full
+  case_run plan-s4096-b2-none "${common[@]}" --seq 4096 --mbs 2 --recompute none
+  case_run plan-s8192-b1-none "${common[@]}" --seq 8192 --mbs 1 --recompute none
+  case_run plan-s4096-b1-none-async "${common[@]}" --seq 4096 --mbs 1 --recompute none --allocator async
+fi
+
+if [[ "${PIPESCOPE_TRAIN_CHECK_PART:-all}" != plan ]]; then
+  small=(--config "$examples/llama-1b.json" --seq 2048 --mbs 4 --micro-batches 1 --warmup 5 --steps 30 --nccl)
+  case_run overhead-none "${small[@]}"
+  if [[ -n "$pipescope" ]]; then
+    echo "== overhead-pipescope"
+    if timeout 120 "$pipescope" record -o "$out/trace-1b" -- python3 "$train" "${small[@]}" -o "$out/overhead-pipescope.json"; then
+      [[ -n "$check" ]] && { "$check" "$out/trace-1b" --expect kernel,memcpy,memory,nccl,nvtx || failed=1; }
+      timeout 60 "$pipescope" report "$out/trace-1b" >"$out/trace-1b-report.txt" 2>&1 || failed=1
+      timeout 60 "$pipescope" report "$out/trace-1b" --json >"$out/trace-1b-report.json" 2>/dev/null || failed=1
+    else
+      echo "gpu-train-check: overhead-pipescope failed" >&2
+      failed=1
+    fi
+  fi
+  case_run overhead-torch-profiler "${small[@]}" --torch-profiler
+  case_run overhead-none-again "${small[@]}"
+fi
+echo "gpu-train-check: results in $out"
+exit $failed
