@@ -61,6 +61,7 @@ class EntryReader {
 
   Expected<double> seconds() const {
     const json* time = find("real_time");
+    if (time != nullptr && time->is_null()) return fail("has real_time NaN or Infinity; run that benchmark again");
     if (time == nullptr || !time->is_number()) return fail("has no numeric real_time");
     const auto unit = seconds_per_unit(entry_.value("time_unit", std::string("ns")));
     if (!unit) return fail("has an unknown time_unit");
@@ -88,6 +89,10 @@ class EntryReader {
 
   Expected<double> counter(const std::string& key) const {
     const json* value = find(key);
+    if (value != nullptr && value->is_null()) {
+      return fail("has counter " + key +
+                  " = NaN or Infinity: Google Benchmark could not compute it; run that benchmark again");
+    }
     if (value == nullptr || !value->is_number()) return fail("lacks the counter '" + key + "'");
     const double v = value->get<double>();
     if (!std::isfinite(v) || v <= 0)
@@ -203,30 +208,59 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
   return Status::Ok();
 }
 
-// Google Benchmark's JSON reporter writes non-finite counters as bare NaN / Infinity (with a
-// sign when negative), which JSON has no words for.
-struct NonFinite {
-  std::string token;
-  std::string entry;  // ", in entry 'NAME'" when a name precedes it
-};
+// Google Benchmark's JSON reporter writes non-finite numbers as bare NaN / Infinity (with a sign
+// when negative), which JSON has no words for. Its aggregates make them routinely: the
+// coefficient of variation of a counter that is zero in every repetition is 0/0. They become
+// null here, so that an entry the fit never reads (a _cv aggregate) costs nothing and one it
+// reads says which number was not computed.
+constexpr std::string_view kNonFiniteTokens[] = {"-Infinity", "Infinity", "-NaN", "NaN"};
 
-std::optional<NonFinite> non_finite_near(std::string_view text, size_t error_byte) {
-  // The parser stops on the token's first character, or just after it.
-  const size_t from = error_byte >= 2 ? error_byte - 2 : 0;
-  for (const char* token : {"-Infinity", "Infinity", "-NaN", "NaN"}) {
-    const size_t at = text.find(token, from);
-    if (at == std::string_view::npos || at > error_byte) continue;
-    NonFinite out{token, ""};
-    const size_t name = text.rfind("\"name\"", at);
-    if (name != std::string_view::npos) {
-      const size_t open = text.find('"', text.find(':', name));
-      const size_t close = open == std::string_view::npos ? open : text.find('"', open + 1);
-      if (close != std::string_view::npos && close < at)
-        out.entry = ", in entry '" + std::string(text.substr(open + 1, close - open - 1)) + "'";
+std::string with_non_finite_as_null(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
     }
-    return out;
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (std::string_view token : kNonFiniteTokens) {
+      if (text.substr(i, token.size()) == token) {
+        out += "null";
+        i += token.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
   }
-  return std::nullopt;
+  return out;
+}
+
+bool has_bare_non_finite(std::string_view text, size_t error_byte) {
+  const size_t from = error_byte >= 2 ? error_byte - 2 : 0;  // the parser stops on or after it
+  for (std::string_view token : kNonFiniteTokens) {
+    const size_t at = text.find(token, from);
+    if (at != std::string_view::npos && at <= error_byte) return true;
+  }
+  return false;
+}
+
+json parse_results(std::string_view text) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    if (!has_bare_non_finite(text, e.byte)) throw;
+  }
+  return json::parse(with_non_finite_as_null(text));
 }
 
 }  // namespace
@@ -239,14 +273,8 @@ std::string BenchResults::context_value(std::string_view key) const {
 Status add_bench_results(std::string_view text, const std::string& origin, BenchResults& into) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_results(text);
   } catch (const json::parse_error& e) {
-    if (auto non_finite = non_finite_near(text, e.byte)) {
-      return Error{"benchmark results '" + origin + "' hold a bare " + non_finite->token + " (byte " +
-                   std::to_string(e.byte) + non_finite->entry +
-                   "): Google Benchmark writes a counter it could not compute that way, which is not JSON; "
-                   "run that benchmark again, or delete the entry"};
-    }
     return Error{"benchmark results '" + origin + "' are not JSON (" + json_error_text(e) +
                  "); write them with --benchmark_out=FILE --benchmark_out_format=json"};
   } catch (const json::exception& e) {

@@ -393,7 +393,7 @@ std::vector<int64_t> g_pushes;  // the id for a push, -1 for a pop
 void record_push(uint64_t id) { g_pushes.push_back(static_cast<int64_t>(id)); }
 void record_pop() { g_pushes.push_back(-1); }
 
-TEST_F(NcclRecorderTest, ExternalIdsBracketSingleCallsAndTheGroupEndOfGroupedCalls) {
+TEST_F(NcclRecorderTest, ExternalIdsBracketSingleCallsAndEachGroupedCallAndTheGroupEnd) {
   ncclComm_t comm = init(0, 2);
   ExternalCorrelationHooks& hooks = external_correlation_hooks();
   g_pushes.clear();
@@ -411,14 +411,16 @@ TEST_F(NcclRecorderTest, ExternalIdsBracketSingleCallsAndTheGroupEndOfGroupedCal
   hooks.pop = nullptr;
   const auto ops = finish().all<NcclOpRecord>();
   ASSERT_EQ(ops.size(), 3u);
-  ASSERT_EQ(pushes_before_group_end, 2u);  // the single call only
-  ASSERT_EQ(g_pushes.size(), 4u);
-  EXPECT_EQ(g_pushes[0], static_cast<int64_t>(ops[0].external_correlation_id));
-  EXPECT_EQ(g_pushes[1], -1);
-  EXPECT_NE(ops[1].external_correlation_id, ops[0].external_correlation_id);
-  EXPECT_EQ(ops[1].external_correlation_id, ops[2].external_correlation_id);
-  EXPECT_EQ(g_pushes[2], static_cast<int64_t>(ops[1].external_correlation_id));  // at ncclGroupEnd
-  EXPECT_EQ(g_pushes[3], -1);
+  const auto single = static_cast<int64_t>(ops[0].external_correlation_id);
+  const auto grouped = static_cast<int64_t>(ops[1].external_correlation_id);
+  EXPECT_NE(single, grouped);
+  EXPECT_EQ(ops[2].external_correlation_id, ops[1].external_correlation_id);
+  // The single call; each grouped call (NCCL runs a one-rank communicator's work at once); then
+  // ncclGroupEnd, where a group of several ranks launches its kernels.
+  const std::vector<int64_t> expected_before_end = {single, -1, grouped, -1, grouped, -1};
+  EXPECT_EQ(pushes_before_group_end, expected_before_end.size());
+  const std::vector<int64_t> expected = {single, -1, grouped, -1, grouped, -1, grouped, -1};
+  EXPECT_EQ(g_pushes, expected);
 }
 
 TEST_F(NcclRecorderTest, WithoutCuptiNoExternalIdIsPushedOrRecorded) {

@@ -136,11 +136,15 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
   bool pushed = false;
   if (record) {
     if (library_.stream_capture(call.stream) == Capture::kYes) flags |= trace::kNcclFlagGraphCapture;
-    // Outside a group the kernels launch inside this call; inside one, at ncclGroupEnd.
-    if (!group.in_group() && hooks.active.load(std::memory_order_acquire)) {
-      external_id = next_external_correlation_id();
-      hooks.push(external_id);
-      pushed = true;
+    // Outside a group the kernels launch inside this call; inside one, mostly at ncclGroupEnd,
+    // but what NCCL runs at once (a one-rank communicator's copy) launches here: the group's
+    // id covers both.
+    if (hooks.active.load(std::memory_order_acquire)) {
+      if (!group.in_group()) external_id = next_external_correlation_id();
+      if (external_id != 0) {
+        hooks.push(external_id);
+        pushed = true;
+      }
     }
   }
 
