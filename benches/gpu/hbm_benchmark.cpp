@@ -115,13 +115,15 @@ void register_hbm_benchmarks(bool quick) {
   for (const auto& k : kernels) {
     for (size_t bytes = kMin; bytes <= kMax; bytes *= quick ? 4 : 2) {
       add(std::string("hbm/") + k.name + "/bytes:" + std::to_string(bytes),
-          batch_for(moved_bytes(k.kernel, bytes), kBytesPerIteration), [kernel = k.kernel, bytes](benchmark::State& state) { run_kernel(state, kernel, bytes, 0); });
+          batch_for(moved_bytes(k.kernel, bytes), kBytesPerIteration),
+          [kernel = k.kernel, bytes](benchmark::State& state) { run_kernel(state, kernel, bytes, 0); });
     }
   }
   for (int hidden : {4096, 8192}) {
     for (size_t bytes = kMin; bytes <= kMax; bytes *= quick ? 4 : 2) {
       add("hbm/norm/bytes:" + std::to_string(bytes) + "/hidden:" + std::to_string(hidden),
-          batch_for(moved_bytes(Kernel::kNorm, bytes), kBytesPerIteration), [bytes, hidden](benchmark::State& state) { run_kernel(state, Kernel::kNorm, bytes, hidden); });
+          batch_for(moved_bytes(Kernel::kNorm, bytes), kBytesPerIteration),
+          [bytes, hidden](benchmark::State& state) { run_kernel(state, Kernel::kNorm, bytes, hidden); });
     }
   }
 }
@@ -135,7 +137,8 @@ void register_memcpy_benchmarks(bool quick) {
   for (const auto& d : directions) {
     for (size_t bytes = kMin; bytes <= kMax; bytes *= quick ? 4 : 2) {
       add(std::string("memcpy/") + d.name + "/bytes:" + std::to_string(bytes),
-          batch_for(static_cast<double>(bytes), kCopyBytesPerIteration), [direction = d.direction, bytes](benchmark::State& state) { run_memcpy(state, direction, bytes); });
+          batch_for(static_cast<double>(bytes), kCopyBytesPerIteration),
+          [direction = d.direction, bytes](benchmark::State& state) { run_memcpy(state, direction, bytes); });
     }
   }
 }

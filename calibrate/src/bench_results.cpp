@@ -61,7 +61,8 @@ class EntryReader {
 
   Expected<double> seconds() const {
     const json* time = find("real_time");
-    if (time != nullptr && time->is_null()) return fail("has real_time NaN or Infinity; run that benchmark again");
+    if (time != nullptr && time->is_null())
+      return fail("has real_time NaN or Infinity; run that benchmark again");
     if (time == nullptr || !time->is_number()) return fail("has no numeric real_time");
     const auto unit = seconds_per_unit(entry_.value("time_unit", std::string("ns")));
     if (!unit) return fail("has an unknown time_unit");

@@ -91,9 +91,10 @@ TEST(BenchResults, RefusesWhatIsNotAMeasurement) {
 
 TEST(BenchResults, NamesNonFiniteCountersAndOutOfRangeNumbers) {
   // Google Benchmark's JSON reporter writes a number it could not compute as a bare NaN.
-  EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": 3, "bytes": NaN}]})"),
-            "benchmark results 'r.json': entry 'hbm/copy/bytes:8' has counter bytes = NaN or Infinity: Google "
-            "Benchmark could not compute it; run that benchmark again");
+  EXPECT_EQ(
+      error_of(R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": 3, "bytes": NaN}]})"),
+      "benchmark results 'r.json': entry 'hbm/copy/bytes:8' has counter bytes = NaN or Infinity: Google "
+      "Benchmark could not compute it; run that benchmark again");
   EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "hbm/copy/bytes:8", "real_time": -Infinity}]})"),
             "benchmark results 'r.json': entry 'hbm/copy/bytes:8' has real_time NaN or Infinity; run that "
             "benchmark again");

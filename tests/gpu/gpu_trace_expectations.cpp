@@ -65,8 +65,8 @@ Expected<GpuTraceVerdict> check_gpu_traces(const std::vector<LoadedTrace>& trace
   verdict.report += "traces: " + std::to_string(traces.size()) + "\n";
   for (const auto& [kind, count] : totals.by_kind)
     verdict.report += kind + ": " + std::to_string(count) + "\n";
-  verdict.report += "nccl calls linked to their GPU work: " + std::to_string(totals.nccl_ops_linked) + " of " +
-                    std::to_string(totals.nccl_ops) + "\n";
+  verdict.report += "nccl calls linked to their GPU work: " + std::to_string(totals.nccl_ops_linked) +
+                    " of " + std::to_string(totals.nccl_ops) + "\n";
   for (const std::string& notice : totals.notices) verdict.report += notice + "\n";
   if (traces.empty()) verdict.failures.push_back("no trace files");
   for (const std::string& item : expected) {

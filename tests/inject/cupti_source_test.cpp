@@ -200,7 +200,8 @@ TEST(CuptiPlan, DefaultKindsEnableTheirActivityKindsAndNoApiRecordsOfTheirOwn) {
   EXPECT_EQ(kinds, expected);
   for (const ActivityKindPlan& p : plan) {
     if (p.kind == CUPTI_ACTIVITY_KIND_RUNTIME || p.kind == CUPTI_ACTIVITY_KIND_DRIVER) {
-      EXPECT_EQ(p.for_record, trace::RecordKind::kExternalCorrelation) << "API records are kept only under `api`";
+      EXPECT_EQ(p.for_record, trace::RecordKind::kExternalCorrelation)
+          << "API records are kept only under `api`";
     }
   }
   for (const ActivityKindPlan& p : plan) {
@@ -214,8 +215,8 @@ TEST(CuptiPlan, DefaultKindsEnableTheirActivityKindsAndNoApiRecordsOfTheirOwn) {
 TEST(CuptiPlan, ApiTurnsOnRuntimeAndDriverOnce) {
   const auto plan = plan_activity_kinds(*trace::parse_capture_kinds("api,nccl"));
   for (CUpti_ActivityKind api : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
-    EXPECT_EQ(std::count_if(plan.begin(), plan.end(), [&](const ActivityKindPlan& p) { return p.kind == api; }),
-              1);
+    EXPECT_EQ(
+        std::count_if(plan.begin(), plan.end(), [&](const ActivityKindPlan& p) { return p.kind == api; }), 1);
   }
   EXPECT_FALSE(has_kind(plan, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 }
