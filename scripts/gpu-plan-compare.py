@@ -3,6 +3,7 @@
 table, the planner's step time and memory with what examples/llama_train_step.py measured.
 
     scripts/gpu-plan-compare.py docs/gpu-runs/2026-11-26-h200 [--pipescope build/cli/pipescope]
+    scripts/gpu-plan-compare.py RUN_DIR --check docs/validation.md   # exit 1 when its table differs
 
 The profile is RUN_DIR/profile.json, fitted from that run's calibration suite alone: the
 training cases themselves are never fitted, so the comparison tests the planner.
@@ -35,6 +36,7 @@ def main():
     p.add_argument("run_dir")
     p.add_argument("--pipescope", default=os.path.join(os.path.dirname(__file__), "..", "build", "cli", "pipescope"))
     p.add_argument("--gpu", default="h200-141gb")
+    p.add_argument("--check", metavar="MARKDOWN", help="compare with the table that follows RUN_DIR's command there")
     args = p.parse_args()
     profile = os.path.join(args.run_dir, "profile.json")
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
@@ -56,13 +58,42 @@ def main():
             error(s["allocated_bytes"], mem["max_allocated_bytes"]),
             f"{measured_peak / GIB:.2f}", f"{s['peak_memory_bytes'] / GIB:.2f}", error(s["peak_memory_bytes"], measured_peak),
         ])
+    table = markdown_table(rows)
+    if not args.check:
+        print("\n".join(table))
+        return 0
+    documented = documented_table(args.check, args.run_dir)
+    if documented == table:
+        print(f"the {len(table)} table lines for {args.run_dir} in {args.check} match this build's predictions")
+        return 0
+    print(f"gpu-plan-compare: the predictions differ from the table for {args.run_dir} in {args.check}:",
+          file=sys.stderr)
+    for line in table:
+        print(line, file=sys.stderr)
+    return 1
+
+
+def documented_table(markdown_path, run_dir):
+    """The first table after the line that runs this script on `run_dir`."""
+    with open(markdown_path) as f:
+        text = f.read().splitlines()
+    command = f"scripts/gpu-plan-compare.py {os.path.normpath(run_dir)}"
+    starts = [i for i, line in enumerate(text) if line.startswith(command)]
+    if not starts:
+        return None
+    lines = []
+    for line in text[starts[0] + 1:]:
+        if line.startswith("|"):
+            lines.append(line)
+        elif lines:
+            break
+    return lines
+
+
+def markdown_table(rows):
     head = ["case", "model", "seq", "mbs", "recompute", "allocator", "step ms", "plan ms", "err",
             "max alloc GiB", "plan alloc GiB", "err", "reserved+ctx GiB", "plan peak GiB", "err"]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
-    return 0
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 if __name__ == "__main__":
