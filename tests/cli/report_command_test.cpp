@@ -54,6 +54,34 @@ TEST(ReportCommand, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(doc["stragglers"][0]["rank"], 9);
 }
 
+// A real trace from an H200 (tests/data/gpu/README.md): CUPTI's records as the GPU wrote them.
+TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
+  const std::string dir = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/gpu/h200-llama-1b";
+  const CommandResult r = run_pipescope({"report", dir, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["ranks"].size(), 1u);
+  EXPECT_EQ(doc["steps"]["source"], "nvtx");
+  EXPECT_EQ(doc["steps"]["count"], 35);  // 5 warm-up and 30 timed train_step ranges
+  std::map<std::string, double> share;
+  uint64_t kernels = 0;
+  for (const auto& c : doc["kernel_categories"]) {
+    share[c["category"].get<std::string>()] = c["share"].get<double>();
+    kernels += c["count"].get<uint64_t>();
+  }
+  EXPECT_EQ(kernels, 56094u);  // every kernel, copy and memset: 47,996 + 165 + 7,933
+  // Eager PyTorch: unfused elementwise kernels take more of the GPU than the GEMMs.
+  EXPECT_NEAR(share["elementwise"], 0.46, 0.01);
+  EXPECT_NEAR(share["gemm"], 0.39, 0.01);
+  EXPECT_NEAR(share["attention"], 0.075, 0.005);  // cuDNN's fused SDPA kernels
+  // The caching allocator's reservations: 28.71 GiB at the peak.
+  EXPECT_EQ(doc["ranks"][0]["memory_figure"], "reserved");
+  EXPECT_NEAR(doc["ranks"][0]["peak_memory_bytes"].get<double>() / double(1ull << 30), 28.71, 0.01);
+  ASSERT_EQ(doc["stages"].size(), 1u);
+  EXPECT_NEAR(doc["stages"][0]["forward_mean_ns"].get<double>() * 1e-6, 32.9, 0.1);
+  EXPECT_NEAR(doc["stages"][0]["backward_mean_ns"].get<double>() * 1e-6, 52.5, 0.1);
+}
+
 TEST(ReportCommand, HtmlIsOneSelfContainedFile) {
   Dir dir;
   write_run(dir);
