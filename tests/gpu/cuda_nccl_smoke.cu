@@ -12,21 +12,21 @@
 
 namespace {
 
-#define CHECK_CUDA(call)                                                        \
-  do {                                                                          \
-    cudaError_t err_ = (call);                                                  \
-    if (err_ != cudaSuccess) {                                                  \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                             \
-    }                                                                           \
+#define CHECK_CUDA(call)                                                                 \
+  do {                                                                                   \
+    cudaError_t err_ = (call);                                                           \
+    if (err_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(err_));          \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)
-#define CHECK_NCCL(call)                                                        \
-  do {                                                                          \
-    ncclResult_t res_ = (call);                                                 \
-    if (res_ != ncclSuccess) {                                                  \
-      std::fprintf(stderr, "%s failed: %s\n", #call, ncclGetErrorString(res_)); \
-      std::exit(1);                                                             \
-    }                                                                           \
+#define CHECK_NCCL(call)                                                                 \
+  do {                                                                                   \
+    ncclResult_t res_ = (call);                                                          \
+    if (res_ != ncclSuccess) {                                                           \
+      std::fprintf(stderr, "%s failed: %s\n", #call, ncclGetErrorString(res_));          \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)
 
 __global__ void scale(float* x, int n, float factor) {

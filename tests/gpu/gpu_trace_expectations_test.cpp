@@ -14,12 +14,15 @@ void add(LoadedTrace& t, const R& record) {
   t.records.push_back(std::move(bytes));
 }
 
+// One NCCL call (external id 7), the GPU work `Work` it launched (correlation id 40), and the
+// CUPTI record that ties them, or ties the call to some other correlation id.
+template <class Work = trace::KernelRecord>
 LoadedTrace trace_with_linked_nccl_call(bool linked) {
   LoadedTrace t;
   t.path = "rank-0.1.pst";
-  auto kernel = trace::make_record<trace::KernelRecord>();
-  kernel.correlation_id = 40;
-  add(t, kernel);
+  auto work = trace::make_record<Work>();
+  work.correlation_id = 40;
+  add(t, work);
   auto op = trace::make_record<trace::NcclOpRecord>();
   op.external_correlation_id = 7;
   add(t, op);
@@ -48,19 +51,8 @@ TEST(GpuTraceExpectations, ACallWhoseCorrelationNamesNoKernelFails) {
 }
 
 TEST(GpuTraceExpectations, AOneRankCallIsLinkedToTheCopyItMade) {
-  LoadedTrace t;
-  t.path = "rank-0.1.pst";
-  auto copy = trace::make_record<trace::MemcpyRecord>();
-  copy.correlation_id = 52;
-  add(t, copy);
-  auto op = trace::make_record<trace::NcclOpRecord>();
-  op.external_correlation_id = 9;
-  add(t, op);
-  auto link = trace::make_record<trace::ExternalCorrelationRecord>();
-  link.correlation_id = 52;
-  link.external_id = 9;
-  add(t, link);
-  auto verdict = check_gpu_traces({t}, {"nccl-linked", "nccl-linked-any"});
+  auto verdict = check_gpu_traces({trace_with_linked_nccl_call<trace::MemcpyRecord>(true)},
+                                  {"nccl-linked", "nccl-linked-any"});
   ASSERT_TRUE(verdict.ok());
   EXPECT_TRUE(verdict->failures.empty()) << verdict->report;
 }
