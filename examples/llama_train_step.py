@@ -215,7 +215,11 @@ def main(argv):
     except (OSError, ValueError, KeyError) as e:
         print(f"llama_train_step: {e}", file=sys.stderr)
         return 2
-    import torch
+    try:
+        import torch
+    except ImportError:
+        print("llama_train_step: PyTorch is not installed here; nothing measured")
+        return 0
 
     if not torch.cuda.is_available():
         print("llama_train_step: no GPU visible to PyTorch; nothing measured")
