@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cuda_check.h"
+#include "launch_batch.h"
 
 namespace pipescope::benches {
 
@@ -21,18 +22,6 @@ struct GpuTimer {
 GpuTimer& gpu_timer();
 
 inline constexpr int kWarmupLaunches = 3;
-
-// Launches per iteration so that one iteration carries about `target` units of work (FLOPs,
-// bytes), 1 to 100: a batch of tiny launches hides the event overhead.
-inline int batch_for(double work_per_launch, double target) {
-  if (work_per_launch <= 0) return 1;
-  return static_cast<int>(std::clamp(target / work_per_launch, 1.0, 100.0));
-}
-
-// Google Benchmark stops at a minimum of *measured* time, and a batched iteration reports the
-// time of one of its `batch` launches: to keep the GPU busy for about `gpu_seconds`, ask for
-// 1/batch of that (else a benchmark of 100 launches per iteration runs 100 times too long).
-inline double min_time_for_batch(double gpu_seconds, int batch) { return gpu_seconds / std::max(batch, 1); }
 
 // Runs the benchmark loop; every iteration's time is that of one launch. Returns the total
 // measured seconds (iterations x time per launch).
