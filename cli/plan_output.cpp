@@ -123,6 +123,25 @@ void write_totals(std::ostream& out, const planner::PlanOutcome& o) {
       << signed_percent(u.iteration_s > 0 ? added_s / u.iteration_s : 0) << ")\n";
 }
 
+// Where the suggested split's busiest stage spends a step, in the report's terms.
+void write_step_work(std::ostream& out, const planner::PlanOutcome& o) {
+  const planner::StageStepWork w = planner::busiest_stage_work(o.suggested, o.config.micro_batches());
+  const double total_s = w.total_s();
+  if (total_s <= 0) return;
+  auto part = [&](const char* name, double s) {
+    return std::string(name) + " " + ms(s) + " ms (" + printf_string("%.0f%%", 100 * s / total_s) + ")";
+  };
+  using planner::WorkKind;
+  out << "work per step of suggested stage " << w.stage
+      << " (the busiest): " << part("GEMM", w.pipeline[WorkKind::kGemm]) << ", "
+      << part("attention", w.pipeline[WorkKind::kAttention]) << ", "
+      << part("memory-bound", w.pipeline[WorkKind::kMemoryBound]) << ", "
+      << part("communication", w.pipeline[WorkKind::kCommunication]) << ", "
+      << part("optimizer step", w.optimizer_s);
+  if (w.dp_sync_exposed_s > 0) out << ", " << part("exposed gradient sync", w.dp_sync_exposed_s);
+  out << '\n';
+}
+
 // --balance memory: what the suggested split's time was held to.
 void write_time_limit(std::ostream& out, const planner::PlanOutcome& o) {
   if (o.config.balance != planner::BalanceGoal::kMemory || o.time_limit_s == 0) return;
@@ -155,35 +174,49 @@ void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
   }
 }
 
-ordered_json stage_json(const StageReport& s) {
-  return ordered_json{{"index", s.index},
-                      {"layers", s.layers},
-                      {"has_embedding", s.has_embedding},
-                      {"has_head", s.has_head},
-                      {"first_unit", s.first_unit},
-                      {"end_unit", s.end_unit},
-                      {"parameters", s.parameters},
-                      {"in_flight", s.in_flight},
-                      {"recompute", s.recompute},
-                      {"full_recompute_layers", s.full_recompute_layers},
-                      {"static_bytes", s.static_bytes},
-                      {"activation_bytes", s.activation_bytes},
-                      {"transient_bytes", s.transient_bytes},
-                      {"step_bytes", s.step_bytes},
-                      {"allocated_bytes", s.allocated_bytes},
-                      {"reserved_bytes", s.reserved_bytes},
-                      {"peak_memory_bytes", s.peak_memory_bytes},
-                      {"forward_s", s.forward_s},
-                      {"backward_s", s.backward_s},
-                      {"idle_s", s.idle_s},
-                      {"dp_sync_exposed_s", s.dp_sync_exposed_s},
-                      {"optimizer_s", s.optimizer_s},
-                      {"overflows", s.overflows}};
+// Seconds by kind of work, keyed "gemm_s", "attention_s", "memory_bound_s", "communication_s".
+ordered_json work_json(const planner::WorkTimes& w) {
+  ordered_json out;
+  for (size_t k = 0; k < planner::kWorkKinds; ++k)
+    out[std::string(planner::work_kind_name(static_cast<planner::WorkKind>(k))) + "_s"] = w.s[k];
+  return out;
 }
 
-ordered_json report_json(const PlanReport& r) {
+ordered_json stage_json(const StageReport& s) {
+  return ordered_json{
+      {"index", s.index},
+      {"layers", s.layers},
+      {"has_embedding", s.has_embedding},
+      {"has_head", s.has_head},
+      {"first_unit", s.first_unit},
+      {"end_unit", s.end_unit},
+      {"parameters", s.parameters},
+      {"in_flight", s.in_flight},
+      {"recompute", s.recompute},
+      {"full_recompute_layers", s.full_recompute_layers},
+      {"static_bytes", s.static_bytes},
+      {"activation_bytes", s.activation_bytes},
+      {"transient_bytes", s.transient_bytes},
+      {"step_bytes", s.step_bytes},
+      {"allocated_bytes", s.allocated_bytes},
+      {"reserved_bytes", s.reserved_bytes},
+      {"peak_memory_bytes", s.peak_memory_bytes},
+      {"forward_s", s.forward_s},
+      {"backward_s", s.backward_s},
+      {"work", {{"forward", work_json(s.work.forward)}, {"backward", work_json(s.work.backward)}}},
+      {"idle_s", s.idle_s},
+      {"dp_sync_exposed_s", s.dp_sync_exposed_s},
+      {"optimizer_s", s.optimizer_s},
+      {"overflows", s.overflows}};
+}
+
+ordered_json report_json(const PlanReport& r, int64_t micro_batches) {
   ordered_json stages = ordered_json::array();
   for (const StageReport& s : r.stages) stages.push_back(stage_json(s));
+  const planner::StageStepWork busiest = planner::busiest_stage_work(r, micro_batches);
+  ordered_json step_work = work_json(busiest.pipeline);
+  step_work["optimizer_s"] = busiest.optimizer_s;
+  step_work["dp_sync_exposed_s"] = busiest.dp_sync_exposed_s;
   return ordered_json{{"fits", r.fits},
                       {"peak_memory_bytes", r.peak_memory_bytes},
                       {"reserved_bytes", r.reserved_bytes},
@@ -195,6 +228,8 @@ ordered_json report_json(const PlanReport& r) {
                       {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
                       {"model_flops_per_s_per_gpu", r.tflops_per_gpu * 1e12},
                       {"mfu", r.mfu},
+                      {"busiest_stage", busiest.stage},
+                      {"busiest_stage_work_per_step", step_work},
                       {"stages", stages}};
 }
 
@@ -262,6 +297,7 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
   write_stage_table(out, o);
   out << '\n';
   write_totals(out, o);
+  write_step_work(out, o);
   write_time_limit(out, o);
   write_fit(out, o);
   if (!o.suggested_is_optimal) out << "note: " << optimality_text(o) << '\n';
@@ -300,8 +336,8 @@ std::string plan_json(const PlanPrintout& p) {
       {"capacity_bytes", o.capacity_bytes}};
   // "uniform" holds the baseline: the framework's uniform split, or the user's --split.
   doc["baseline"] = o.baseline_is_given_split ? "given_split" : "uniform";
-  doc["uniform"] = report_json(o.uniform);
-  doc["suggested"] = report_json(o.suggested);
+  doc["uniform"] = report_json(o.uniform, o.config.micro_batches());
+  doc["suggested"] = report_json(o.suggested, o.config.micro_batches());
   doc["suggested_is_optimal"] = o.suggested_is_optimal;
   // time_limit_s is 0 where there is no limit: --balance time, the interleaved schedule, no fit.
   const bool within_limit = o.config.balance != planner::BalanceGoal::kMemory || o.time_limit_s == 0 ||

@@ -3,7 +3,13 @@
 table, the planner's step time and memory with what examples/llama_train_step.py measured.
 
     scripts/gpu-plan-compare.py docs/gpu-runs/2026-11-26-h200 [--pipescope build/cli/pipescope]
-    scripts/gpu-plan-compare.py RUN_DIR --check docs/validation.md   # exit 1 when its table differs
+    scripts/gpu-plan-compare.py RUN_DIR --components [--pipescope ...]   # the second table
+    scripts/gpu-plan-compare.py RUN_DIR --check docs/validation.md   # exit 1 when a table differs
+
+The second table splits one case's step by kind of work: the plan's GEMM, attention and memory-
+bound time on the busiest stage against the kernel categories of the profiler's report of that
+case's trace (RUN_DIR/train/trace-*-report.json, the case RUN_DIR/train/*.json run under
+pipescope), per step.
 
 The profile is RUN_DIR/profile.json, fitted from that run's calibration suite alone: the
 training cases themselves are never fitted, so the comparison tests the planner.
@@ -27,6 +33,46 @@ def plan(pipescope, case, profile, gpu):
     return json.loads(out)["uniform"]
 
 
+# The report's kernel categories that the plan prices as each kind of work (WorkKind).
+COMPONENTS = [
+    ("GEMM", ["gemm"], ["gemm_s"]),
+    ("attention core", ["attention"], ["attention_s"]),
+    ("memory-bound (with the optimizer step)", ["elementwise", "other", "embedding", "copy"],
+     ["memory_bound_s", "optimizer_s"]),
+    ("communication", ["nccl"], ["communication_s", "dp_sync_exposed_s"]),
+]
+
+
+def components_table(pipescope, run_dir, examples, gpu):
+    profile = os.path.join(run_dir, "profile.json")
+    reports = sorted(glob.glob(os.path.join(run_dir, "train", "trace-*-report.json")))
+    cases = [path for path in sorted(glob.glob(os.path.join(run_dir, "train", "*.json")))
+             if json.load(open(path)).get("profiled_by_pipescope")]
+    if len(reports) != 1 or len(cases) != 1:
+        raise SystemExit(f"gpu-plan-compare: {run_dir}/train needs one trace-*-report.json and one case run "
+                         f"under pipescope, found {len(reports)} and {len(cases)}")
+    report = json.load(open(reports[0]))
+    case = json.load(open(cases[0]))
+    case["model"] = os.path.join(examples, os.path.basename(case["config"]))
+    steps = report["steps"]["count"]
+    measured = {c["category"]: c["total_ns"] * 1e-9 / steps for c in report["kernel_categories"]}
+    planned = plan(pipescope, case, profile, gpu)
+    work = planned["busiest_stage_work_per_step"]
+    rows = []
+    for name, categories, kinds in COMPONENTS:
+        m = sum(measured.get(c, 0.0) for c in categories)
+        p = sum(work[k] for k in kinds)
+        if m == 0 and p == 0:
+            continue
+        rows.append([name, ", ".join(categories), f"{m * 1e3:.1f}", f"{p * 1e3:.1f}",
+                     error(p, m) if m > 0 else "n/a"])
+    total_m = sum(measured.values())
+    rows.append(["all GPU work", "every kernel and copy", f"{total_m * 1e3:.1f}",
+                 f"{planned['iteration_s'] * 1e3:.1f}", error(planned["iteration_s"], total_m)])
+    head = ["work per step", "report categories", "trace ms", "plan ms", "err"]
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def error(predicted, measured):
     return f"{(predicted - measured) / measured * 100:+.1f}%"
 
@@ -36,10 +82,14 @@ def main():
     p.add_argument("run_dir")
     p.add_argument("--pipescope", default=os.path.join(os.path.dirname(__file__), "..", "build", "cli", "pipescope"))
     p.add_argument("--gpu", default="h200-141gb")
-    p.add_argument("--check", metavar="MARKDOWN", help="compare with the table that follows RUN_DIR's command there")
+    p.add_argument("--components", action="store_true", help="print the second table (work by kind)")
+    p.add_argument("--check", metavar="MARKDOWN", help="compare with the tables that follow RUN_DIR's commands there")
     args = p.parse_args()
     profile = os.path.join(args.run_dir, "profile.json")
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
+    if args.components and not args.check:
+        print("\n".join(components_table(args.pipescope, args.run_dir, examples, args.gpu)))
+        return 0
     rows = []
     for path in sorted(glob.glob(os.path.join(args.run_dir, "train", "*.json"))):
         m = json.load(open(path))
@@ -62,23 +112,27 @@ def main():
     if not args.check:
         print("\n".join(table))
         return 0
-    documented = documented_table(args.check, args.run_dir)
-    if documented == table:
-        print(f"the {len(table)} table lines for {args.run_dir} in {args.check} match this build's predictions")
-        return 0
-    print(f"gpu-plan-compare: the predictions differ from the table for {args.run_dir} in {args.check}:",
-          file=sys.stderr)
-    for line in table:
-        print(line, file=sys.stderr)
-    return 1
+    tables = [("", table), (" --components", components_table(args.pipescope, args.run_dir, examples, args.gpu))]
+    failed = False
+    for flags, expected in tables:
+        command = f"scripts/gpu-plan-compare.py {os.path.normpath(args.run_dir)}{flags}"
+        if documented_table(args.check, command) == expected:
+            print(f"the {len(expected)} table lines after '{command}' in {args.check} match this build's predictions")
+            continue
+        failed = True
+        print(f"gpu-plan-compare: the predictions differ from the table after '{command}' in {args.check}:",
+              file=sys.stderr)
+        for line in expected:
+            print(line, file=sys.stderr)
+    return 1 if failed else 0
 
 
-def documented_table(markdown_path, run_dir):
-    """The first table after the line that runs this script on `run_dir`."""
+def documented_table(markdown_path, command):
+    """The first table after the line that is `command` (followed by spaces or a comment)."""
     with open(markdown_path) as f:
         text = f.read().splitlines()
-    command = f"scripts/gpu-plan-compare.py {os.path.normpath(run_dir)}"
-    starts = [i for i, line in enumerate(text) if line.startswith(command)]
+    starts = [i for i, line in enumerate(text)
+              if line == command or line.startswith(command + " ") or line.startswith(command + "\t")]
     if not starts:
         return None
     lines = []

@@ -78,6 +78,8 @@ TEST(PlanCommand, PrintsTheUniformAndTheSuggestedSplitSideBySide) {
                             "MFU",
                             "suggested vs uniform",
                             "time limit: pipeline time within",
+                            "(the busiest): GEMM ",
+                            "memory-bound ",
                             "proven fastest) and the uniform split's time"}) {
     EXPECT_NE(r.out.find(piece), std::string::npos) << piece;
   }
@@ -113,9 +115,24 @@ TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
       EXPECT_LE(stage["allocated_bytes"].get<int64_t>(), stage["peak_memory_bytes"].get<int64_t>());
       EXPECT_GT(stage["forward_s"].get<double>(), 0);
       EXPECT_GT(stage["backward_s"].get<double>(), stage["forward_s"].get<double>());
+      // The same seconds by kind of work: the kinds add up to the pass.
+      for (const char* pass : {"forward", "backward"}) {
+        double sum = 0;
+        for (const char* kind : {"gemm_s", "attention_s", "memory_bound_s", "communication_s"})
+          sum += stage["work"][pass][kind].get<double>();
+        EXPECT_NEAR(sum, stage[std::string(pass) + "_s"].get<double>(), 1e-12) << name << " " << i << pass;
+      }
       layers += stage["layers"].get<int>();
     }
     EXPECT_EQ(layers, 40) << name;  // llama2-13b's layers, every one on some stage
+    const json& busiest = plan["stages"][plan["busiest_stage"].get<size_t>()];
+    const double micro_batches = doc["inputs"]["config"]["micro_batches"].get<double>();
+    const json& work = plan["busiest_stage_work_per_step"];
+    EXPECT_NEAR(work["gemm_s"].get<double>(),
+                micro_batches * (busiest["work"]["forward"]["gemm_s"].get<double>() +
+                                 busiest["work"]["backward"]["gemm_s"].get<double>()),
+                1e-9);
+    EXPECT_EQ(work["optimizer_s"], busiest["optimizer_s"]);
   }
   EXPECT_LE(doc["suggested"]["peak_memory_bytes"].get<int64_t>(),
             doc["uniform"]["peak_memory_bytes"].get<int64_t>());

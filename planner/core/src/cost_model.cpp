@@ -21,15 +21,24 @@ constexpr double kAdamBytesPerParameter = 30;
 // FlashAttention's FLOP count for the backward pass is 2.5x the forward (Dao 2023, section 4.1).
 constexpr double kAttentionBackwardFlopRatio = 2.5;
 
-struct Pass {
-  double forward_s = 0;
-  double backward_s = 0;
-  Pass& operator+=(const Pass& o) {
-    forward_s += o.forward_s;
-    backward_s += o.backward_s;
-    return *this;
-  }
-};
+using Pass = PassWork;
+constexpr WorkKind kGemm = WorkKind::kGemm;
+constexpr WorkKind kAttention = WorkKind::kAttention;
+constexpr WorkKind kMemoryBound = WorkKind::kMemoryBound;
+constexpr WorkKind kCommunication = WorkKind::kCommunication;
+
+Pass pass_of(WorkKind kind, double forward_s, double backward_s) {
+  Pass pass;
+  pass.forward[kind] = forward_s;
+  pass.backward[kind] = backward_s;
+  return pass;
+}
+
+Pass scaled(Pass pass, double factor) {
+  for (WorkTimes* times : {&pass.forward, &pass.backward})
+    for (double& s : times->s) s *= factor;
+  return pass;
+}
 
 class Pricer {
  public:
@@ -44,7 +53,7 @@ class Pricer {
   // y = x W for `tokens` rows, W in x out: the forward GEMM, and in backward the input
   // gradient (tokens x out times out x in) and the weight gradient (in x tokens times tokens x out).
   Pass linear(double tokens, double out, double in) const {
-    return {gemm_s(tokens, out, in), gemm_s(tokens, in, out) + gemm_s(in, out, tokens)};
+    return pass_of(kGemm, gemm_s(tokens, out, in), gemm_s(tokens, in, out) + gemm_s(in, out, tokens));
   }
 
   double memory_s(double bytes) const { return bytes / in_.profile.memory_bound_bytes_per_s(gpu_); }
@@ -77,7 +86,7 @@ class Pricer {
     return ranks * stride <= in_.cluster.gpus_per_node ? LinkTier::kIntraNode : LinkTier::kInterNode;
   }
 
-  double attention_core_forward_s(const CostOptions& o, double* backward_s) const {
+  Pass attention_core(const CostOptions& o) const {
     const ModelDesc& m = in_.model;
     const double heads = static_cast<double>(m.num_attention_heads) / c_.tp;
     const double b = o.micro_batch_size, q = o.seq_length, kv = c_.seq_length, d = m.head_dim;
@@ -85,22 +94,23 @@ class Pricer {
       // Causal kernels skip the masked half; the profile's efficiency is on this count.
       const double flops = 4 * b * q * kv * d * heads / 2;
       const double peak = gpu_.peak_dense_bf16_flops_per_s;
-      *backward_s =
+      return pass_of(
+          kAttention,
+          flops /
+              (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kForward)),
           kAttentionBackwardFlopRatio * flops /
-          (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kBackward));
-      return flops /
-             (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kForward));
+              (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kBackward)));
     }
     // Unfused: two batched GEMMs, and the s x s scores through softmax (and dropout) in memory.
     const double gemms = 2 * b * heads * gemm_s(q, kv, d);
     const double scores_bytes = b * heads * q * kv * kHalf * (m.attention_dropout > 0 ? 2 : 1);
-    *backward_s = 2 * gemms + memory_s(3 * scores_bytes);
-    return gemms + memory_s(2 * scores_bytes);
+    return pass_of(kGemm, gemms, 2 * gemms) +=
+           pass_of(kMemoryBound, memory_s(2 * scores_bytes), memory_s(3 * scores_bytes));
   }
 
   // One decoder layer, one micro-batch, without recomputation: compute, memory-bound ops,
   // and the tensor-, context- and expert-parallel communication that sits on its critical path.
-  Pass layer(int64_t index, const CostOptions& o, double* core_forward_s) const {
+  Pass layer(int64_t index, const CostOptions& o, Pass* core) const {
     const ModelDesc& m = in_.model;
     const double t = c_.tp, h = m.hidden_size, d = m.head_dim;
     const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
@@ -123,8 +133,7 @@ class Pricer {
       const double rows = tokens * e.top_k / local_experts;  // balanced routing: rows per local expert
       Pass expert = linear(rows, up_matrices * f, h);
       expert += linear(rows, h, f);
-      pass.forward_s += local_experts * expert.forward_s;
-      pass.backward_s += local_experts * expert.backward_s;
+      pass += scaled(expert, local_experts);
       pass += linear(shard, e.num_experts, h);  // router
       activation_width = tokens * e.top_k * f;
       if (e.num_shared_experts > 0) {
@@ -136,11 +145,10 @@ class Pricer {
       // Token dispatch and combine: two all-to-alls each way over the expert-parallel group.
       const double routed_bytes = tokens * e.top_k * h * kHalf;
       const double a2a = collective_s(CollectiveKind::kAllToAll, routed_bytes, c_.ep, c_.tp * c_.cp);
-      pass += {2 * a2a, 2 * a2a};
+      pass += pass_of(kCommunication, 2 * a2a, 2 * a2a);
     }
-    double core_backward_s = 0;
-    *core_forward_s = attention_core_forward_s(o, &core_backward_s);
-    pass += {*core_forward_s, core_backward_s};
+    *core = attention_core(o);
+    pass += *core;
 
     // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
     // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
@@ -148,7 +156,8 @@ class Pricer {
     if (m.position == models::PositionKind::kRope) bytes += 2 * tokens * (q_width + kv_width) * kHalf;
     bytes += (up_matrices + 1) * activation_width * kHalf;
     if (m.hidden_dropout > 0) bytes += 2 * 2.5 * shard * h * kHalf;
-    pass += {memory_s(bytes), memory_s(2 * bytes)};  // backward touches each tensor about twice
+    pass += pass_of(kMemoryBound, memory_s(bytes),
+                    memory_s(2 * bytes));  // backward touches each tensor about twice
 
     // Megatron's TP: two all-reduces per layer each way, or with sequence parallelism an
     // all-gather and a reduce-scatter in their place (Korthikanti et al. 2022, section 4.2.2).
@@ -160,14 +169,15 @@ class Pricer {
     } else {
       tp_s = 2 * collective_s(CollectiveKind::kAllReduce, activation_bytes, c_.tp, 1);
     }
-    pass += {tp_s, tp_s};
+    pass += pass_of(kCommunication, tp_s, tp_s);
 
     // Context parallelism passes K and V around a ring of cp ranks, overlapped with the
     // attention core (ring attention); only what the core cannot hide is exposed.
     if (c_.cp > 1) {
       const double kv_bytes = 2 * o.micro_batch_size * o.seq_length * kv_width * kHalf;
       const double ring_s = (c_.cp - 1) * collective_s(CollectiveKind::kSendRecv, kv_bytes, 2, c_.tp);
-      pass += {std::max(0.0, ring_s - *core_forward_s), std::max(0.0, 2 * ring_s - core_backward_s)};
+      pass += pass_of(kCommunication, std::max(0.0, ring_s - core->forward.total_s()),
+                      std::max(0.0, 2 * ring_s - core->backward.total_s()));
     }
     return pass;
   }
@@ -175,13 +185,14 @@ class Pricer {
   Pass embedding(const CostOptions& o) const {
     const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
     const double h = in_.model.hidden_size, bytes = tokens * h * kHalf;
-    Pass pass{memory_s(2 * bytes), memory_s(3 * bytes)};  // gather rows; scatter-add their gradients
+    Pass pass = pass_of(kMemoryBound, memory_s(2 * bytes),
+                        memory_s(3 * bytes));  // gather rows; scatter-add their gradients
     // The vocabulary-parallel embedding sums the TP ranks' partial lookups.
     if (o.sequence_parallel) {
-      pass += {collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1),
-               collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1)};
+      pass += pass_of(kCommunication, collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1),
+                      collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1));
     } else {
-      pass.forward_s += collective_s(CollectiveKind::kAllReduce, bytes, c_.tp, 1);
+      pass.forward[kCommunication] += collective_s(CollectiveKind::kAllReduce, bytes, c_.tp, 1);
     }
     return pass;
   }
@@ -194,14 +205,15 @@ class Pricer {
     Pass pass = linear(tokens, vocab, h);
     const double norm_bytes = 2 * shard * h * kHalf;
     const double logits_bytes = tokens * vocab * kFloat;  // cross entropy works on fp32 logits
-    pass += {memory_s(norm_bytes + 4 * logits_bytes), memory_s(2 * norm_bytes + 2 * logits_bytes)};
+    pass += pass_of(kMemoryBound, memory_s(norm_bytes + 4 * logits_bytes),
+                    memory_s(2 * norm_bytes + 2 * logits_bytes));
     if (o.sequence_parallel) {
       const double bytes = tokens * h * kHalf;
-      pass += {collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1),
-               collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1)};
+      pass += pass_of(kCommunication, collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1),
+                      collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1));
     }
     // Vocabulary-parallel cross entropy all-reduces the max, the sum and the target logit.
-    pass.forward_s += 3 * collective_s(CollectiveKind::kAllReduce, tokens * kFloat, c_.tp, 1);
+    pass.forward[kCommunication] += 3 * collective_s(CollectiveKind::kAllReduce, tokens * kFloat, c_.tp, 1);
     return pass;
   }
 
@@ -279,7 +291,8 @@ class Pricer {
     const int64_t stride = c_.tp * c_.cp;
     const double gather = collective_s(CollectiveKind::kAllGather, params * kHalf, group, stride);
     const double scatter = collective_s(CollectiveKind::kReduceScatter, params * kFloat, group, stride);
-    return {std::max(0.0, gather - compute.forward_s), std::max(0.0, gather + scatter - compute.backward_s)};
+    return pass_of(kCommunication, std::max(0.0, gather - compute.forward.total_s()),
+                   std::max(0.0, gather + scatter - compute.backward.total_s()));
   }
 
   // The optimizer step on the rank's shard; InternEvo's step() also broadcasts the updated
@@ -399,10 +412,11 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   const double p2p_bytes = tokens * m.hidden_size * kHalf / (base.sequence_parallel ? c.tp : 1);
   model.p2p_s = price.collective_s(CollectiveKind::kSendRecv, p2p_bytes, 2, c.tp * c.cp * dp);
 
-  auto same_for_all_modes = [](const Pass& pass, int64_t activation_bytes) {
-    std::array<UnitOptionCost, 3> by_mode;
-    for (UnitOptionCost& option : by_mode) option = {pass.forward_s, pass.backward_s, activation_bytes, 0};
-    return by_mode;
+  auto same_for_all_modes = [](UnitCost& unit, const Pass& pass, int64_t activation_bytes) {
+    for (size_t i = 0; i < kRecomputeModes.size(); ++i) {
+      unit.work_by_mode[i] = pass;
+      unit.by_mode[i] = {pass.forward.total_s(), pass.backward.total_s(), activation_bytes, 0};
+    }
   };
 
   UnitCost embedding;
@@ -410,8 +424,9 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   embedding.parameters = whole.embedding;
   embedding.static_bytes = price.static_bytes(static_cast<double>(whole.embedding), group);
   Pass embedding_pass = price.embedding(base);
-  embedding_pass.backward_s += price.gradient_accumulation_s(static_cast<double>(whole.embedding));
-  embedding.by_mode = same_for_all_modes(embedding_pass, models::embedding_activation_bytes(m, base));
+  embedding_pass.backward[kMemoryBound] +=
+      price.gradient_accumulation_s(static_cast<double>(whole.embedding));
+  same_for_all_modes(embedding, embedding_pass, models::embedding_activation_bytes(m, base));
   const double word_embedding =
       static_cast<double>(models::padded_vocab_size(m, base)) / static_cast<double>(c.tp) * m.hidden_size;
   for (UnitOptionCost& option : embedding.by_mode)
@@ -433,27 +448,31 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
     unit.parameters = p.total();
     unit.static_bytes =
         price.static_bytes(dense_params, group) + price.static_bytes(expert_params, expert_group);
-    double core_forward_s = 0;
-    Pass pass = price.layer(layer, base, &core_forward_s);
-    pass.backward_s += price.gradient_accumulation_s(static_cast<double>(p.total()));
+    Pass core;
+    Pass pass = price.layer(layer, base, &core);
+    pass.backward[kMemoryBound] += price.gradient_accumulation_s(static_cast<double>(p.total()));
     const Pass zero3 = price.zero3_exposed(static_cast<double>(p.total()), group, pass);
     pass += zero3;
     const int64_t full_activations = models::layer_activation_bytes(m, layer, base).total_bytes();
     for (size_t i = 0; i < kRecomputeModes.size(); ++i) {
       const RecomputeMode mode = kRecomputeModes[i];
       UnitOptionCost& option = unit.by_mode[i];
-      option.forward_s = pass.forward_s;
-      option.backward_s = pass.backward_s;
+      Pass& work = unit.work_by_mode[i];
+      work = pass;
       option.activation_bytes = models::layer_activation_bytes(m, layer, options_for(c, mode)).total_bytes();
       if (mode == RecomputeMode::kSelective) {
-        option.backward_s += core_forward_s;  // the attention core's forward, again
+        work.backward += core.forward;  // the attention core's forward, again
         option.transient_bytes = full_activations - option.activation_bytes;
       } else if (mode == RecomputeMode::kFull) {
-        option.backward_s += pass.forward_s - zero3.forward_s;  // the whole forward, again
-        option.transient_bytes = full_activations;              // one layer's activations during its backward
+        WorkTimes again = pass.forward;  // the whole forward, again; ZeRO-3's gathers are not redone
+        again[kCommunication] -= zero3.forward[kCommunication];
+        work.backward += again;
+        option.transient_bytes = full_activations;  // one layer's activations during its backward
       }
       option.transient_bytes =
           std::max(option.transient_bytes, price.gradient_cast_bytes(largest_layer_tensor(m, layer, c.tp)));
+      option.forward_s = work.forward.total_s();
+      option.backward_s = work.backward.total_s();
     }
     unit.dp_sync_s =
         price.dp_sync_s(dense_params, dp, group) + price.dp_sync_s(expert_params, expert_dp, expert_group);
@@ -471,8 +490,8 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   head.parameters = whole.final_norm + whole.lm_head + tied_copy;
   head.static_bytes = price.static_bytes(static_cast<double>(head.parameters), group);
   Pass head_pass = price.head(base);
-  head_pass.backward_s += price.gradient_accumulation_s(static_cast<double>(head.parameters));
-  head.by_mode = same_for_all_modes(head_pass, models::output_activation_bytes(m, base));
+  head_pass.backward[kMemoryBound] += price.gradient_accumulation_s(static_cast<double>(head.parameters));
+  same_for_all_modes(head, head_pass, models::output_activation_bytes(m, base));
   if (whole.lm_head + tied_copy > 0) {
     for (UnitOptionCost& option : head.by_mode)
       option.transient_bytes = price.gradient_cast_bytes(word_embedding);
@@ -522,6 +541,16 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   }
   if (c.flash_attention) model.notes.push_back("attention: fused (flash) kernels, causal");
   return model;
+}
+
+const char* work_kind_name(WorkKind kind) {
+  switch (kind) {
+    case WorkKind::kGemm: return "gemm";
+    case WorkKind::kAttention: return "attention";
+    case WorkKind::kMemoryBound: return "memory_bound";
+    case WorkKind::kCommunication: return "communication";
+  }
+  return "?";
 }
 
 StageMemory stage_memory(const CostModel& costs, int64_t static_bytes, int64_t pipeline_bytes,

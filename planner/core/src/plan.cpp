@@ -88,6 +88,7 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
       st.static_bytes += unit.static_bytes;
       st.step_bytes += unit.step_bytes;
       activation_per_microbatch += option.activation_bytes;
+      st.work += unit.work_by_mode[static_cast<size_t>(unit_option(sp, u))];
       st.transient_bytes = std::max(st.transient_bytes, option.transient_bytes);
       dp_sync_s += unit.dp_sync_s;
       st.optimizer_s += unit.optimizer_s;
@@ -167,6 +168,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     st.layers = 0;
     st.has_embedding = st.has_head = false;
     st.parameters = st.static_bytes = st.transient_bytes = st.step_bytes = 0;
+    st.work = {};
     std::vector<int64_t> chunk_activation(static_cast<size_t>(v), 0);
     double dp_sync_s = 0, optimizer_s = costs.step_fixed_s;
     for (int k = 0; k < v; ++k) {
@@ -180,6 +182,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
         st.static_bytes += unit.static_bytes;
         st.step_bytes += unit.step_bytes;
         activation += unit.by_mode[static_cast<size_t>(option)].activation_bytes;
+        st.work += unit.work_by_mode[static_cast<size_t>(option)];
         st.transient_bytes =
             std::max(st.transient_bytes, unit.by_mode[static_cast<size_t>(option)].transient_bytes);
         dp_sync_s += unit.dp_sync_s;
@@ -195,6 +198,26 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   finalize(in, r);
   return r;
 }
+
+}  // namespace
+
+StageStepWork busiest_stage_work(const PlanReport& report, int64_t micro_batches) {
+  StageStepWork busiest;
+  bool first = true;
+  for (const StageReport& st : report.stages) {
+    StageStepWork w;
+    w.stage = st.index;
+    for (size_t k = 0; k < kWorkKinds; ++k)
+      w.pipeline.s[k] = static_cast<double>(micro_batches) * (st.work.forward.s[k] + st.work.backward.s[k]);
+    w.optimizer_s = st.optimizer_s;
+    w.dp_sync_exposed_s = st.dp_sync_exposed_s;
+    if (first || w.total_s() > busiest.total_s()) busiest = w;
+    first = false;
+  }
+  return busiest;
+}
+
+namespace {
 
 // A fixed mode's index in the cost model's options (kRecomputeModes order).
 int option_of(RecomputeChoice mode) {

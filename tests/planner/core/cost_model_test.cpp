@@ -3,6 +3,9 @@
 // the data-parallel sync and optimizer step, and the tied-embedding copy.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <utility>
+
 #include "pipescope/planner/cost_model.h"
 #include "planner_fixture.h"
 
@@ -233,6 +236,82 @@ TEST(Recompute, FullRedoesTheForwardAndSelectiveOnlyTheAttentionCore) {
   // Full recomputation rebuilds one layer's activations for its backward.
   EXPECT_EQ(layer[2].transient_bytes, layer[0].activation_bytes);
   EXPECT_EQ(layer[0].transient_bytes, 0);
+}
+
+// Every unit's seconds, split by kind of work, add up to its pass under every parallelism.
+TEST(WorkKinds, AddUpToEveryUnitsForwardAndBackward) {
+  ParallelConfig tp_sp;
+  tp_sp.gpus = 16;
+  tp_sp.tp = 4;
+  tp_sp.sequence_parallel = true;
+  tp_sp.zero_stage = 3;
+  ParallelConfig cp;
+  cp.gpus = 2;
+  cp.cp = 2;
+  ParallelConfig ep;
+  ep.gpus = 4;
+  ep.ep = 2;
+  for (const auto& [model, c] : {std::pair{"llama2-7b", tp_sp},
+                                 {"llama2-7b", cp},
+                                 {"mixtral-8x7b", ep},
+                                 {"gpt3-175b", data_parallel_8(1)}}) {
+    const CostModel costs = costs_for(c, model);
+    for (const UnitCost& unit : costs.units) {
+      for (size_t mode = 0; mode < kRecomputeModes.size(); ++mode) {
+        EXPECT_NEAR(unit.work_by_mode[mode].forward.total_s(), unit.by_mode[mode].forward_s,
+                    1e-12 * unit.by_mode[mode].forward_s)
+            << model << " " << unit.name << " mode " << mode;
+        EXPECT_NEAR(unit.work_by_mode[mode].backward.total_s(), unit.by_mode[mode].backward_s,
+                    1e-12 * unit.by_mode[mode].backward_s)
+            << model << " " << unit.name << " mode " << mode;
+      }
+    }
+  }
+}
+
+TEST(WorkKinds, ALayerOnOneGpuIsItsGemmsAttentionAndMemoryBoundKernels) {
+  // llama2-7b, s 4096, b 1 on one GPU: the four linears (QKV 3h, output h, gate and up 2f, down)
+  // at the profile's efficiency for each shape, three GEMMs each; no collective.
+  ParallelConfig c;
+  c.seq_length = 4096;
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  const CostModel costs = costs_for(c);
+  const double peak = in.cluster.gpu.peak_dense_bf16_flops_per_s;
+  auto gemm_s = [&](double m, double n, double k) {
+    return 2 * m * n * k / (peak * in.profile.gemm_efficiency(llround(m), llround(n), llround(k)));
+  };
+  const double t = 4096, h = 4096, f = 11008;
+  double forward = 0, backward = 0;
+  for (const auto& [out, in_features] :
+       {std::pair{3 * h, h}, std::pair{h, h}, std::pair{2 * f, h}, std::pair{h, f}}) {
+    forward += gemm_s(t, out, in_features);
+    backward += gemm_s(t, in_features, out) + gemm_s(in_features, out, t);
+  }
+  const PassWork& layer = costs.units[1].work_by_mode[0];
+  EXPECT_NEAR(layer.forward[WorkKind::kGemm], forward, 1e-12 * forward);
+  EXPECT_NEAR(layer.backward[WorkKind::kGemm], backward, 1e-12 * backward);
+  EXPECT_GT(layer.forward[WorkKind::kAttention], 0);
+  EXPECT_GT(layer.forward[WorkKind::kMemoryBound], 0);
+  EXPECT_EQ(layer.forward[WorkKind::kCommunication], 0);
+  EXPECT_EQ(layer.backward[WorkKind::kCommunication], 0);
+  // Tensor parallelism puts its collectives on the layer's critical path.
+  c.gpus = 2;
+  c.tp = 2;
+  EXPECT_GT(costs_for(c).units[1].work_by_mode[0].forward[WorkKind::kCommunication], 0);
+}
+
+TEST(WorkKinds, RecomputationRepeatsItsForwardsWorkInTheBackward) {
+  const CostModel costs = costs_for(data_parallel_8(0));
+  const auto& work = costs.units[1].work_by_mode;
+  for (size_t k = 0; k < kWorkKinds; ++k) {
+    const auto kind = static_cast<WorkKind>(k);
+    // Selective: the attention core's forward again, nothing else.
+    const double selective = kind == WorkKind::kAttention ? work[0].forward[kind] : 0;
+    EXPECT_DOUBLE_EQ(work[1].backward[kind] - work[0].backward[kind], selective) << work_kind_name(kind);
+    // Full: the whole forward again.
+    EXPECT_NEAR(work[2].backward[kind] - work[0].backward[kind], work[0].forward[kind], 1e-15)
+        << work_kind_name(kind);
+  }
 }
 
 TEST(ContextParallel, TwoRanksHalveEveryLayerActivation) {

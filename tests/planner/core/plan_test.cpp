@@ -212,6 +212,28 @@ TEST(PlanMemory, DeepSpeedsStepBuffersShowInTheHeldFigureNotInThePeak) {
   }
 }
 
+TEST(PlanWork, TheBusiestStageRunsItsMicroBatchesPassesAndItsStep) {
+  ParallelConfig c;
+  c.gpus = 32;
+  c.tp = 8;
+  c.pp = 4;
+  c.global_batch = 16;
+  const PlanInputs in = test::inputs("llama2-13b", "dgx-a100", c);
+  auto plan = make_plan(in);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const PlanReport& r = plan->suggested;
+  const double m = static_cast<double>(plan->config.micro_batches());
+  const StageStepWork busiest = busiest_stage_work(r, plan->config.micro_batches());
+  for (const StageReport& st : r.stages) {
+    const double step_s = m * (st.forward_s + st.backward_s) + st.optimizer_s + st.dp_sync_exposed_s;
+    EXPECT_LE(step_s, busiest.total_s() * (1 + 1e-12)) << st.index;
+  }
+  const StageReport& st = r.stages[static_cast<size_t>(busiest.stage)];
+  EXPECT_NEAR(busiest.pipeline.total_s(), m * (st.forward_s + st.backward_s), 1e-12 * busiest.total_s());
+  EXPECT_EQ(busiest.optimizer_s, st.optimizer_s);
+  EXPECT_GT(busiest.pipeline[WorkKind::kCommunication], 0);  // tp 8 all-reduces, every layer
+}
+
 TEST(PlanSchedule, GPipeHoldsEveryMicrobatchOnEveryStage) {
   ParallelConfig c = pipeline(8, 1, 4, 16);  // dp 2, m = 8
   c.schedule = ScheduleKind::kGPipe;

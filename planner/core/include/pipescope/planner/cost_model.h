@@ -40,6 +40,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,12 +62,43 @@ inline constexpr std::array<models::RecomputeMode, 3> kRecomputeModes = {
 // max_search_work): about a second on one core; `--search-time` changes it.
 inline constexpr int64_t kPlanSearchWork = kSearchWorkPerSecond;
 
+// What a unit's time is spent on, as the calibration profile prices it: GEMMs, the attention
+// core, memory-bound kernels (norms, activations, residuals, rotary, the loss, gradient
+// accumulation) and the collectives on the critical path (TP, CP, EP; ZeRO-3's exposed gathers).
+// The profiler's report groups a trace's kernels the same way, so the two can be compared.
+enum class WorkKind { kGemm, kAttention, kMemoryBound, kCommunication };
+inline constexpr size_t kWorkKinds = 4;
+const char* work_kind_name(WorkKind kind);  // "gemm", "attention", "memory_bound", "communication"
+
+struct WorkTimes {
+  std::array<double, kWorkKinds> s{};  // seconds, by WorkKind
+  double& operator[](WorkKind kind) { return s[static_cast<size_t>(kind)]; }
+  double operator[](WorkKind kind) const { return s[static_cast<size_t>(kind)]; }
+  double total_s() const { return s[0] + s[1] + s[2] + s[3]; }
+  WorkTimes& operator+=(const WorkTimes& o) {
+    for (size_t k = 0; k < kWorkKinds; ++k) s[k] += o.s[k];
+    return *this;
+  }
+};
+
+// One micro-batch through a unit or a stage: the forward, and the backward with the
+// recomputation its recompute option implies.
+struct PassWork {
+  WorkTimes forward, backward;
+  PassWork& operator+=(const PassWork& o) {
+    forward += o.forward;
+    backward += o.backward;
+    return *this;
+  }
+};
+
 struct UnitCost {
   std::string name;                       // "embedding", "layer 0", ..., "lm head"
   bool is_layer = false;                  // a decoder layer (counted in a stage's "layers")
   int64_t parameters = 0;                 // on this rank (TP/EP share)
   int64_t static_bytes = 0;               // allocated: weights + gradients + optimizer state, after ZeRO
   std::array<UnitOptionCost, 3> by_mode;  // allocated bytes, seconds; kRecomputeModes order
+  std::array<PassWork, 3> work_by_mode;   // by_mode's seconds by kind of work (totals equal)
   double dp_sync_s = 0;                   // gradient sync (and ZeRO parameter gather) per iteration
   double optimizer_s = 0;                 // the Adam step on this rank's share
   int64_t step_bytes = 0;                 // allocated: the optimizer step's working memory

@@ -34,6 +34,7 @@ struct StageReport {
   int64_t peak_memory_bytes = 0;         // reserved: allocated x (1 + allocator reserve) + fixed overheads
   int64_t reserved_bytes = 0;            // held once the first step ran (StageMemory): what nvidia-smi shows
   double forward_s = 0, backward_s = 0;  // per micro-batch
+  PassWork work;                         // forward_s and backward_s by kind of work
   double idle_s = 0;                     // inside the pipeline part of the iteration
   double dp_sync_exposed_s = 0;          // gradient sync not hidden behind the last backward
   double optimizer_s = 0;
@@ -53,6 +54,18 @@ struct PlanReport {
   int64_t reserved_bytes = 0;          // held once the first step ran, of the worst stage
   bool fits = false;
 };
+
+// One stage's work over a whole step, by kind: its micro-batches' forwards and backwards, its
+// optimizer step and its exposed gradient sync; what the profiler's report shows per step.
+struct StageStepWork {
+  int stage = 0;
+  WorkTimes pipeline;  // micro-batches x (forward + backward), recomputation included
+  double optimizer_s = 0;
+  double dp_sync_exposed_s = 0;
+  double total_s() const { return pipeline.total_s() + optimizer_s + dp_sync_exposed_s; }
+};
+// The stage with the most work per step (the first of equals); a plan has at least one stage.
+StageStepWork busiest_stage_work(const PlanReport& report, int64_t micro_batches);
 
 struct FitSuggestion {
   std::string change;  // the flags to change, e.g. "--pp 8"
