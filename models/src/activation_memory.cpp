@@ -126,4 +126,8 @@ int64_t output_activation_bytes(const ModelDesc& m, const CostOptions& o) {
   return bytes;
 }
 
+int64_t output_transient_bytes(const ModelDesc& m, const CostOptions& o) {
+  return shape_of(m, o).tokens * (padded_vocab_size(m, o) / o.tensor_parallel) * kHalfBytes;
+}
+
 }  // namespace pipescope::models

@@ -236,5 +236,18 @@ TEST(ActivationMemory, LastStageKeepsNormInputsAndFp32Logits) {
   EXPECT_EQ(output_activation_bytes(m, o), 4 * s * b * h / t + 4 * s * b * v / t + 9 * s * b);
 }
 
+TEST(ActivationMemory, TheLossCastsTheLogitsBesideTheirFp32Copy) {
+  // llama2-7b, s 4096, b 2, t 2: the bf16 logits (or their gradient) beside the fp32 copy, every
+  // token's V/t = 16,000 of them, 2 bytes each; sequence parallelism does not split them.
+  const ModelDesc m = bundled("llama2-7b");
+  CostOptions o;
+  o.seq_length = 4096;
+  o.micro_batch_size = 2;
+  o.tensor_parallel = 2;
+  EXPECT_EQ(output_transient_bytes(m, o), 4096 * 2 * 16'000 * 2);
+  o.sequence_parallel = true;
+  EXPECT_EQ(output_transient_bytes(m, o), 4096 * 2 * 16'000 * 2);
+}
+
 }  // namespace
 }  // namespace pipescope::models

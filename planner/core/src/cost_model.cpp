@@ -492,9 +492,10 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   Pass head_pass = price.head(base);
   head_pass.backward[kMemoryBound] += price.gradient_accumulation_s(static_cast<double>(head.parameters));
   same_for_all_modes(head, head_pass, models::output_activation_bytes(m, base));
-  if (whole.lm_head + tied_copy > 0) {
-    for (UnitOptionCost& option : head.by_mode)
-      option.transient_bytes = price.gradient_cast_bytes(word_embedding);
+  for (UnitOptionCost& option : head.by_mode) {
+    option.transient_bytes = models::output_transient_bytes(m, base);
+    if (whole.lm_head + tied_copy > 0)
+      option.transient_bytes = std::max(option.transient_bytes, price.gradient_cast_bytes(word_embedding));
   }
   head.dp_sync_s = price.dp_sync_s(static_cast<double>(head.parameters), dp, group);
   head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group);

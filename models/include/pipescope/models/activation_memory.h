@@ -53,4 +53,9 @@ int64_t embedding_activation_bytes(const ModelDesc& model, const CostOptions& op
 // token. The 16-bit logits are not kept: the matmul's backward needs only its input.
 int64_t output_activation_bytes(const ModelDesc& model, const CostOptions& options);
 
+// Last pipeline stage, working memory of the loss: Megatron's cross entropy casts the 16-bit
+// logits to fp32 (vocab_parallel_logits.float(), the copy it keeps) while they are alive, and its
+// backward casts the fp32 gradient back to 16 bits beside it: 2·s·b·V/t either way.
+int64_t output_transient_bytes(const ModelDesc& model, const CostOptions& options);
+
 }  // namespace pipescope::models
