@@ -63,6 +63,11 @@ TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
   ASSERT_EQ(doc["ranks"].size(), 1u);
   EXPECT_EQ(doc["steps"]["source"], "nvtx");
   EXPECT_EQ(doc["steps"]["count"], 35);  // 5 warm-up and 30 timed train_step ranges
+  // Each step from its start to the next's: the GPU work the host queued in 79 ms (the ranges'
+  // median) ran for 145 ms. The run timed its own steps (synchronized) at a median of 144.9 ms
+  // (docs/gpu-runs/2026-11-26-h200/train/overhead-pipescope.json).
+  EXPECT_EQ(doc["steps"]["step_ns"].size(), 34u);
+  EXPECT_NEAR(doc["steps"]["median_ns"].get<double>() * 1e-6, 144.9, 1.5);
   std::map<std::string, double> share;
   uint64_t kernels = 0;
   for (const auto& c : doc["kernel_categories"]) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "pipescope/analysis/clock_alignment.h"
 #include "report_context.h"
@@ -159,7 +160,17 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
   r.p2p_ns = d.p2p_ns;
 }
 
-int64_t step_duration(const StepDigest& s) { return s.end_ns - s.start_ns; }
+// A step's time is its period: from its start to the next step's start on the same rank. That
+// takes in the GPU work it queued beyond its NVTX range (the host returns from kernel launches
+// long before the GPU has run them, unless the step synchronizes inside its range) and whatever
+// runs between steps, as a step's share of the run's wall time. The last step has no next start:
+// its range bounds it from below only, so it counts only in a run of one step.
+std::optional<int64_t> step_time_ns(const RankDigest& d, size_t k) {
+  const std::vector<StepDigest>& steps = d.steps;
+  if (k + 1 < steps.size()) return steps[k + 1].start_ns - steps[k].start_ns;
+  if (steps.size() == 1 && d.steps_beyond_cap == 0) return steps[k].end_ns - steps[k].start_ns;
+  return std::nullopt;
+}
 
 // Without NVTX steps: the rhythm of the data-parallel collectives (or shard / world ones) on
 // their lowest member, within the first 256 calls.
@@ -219,14 +230,17 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
     const RankDigest& d = ctx.run.ranks[i];
     RankReport& r = report.ranks[i];
     int64_t total = 0;
-    uint64_t finished = 0;
+    uint64_t finished = 0, timed = 0;
     for (size_t k = 0; k < d.steps.size(); ++k) {
       if (unfinished[k]) continue;
-      total += step_duration(d.steps[k]);
       ++finished;
+      if (const std::optional<int64_t> t = step_time_ns(d, k)) {
+        total += *t;
+        ++timed;
+      }
     }
     r.steps = finished + d.steps_beyond_cap;
-    r.step_mean_ns = finished == 0 ? 0 : total / static_cast<int64_t>(finished);
+    r.step_mean_ns = timed == 0 ? 0 : total / static_cast<int64_t>(timed);
   }
   StepReport& steps = report.steps;
   steps.unfinished = static_cast<uint64_t>(std::count(unfinished.begin(), unfinished.end(), true));
@@ -237,7 +251,9 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
       if (unfinished[k]) continue;
       across.clear();
       for (const RankDigest& d : ctx.run.ranks)
-        if (k < d.steps.size()) across.push_back(step_duration(d.steps[k]));
+        if (k < d.steps.size())
+          if (const std::optional<int64_t> t = step_time_ns(d, k)) across.push_back(*t);
+      if (across.empty()) continue;
       std::nth_element(across.begin(), across.begin() + across.size() / 2, across.end());
       const int64_t median = across[across.size() / 2];
       if (steps.step_ns.size() < 1000) steps.step_ns.push_back(median);

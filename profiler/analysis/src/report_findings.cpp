@@ -112,10 +112,10 @@ void add_findings(RunReport& report) {
       f.push_back("no trace from rank(s) " + ranks_text(report.hang.no_trace) +
                   " (file missing, empty or header only: killed before its first flush?)");
   }
-  if (report.steps.count > 0)
+  if (!report.steps.step_ns.empty())
     f.push_back("step time " + ms(report.steps.median_ns) + " (median of " +
-                std::to_string(report.steps.count) + " steps, min " + ms(report.steps.min_ns) + ", max " +
-                ms(report.steps.max_ns) +
+                std::to_string(report.steps.step_ns.size()) + " timed steps, min " + ms(report.steps.min_ns) +
+                ", max " + ms(report.steps.max_ns) +
                 (report.steps.unfinished > 0 ? "; " + std::to_string(report.steps.unfinished) +
                                                    " step(s) a failed NCCL call cut short left out"
                                              : "") +

@@ -119,9 +119,15 @@ void write_steps(std::ostream& out, const RunReport& r) {
   const StepReport& s = r.steps;
   if (s.count == 0) return;
   heading(out, "steps (" + s.source + ")");
-  out << "  " << s.count << " steps: median " << fixed(ms(s.median_ns), 2) << " ms, mean "
-      << fixed(ms(s.mean_ns), 2) << " ms, min " << fixed(ms(s.min_ns), 2) << " ms, max "
-      << fixed(ms(s.max_ns), 2) << " ms, stdev " << fixed(s.stdev_ns / 1e6, 2) << " ms\n";
+  out << "  " << s.count << " steps";
+  if (s.step_ns.size() < s.count) out << " (" << s.step_ns.size() << " timed)";
+  if (s.step_ns.empty()) {
+    out << '\n';
+    return;
+  }
+  out << ": median " << fixed(ms(s.median_ns), 2) << " ms, mean " << fixed(ms(s.mean_ns), 2) << " ms, min "
+      << fixed(ms(s.min_ns), 2) << " ms, max " << fixed(ms(s.max_ns), 2) << " ms, stdev "
+      << fixed(s.stdev_ns / 1e6, 2) << " ms\n";
   if (s.unfinished > 0)
     out << "  " << s.unfinished
         << " step(s) left out: a failed NCCL call cut them short (they never ended)\n";
