@@ -57,17 +57,4 @@ void BucketSeries::add_max(int64_t at_ns, double value) {
   values_[index] = std::max(values_[index], value);
 }
 
-size_t KernelNameStats::bucket_of(int64_t duration_ns) {
-  if (duration_ns <= 1) return 0;
-  const int octave = 63 - std::countl_zero(static_cast<uint64_t>(duration_ns));
-  // [1, 2); 2^octave is exact in a double, and the division is inlined (std::ldexp is a call).
-  const double within = static_cast<double>(duration_ns) / static_cast<double>(uint64_t{1} << octave);
-  const int third = within >= 1.5874010519681994 ? 2 : within >= 1.2599210498948732 ? 1 : 0;
-  return std::min<size_t>(static_cast<size_t>(3 * octave + third), 95);
-}
-
-int64_t KernelNameStats::bucket_upper_ns(size_t bucket) {
-  return static_cast<int64_t>(std::llround(std::exp2(static_cast<double>(bucket + 1) / 3.0)));
-}
-
 }  // namespace pipescope::analysis

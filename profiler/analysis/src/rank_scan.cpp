@@ -216,8 +216,9 @@ class RankScanner {
     KernelNameStats& stats = d_.kernels[kernel];
     ++stats.count;
     stats.total_ns += end - start;
+    stats.min_ns = std::min(stats.min_ns, end - start);
     stats.max_ns = std::max(stats.max_ns, end - start);
-    ++stats.histogram[KernelNameStats::bucket_of(end - start)];
+    kernel_durations_[kernel].add(end - start);
     push_interval({start, end, nccl ? IntervalClass::kComm : IntervalClass::kCompute});
     if (nccl) {
       d_.nccl_kernels_seen = true;
@@ -562,6 +563,7 @@ class RankScanner {
   [[gnu::noinline]] uint32_t add_kernel_name(uint32_t name_id) {
     const std::string_view name = strings_.get(name_id);
     d_.kernels.emplace_back();
+    kernel_durations_.emplace_back();
     d_.kernel_names.emplace_back(name);
     kernel_nccl_.push_back(is_nccl_kernel(name) ? 1 : 0);
     return static_cast<uint32_t>(d_.kernels.size());
@@ -597,6 +599,8 @@ class RankScanner {
     steps_.finish();
     if (d_.end && d_.end->records_dropped > d_.records_dropped) d_.records_dropped = d_.end->records_dropped;
     d_.ops_without_kernel = join_.ops_without_kernel();
+    for (size_t k = 0; k < d_.kernels.size(); ++k) d_.kernels[k].durations = kernel_durations_[k].buckets();
+    std::vector<DurationRecorder>().swap(kernel_durations_);
   }
 
   const ScanOptions& options_;
@@ -604,8 +608,9 @@ class RankScanner {
   trace::StringTable strings_;
   std::regex step_re_, forward_re_, backward_re_;
   std::vector<NameClass> name_classes_;
-  std::vector<uint32_t> kernel_slot_;  // per name id: 0 none, else index + 1 in d_.kernels
-  std::vector<uint8_t> kernel_nccl_;   // per d_.kernels index: 1 when an NCCL kernel
+  std::vector<uint32_t> kernel_slot_;               // per name id: 0 none, else index + 1 in d_.kernels
+  std::vector<uint8_t> kernel_nccl_;                // per d_.kernels index: 1 when an NCCL kernel
+  std::vector<DurationRecorder> kernel_durations_;  // per d_.kernels index, until finish()
   int64_t now_ns_ = INT64_MIN;
 
   ReorderWindow<GpuInterval> gpu_window_;

@@ -129,13 +129,7 @@ void fill_memory(const ReportContext& ctx, size_t i, const P2pPipelineFigures& p
 }
 
 int64_t percentile_ns(const MergedKernel& k, double q) {
-  const auto target = static_cast<uint64_t>(q * static_cast<double>(k.count - 1));
-  uint64_t seen = 0;
-  for (size_t b = 0; b < k.histogram.size(); ++b) {
-    seen += k.histogram[b];
-    if (seen > target) return std::min(KernelNameStats::bucket_upper_ns(b), k.max_ns);
-  }
-  return k.max_ns;
+  return duration_percentile_ns(k.durations, k.count, q, k.min_ns, k.max_ns);
 }
 
 }  // namespace

@@ -49,8 +49,9 @@ void merge_kernels(RankDigest& digest, KernelTable& table) {
     MergedKernel& m = table[digest.kernel_names[k]];
     m.count += s.count;
     m.total_ns += s.total_ns;
+    m.min_ns = std::min(m.min_ns, s.min_ns);
     m.max_ns = std::max(m.max_ns, s.max_ns);
-    for (size_t b = 0; b < s.histogram.size(); ++b) m.histogram[b] += s.histogram[b];
+    merge_durations(m.durations, s.durations);
   }
   // Released, not just cleared (`= {}` would keep the capacity).
   std::vector<KernelNameStats>().swap(digest.kernels);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pipescope/analysis/duration_histogram.h"
 #include "pipescope/common/expected.h"
 #include "pipescope/trace/format.h"
 #include "pipescope/trace/process_info.h"
@@ -155,14 +156,13 @@ class BucketSeries {
   bool max_mode_ = false;
 };
 
-// Per kernel name (string id of this file): count, total and a log histogram for percentiles.
+// Per kernel name (string id of this file): count, total and its durations for percentiles.
 struct KernelNameStats {
   uint64_t count = 0;
   int64_t total_ns = 0;
+  int64_t min_ns = INT64_MAX;
   int64_t max_ns = 0;
-  std::array<uint32_t, 96> histogram{};  // bucket i holds durations in [2^(i/3), 2^((i+1)/3)) ns
-  static size_t bucket_of(int64_t duration_ns);
-  static int64_t bucket_upper_ns(size_t bucket);
+  SparseDurations durations;  // filled when the scan ends
 };
 
 // One step (an NVTX step range) on this rank, with the pipeline figures inside it.

@@ -28,8 +28,9 @@ struct MergedKernel {
   std::string name;
   uint64_t count = 0;
   int64_t total_ns = 0;
+  int64_t min_ns = INT64_MAX;
   int64_t max_ns = 0;
-  std::array<uint64_t, 96> histogram{};  // as KernelNameStats
+  SparseDurations durations;
 };
 
 struct LoadedRun {
