@@ -16,7 +16,9 @@ What is kept for backward, per layer (as models/src/activation_memory.cpp counts
   (scaled_dot_product_attention, flash backend) Q, K after rotary, V, its output and the fp32
   log-sum-exp; the output projection its input; SwiGLU (below) the gate and up outputs; the down
   projection its input. Rotary keeps only the shared cos/sin tables. The loss keeps the fp32
-  log-softmax of the logits.
+  log-softmax of the logits (--loss torch: F.cross_entropy on a float() copy, which holds that
+  copy and the log-softmax at once) or, as Megatron-LM's vocab-parallel cross entropy does, one
+  fp32 copy worked on in place and kept as the softmax (--loss megatron).
 Optimizer (Megatron-LM's Float16OptimizerWithFloat16Params, no distributed optimizer): bf16
   weights, fp32 main gradients accumulated over micro-batches, fp32 master weights, Adam's two
   fp32 moments: 2 + 4 + 4 + 8 = 18 bytes per parameter.
@@ -48,6 +50,8 @@ def parse_args(argv):
     p.add_argument("--nccl", action="store_true", help="one-rank NCCL group; all-reduce gradients")
     p.add_argument("--torch-profiler", action="store_true")
     p.add_argument("--allocator", choices=["default", "async"], default="default")
+    p.add_argument("--loss", choices=["torch", "megatron"], default="torch",
+                   help="F.cross_entropy on fp32 logits, or Megatron-LM's in-place cross entropy")
     p.add_argument("-o", "--output", help="JSON results (default: stdout)")
     return p.parse_args(argv)
 
@@ -73,7 +77,37 @@ class Config:
             raise ValueError(f"{path}: tied embeddings are not supported by this example")
 
 
-def build(torch, cfg, recompute):
+def megatron_cross_entropy(torch):
+    """Megatron-LM's vocab-parallel cross entropy (megatron/core/tensor_parallel/cross_entropy.py)
+    on one rank: the 16-bit logits are cast to one fp32 copy, which is shifted, exponentiated and
+    normalized in place and kept as the softmax; the backward turns it into the gradient in place
+    and casts that back to the logits' dtype. Mean over the tokens."""
+
+    class MegatronCrossEntropy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, target):
+            x = logits.float()
+            x -= x.max(dim=-1, keepdim=True)[0]
+            predicted = x.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+            torch.exp(x, out=x)
+            sum_exp = x.sum(dim=-1)
+            x.div_(sum_exp.unsqueeze(-1))
+            ctx.save_for_backward(x, target)
+            ctx.logits_dtype = logits.dtype
+            return (torch.log(sum_exp) - predicted).mean()
+
+        @staticmethod
+        def backward(ctx, grad_loss):
+            softmax, target = ctx.saved_tensors
+            grad = softmax  # in place: d(loss)/d(logits) = (softmax - one_hot) / tokens
+            grad.scatter_add_(-1, target.unsqueeze(-1), -torch.ones_like(grad[:, :1]))
+            grad.mul_(grad_loss / target.numel())
+            return grad.to(ctx.logits_dtype), None
+
+    return MegatronCrossEntropy
+
+
+def build(torch, cfg, recompute, loss="torch"):
     F = torch.nn.functional
     nn = torch.nn
     from torch.utils.checkpoint import checkpoint
@@ -148,6 +182,8 @@ def build(torch, cfg, recompute):
             gate, up = self.gate_up(y).chunk(2, dim=-1)
             return x + self.down(SwiGlu.apply(gate, up))
 
+    cross_entropy = megatron_cross_entropy(torch)
+
     class Model(nn.Module):
         def __init__(self):
             super().__init__()
@@ -164,6 +200,8 @@ def build(torch, cfg, recompute):
                 else:
                     x = layer(x, cos, sin)
             x = F.rms_norm(x, (cfg.hidden,), self.norm, cfg.eps)
+            if loss == "megatron":
+                return cross_entropy.apply(self.head(x).view(-1, cfg.vocab), labels.reshape(-1))
             logits = self.head(x).float()
             return F.cross_entropy(logits.view(-1, cfg.vocab), labels.reshape(-1))
 
@@ -243,7 +281,7 @@ def main(argv):
     # Built in bf16 on the GPU: no fp32 copy passes through the allocator before training.
     torch.set_default_dtype(torch.bfloat16)
     with torch.device(device):
-        model = build(torch, cfg, args.recompute)
+        model = build(torch, cfg, args.recompute, args.loss)
     torch.set_default_dtype(torch.float32)
     for p in model.parameters():
         if p.dim() > 1:
@@ -321,6 +359,7 @@ def main(argv):
         "micro_batches": args.micro_batches,
         "recompute": args.recompute,
         "allocator": args.allocator,
+        "loss": args.loss,
         "nccl": args.nccl,
         "torch_profiler": args.torch_profiler,
         "profiled_by_pipescope": "libpipescope" in os.environ.get("LD_PRELOAD", ""),

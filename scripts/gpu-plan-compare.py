@@ -102,7 +102,7 @@ def main():
         measured_peak = mem["max_reserved_bytes"] + mem["cuda_context_bytes"]
         rows.append([
             os.path.basename(path)[:-5], os.path.basename(m["config"])[:-5], str(m["seq"]), str(m["mbs"]),
-            m["recompute"], m["allocator"],
+            m["recompute"], m["allocator"], m.get("loss", "torch"),
             f"{m['median_step_s'] * 1e3:.1f}", f"{u['iteration_s'] * 1e3:.1f}", error(u["iteration_s"], m["median_step_s"]),
             f"{mem['max_allocated_bytes'] / GIB:.2f}", f"{s['allocated_bytes'] / GIB:.2f}",
             error(s["allocated_bytes"], mem["max_allocated_bytes"]),
@@ -145,7 +145,7 @@ def documented_table(markdown_path, command):
 
 
 def markdown_table(rows):
-    head = ["case", "model", "seq", "mbs", "recompute", "allocator", "step ms", "plan ms", "err",
+    head = ["case", "model", "seq", "mbs", "recompute", "allocator", "loss", "step ms", "plan ms", "err",
             "max alloc GiB", "plan alloc GiB", "err", "reserved+ctx GiB", "plan peak GiB", "err"]
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 

@@ -46,6 +46,10 @@ if [[ "${PIPESCOPE_TRAIN_CHECK_PART:-all}" != overhead ]]; then
   case_run plan-s4096-b2-none "${common[@]}" --seq 4096 --mbs 2 --recompute none
   case_run plan-s8192-b1-none "${common[@]}" --seq 8192 --mbs 1 --recompute none
   case_run plan-s4096-b1-none-async "${common[@]}" --seq 4096 --mbs 1 --recompute none --allocator async
+  # Megatron-LM's in-place cross entropy, the loss the planner prices (the cases above run
+  # F.cross_entropy, which holds about 6 bytes a logit more).
+  case_run plan-s4096-b1-none-megatron-loss "${common[@]}" --seq 4096 --mbs 1 --recompute none --loss megatron
+  case_run plan-s8192-b1-none-megatron-loss "${common[@]}" --seq 8192 --mbs 1 --recompute none --loss megatron
 fi
 
 if [[ "${PIPESCOPE_TRAIN_CHECK_PART:-all}" != plan ]]; then
