@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU check of docs/gpu-validation.md in one go, each step bounded in time so that one
-# that hangs cannot take the others' time: the machine's description, the profiler smoke test,
-# the planner's training cases, the calibration suite (quick), the profiler's overhead. Logs and
+# that hangs cannot take the others' time: the machine's description, the calibration suite
+# (quick), PyTorch's GEMMs beside it, the planner's training cases, the profiler smoke test, the
+# profiler's overhead. Logs and
 # results land in OUT_DIR/results and are packed into TARBALL (default OUT_DIR/gpu-results.tar.gz).
 # Usage: scripts/gpu-all.sh BUNDLE_DIR OUT_DIR [TARBALL]   (BUNDLE_DIR made by scripts/gpu-bundle.sh)
 set -uo pipefail
@@ -53,6 +54,11 @@ cat "$res/machine.txt"
 
 PIPESCOPE_GPU_BENCHMARK_FILTER='^(gemm/bf16|hbm|memcpy|device)' \
   step calibrate 150 "$root/gpu-calibrate.sh" "$root" "$res/calibrate" --quick --base h100-80gb
+# PyTorch's matmuls at the suite's shapes and the 1B model's, beside the suite's own.
+suite_json=$res/calibrate/gpu.json
+[[ -f "$suite_json" ]] || suite_json=
+step gemm-crosscheck 60 python3 "$root/gpu-gemm-crosscheck.py" ${suite_json:+--suite-results "$suite_json"} \
+  --model "$root/share/examples/llama-1b.json" --tokens 8192 -o "$res/gemm-crosscheck.json"
 PIPESCOPE_TRAIN_CHECK_PART=plan PIPESCOPE_TRAIN_CHECK_CASES=${PIPESCOPE_TRAIN_CHECK_CASES:-.} \
   step train-plan 110 "$root/gpu-train-check.sh" "$root" "$res/train"
 step smoke 50 "$root/gpu-smoke.sh" "$root" "$res/smoke-traces"

@@ -36,7 +36,7 @@ benchmark_lib=$(ldd "$out/bin/gpu_benchmark" 2>/dev/null | awk '/libbenchmark\.s
 cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py "$out/share/"
 mkdir -p "$out/share/examples"
 cp examples/*.py examples/*.json "$out/share/examples/"
-cp scripts/gpu-smoke.sh scripts/gpu-calibrate.sh scripts/gpu-train-check.sh "$out/"
+cp scripts/gpu-smoke.sh scripts/gpu-calibrate.sh scripts/gpu-train-check.sh scripts/gpu-gemm-crosscheck.py "$out/"
 strip --strip-unneeded "$out"/bin/* "$out"/lib/*
 
 # Everything resolves on this machine except what the GPU machine brings.
