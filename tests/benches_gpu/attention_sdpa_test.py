@@ -32,6 +32,17 @@ class NvidiaSmiLine(unittest.TestCase):
         self.assertEqual(sdpa.parse_smi_line("1980, 1980"), {})
 
 
+class Fastest(unittest.TestCase):
+    def test_keeps_the_backend_with_the_least_forward_plus_backward_and_notes_them_all(self):
+        timings = [("torch sdpa flash", (400e-6, 0, 1), (1000e-6, 0, 1)),
+                   ("torch sdpa efficient", (300e-6, 0, 1), (1500e-6, 0, 1)),
+                   ("torch sdpa cudnn", (350e-6, 0, 1), (900e-6, 0, 1))]
+        (label, fwd, bwd), note = sdpa.fastest(timings)
+        self.assertEqual(label, "torch sdpa cudnn")
+        self.assertEqual((fwd[0], bwd[0]), (350e-6, 900e-6))
+        self.assertEqual(note, "flash 400+1000 us, efficient 300+1500 us, cudnn 350+900 us")
+
+
 class Names(unittest.TestCase):
     def test_quick_run_measures_six_shapes(self):
         shapes = list(sdpa.shapes(True))
