@@ -298,6 +298,8 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
     return Error("synthetic run: ZeRO shard groups need tp = pp = 1");
   if (spec.tp < 1 || spec.pp < 1 || spec.dp < 1 || spec.microbatches < 1 || spec.steps < 1)
     return Error("synthetic run: sizes must be >= 1");
+  if (spec.setup_gpu_ns < 0 || spec.setup_gpu_ns >= 990'000'000)
+    return Error("synthetic run: setup_gpu_ns must be in [0, 0.99 s)");
   const int world = spec.tp * spec.pp * spec.dp;
   if (zero && world % spec.zero_shard != 0) return Error("synthetic run: zero_shard must divide the world");
 
@@ -483,6 +485,7 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       w.range(t0 + 40'000, t0 + 50'000, stage_name);
     }
     if (comms.dp.size > 1) w.comm_record(comms.dp, comms.world.id, r, t0 + 30'000);
+    if (spec.gpu && spec.setup_gpu_ns > 0) w.compute(t0 - spec.setup_gpu_ns, t0, 64, 0, 0);
     if (spec.memory) {
       w.memory(t0 + 100'000, MemoryOperation::kAllocate, 0x10000000,
                (*static_bytes)[static_cast<size_t>(stage)], spec.memory_pool);

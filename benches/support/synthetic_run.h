@@ -59,6 +59,9 @@ struct SyntheticRunSpec {
   // header and process info only, no end chunk. The others' traces are as if they took part.
   std::vector<int> silent_ranks;
   bool gpu = true;  // kernel, memcpy-free GPU records (CUPTI); false: host records only
+  // Compute kernels this long before the first step (model construction); under 0.99 s (the
+  // run's clock starts at 1 s).
+  int64_t setup_gpu_ns = 0;
   // false: the stages talk through something other than NCCL (no send/recv records), and
   // `stage_ranges` can declare them with DESIGN.md's NVTX convention (a range "stage=<k>").
   bool pipeline_p2p = true;

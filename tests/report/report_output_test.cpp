@@ -23,7 +23,7 @@ RunReport two_stage_run() {
     k.stage = rank / 2;
     k.dp_rank = rank % 2;
     k.peak_memory_bytes = 1000 + static_cast<uint64_t>(rank);
-    k.gpu = GpuBreakdown{true, 100, 60, 10, 5, 5, 25, 3, 0.75, 0};
+    k.gpu = GpuBreakdown{true, false, 100, 60, 10, 5, 5, 25, 3, 0.75, 0};
     r.ranks.push_back(k);
   }
   for (int32_t stage = 0; stage < 2; ++stage) {

@@ -211,6 +211,31 @@ TEST(ReportOnSyntheticRun, StepTimeIsTheSimulatedOne) {
   for (size_t k = 0; k + 1 < truth.step_ns.size(); ++k) EXPECT_EQ(report.steps.step_ns[k], truth.step_ns[k]);
 }
 
+TEST(ReportOnSyntheticRun, GpuFiguresLeaveOutWhatRanBeforeTheFirstStep) {
+  // Most of a second of kernels before training (model construction): the GPU figures are those of
+  // the same run without them, over a span that starts at the first step.
+  ScratchDir plain_dir, setup_dir;
+  SyntheticRunSpec spec;
+  const auto [plain_truth, plain] = report_of(spec, plain_dir);
+  spec.setup_gpu_ns = 900'000'000;
+  const auto [setup_truth, setup] = report_of(spec, setup_dir);
+  ASSERT_EQ(plain.ranks.size(), setup.ranks.size());
+  for (size_t i = 0; i < plain.ranks.size(); ++i) {
+    const GpuBreakdown& a = plain.ranks[i].gpu;
+    const GpuBreakdown& b = setup.ranks[i].gpu;
+    EXPECT_FALSE(a.from_first_step);  // its GPU work starts with the first step anyway
+    EXPECT_TRUE(b.from_first_step);
+    EXPECT_EQ(b.compute_ns, a.compute_ns) << i;
+    EXPECT_EQ(b.comm_exposed_ns, a.comm_exposed_ns) << i;
+    EXPECT_EQ(b.comm_hidden_ns, a.comm_hidden_ns) << i;
+    EXPECT_EQ(b.copy_only_ns, a.copy_only_ns) << i;
+    // From the step's start rather than the rank's first kernel: later stages start later.
+    EXPECT_GE(b.span_ns, a.span_ns) << i;
+    EXPECT_LT(b.span_ns, a.span_ns + 100'000'000) << i;
+    EXPECT_EQ(b.idle_ns - a.idle_ns, b.span_ns - a.span_ns) << i;
+  }
+}
+
 TEST(ReportOnSyntheticRun, NvtxNamesOutsideTheConventionsAreReadWithTheOverrides) {
   // NeMo-like names none of DESIGN.md's default patterns matches.
   ScratchDir dir;

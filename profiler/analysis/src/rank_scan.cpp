@@ -243,7 +243,30 @@ class RankScanner {
     if (!gpu_window_.push(interval, [this](const GpuInterval& i) { sweep(i); })) ++d_.out_of_order_intervals;
   }
 
+  // The first step's start: the unions up to it are taken when the sweep gets there, unless it
+  // is there already (GPU work that started later was read first), when they are not known.
+  void on_step_start(int64_t t) {
+    if (step_start_seen_) return;
+    step_start_seen_ = true;
+    first_step_ns_ = t;
+    if (last_swept_start_ns_ >= t) return;
+    before_first_step_pending_ = true;
+  }
+
+  void take_unions_before_first_step() {
+    before_first_step_pending_ = false;
+    RankDigest::UnionsBefore& b = d_.before_first_step;
+    b.known = true;
+    b.at_ns = first_step_ns_;
+    b.compute_ns = compute_.total_before(first_step_ns_);
+    b.comm_ns = comm_.total_before(first_step_ns_);
+    b.compute_or_comm_ns = compute_or_comm_.total_before(first_step_ns_);
+    b.any_ns = any_.total_before(first_step_ns_);
+  }
+
   void sweep(const GpuInterval& i) {
+    if (before_first_step_pending_ && i.start_ns >= first_step_ns_) take_unions_before_first_step();
+    last_swept_start_ns_ = std::max(last_swept_start_ns_, i.start_ns);
     if (i.cls != IntervalClass::kComm) add_to_island(i);
     if (i.cls == IntervalClass::kCompute) compute_.add(i.start_ns, i.end_ns);
     if (i.cls == IntervalClass::kComm) comm_.add(i.start_ns, i.end_ns);
@@ -469,7 +492,10 @@ class RankScanner {
     see_time(t);
     const auto event = static_cast<trace::NvtxEvent>(r.event);
     switch (event) {
-      case trace::NvtxEvent::kPush: open_by_thread_[r.thread_id].push_back(OpenRange{r.name_id, t}); break;
+      case trace::NvtxEvent::kPush:
+        open_by_thread_[r.thread_id].push_back(OpenRange{r.name_id, t});
+        if (classify(r.name_id) == NameClass::kStep) on_step_start(t);
+        break;
       case trace::NvtxEvent::kPop: {
         auto it = open_by_thread_.find(r.thread_id);
         if (it == open_by_thread_.end() || it->second.empty()) break;
@@ -480,6 +506,7 @@ class RankScanner {
       }
       case trace::NvtxEvent::kStart:
         if (open_by_id_.size() < kMaxOpenRanges) open_by_id_[r.range_id] = OpenRange{r.name_id, t};
+        if (classify(r.name_id) == NameClass::kStep) on_step_start(t);
         break;
       case trace::NvtxEvent::kMark:  // PIPESCOPE_STAGE's declaration is a mark "stage=<k>"
         if (classify(r.name_id) == NameClass::kStage) declare_stage(r.name_id);
@@ -571,6 +598,7 @@ class RankScanner {
 
   void finish() {
     gpu_window_.drain([this](const GpuInterval& i) { sweep(i); });
+    if (before_first_step_pending_) take_unions_before_first_step();
     close_island();
     // Matched in the join's order, which follows the records' arrival: put in start order.
     std::stable_sort(d_.p2p_kernels.begin(), d_.p2p_kernels.end(),
@@ -611,6 +639,9 @@ class RankScanner {
   std::vector<uint32_t> kernel_slot_;               // per name id: 0 none, else index + 1 in d_.kernels
   std::vector<uint8_t> kernel_nccl_;                // per d_.kernels index: 1 when an NCCL kernel
   std::vector<DurationRecorder> kernel_durations_;  // per d_.kernels index, until finish()
+  bool step_start_seen_ = false, before_first_step_pending_ = false;
+  int64_t first_step_ns_ = 0;
+  int64_t last_swept_start_ns_ = INT64_MIN;
   int64_t now_ns_ = INT64_MIN;
 
   ReorderWindow<GpuInterval> gpu_window_;

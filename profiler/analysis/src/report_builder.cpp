@@ -147,14 +147,22 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
   GpuBreakdown& g = r.gpu;
   g.captured = d.gpu_captured;
   if (d.gpu_captured) {
-    g.span_ns = d.gpu_last_ns - d.gpu_first_ns;
-    g.compute_ns = d.compute_union_ns;
-    g.comm_exposed_ns = d.compute_or_comm_union_ns - d.compute_union_ns;
-    g.comm_hidden_ns = d.comm_union_ns - g.comm_exposed_ns;
-    g.copy_only_ns = d.any_union_ns - d.compute_or_comm_union_ns;
-    g.idle_ns = std::max<int64_t>(0, g.span_ns - d.any_union_ns);
-    g.gpu_busy_fraction =
-        g.span_ns > 0 ? static_cast<double>(d.any_union_ns) / static_cast<double>(g.span_ns) : 0;
+    // From the first step on, where the trace tells when it started.
+    const RankDigest::UnionsBefore& b = d.before_first_step;
+    g.from_first_step = b.known && b.at_ns > d.gpu_first_ns && b.at_ns < d.gpu_last_ns;
+    const RankDigest::UnionsBefore none;
+    const RankDigest::UnionsBefore& before = g.from_first_step ? b : none;
+    const int64_t compute = d.compute_union_ns - before.compute_ns;
+    const int64_t comm = d.comm_union_ns - before.comm_ns;
+    const int64_t compute_or_comm = d.compute_or_comm_union_ns - before.compute_or_comm_ns;
+    const int64_t any = d.any_union_ns - before.any_ns;
+    g.span_ns = d.gpu_last_ns - (g.from_first_step ? b.at_ns : d.gpu_first_ns);
+    g.compute_ns = compute;
+    g.comm_exposed_ns = compute_or_comm - compute;
+    g.comm_hidden_ns = comm - g.comm_exposed_ns;
+    g.copy_only_ns = any - compute_or_comm;
+    g.idle_ns = std::max<int64_t>(0, g.span_ns - any);
+    g.gpu_busy_fraction = g.span_ns > 0 ? static_cast<double>(any) / static_cast<double>(g.span_ns) : 0;
     g.out_of_order_intervals = d.out_of_order_intervals;
   }
   r.p2p_ns = d.p2p_ns;

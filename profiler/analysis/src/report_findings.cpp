@@ -152,7 +152,9 @@ void add_findings(RunReport& report) {
                 std::to_string(s.instances_last) + " sampled collectives; the others waited " +
                 ms(s.cost_ns) + " in all");
   int64_t compute = 0, exposed = 0, idle = 0, span = 0;
+  bool from_first_step = !report.ranks.empty();
   for (const RankReport& r : report.ranks) {
+    from_first_step = from_first_step && (r.gpu.from_first_step || !r.gpu.captured);
     compute += r.gpu.compute_ns;
     exposed += r.gpu.comm_exposed_ns;
     idle += r.gpu.idle_ns;
@@ -162,7 +164,8 @@ void add_findings(RunReport& report) {
     f.push_back("GPU time: compute " + percent(static_cast<double>(compute) / static_cast<double>(span)) +
                 ", exposed communication " +
                 percent(static_cast<double>(exposed) / static_cast<double>(span)) + ", idle " +
-                percent(static_cast<double>(idle) / static_cast<double>(span)) + " (all ranks)");
+                percent(static_cast<double>(idle) / static_cast<double>(span)) +
+                (from_first_step ? " (all ranks, from the first step on)" : " (all ranks)"));
   if (!report.clock.unaligned_ranks.empty())
     report.warnings.push_back(
         std::to_string(report.clock.unaligned_ranks.size()) +

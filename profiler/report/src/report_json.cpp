@@ -48,6 +48,7 @@ ordered_json layout_json(const LayoutReport& l) {
 
 ordered_json gpu_json(const GpuBreakdown& g) {
   return ordered_json{{"captured", g.captured},
+                      {"from_first_step", g.from_first_step},
                       {"span_ns", g.span_ns},
                       {"compute_ns", g.compute_ns},
                       {"comm_exposed_ns", g.comm_exposed_ns},

@@ -84,7 +84,11 @@ void write_ranks(std::ostream& out, const RunReport& r) {
     out << "  no GPU activity in the traces (no CUPTI kernel or copy records)\n";
     return;
   }
-  heading(out, "GPU time per rank (shares of the rank's GPU span; wait: for other ranks, in NCCL)");
+  const bool from_first_step = std::all_of(r.ranks.begin(), r.ranks.end(), [](const RankReport& k) {
+    return k.gpu.from_first_step || !k.gpu.captured;
+  });
+  heading(out, std::string("GPU time per rank (shares of the rank's GPU span") +
+                   (from_first_step ? " from its first step on" : "") + "; wait: for other ranks, in NCCL)");
   out << "  " << right("rank", 5) << right("stage", 6) << right("tp", 4) << right("dp", 5)
       << right("span ms", 10) << right("compute", 8) << right("exp.com", 8) << right("hid.com", 8)
       << right("copy", 6) << right("idle", 6) << right("wait ms", 10) << right("peak GiB", 9) << '\n';

@@ -33,8 +33,10 @@ struct ScanOptions {
   uint32_t instances_per_comm = 4096;
   // GPU intervals and memory events may arrive this much later (trace time) than later-starting
   // ones and still be ordered exactly. CUPTI writes them in completion order, so starts run
-  // backwards by about the longest kernel that overlapped a shorter one.
-  int64_t reorder_window_ns = 500'000'000;
+  // backwards by about the longest kernel that overlapped a shorter one, and it hands over each
+  // stream's buffers on its own: a PyTorch run on an H200 delivered records up to 1.04 s late
+  // (the recorder flushes CUPTI every PIPESCOPE_FLUSH_MS, 1 s by default).
+  int64_t reorder_window_ns = 3'000'000'000;
   // An NCCL call waits this long (trace time) for its kernel record, which CUPTI may deliver
   // seconds after the call's own record.
   int64_t join_horizon_ns = 20'000'000'000;
@@ -203,6 +205,14 @@ struct RankDigest {
   int64_t compute_union_ns = 0, comm_union_ns = 0, compute_or_comm_union_ns = 0, any_union_ns = 0;
   uint64_t out_of_order_intervals = 0;
   BucketSeries busy{};  // union of GPU activity per bucket, ns
+  // The same unions up to the start of the first NVTX step range, so that the report's GPU
+  // figures can leave out what ran before training (model construction, compilation, loading).
+  // Known when the scan read that range's start before it had swept GPU work that started later.
+  struct UnionsBefore {
+    bool known = false;
+    int64_t at_ns = 0;
+    int64_t compute_ns = 0, comm_ns = 0, compute_or_comm_ns = 0, any_ns = 0;
+  } before_first_step;
 
   // One entry per distinct kernel name, in order of first appearance.
   std::vector<KernelNameStats> kernels;

@@ -59,6 +59,10 @@ struct LayoutReport {
 // GPU: the host did not feed it. Waiting on other ranks shows inside communication kernels.
 struct GpuBreakdown {
   bool captured = false;  // the trace holds GPU activity (kernels, copies)
+  // The figures run from the first NVTX step range's start to the last GPU activity, leaving out
+  // what ran before training; false: from the first GPU activity (no step ranges, or GPU work
+  // read before the first step's start, rank_digest.h).
+  bool from_first_step = false;
   int64_t span_ns = 0;
   int64_t compute_ns = 0;               // union of compute kernels
   int64_t comm_exposed_ns = 0;          // communication kernels not overlapped by compute
