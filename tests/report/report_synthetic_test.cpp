@@ -236,6 +236,13 @@ TEST(ReportOnSyntheticRun, GpuFiguresLeaveOutWhatRanBeforeTheFirstStep) {
   }
 }
 
+TEST(ReportOnSyntheticRun, RangesThatTimeTheGpuAreNotTakenForTheHosts) {
+  // The simulated ranges hold their kernels: no warning that they time the host.
+  ScratchDir dir;
+  const auto [truth, report] = report_of(SyntheticRunSpec{}, dir);
+  for (const std::string& w : report.warnings) EXPECT_EQ(w.find("host queued"), std::string::npos) << w;
+}
+
 TEST(ReportOnSyntheticRun, NvtxNamesOutsideTheConventionsAreReadWithTheOverrides) {
   // NeMo-like names none of DESIGN.md's default patterns matches.
   ScratchDir dir;

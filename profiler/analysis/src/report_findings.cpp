@@ -65,6 +65,31 @@ std::string root_cause(const HangReport& hang) {
          ", directly or through ranks blocked on " + (one ? "it" : "them") + ", up to " + ms(waited);
 }
 
+// A stage whose forward and backward NVTX ranges take far less of a step than its GPU is busy:
+// the host queued the work and moved on, so the ranges time the host, not the GPU (PyTorch
+// without a synchronization inside them).
+void warn_of_host_side_stage_times(RunReport& report) {
+  for (const StageReport& s : report.stages) {
+    if (s.source != "nvtx" || !s.microbatch_ns || !s.microbatches_per_step) continue;
+    int64_t busy_ns = 0;
+    uint64_t steps = 0;
+    for (const RankReport& r : report.ranks) {
+      if (r.stage != s.stage || !r.gpu.captured || r.steps == 0) continue;
+      busy_ns += r.gpu.span_ns - r.gpu.idle_ns;
+      steps += r.steps;
+    }
+    if (steps == 0) continue;
+    const double busy_per_step = static_cast<double>(busy_ns) / static_cast<double>(steps);
+    const double ranges_per_step = static_cast<double>(*s.microbatch_ns) * *s.microbatches_per_step;
+    if (ranges_per_step >= 0.75 * busy_per_step) continue;
+    report.warnings.push_back("stage " + std::to_string(s.stage) + ": its forward and backward ranges take " +
+                              ms(static_cast<int64_t>(ranges_per_step)) + " a step where its GPU is busy " +
+                              ms(static_cast<int64_t>(busy_per_step)) +
+                              ": the host queued the work ahead of the GPU, so the stage times are the "
+                              "host's (synchronize inside the ranges to time the GPU)");
+  }
+}
+
 }  // namespace
 
 void add_findings(RunReport& report) {
@@ -166,6 +191,7 @@ void add_findings(RunReport& report) {
                 percent(static_cast<double>(exposed) / static_cast<double>(span)) + ", idle " +
                 percent(static_cast<double>(idle) / static_cast<double>(span)) +
                 (from_first_step ? " (all ranks, from the first step on)" : " (all ranks)"));
+  warn_of_host_side_stage_times(report);
   if (!report.clock.unaligned_ranks.empty())
     report.warnings.push_back(
         std::to_string(report.clock.unaligned_ranks.size()) +
