@@ -65,7 +65,8 @@ std::string root_cause(const HangReport& hang) {
          ", directly or through ranks blocked on " + (one ? "it" : "them") + ", up to " + ms(waited);
 }
 
-// A stage whose forward and backward NVTX ranges take far less of a step than its GPU is busy:
+// A stage whose forward and backward NVTX ranges take far less of a step than its GPU computes
+// (kernels other than NCCL's, which also wait for peers, and copies):
 // the host queued the work and moved on, so the ranges time the host, not the GPU (PyTorch
 // without a synchronization inside them).
 void warn_of_host_side_stage_times(RunReport& report) {
@@ -75,7 +76,7 @@ void warn_of_host_side_stage_times(RunReport& report) {
     uint64_t steps = 0;
     for (const RankReport& r : report.ranks) {
       if (r.stage != s.stage || !r.gpu.captured || r.steps == 0) continue;
-      busy_ns += r.gpu.span_ns - r.gpu.idle_ns;
+      busy_ns += r.gpu.compute_ns + r.gpu.copy_only_ns;
       steps += r.steps;
     }
     if (steps == 0) continue;
@@ -83,7 +84,7 @@ void warn_of_host_side_stage_times(RunReport& report) {
     const double ranges_per_step = static_cast<double>(*s.microbatch_ns) * *s.microbatches_per_step;
     if (ranges_per_step >= 0.75 * busy_per_step) continue;
     report.warnings.push_back("stage " + std::to_string(s.stage) + ": its forward and backward ranges take " +
-                              ms(static_cast<int64_t>(ranges_per_step)) + " a step where its GPU is busy " +
+                              ms(static_cast<int64_t>(ranges_per_step)) + " a step where its GPU computes " +
                               ms(static_cast<int64_t>(busy_per_step)) +
                               ": the host queued the work ahead of the GPU, so the stage times are the "
                               "host's (synchronize inside the ranges to time the GPU)");
