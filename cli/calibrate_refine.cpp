@@ -26,11 +26,11 @@ std::string printf_text(const char* pattern, double value) {
   return text;
 }
 
-// The planner's prediction for the run, and per stage the part of it in GEMMs and in attention.
+// The planner's prediction for the run, and per stage the part of it in GEMMs and in attention
+// (the plan's own split of each stage's time by kind of work).
 struct Prediction {
   planner::PlanReport plan;
-  std::vector<double> gemm_s, attention_s;  // per stage and micro-batch; empty: not separable
-  std::string note;                         // why they are not
+  std::vector<double> gemm_s, attention_s;  // per stage and micro-batch, forward + backward
 };
 
 Expected<planner::PlanReport> plan_with(const PlanArguments& plan,
@@ -40,35 +40,8 @@ Expected<planner::PlanReport> plan_with(const PlanArguments& plan,
   return run->outcome.uniform;  // with --split, the baseline is the given split
 }
 
-double compute_s(const planner::StageReport& s) { return s.forward_s + s.backward_s; }
-
-// A category's share of each stage's time: the planner prices a GEMM and an attention kernel at
-// work / (efficiency x peak), so halving the category's efficiencies adds its time once more.
-// (Where the planner hides communication behind compute - context-parallel rings, ZeRO-3
-// prefetch - the difference is only close.)
-template <class Halve>
-Expected<std::vector<double>> category_s(const PlanArguments& plan,
-                                         const planner::CalibrationProfile& profile,
-                                         const planner::PlanReport& base, Halve halve, std::string& note) {
-  planner::CalibrationProfile slower = profile;
-  halve(slower);
-  auto report = plan_with(plan, slower);
-  if (!report.ok()) return report.error();
-  std::vector<double> out;
-  for (size_t k = 0; k < base.stages.size(); ++k) {
-    const planner::StageReport& a = base.stages[k];
-    const planner::StageReport& b = report->stages[k];
-    if (a.layers != b.layers || a.recompute != b.recompute ||
-        a.full_recompute_layers != b.full_recompute_layers) {
-      note =
-          "the planner chose another recomputation when GEMMs or attention ran slower (--recompute auto): "
-          "the "
-          "stage times cannot be split into GEMM and attention";
-      return std::vector<double>{};
-    }
-    out.push_back(std::max(0.0, compute_s(b) - compute_s(a)));
-  }
-  return out;
+double pass_s(const planner::PassWork& w, planner::WorkKind kind) {
+  return w.forward[kind] + w.backward[kind];
 }
 
 Expected<Prediction> predict(const PlanArguments& plan, const planner::CalibrationProfile& profile) {
@@ -76,24 +49,9 @@ Expected<Prediction> predict(const PlanArguments& plan, const planner::Calibrati
   auto base = plan_with(plan, profile);
   if (!base.ok()) return base.error();
   p.plan = std::move(*base);
-  auto gemm = category_s(
-      plan, profile, p.plan,
-      [](planner::CalibrationProfile& q) {
-        for (auto& g : q.gemm) g.efficiency /= 2;
-      },
-      p.note);
-  if (!gemm.ok()) return gemm.error();
-  auto attention = category_s(
-      plan, profile, p.plan,
-      [](planner::CalibrationProfile& q) {
-        for (auto& a : q.attention_forward) a.efficiency /= 2;
-        for (auto& a : q.attention_backward) a.efficiency /= 2;
-      },
-      p.note);
-  if (!attention.ok()) return attention.error();
-  if (!gemm->empty() && !attention->empty()) {
-    p.gemm_s = std::move(*gemm);
-    p.attention_s = std::move(*attention);
+  for (const planner::StageReport& s : p.plan.stages) {
+    p.gemm_s.push_back(pass_s(s.work, planner::WorkKind::kGemm));
+    p.attention_s.push_back(pass_s(s.work, planner::WorkKind::kAttention));
   }
   return p;
 }
@@ -152,10 +110,8 @@ calibrate::RunObservation observe(const analysis::RunReport& report, const std::
     s.predicted_backward_s = p.backward_s;
     s.measured_forward_s = static_cast<double>(m.forward_mean_ns.value_or(0)) * 1e-9;  // 0: not measured
     s.measured_backward_s = static_cast<double>(m.backward_mean_ns.value_or(0)) * 1e-9;
-    if (!predicted.gemm_s.empty()) {
-      s.predicted_gemm_s = predicted.gemm_s[k];
-      s.predicted_attention_s = predicted.attention_s[k];
-    }
+    s.predicted_gemm_s = predicted.gemm_s[k];
+    s.predicted_attention_s = predicted.attention_s[k];
     s.measured_gemm_s = kernels[k].gemm_s;
     s.measured_attention_s = kernels[k].attention_s;
     s.predicted_allocated_bytes = static_cast<double>(p.allocated_bytes);
@@ -211,7 +167,6 @@ Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::Ca
   TraceRefinement out;
   out.plan_file = a.plan_file;
   out.before = observe(*report, kernels, *predicted, a.trace_dir);
-  if (!predicted->note.empty()) out.notes.push_back(predicted->note);
   calibrate::RunObservation current = out.before;
   for (int round = 0; round < kMaxRefinements; ++round) {
     auto step = calibrate::refine_with_run(profile, current);
