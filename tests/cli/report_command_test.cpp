@@ -116,6 +116,16 @@ TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
   EXPECT_NEAR(doc["stages"][0]["backward_mean_ns"].get<double>() * 1e-6, 52.5, 0.1);
 }
 
+TEST(ReportCommand, TheRealH200TracesGpuTimeStartsAtItsFirstStepInEveryFormat) {
+  const std::string dir = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/gpu/h200-llama-1b";
+  Dir out;
+  const CommandResult r = run_pipescope({"report", dir, "--html", out.file("report.html")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("idle 13% (all ranks, from the first step on)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPU span from its first step on"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(out.file("report.html")).find("From each rank's first step on"), std::string::npos);
+}
+
 TEST(ReportCommand, HtmlIsOneSelfContainedFile) {
   Dir dir;
   write_run(dir);

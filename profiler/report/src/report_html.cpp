@@ -217,7 +217,13 @@ std::string report_html(const RunReport& r) {
       << " x pp " << l.pp << " x dp " << l.dp
       << (l.zero_shard > 1 ? ", ZeRO shard groups of " + std::to_string(l.zero_shard) : "") << "</p>\n";
 
-  out << "<h2>GPU time per rank</h2>\n" << breakdown_chart(r) << '\n';
+  const bool from_first_step = std::all_of(r.ranks.begin(), r.ranks.end(), [](const RankReport& k) {
+    return k.gpu.from_first_step || !k.gpu.captured;
+  });
+  out << "<h2>GPU time per rank</h2>\n";
+  if (from_first_step)
+    out << "<p>From each rank's first step on: what ran before training is left out.</p>\n";
+  out << breakdown_chart(r) << '\n';
   out << "<h2>GPU busy over time</h2>\n<p>The union of kernel and copy intervals (not the SM activity the "
          "hardware counts), as a share of each bucket, averaged over ranks.</p>\n"
       << busy_chart(r) << '\n';
