@@ -116,6 +116,49 @@ TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
   EXPECT_NEAR(doc["stages"][0]["backward_mean_ns"].get<double>() * 1e-6, 52.5, 0.1);
 }
 
+TEST(ReportCommand, TheRealH200TraceAgainstItsPlanKindByKind) {
+  // docs/validation.md, V10: the 1B step's plan (from that GPU's calibration) against its trace.
+  const std::string src = PIPESCOPE_SOURCE_DIR;
+  Dir out;
+  const CommandResult plan = run_pipescope({"plan",
+                                            "--model",
+                                            src + "/examples/llama-1b.json",
+                                            "--gpu",
+                                            "h200-141gb",
+                                            "--calibration",
+                                            src + "/docs/gpu-runs/2026-11-26-h200/profile.json",
+                                            "--gpus",
+                                            "1",
+                                            "--tp",
+                                            "1",
+                                            "--pp",
+                                            "1",
+                                            "--mbs",
+                                            "4",
+                                            "--gbs",
+                                            "4",
+                                            "--seq",
+                                            "2048",
+                                            "--recompute",
+                                            "none",
+                                            "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::ofstream(out.file("plan.json")) << plan.out;
+  const CommandResult r = run_pipescope(
+      {"report", src + "/tests/data/gpu/h200-llama-1b", "--plan", out.file("plan.json"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto stage = nlohmann::json::parse(r.out)["plan"]["stages"][0];
+  // The trace's kernels over its 35 steps: GEMM 1,931.4 ms, attention 371.9 ms; elementwise,
+  // other, embedding and copies 2,627.5 ms.
+  EXPECT_NEAR(stage["measured_gemm_s"].get<double>(), 1.9314 / 35, 0.0002);
+  EXPECT_NEAR(stage["measured_attention_s"].get<double>(), 0.3719 / 35, 0.0002);
+  EXPECT_NEAR(stage["measured_memory_bound_s"].get<double>(), 2.6275 / 35, 0.0002);
+  const auto work = nlohmann::json::parse(plan.out)["suggested"]["busiest_stage_work_per_step"];
+  EXPECT_NEAR(stage["predicted_gemm_s"].get<double>(), work["gemm_s"].get<double>(), 1e-12);
+  EXPECT_NEAR(stage["predicted_memory_bound_s"].get<double>(),
+              work["memory_bound_s"].get<double>() + work["optimizer_s"].get<double>(), 1e-12);
+}
+
 TEST(ReportCommand, TheRealH200TracesGpuTimeStartsAtItsFirstStepInEveryFormat) {
   const std::string dir = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/gpu/h200-llama-1b";
   Dir out;

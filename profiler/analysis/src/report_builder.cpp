@@ -166,6 +166,9 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
     g.out_of_order_intervals = d.out_of_order_intervals;
   }
   r.p2p_ns = d.p2p_ns;
+  r.kernel_ns_by_category = d.kernel_ns_by_category;
+  const int64_t copy_ns = d.memcpy_totals.time_ns + d.memset_totals.time_ns;
+  if (copy_ns > 0) r.kernel_ns_by_category["copy"] += copy_ns;
 }
 
 // A step's time is its period: from its start to the next step's start on the same rank. That

@@ -57,6 +57,41 @@ void compare_config(const nlohmann::json& doc, const RunReport& report, PlanComp
   }
 }
 
+// The stage's GPU time a step in `categories`, the mean over its ranks; none without kernels.
+std::optional<double> measured_per_step_s(const RunReport& report, int32_t stage,
+                                          std::initializer_list<const char*> categories) {
+  double sum_s = 0;
+  int ranks = 0;
+  for (const RankReport& r : report.ranks) {
+    if (r.stage != stage || r.steps == 0 || r.kernel_ns_by_category.empty()) continue;
+    int64_t ns = 0;
+    for (const char* c : categories) {
+      const auto it = r.kernel_ns_by_category.find(c);
+      if (it != r.kernel_ns_by_category.end()) ns += it->second;
+    }
+    sum_s += static_cast<double>(ns) * 1e-9 / static_cast<double>(r.steps);
+    ++ranks;
+  }
+  if (ranks == 0) return std::nullopt;
+  return sum_s / ranks;
+}
+
+// The plan's stage time a step in `kinds` (stages[].work, forward and backward, per micro-batch),
+// plus `extra` (seconds a step); none when the plan has no work split (an older plan).
+std::optional<double> planned_per_step_s(const nlohmann::json& stage, double micro_batches,
+                                         std::initializer_list<const char*> kinds,
+                                         const char* extra = nullptr) {
+  const auto work = stage.find("work");
+  if (work == stage.end() || !work->is_object() || micro_batches <= 0) return std::nullopt;
+  double s = 0;
+  for (const char* pass : {"forward", "backward"}) {
+    const auto it = work->find(pass);
+    if (it == work->end() || !it->is_object()) return std::nullopt;
+    for (const char* kind : kinds) s += number(*it, kind);
+  }
+  return s * micro_batches + (extra ? number(stage, extra) : 0.0);
+}
+
 }  // namespace
 
 Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
@@ -81,6 +116,10 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   if (memory == "none") plan.notes.push_back("the traces hold no memory records: memory not compared");
 
   const nlohmann::json& stages = (*side)["stages"];
+  const auto inputs = doc.find("inputs");
+  const double micro_batches = inputs != doc.end() && inputs->is_object() && inputs->contains("config")
+                                   ? number((*inputs)["config"], "micro_batches")
+                                   : 0.0;
   if (stages.size() != report.stages.size())
     plan.notes.push_back("the plan has " + std::to_string(stages.size()) + " stages, the run " +
                          std::to_string(report.stages.size()) +
@@ -98,6 +137,17 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
                                 : std::optional<double>(static_cast<double>(measured.peak_memory_bytes)));
     c.forward_s = figure(number(s, "forward_s"), seconds(measured.forward_mean_ns));
     c.backward_s = figure(number(s, "backward_s"), seconds(measured.backward_mean_ns));
+    const auto by_kind = [&](std::initializer_list<const char*> kinds, const char* extra,
+                             std::initializer_list<const char*> categories) -> std::optional<PlanFigure> {
+      const std::optional<double> planned = planned_per_step_s(s, micro_batches, kinds, extra);
+      const std::optional<double> run = measured_per_step_s(report, measured.stage, categories);
+      if (!planned || !run) return std::nullopt;
+      return figure(*planned, run);
+    };
+    c.gemm_s = by_kind({"gemm_s"}, nullptr, {"gemm"});
+    c.attention_s = by_kind({"attention_s"}, nullptr, {"attention"});
+    c.memory_bound_s =
+        by_kind({"memory_bound_s"}, "optimizer_s", {"elementwise", "embedding", "other", "copy"});
     plan.stages.push_back(c);
   }
   double bubble = 0;
@@ -111,6 +161,9 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
       figure(number(*side, "bubble_fraction"),
              measured_stages == 0 ? std::nullopt
                                   : std::optional<double>(bubble / static_cast<double>(measured_stages)));
+  // A relative error of a bubble under 1 % says nothing (one stage: 0 planned, 0.001 % measured).
+  if (plan.bubble_fraction.measured && *plan.bubble_fraction.measured < 0.01)
+    plan.bubble_fraction.error_percent = std::nullopt;
   plan.step_s = figure(number(*side, "iteration_s"),
                        report.steps.count == 0
                            ? std::nullopt

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "parallel_for.h"
+#include "pipescope/analysis/kernel_category.h"
 #include "pipescope/trace/format.h"
 
 namespace pipescope::analysis {
@@ -43,10 +44,14 @@ Expected<std::vector<std::string>> list_traces(const std::string& dir, std::vect
 // Kernel statistics merged by name over the run's ranks.
 using KernelTable = std::unordered_map<std::string, MergedKernel>;
 
-void merge_kernels(RankDigest& digest, KernelTable& table) {
+// A rank's kernel time per merged name, until the names are put in categories (once each).
+using RankKernelTimes = std::vector<std::pair<const MergedKernel*, int64_t>>;
+
+void merge_kernels(RankDigest& digest, KernelTable& table, RankKernelTimes& times) {
   for (size_t k = 0; k < digest.kernels.size(); ++k) {
     const KernelNameStats& s = digest.kernels[k];
     MergedKernel& m = table[digest.kernel_names[k]];
+    times.emplace_back(&m, s.total_ns);
     m.count += s.count;
     m.total_ns += s.total_ns;
     m.min_ns = std::min(m.min_ns, s.min_ns);
@@ -248,8 +253,9 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
     by_rank[next_free] = i;
   }
   KernelTable all;
+  std::vector<RankKernelTimes> kernel_times;
   for (const auto& [rank, i] : by_rank) {
-    merge_kernels(digests[i], all);
+    merge_kernels(digests[i], all, kernel_times.emplace_back());
     run.global_rank.push_back(rank);
     run.record_bytes += digests[i].record_bytes;
     run.records += digests[i].records;
@@ -263,6 +269,11 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
   for (int32_t r = 0; r < run.world_size; ++r)
     if (present.count(r) == 0) run.missing_ranks.push_back(r);
 
+  std::unordered_map<const MergedKernel*, const char*> category;
+  for (const auto& [name, k] : all) category.emplace(&k, kernel_category(name));
+  for (size_t r = 0; r < run.ranks.size(); ++r)
+    for (const auto& [kernel, ns] : kernel_times[r])
+      run.ranks[r].kernel_ns_by_category[category[kernel]] += ns;
   for (auto& [name, k] : all) {
     k.name = name;
     run.kernels.push_back(std::move(k));

@@ -166,6 +166,10 @@ ordered_json plan_json(const PlanComparison& p) {
     add_figure(stage, "peak_memory_bytes", "peak_memory", s.peak_memory_bytes, true);
     add_figure(stage, "forward_s", "forward", s.forward_s);
     add_figure(stage, "backward_s", "backward", s.backward_s);
+    const std::pair<const char*, const std::optional<PlanFigure>*> kinds[] = {
+        {"gemm", &s.gemm_s}, {"attention", &s.attention_s}, {"memory_bound", &s.memory_bound_s}};
+    for (const auto& [kind, f] : kinds)
+      if (*f) add_figure(stage, std::string(kind) + "_s", kind, **f);
     stages.push_back(stage);
   }
   ordered_json doc{{"plan_path", p.plan_path}, {"memory_figure", p.memory_figure}, {"stages", stages}};

@@ -262,6 +262,19 @@ void write_plan(std::ostream& out, const RunReport& r) {
   for (const PlanStageComparison& s : p.stages)
     out << "  " << right(std::to_string(s.stage), 5) << cells(s.peak_memory_bytes, kGiB, 14)
         << cells(s.forward_s, 1e3, 12) << cells(s.backward_s, 1e3, 12) << '\n';
+  if (std::any_of(p.stages.begin(), p.stages.end(),
+                  [](const PlanStageComparison& s) { return s.gemm_s.has_value(); })) {
+    out << "  GPU time a step by kind of work (ms; the plan's split against the stage's kernels):\n";
+    out << "  " << right("stage", 5) << right("GEMM plan", 12) << right("meas", 7) << right("err", 7)
+        << right("attn plan", 12) << right("meas", 7) << right("err", 7) << right("mem-bound plan", 15)
+        << right("meas", 7) << right("err", 7) << '\n';
+    auto kind = [&](const std::optional<PlanFigure>& f, size_t width) {
+      return f ? cells(*f, 1e3, width) : right("-", width) + right("-", 7) + right("-", 7);
+    };
+    for (const PlanStageComparison& s : p.stages)
+      out << "  " << right(std::to_string(s.stage), 5) << kind(s.gemm_s, 12) << kind(s.attention_s, 12)
+          << kind(s.memory_bound_s, 15) << '\n';
+  }
   out << "  bubble: plan " << pct(p.bubble_fraction.predicted) << ", measured "
       << pct(p.bubble_fraction.measured) << " (" << error_pct(p.bubble_fraction.error_percent)
       << "); step: plan " << fixed(p.step_s.predicted * 1e3, 1) << " ms, measured "

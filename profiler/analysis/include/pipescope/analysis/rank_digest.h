@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -216,6 +217,8 @@ struct RankDigest {
 
   // One entry per distinct kernel name, in order of first appearance.
   std::vector<KernelNameStats> kernels;
+  // Kernel time by the report's category (kernel_category.h), filled when the run is loaded.
+  std::map<std::string, int64_t> kernel_ns_by_category;
   std::vector<std::string> kernel_names;  // of kernels[i]
   OpTotals memcpy_totals, memset_totals;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,8 @@ struct RankReport {
   // Steps seen by this rank.
   uint64_t steps = 0;
   int64_t step_mean_ns = 0;
+  // GPU time by the report's kernel category (kernel_category.h; "copy": memcpy and memset).
+  std::map<std::string, int64_t> kernel_ns_by_category;
   // Trace extent on the aligned clock.
   int64_t first_event_ns = 0;
   int64_t last_event_ns = 0;
@@ -217,6 +220,11 @@ struct PlanStageComparison {
   PlanFigure peak_memory_bytes;  // in PlanComparison::memory_figure
   PlanFigure forward_s;          // per micro-batch
   PlanFigure backward_s;         // per micro-batch
+  // GPU time a step by kind of work (a plan with stages[].work): the plan's GEMM, attention and
+  // memory-bound time (its optimizer step included) against the kernel categories of the stage's
+  // ranks (gemm; attention; elementwise, embedding, other and copies), a rank's time over its
+  // steps, the mean over the stage's ranks. Kernels, not NVTX ranges: the GPU's own time.
+  std::optional<PlanFigure> gemm_s, attention_s, memory_bound_s;
 };
 
 struct PlanComparison {
