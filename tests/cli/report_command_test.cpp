@@ -153,6 +153,12 @@ TEST(ReportCommand, TheRealH200TraceAgainstItsPlanKindByKind) {
   EXPECT_NEAR(stage["measured_gemm_s"].get<double>(), 1.9314 / 35, 0.0002);
   EXPECT_NEAR(stage["measured_attention_s"].get<double>(), 0.3719 / 35, 0.0002);
   EXPECT_NEAR(stage["measured_memory_bound_s"].get<double>(), 2.6275 / 35, 0.0002);
+  // The text and the HTML page show the same comparison.
+  const CommandResult text = run_pipescope({"report", src + "/tests/data/gpu/h200-llama-1b", "--plan",
+                                            out.file("plan.json"), "--html", out.file("report.html")});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("GPU time a step by kind of work"), std::string::npos) << text.out;
+  EXPECT_NE(slurp(out.file("report.html")).find("GPU time a step by kind of work"), std::string::npos);
   const auto work = nlohmann::json::parse(plan.out)["suggested"]["busiest_stage_work_per_step"];
   EXPECT_NEAR(stage["predicted_gemm_s"].get<double>(), work["gemm_s"].get<double>(), 1e-12);
   EXPECT_NEAR(stage["predicted_memory_bound_s"].get<double>(),

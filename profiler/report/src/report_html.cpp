@@ -175,7 +175,28 @@ void write_plan(std::ostringstream& out, const PlanComparison& p) {
     cells(row, s.backward_s, 1e3);
     table_row(out, row);
   }
-  out << "</table>\n<p>Bubble: plan " << pct(p.bubble_fraction.predicted) << ", measured "
+  out << "</table>\n";
+  if (std::any_of(p.stages.begin(), p.stages.end(),
+                  [](const PlanStageComparison& s) { return s.gemm_s.has_value(); })) {
+    out << "<p>GPU time a step by kind of work: the plan's split against the stage's kernels.</p>\n<table>\n";
+    table_row(out,
+              {"stage", "GEMM ms plan", "measured", "error", "attention ms plan", "measured", "error",
+               "memory-bound ms plan", "measured", "error"},
+              "th");
+    for (const PlanStageComparison& s : p.stages) {
+      std::vector<std::string> row{std::to_string(s.stage)};
+      for (const std::optional<PlanFigure>* f : {&s.gemm_s, &s.attention_s, &s.memory_bound_s}) {
+        if (*f) {
+          cells(row, **f, 1e3);
+        } else {
+          row.insert(row.end(), {"-", "-", "-"});
+        }
+      }
+      table_row(out, row);
+    }
+    out << "</table>\n";
+  }
+  out << "<p>Bubble: plan " << pct(p.bubble_fraction.predicted) << ", measured "
       << pct(p.bubble_fraction.measured) << " (" << escape_html(error_pct(p.bubble_fraction.error_percent))
       << "). Step: plan " << fixed(p.step_s.predicted * 1e3, 1) << " ms, measured "
       << scaled(p.step_s.measured, 1e3, 1) << " ms (" << escape_html(error_pct(p.step_s.error_percent))
