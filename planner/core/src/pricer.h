@@ -1,0 +1,371 @@
+// What each piece of work costs on one rank, priced from the calibration profile, the cluster and
+// the model: GEMMs, the attention core, memory-bound traffic and collectives, each as the kind of
+// work it is (WorkKind), and the precision recipes' static memory, gradient sync, optimizer step
+// and working memory (cost_model.h describes the recipes). Internal to planner/core:
+// build_cost_model() assembles the units of a cost model from it.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "pipescope/models/activation_memory.h"
+#include "pipescope/models/parameter_count.h"
+#include "pipescope/planner/cost_model.h"
+
+namespace pipescope::planner::pricing {
+
+using models::CostOptions;
+using models::ModelDesc;
+using models::RecomputeMode;
+
+constexpr double kHalf = 2;   // bytes of a bf16 element
+constexpr double kFloat = 4;  // bytes of an fp32 element
+// Adam step traffic per parameter: fp32 master, m and v read and written (24), the fp32
+// gradient read (4), the bf16 weight written (2).
+constexpr double kAdamBytesPerParameter = 30;
+// FlashAttention's FLOP count for the backward pass is 2.5x the forward (Dao 2023, section 4.1).
+constexpr double kAttentionBackwardFlopRatio = 2.5;
+
+using Pass = PassWork;
+constexpr WorkKind kGemm = WorkKind::kGemm;
+constexpr WorkKind kAttention = WorkKind::kAttention;
+constexpr WorkKind kMemoryBound = WorkKind::kMemoryBound;
+constexpr WorkKind kCommunication = WorkKind::kCommunication;
+
+inline Pass pass_of(WorkKind kind, double forward_s, double backward_s) {
+  Pass pass;
+  pass.forward[kind] = forward_s;
+  pass.backward[kind] = backward_s;
+  return pass;
+}
+
+inline Pass scaled(Pass pass, double factor) {
+  for (WorkTimes* times : {&pass.forward, &pass.backward})
+    for (double& s : times->s) s *= factor;
+  return pass;
+}
+
+class Pricer {
+ public:
+  explicit Pricer(const PlanInputs& in) : in_(in), gpu_(in.cluster.gpu), c_(in.config) {}
+
+  double gemm_s(double m, double n, double k) const {
+    if (m < 1 || n < 1 || k < 1) return 0;
+    const double efficiency = in_.profile.gemm_efficiency(llround(m), llround(n), llround(k));
+    return 2 * m * n * k / (gpu_.peak_dense_bf16_flops_per_s * efficiency);
+  }
+
+  // y = x W for `tokens` rows, W in x out: the forward GEMM, and in backward the input
+  // gradient (tokens x out times out x in) and the weight gradient (in x tokens times tokens x out).
+  Pass linear(double tokens, double out, double in) const {
+    return pass_of(kGemm, gemm_s(tokens, out, in), gemm_s(tokens, in, out) + gemm_s(in, out, tokens));
+  }
+
+  double memory_s(double bytes) const { return bytes / in_.profile.memory_bound_bytes_per_s(gpu_); }
+
+  // A collective over `ranks` ranks placed `stride` apart in the rank order (Megatron's: TP
+  // fastest, then CP, DP, PP). It stays on NVLink when the group fits in one node. Otherwise every
+  // GPU of a node runs the same collective at once, one group per rank in the stride, and the
+  // groups share the node's NICs: a group with k members on each node gets k / gpus_per_node of
+  // them, since NCCL spreads one group's rings over every NIC its node members reach (the
+  // profile's inter-node source: 8 GPUs per node in one group reached 94 % of the node's NIC
+  // bandwidth as bus bandwidth).
+  double collective_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
+    if (ranks <= 1 || bytes <= 0) return 0;
+    const int64_t per_node = in_.cluster.gpus_per_node;
+    const LinkTier tier = tier_of(ranks, stride);
+    const bool intra = tier == LinkTier::kIntraNode;
+    const int64_t members_per_node = std::clamp<int64_t>(per_node / stride, 1, ranks);
+    const double link = intra ? in_.cluster.intra_node_bytes_per_s
+                              : in_.cluster.inter_node_bytes_per_s * static_cast<double>(members_per_node) /
+                                    static_cast<double>(per_node);
+    return in_.profile.collective_time_s(kind, bytes, static_cast<int>(ranks), tier, link);
+  }
+
+  // The fixed part of collective_s(): the latency of the profile entry that prices it.
+  double collective_latency_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
+    return in_.profile.collective_latency_s(kind, bytes, static_cast<int>(ranks), tier_of(ranks, stride));
+  }
+
+  LinkTier tier_of(int64_t ranks, int64_t stride) const {
+    return ranks * stride <= in_.cluster.gpus_per_node ? LinkTier::kIntraNode : LinkTier::kInterNode;
+  }
+
+  Pass attention_core(const CostOptions& o) const {
+    const ModelDesc& m = in_.model;
+    const double heads = static_cast<double>(m.num_attention_heads) / c_.tp;
+    const double b = o.micro_batch_size, q = o.seq_length, kv = c_.seq_length, d = m.head_dim;
+    if (c_.flash_attention) {
+      // Causal kernels skip the masked half; the profile's efficiency is on this count.
+      const double flops = 4 * b * q * kv * d * heads / 2;
+      const double peak = gpu_.peak_dense_bf16_flops_per_s;
+      return pass_of(
+          kAttention,
+          flops /
+              (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kForward)),
+          kAttentionBackwardFlopRatio * flops /
+              (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kBackward)));
+    }
+    // Unfused: two batched GEMMs, and the s x s scores through softmax (and dropout) in memory.
+    const double gemms = 2 * b * heads * gemm_s(q, kv, d);
+    const double scores_bytes = b * heads * q * kv * kHalf * (m.attention_dropout > 0 ? 2 : 1);
+    return pass_of(kGemm, gemms, 2 * gemms) +=
+           pass_of(kMemoryBound, memory_s(2 * scores_bytes), memory_s(3 * scores_bytes));
+  }
+
+  // One decoder layer, one micro-batch, without recomputation: compute, memory-bound ops,
+  // and the tensor-, context- and expert-parallel communication that sits on its critical path.
+  Pass layer(int64_t index, const CostOptions& o, Pass* core) const {
+    const ModelDesc& m = in_.model;
+    const double t = c_.tp, h = m.hidden_size, d = m.head_dim;
+    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
+    const double shard = o.sequence_parallel ? tokens / t : tokens;
+    const double q_width = m.num_attention_heads * d / t, kv_width = m.num_kv_heads * d / t;
+    const int up_matrices = m.mlp == models::MlpKind::kSwiglu ? 2 : 1;
+    Pass pass;
+    pass += linear(tokens, q_width + 2 * kv_width, h);  // Q, K, V
+    pass += linear(tokens, h, q_width);                 // output projection
+    double activation_width = 0;                        // elements per token through GELU / SwiGLU
+    if (!m.is_moe_layer(index)) {
+      const double f = m.ffn_hidden_size / t;
+      pass += linear(tokens, up_matrices * f, h);
+      pass += linear(tokens, h, f);
+      activation_width = tokens * f;
+    } else {
+      const models::MoeDesc& e = m.moe;
+      const double f = e.expert_ffn_hidden_size / t;
+      const double local_experts = static_cast<double>(e.num_experts) / c_.ep;
+      const double rows = tokens * e.top_k / local_experts;  // balanced routing: rows per local expert
+      Pass expert = linear(rows, up_matrices * f, h);
+      expert += linear(rows, h, f);
+      pass += scaled(expert, local_experts);
+      pass += linear(shard, e.num_experts, h);  // router
+      activation_width = tokens * e.top_k * f;
+      if (e.num_shared_experts > 0) {
+        const double fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
+        pass += linear(tokens, up_matrices * fs, h);
+        pass += linear(tokens, h, fs);
+        activation_width += tokens * fs;
+      }
+      // Token dispatch and combine: two all-to-alls each way over the expert-parallel group.
+      const double routed_bytes = tokens * e.top_k * h * kHalf;
+      const double a2a = collective_s(CollectiveKind::kAllToAll, routed_bytes, c_.ep, c_.tp * c_.cp);
+      pass += pass_of(kCommunication, 2 * a2a, 2 * a2a);
+    }
+    *core = attention_core(o);
+    pass += *core;
+
+    // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
+    // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
+    double bytes = 2 * 2 * shard * h * kHalf + 2 * 3 * shard * h * kHalf;
+    if (m.position == models::PositionKind::kRope) bytes += 2 * tokens * (q_width + kv_width) * kHalf;
+    bytes += (up_matrices + 1) * activation_width * kHalf;
+    if (m.hidden_dropout > 0) bytes += 2 * 2.5 * shard * h * kHalf;
+    pass += pass_of(kMemoryBound, memory_s(bytes),
+                    memory_s(2 * bytes));  // backward touches each tensor about twice
+
+    // Megatron's TP: two all-reduces per layer each way, or with sequence parallelism an
+    // all-gather and a reduce-scatter in their place (Korthikanti et al. 2022, section 4.2.2).
+    const double activation_bytes = tokens * h * kHalf;
+    double tp_s = 0;
+    if (o.sequence_parallel) {
+      tp_s = 2 * (collective_s(CollectiveKind::kAllGather, activation_bytes, c_.tp, 1) +
+                  collective_s(CollectiveKind::kReduceScatter, activation_bytes, c_.tp, 1));
+    } else {
+      tp_s = 2 * collective_s(CollectiveKind::kAllReduce, activation_bytes, c_.tp, 1);
+    }
+    pass += pass_of(kCommunication, tp_s, tp_s);
+
+    // Context parallelism passes K and V around a ring of cp ranks, overlapped with the
+    // attention core (ring attention); only what the core cannot hide is exposed.
+    if (c_.cp > 1) {
+      const double kv_bytes = 2 * o.micro_batch_size * o.seq_length * kv_width * kHalf;
+      const double ring_s = (c_.cp - 1) * collective_s(CollectiveKind::kSendRecv, kv_bytes, 2, c_.tp);
+      pass += pass_of(kCommunication, std::max(0.0, ring_s - core->forward.total_s()),
+                      std::max(0.0, 2 * ring_s - core->backward.total_s()));
+    }
+    return pass;
+  }
+
+  Pass embedding(const CostOptions& o) const {
+    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
+    const double h = in_.model.hidden_size, bytes = tokens * h * kHalf;
+    Pass pass = pass_of(kMemoryBound, memory_s(2 * bytes),
+                        memory_s(3 * bytes));  // gather rows; scatter-add their gradients
+    // The vocabulary-parallel embedding sums the TP ranks' partial lookups.
+    if (o.sequence_parallel) {
+      pass += pass_of(kCommunication, collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1),
+                      collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1));
+    } else {
+      pass.forward[kCommunication] += collective_s(CollectiveKind::kAllReduce, bytes, c_.tp, 1);
+    }
+    return pass;
+  }
+
+  Pass head(const CostOptions& o) const {
+    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
+    const double h = in_.model.hidden_size;
+    const double shard = o.sequence_parallel ? tokens / c_.tp : tokens;
+    const double vocab = static_cast<double>(models::padded_vocab_size(in_.model, o)) / c_.tp;
+    Pass pass = linear(tokens, vocab, h);
+    const double norm_bytes = 2 * shard * h * kHalf;
+    const double logits_bytes = tokens * vocab * kFloat;  // cross entropy works on fp32 logits
+    pass += pass_of(kMemoryBound, memory_s(norm_bytes + 4 * logits_bytes),
+                    memory_s(2 * norm_bytes + 2 * logits_bytes));
+    if (o.sequence_parallel) {
+      const double bytes = tokens * h * kHalf;
+      pass += pass_of(kCommunication, collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1),
+                      collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1));
+    }
+    // Vocabulary-parallel cross entropy all-reduces the max, the sum and the target logit.
+    pass.forward[kCommunication] += 3 * collective_s(CollectiveKind::kAllReduce, tokens * kFloat, c_.tp, 1);
+    return pass;
+  }
+
+  // Static bytes of `params` parameters whose ZeRO shard group has `group` ranks.
+  int64_t static_bytes(double params, int64_t group) const {
+    const int z = c_.zero_stage;
+    const double g = static_cast<double>(group);
+    switch (c_.optimizer) {
+      case OptimizerRecipe::kDeepSpeedBf16:
+        // BF16_Optimizer: bf16 weights and autograd's bf16 gradients (freed only before the next
+        // backward), the unsharded fp32 gradient buffer, fp32 master weights and Adam's moments
+        // sharded over the group.
+        return llround(params * (kHalf + kHalf + kFloat + 3 * kFloat / g));
+      case OptimizerRecipe::kInternEvo:
+        // HybridZeroOptimizer: bf16 weights and gradients; fp32 master weights and Adam's moments
+        // for the rank's shard of its zero1 group (none sharded at ZeRO 0: zero1 size 1).
+        return llround(params * (kHalf + kHalf + 3 * kFloat / (z >= 1 ? g : 1)));
+      case OptimizerRecipe::kMegatron: break;
+    }
+    return llround(params *
+                   (kHalf / (z >= 3 ? g : 1) + kFloat / (z >= 2 ? g : 1) + 3 * kFloat / (z >= 1 ? g : 1)));
+  }
+
+  bool recipe_is(OptimizerRecipe recipe) const { return c_.optimizer == recipe; }
+
+  // Gradient accumulation outside the GEMMs, per micro-batch. BF16_Optimizer adds each
+  // micro-batch's bf16 gradients into the fp32 buffer after its backward (update_hp_grads): read
+  // 2 + 4 bytes, write 4, per parameter. InternEvo's layers leave it to autograd, which adds each
+  // micro-batch's bf16 weight gradient into .grad after the first (read 2 + 2, write 2): spread
+  // over the m micro-batches as (m - 1) / m of that. Megatron accumulates into its fp32 main
+  // gradients inside the weight-gradient GEMM.
+  double gradient_accumulation_s(double params) const {
+    if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) return memory_s(params * (kHalf + 2 * kFloat));
+    if (recipe_is(OptimizerRecipe::kInternEvo)) {
+      const double m = static_cast<double>(c_.micro_batches());
+      return memory_s(params * 3 * kHalf) * (m - 1) / m;
+    }
+    return 0;
+  }
+
+  // Gradient sync (and ZeRO's parameter all-gather) of `params` once per iteration, over a data-
+  // parallel group of `dp` ranks sharded in groups of `group`.
+  double dp_sync_s(double params, int64_t dp, int64_t group) const {
+    const int64_t stride = c_.tp * c_.cp;
+    const double grad_bytes = params * kFloat;
+    if (recipe_is(OptimizerRecipe::kInternEvo)) {
+      // bf16 gradients all-reduced over all of data parallelism during the last backward
+      // (overlap_sync_grad); the weight broadcast follows the step (optimizer_s).
+      return collective_s(CollectiveKind::kAllReduce, params * kHalf, dp, stride);
+    }
+    if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) {
+      // The fp32 gradients are cast to bf16 (read 4, write 2), all-reduced whole, and copied back
+      // (read 2, write 4); each rank steps its shard and the bf16 weights are all-gathered
+      // (update_lp_params).
+      return memory_s(params * 2 * (kHalf + kFloat)) +
+             collective_s(CollectiveKind::kAllReduce, params * kHalf, dp, stride) +
+             collective_s(CollectiveKind::kAllGather, params * kHalf, dp, stride);
+    }
+    if (c_.zero_stage == 0) return collective_s(CollectiveKind::kAllReduce, grad_bytes, dp, stride);
+    double s = 0;
+    if (c_.zero_stage < 3) {
+      s += collective_s(CollectiveKind::kReduceScatter, grad_bytes, group, stride) +
+           collective_s(CollectiveKind::kAllGather, params * kHalf, group, stride);
+    }
+    // Hierarchical ZeRO: the shard groups then all-reduce their gradient slices with each other.
+    if (group < dp)
+      s += collective_s(CollectiveKind::kAllReduce, grad_bytes / group, dp / group, stride * group);
+    return s;
+  }
+
+  // ZeRO-3 gathers a layer's weights before its forward and its backward, and reduce-scatters
+  // its gradients after the backward, every micro-batch; prefetching hides it behind compute.
+  Pass zero3_exposed(double params, int64_t group, const Pass& compute) const {
+    if (c_.zero_stage < 3) return {};
+    const int64_t stride = c_.tp * c_.cp;
+    const double gather = collective_s(CollectiveKind::kAllGather, params * kHalf, group, stride);
+    const double scatter = collective_s(CollectiveKind::kReduceScatter, params * kFloat, group, stride);
+    return pass_of(kCommunication, std::max(0.0, gather - compute.forward.total_s()),
+                   std::max(0.0, gather + scatter - compute.backward.total_s()));
+  }
+
+  // The optimizer step on the rank's shard; InternEvo's step() also broadcasts the updated
+  // weights, after the update and before the next forward.
+  double optimizer_s(double params, int64_t group) const {
+    const bool sharded = c_.zero_stage >= 1 || recipe_is(OptimizerRecipe::kDeepSpeedBf16);
+    const double share = sharded ? params / static_cast<double>(group) : params;
+    if (!recipe_is(OptimizerRecipe::kInternEvo)) return memory_s(share * kAdamBytesPerParameter);
+    // HybridZeroOptimizer first flattens the shard's bf16 gradients (read 2, write 2) and casts
+    // them to fp32 (read 2, write 4).
+    constexpr double kFlattenAndCastBytes = 10;
+    const double step_s = memory_s(share * (kAdamBytesPerParameter + kFlattenAndCastBytes));
+    if (!broadcasts_shards(group)) return step_s;
+    const double bytes = broadcast_as_all_gather_bytes(params, group);
+    const double one_s = collective_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp) -
+                         collective_latency_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp);
+    return step_s + static_cast<double>(group) * one_s;
+  }
+
+  // InternEvo's step() ends with each of the zero1 group's g ranks broadcasting its shard of the
+  // bf16 weights to the group, one broadcast after another on the group's communicator: g
+  // latencies per stage, whatever its parameters (optimizer_s has their bandwidth).
+  double shard_broadcast_latencies_s(double stage_params, int64_t group) const {
+    if (!broadcasts_shards(group)) return 0;
+    const double bytes = broadcast_as_all_gather_bytes(stage_params, group);
+    return static_cast<double>(group) *
+           collective_latency_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp);
+  }
+
+  // The optimizer step's working memory for `params` parameters (cost_model.h).
+  int64_t step_bytes(double params, int64_t group) const {
+    switch (c_.optimizer) {
+      case OptimizerRecipe::kDeepSpeedBf16: return llround(params * kHalf);
+      case OptimizerRecipe::kInternEvo: {
+        const double g = c_.zero_stage >= 1 ? static_cast<double>(group) : 1.0;
+        return llround(params / g * (kHalf + kFloat));
+      }
+      case OptimizerRecipe::kMegatron: break;
+    }
+    return 0;
+  }
+
+  // BF16_Optimizer's update_hp_grads adds each bf16 gradient into the fp32 buffer after every
+  // backward, hp_grad.add_(lp.grad.to(float32)): a temporary fp32 copy of one parameter's gradient
+  // at a time, so the unit's largest weight tensor sets its size. Working memory of the pipeline
+  // phase, like a recomputed layer's.
+  int64_t gradient_cast_bytes(double largest_tensor) const {
+    return recipe_is(OptimizerRecipe::kDeepSpeedBf16) ? llround(largest_tensor * kFloat) : 0;
+  }
+
+  // InternEvo with its optimizer state sharded over a zero1 group of more than one rank.
+  bool broadcasts_shards(int64_t group) const {
+    return recipe_is(OptimizerRecipe::kInternEvo) && c_.zero_stage >= 1 && group > 1;
+  }
+
+  // The profile has no broadcast entry: a ring broadcast of b bytes sends b over every link of the
+  // ring, as a ring all-gather of b g / (g - 1) bytes does, so each shard's broadcast (b = 2
+  // bytes per parameter / g) is priced as that all-gather.
+  static double broadcast_as_all_gather_bytes(double params, int64_t group) {
+    const double g = static_cast<double>(group);
+    return params * kHalf / (g - 1);
+  }
+
+ private:
+  const PlanInputs& in_;
+  const Gpu& gpu_;
+  const ParallelConfig& c_;
+};
+
+}  // namespace pipescope::planner::pricing
