@@ -38,6 +38,7 @@ struct TraceRefinement {
   std::string plan_file;
   calibrate::RunObservation before, after;     // the plan's prediction before and after refining
   double gemm_scale = 1, attention_scale = 1;  // over all rounds: efficiencies were divided by them
+  double memory_bound_scale = 1;               // over all rounds: the HBM bandwidth fraction, likewise
   std::string compute_basis;                   // as calibrate::Refinement's
   bool memory_refined = false;
   std::vector<std::string> notes;

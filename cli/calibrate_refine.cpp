@@ -26,68 +26,64 @@ std::string printf_text(const char* pattern, double value) {
   return text;
 }
 
-// The planner's prediction for the run, and per stage the part of it in GEMMs and in attention
-// (the plan's own split of each stage's time by kind of work).
+// The planner's prediction for the run, and per stage the part of it in GEMMs, in attention and
+// in memory-bound work (the plan's own split of each stage's time by kind of work).
 struct Prediction {
   planner::PlanReport plan;
-  std::vector<double> gemm_s, attention_s;  // per stage and micro-batch, forward + backward
+  // Per stage and micro-batch, forward + backward; memory-bound with the optimizer step's share.
+  std::vector<double> gemm_s, attention_s, memory_bound_s;
 };
 
-Expected<planner::PlanReport> plan_with(const PlanArguments& plan,
-                                        const planner::CalibrationProfile& profile) {
+Expected<Prediction> predict(const PlanArguments& plan, const planner::CalibrationProfile& profile) {
   auto run = run_planner(plan.args, plan.schedule_given, &profile);
   if (!run.ok()) return run.error();
-  return run->outcome.uniform;  // with --split, the baseline is the given split
-}
-
-double pass_s(const planner::PassWork& w, planner::WorkKind kind) {
-  return w.forward[kind] + w.backward[kind];
-}
-
-Expected<Prediction> predict(const PlanArguments& plan, const planner::CalibrationProfile& profile) {
   Prediction p;
-  auto base = plan_with(plan, profile);
-  if (!base.ok()) return base.error();
-  p.plan = std::move(*base);
+  p.plan = std::move(run->outcome.uniform);  // with --split, the baseline is the given split
+  const auto micro_batches = static_cast<double>(run->outcome.config.micro_batches());
+  auto pass_s = [](const planner::PassWork& w, planner::WorkKind kind) {
+    return w.forward[kind] + w.backward[kind];
+  };
   for (const planner::StageReport& s : p.plan.stages) {
     p.gemm_s.push_back(pass_s(s.work, planner::WorkKind::kGemm));
     p.attention_s.push_back(pass_s(s.work, planner::WorkKind::kAttention));
+    p.memory_bound_s.push_back(pass_s(s.work, planner::WorkKind::kMemoryBound) +
+                               s.optimizer_s / micro_batches);
   }
   return p;
 }
 
-// Per stage of the report, the run's GEMM and attention kernel seconds per micro-batch, by the
-// report's kernel categories. Loading a run merges kernels over its ranks, so one rank of each
-// stage (its lowest: the ranks of a stage run the same kernels) is scanned again on its own.
+// Per stage of the report, the run's GEMM, attention and memory-bound (elementwise, embedding,
+// other, copies) GPU time per micro-batch: each rank's kernel time by category over the forward
+// ranges it ran, the mean over the stage's ranks. A stage without forward ranges or kernels
+// (traces of host records only) is left at 0: its stage times stand in.
 struct StageKernels {
-  double gemm_s = 0, attention_s = 0;
+  double gemm_s = 0, attention_s = 0, memory_bound_s = 0;
 };
 
-std::vector<StageKernels> stage_kernels(const analysis::LoadedRun& run, const analysis::RunReport& report) {
-  std::map<std::string, std::string> category;
-  for (const analysis::KernelStat& k : report.kernels) category.emplace(k.name, k.category);
-  std::map<int32_t, const analysis::RankReport*> rank_report;
-  for (const analysis::RankReport& r : report.ranks) rank_report.emplace(r.rank, &r);
+std::vector<StageKernels> stage_kernels(const analysis::RunReport& report) {
   std::vector<StageKernels> out(report.stages.size());
   for (size_t k = 0; k < report.stages.size(); ++k) {
-    for (size_t i = 0; i < run.ranks.size(); ++i) {
-      const auto r = rank_report.find(run.global_rank[i]);
-      if (r == rank_report.end() || r->second->stage != report.stages[k].stage ||
-          r->second->forward_ranges == 0)
+    int ranks = 0;
+    for (const analysis::RankReport& r : report.ranks) {
+      if (r.stage != report.stages[k].stage || r.forward_ranges == 0 || r.kernel_ns_by_category.empty())
         continue;
-      auto digest = analysis::scan_rank_trace(run.ranks[i].path, analysis::LoadOptions{}.scan);
-      if (!digest.ok()) break;  // not a pipescope trace (Kineto): the stage times stand in
-      int64_t gemm_ns = 0, attention_ns = 0;
-      for (size_t id = 0; id < digest->kernels.size() && id < digest->kernel_names.size(); ++id) {
-        const auto c = category.find(digest->kernel_names[id]);
-        if (c == category.end()) continue;
-        if (c->second == "gemm") gemm_ns += digest->kernels[id].total_ns;
-        if (c->second == "attention") attention_ns += digest->kernels[id].total_ns;
-      }
-      const double microbatches = static_cast<double>(r->second->forward_ranges);
-      out[k] = {static_cast<double>(gemm_ns) * 1e-9 / microbatches,
-                static_cast<double>(attention_ns) * 1e-9 / microbatches};
-      break;
+      auto seconds = [&](std::initializer_list<const char*> categories) {
+        int64_t ns = 0;
+        for (const char* c : categories) {
+          const auto it = r.kernel_ns_by_category.find(c);
+          if (it != r.kernel_ns_by_category.end()) ns += it->second;
+        }
+        return static_cast<double>(ns) * 1e-9 / static_cast<double>(r.forward_ranges);
+      };
+      out[k].gemm_s += seconds({"gemm"});
+      out[k].attention_s += seconds({"attention"});
+      out[k].memory_bound_s += seconds({"elementwise", "embedding", "other", "copy"});
+      ++ranks;
+    }
+    if (ranks > 1) {
+      out[k].gemm_s /= ranks;
+      out[k].attention_s /= ranks;
+      out[k].memory_bound_s /= ranks;
     }
   }
   return out;
@@ -114,6 +110,8 @@ calibrate::RunObservation observe(const analysis::RunReport& report, const std::
     s.predicted_attention_s = predicted.attention_s[k];
     s.measured_gemm_s = kernels[k].gemm_s;
     s.measured_attention_s = kernels[k].attention_s;
+    s.predicted_memory_bound_s = predicted.memory_bound_s[k];
+    s.measured_memory_bound_s = kernels[k].memory_bound_s;
     s.predicted_allocated_bytes = static_cast<double>(p.allocated_bytes);
     s.predicted_reserved_bytes = static_cast<double>(p.reserved_bytes);  // held, as traces see it
     s.measured_peak_bytes = static_cast<double>(m.peak_memory_bytes);
@@ -155,7 +153,7 @@ Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::Ca
   options.top_kernels = std::numeric_limits<size_t>::max();  // every kernel name with its category
   auto report = analysis::build_run_report(chosen->run, options);
   if (!report.ok()) return report.error();
-  const std::vector<StageKernels> kernels = stage_kernels(chosen->run, *report);
+  const std::vector<StageKernels> kernels = stage_kernels(*report);
 
   auto predicted = predict(*plan, profile);
   if (!predicted.ok()) return predicted.error();
@@ -179,12 +177,14 @@ Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::Ca
     profile = step->profile;
     out.gemm_scale *= step->gemm_scale;
     out.attention_scale *= step->attention_scale;
+    out.memory_bound_scale *= step->memory_bound_scale;
     predicted = predict(*plan, profile);
     if (!predicted.ok()) return predicted.error();
     current = observe(*report, kernels, *predicted, a.trace_dir);
     // Efficiencies enter the prediction as 1 / efficiency, so one round is exact unless the cap
     // at 1 bound; further rounds only mop up.
-    if (std::abs(step->gemm_scale - 1) < kConverged && std::abs(step->attention_scale - 1) < kConverged)
+    if (std::abs(step->gemm_scale - 1) < kConverged && std::abs(step->attention_scale - 1) < kConverged &&
+        std::abs(step->memory_bound_scale - 1) < kConverged)
       break;
   }
   out.after = current;
@@ -206,7 +206,7 @@ void print_refinement(const TraceRefinement& r) {
     return pad(run + " / " + before + " / " + after);
   };
   std::cout << "  stage  " << pad("fwd+bwd ms") << pad("GEMM ms") << pad("attention ms")
-            << (memory ? "GiB " + r.before.memory_figure : "") << '\n';
+            << pad("memory-bound ms") << (memory ? "GiB " + r.before.memory_figure : "") << '\n';
   for (size_t k = 0; k < r.before.stages.size(); ++k) {
     const calibrate::StageObservation& b = r.before.stages[k];
     const calibrate::StageObservation& a = r.after.stages[k];
@@ -218,7 +218,9 @@ void print_refinement(const TraceRefinement& r) {
                       ms(b.predicted_forward_s + b.predicted_backward_s),
                       ms(a.predicted_forward_s + a.predicted_backward_s))
               << cell(ms(b.measured_gemm_s), ms(b.predicted_gemm_s), ms(a.predicted_gemm_s))
-              << cell(ms(b.measured_attention_s), ms(b.predicted_attention_s), ms(a.predicted_attention_s));
+              << cell(ms(b.measured_attention_s), ms(b.predicted_attention_s), ms(a.predicted_attention_s))
+              << cell(ms(b.measured_memory_bound_s), ms(b.predicted_memory_bound_s),
+                      ms(a.predicted_memory_bound_s));
     if (memory) {
       std::cout << gib(b.measured_peak_bytes) << " / "
                 << gib(allocated ? b.predicted_allocated_bytes : b.predicted_reserved_bytes) << " / "
@@ -239,6 +241,10 @@ void print_refinement(const TraceRefinement& r) {
     line("attention time, planner vs the run: ", e0.attention, e1.attention,
          printf_text(" (efficiencies / %.4f)", r.attention_scale));
   }
+  if (e0.has_memory_bound) {
+    line("memory-bound time, planner vs the run: ", e0.memory_bound, e1.memory_bound,
+         printf_text(" (HBM bandwidth fraction / %.4f)", r.memory_bound_scale));
+  }
   if (e0.has_compute) line("forward + backward, planner vs the run: ", e0.compute, e1.compute, "");
   if (e0.has_memory) {
     std::cout << "  peak memory (" << r.before.memory_figure
@@ -257,6 +263,7 @@ nlohmann::ordered_json refinement_json(const TraceRefinement& r) {
                           {"backward_s", s.measured_backward_s},
                           {"gemm_s", s.measured_gemm_s},
                           {"attention_s", s.measured_attention_s},
+                          {"memory_bound_s", s.measured_memory_bound_s},
                           {"peak_memory_bytes", s.measured_peak_bytes}};
     }
     return ordered_json{
@@ -264,6 +271,7 @@ nlohmann::ordered_json refinement_json(const TraceRefinement& r) {
         {"backward_s", s.predicted_backward_s},
         {"gemm_s", s.predicted_gemm_s},
         {"attention_s", s.predicted_attention_s},
+        {"memory_bound_s", s.predicted_memory_bound_s},
         {"peak_memory_bytes", allocated ? s.predicted_allocated_bytes : s.predicted_reserved_bytes}};
   };
   ordered_json stages = ordered_json::array();
@@ -279,6 +287,7 @@ nlohmann::ordered_json refinement_json(const TraceRefinement& r) {
     return ordered_json{{"compute", value(e.has_compute, e.compute)},
                         {"gemm", value(e.has_gemm, e.gemm)},
                         {"attention", value(e.has_attention, e.attention)},
+                        {"memory_bound", value(e.has_memory_bound, e.memory_bound)},
                         {"memory", value(e.has_memory, e.memory)}};
   };
   return {{"traces", r.before.source},
@@ -287,6 +296,7 @@ nlohmann::ordered_json refinement_json(const TraceRefinement& r) {
           {"compute_basis", r.compute_basis.empty() ? ordered_json(nullptr) : ordered_json(r.compute_basis)},
           {"gemm_scale", r.gemm_scale},
           {"attention_scale", r.attention_scale},
+          {"memory_bound_scale", r.memory_bound_scale},
           {"memory_refined", r.memory_refined},
           {"stages", stages},
           {"error_before", errors(r.before)},

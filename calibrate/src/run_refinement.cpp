@@ -54,6 +54,29 @@ bool rescale(Points& points, double scale, const std::string& why) {
   return capped;
 }
 
+// The achieved fraction of HBM bandwidth that prices memory-bound work, by the run's memory-bound
+// kernel time over the planner's. A framework that does not fuse what the planner's byte counts
+// assume fused (eager PyTorch) gets a lower effective fraction: the profile then prices that
+// framework, and the source says how it came about.
+void refine_memory_bound(const RunObservation& run, const std::string& where, Refinement& out) {
+  const Totals memory_bound =
+      category(run, &StageObservation::predicted_memory_bound_s, &StageObservation::measured_memory_bound_s);
+  if (!memory_bound.known()) {
+    out.notes.push_back("the traces show no memory-bound kernel time: memory-bound work not refined");
+    return;
+  }
+  out.memory_bound_scale = memory_bound.scale();
+  planner::SourcedValue& fraction = out.profile.hbm_bandwidth_fraction;
+  const double next = fraction.value / out.memory_bound_scale;
+  if (next > 1)
+    out.notes.push_back("memory-bound kernels ran faster than the GPU's HBM bandwidth explains; held at 1");
+  fraction.value = std::min(1.0, next);
+  fraction.source += "; divided by " + fixed(out.memory_bound_scale, 4) +
+                     ", the run's memory-bound kernel time (elementwise, embedding, other, copies) over the "
+                     "planner's memory-bound time per micro-batch" +
+                     where;
+}
+
 void refine_compute(const RunObservation& run, Refinement& out) {
   const Totals gemm = category(run, &StageObservation::predicted_gemm_s, &StageObservation::measured_gemm_s);
   const Totals attention =
@@ -87,6 +110,7 @@ void refine_compute(const RunObservation& run, Refinement& out) {
           "not "
           "refined");
     }
+    refine_memory_bound(run, where, out);
     return;
   }
   const Totals stages = stage_times(run);
@@ -190,6 +214,12 @@ PredictionError prediction_error(const RunObservation& run) {
   if (attention.known()) {
     e.attention = 1 / attention.scale() - 1;
     e.has_attention = true;
+  }
+  const Totals memory_bound =
+      category(run, &StageObservation::predicted_memory_bound_s, &StageObservation::measured_memory_bound_s);
+  if (memory_bound.known()) {
+    e.memory_bound = 1 / memory_bound.scale() - 1;
+    e.has_memory_bound = true;
   }
   double memory_sum = 0;
   int memory_stages = 0;

@@ -61,6 +61,36 @@ TEST(RefineWithRun, EachCategoryMovesByItsOwnKernelTime) {
       "traces in run7/");
 }
 
+TEST(RefineWithRun, MemoryBoundWorkMovesTheHbmBandwidthFractionByItsOwnKernelTime) {
+  // The planner's 6 ms of memory-bound work a micro-batch per stage took 9 ms (eager kernels):
+  // the fraction of HBM bandwidth that prices it falls by 1.5; GEMM and attention move apart.
+  RunObservation r = run();
+  for (StageObservation& s : r.stages) {
+    s.measured_gemm_s = 0.020;
+    s.measured_attention_s = 0.003;
+    s.predicted_memory_bound_s = 0.006;
+    s.measured_memory_bound_s = 0.009;
+  }
+  planner::CalibrationProfile p = profile();
+  p.hbm_bandwidth_fraction = {0.9, "datasheet"};
+  auto refined = refine_with_run(p, r);
+  ASSERT_TRUE(refined.ok()) << refined.error().message;
+  EXPECT_NEAR(refined->memory_bound_scale, 1.5, 1e-12);
+  EXPECT_NEAR(refined->profile.hbm_bandwidth_fraction.value, 0.6, 1e-12);
+  EXPECT_NE(refined->profile.hbm_bandwidth_fraction.source.find("datasheet; divided by 1.5000, the run's "
+                                                                "memory-bound kernel time"),
+            std::string::npos);
+  EXPECT_NEAR(refined->gemm_scale, 1.25, 1e-12);
+  const PredictionError before = prediction_error(r);
+  ASSERT_TRUE(before.has_memory_bound);
+  EXPECT_NEAR(before.memory_bound, 0.006 / 0.009 - 1, 1e-12);
+  // Faster than the GPU's bandwidth allows: held at 1, and said.
+  for (StageObservation& s : r.stages) s.measured_memory_bound_s = 0.003;
+  auto capped = refine_with_run(p, r);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_DOUBLE_EQ(capped->profile.hbm_bandwidth_fraction.value, 1.0);
+}
+
 TEST(RefineWithRun, AMissingCategoryIsLeftAloneAndSaidSo) {
   RunObservation r = run();
   for (StageObservation& s : r.stages) s.measured_gemm_s = 0.020;

@@ -205,17 +205,20 @@ TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement)
   // category's efficiencies halved its time doubles, so the stage grows by it once.
   auto bundled = planner::load_calibration_profile("h100-80gb");
   ASSERT_TRUE(bundled.ok());
-  planner::CalibrationProfile slow_gemm = *bundled, slow_attention = *bundled;
+  planner::CalibrationProfile slow_gemm = *bundled, slow_attention = *bundled, slow_memory = *bundled;
   for (auto& g : slow_gemm.gemm) g.efficiency /= 2;
   for (auto* pass : {&slow_attention.attention_forward, &slow_attention.attention_backward})
     for (auto& a : *pass) a.efficiency /= 2;
+  slow_memory.hbm_bandwidth_fraction.value /= 2;
   write_file(dir.file("slow-gemm.json"), planner::write_calibration_profile(slow_gemm));
   write_file(dir.file("slow-attention.json"), planner::write_calibration_profile(slow_attention));
+  write_file(dir.file("slow-memory.json"), planner::write_calibration_profile(slow_memory));
   const json gemm_doubled = planned_stages(split, dir.file("slow-gemm.json"));
   const json attention_doubled = planned_stages(split, dir.file("slow-attention.json"));
+  const json memory_doubled = planned_stages(split, dir.file("slow-memory.json"));
 
-  // The run: every stage 30% slower than predicted, its compute 60% GEMM and 20% attention
-  // kernels; its reserved memory allocated x 1.25 + the fixed overheads the profile prices
+  // The run: every stage 30% slower than predicted, its compute 60% GEMM, 20% attention and 20%
+  // elementwise kernels; its reserved memory allocated x 1.25 + the fixed overheads the profile prices
   // (the profile says x 1.10). 1F1B keeps 4 - k micro-batches of 1 GiB on stage k.
   synthetic::SyntheticRunSpec spec;
   spec.tp = 2;
@@ -247,15 +250,35 @@ TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement)
   EXPECT_NE(fit.out.find("attention time, planner vs the run: "), std::string::npos) << fit.out;
   EXPECT_NE(fit.out.find("peak memory (reserved), mean |error| of the planner: "), std::string::npos)
       << fit.out;
+  EXPECT_NE(fit.out.find("memory-bound time, planner vs the run: "), std::string::npos) << fit.out;
+
+  // The same refinement as JSON: the run's figures per stage beside the plan before and after.
+  const CommandResult as_json =
+      run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan", dir.file("plan.json"),
+                     "--json", "-o", dir.file("again.json")});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  const json r = json::parse(as_json.out)["refinement"];
+  // Memory-bound work is refined as one ratio over the stages (the HBM bandwidth fraction):
+  // the run's elementwise time over the planner's memory-bound time with the optimizer's share.
+  double measured_memory_bound = 0, planned_memory_bound = 0;
+  for (const json& st : r["stages"]) {
+    measured_memory_bound += st["run"]["memory_bound_s"].get<double>();
+    planned_memory_bound += st["before"]["memory_bound_s"].get<double>();
+  }
+  const double memory_scale = measured_memory_bound / planned_memory_bound;
+  EXPECT_NEAR(r["memory_bound_scale"].get<double>(), memory_scale, 1e-6);
 
   const json after = planned_stages(split, dir.file("refined.json"));
   for (size_t k = 0; k < 4; ++k) {
     const double predicted = stage_s(before[k]), measured = 1.3 * predicted;
     const double gemm = stage_s(gemm_doubled[k]) - predicted,
-                 attention = stage_s(attention_doubled[k]) - predicted;
-    // GEMM and attention now take what their kernels took (0.78 and 0.26 of the prediction);
-    // the rest of the prediction (memory-bound kernels, communication) is unchanged.
-    EXPECT_NEAR(stage_s(after[k]), predicted - gemm - attention + 0.6 * measured + 0.2 * measured,
+                 attention = stage_s(attention_doubled[k]) - predicted,
+                 memory_bound = stage_s(memory_doubled[k]) - predicted;
+    // GEMM and attention now take what their kernels took (0.78 and 0.26 of the prediction), the
+    // memory-bound work the run's ratio over all stages; communication is unchanged.
+    EXPECT_NEAR(stage_s(after[k]),
+                predicted - gemm - attention - memory_bound + 0.6 * measured + 0.2 * measured +
+                    memory_scale * memory_bound,
                 0.01 * predicted)
         << "stage " << k << fit.out;
     EXPECT_LT(std::abs(stage_s(after[k]) - measured), std::abs(predicted - measured)) << "stage " << k;
@@ -268,12 +291,6 @@ TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement)
   const json refined = json::parse(slurp(dir.file("refined.json")));
   EXPECT_NEAR(refined["memory_overheads"]["allocator_reserve_fraction"]["value"].get<double>(), 0.25, 1e-3);
 
-  // The same refinement as JSON: the run's figures per stage beside the plan before and after.
-  const CommandResult as_json =
-      run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan", dir.file("plan.json"),
-                     "--json", "-o", dir.file("again.json")});
-  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
-  const json r = json::parse(as_json.out)["refinement"];
   EXPECT_EQ(r["compute_basis"], "kernels");
   EXPECT_TRUE(r["memory_refined"].get<bool>());
   ASSERT_EQ(r["stages"].size(), 4u);
@@ -282,6 +299,7 @@ TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement)
     const double measured = 1.3 * stage_s(before[k]);
     EXPECT_NEAR(st["run"]["gemm_s"].get<double>(), 0.6 * measured, 1e-3 * measured) << k;
     EXPECT_NEAR(st["run"]["attention_s"].get<double>(), 0.2 * measured, 1e-3 * measured) << k;
+    EXPECT_NEAR(st["run"]["memory_bound_s"].get<double>(), 0.2 * measured, 1e-3 * measured) << k;
     EXPECT_NEAR(st["run"]["peak_memory_bytes"].get<double>(), measured_memory[k], 1) << k;
     EXPECT_NEAR(st["before"]["gemm_s"].get<double>(), stage_s(gemm_doubled[k]) - stage_s(before[k]), 1e-9)
         << k;
@@ -289,6 +307,7 @@ TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement)
   EXPECT_NEAR(r["error_before"]["compute"].get<double>(), 1 / 1.3 - 1, 1e-3);
   EXPECT_LT(std::abs(r["error_after"]["gemm"].get<double>()), 1e-3);
   EXPECT_LT(std::abs(r["error_after"]["attention"].get<double>()), 1e-3);
+  EXPECT_LT(std::abs(r["error_after"]["memory_bound"].get<double>()), 1e-3);
   EXPECT_LT(r["error_after"]["memory"].get<double>(), 1e-3);
   EXPECT_NE(refined["gemm"]["points"][0]["source"].get<std::string>().find("the run's GEMM kernel time"),
             std::string::npos);

@@ -1,8 +1,9 @@
 // Refining a profile with what a real run measured, per pipeline stage, beside the planner's
-// prediction for the same run and split: the run's GEMM and attention kernel time per
-// micro-batch against the planner's GEMM and attention time (each category's efficiencies move
-// by its own ratio), the forward + backward time where kernels are not known, and the reserved
-// memory peak against the predicted one (the allocator's reserve fraction is refitted).
+// prediction for the same run and split: the run's GEMM, attention and memory-bound kernel time per
+// micro-batch against the planner's time of each kind (GEMM and attention efficiencies, and the
+// achieved fraction of HBM bandwidth, move by their own ratios), the forward + backward time
+// where kernels are not known, and the reserved memory peak against the predicted one (the
+// allocator's reserve fraction is refitted).
 #pragma once
 
 #include <string>
@@ -22,6 +23,9 @@ struct StageObservation {
   // Measured 0: the traces hold no kernel of the category.
   double predicted_gemm_s = 0, measured_gemm_s = 0;
   double predicted_attention_s = 0, measured_attention_s = 0;
+  // Memory-bound work (norms, activations, residuals, the loss, the optimizer step's share of a
+  // micro-batch) against the run's elementwise, embedding, other and copy time.
+  double predicted_memory_bound_s = 0, measured_memory_bound_s = 0;
   double predicted_allocated_bytes = 0;
   // Held once the first step ran (the plan's reserved_bytes): allocated * (1 + reserve fraction) +
   // fixed overheads, plus the optimizer step's segments where its recipe has them.
@@ -38,8 +42,9 @@ struct RunObservation {
 // Relative errors of the prediction over the stages that were measured: signed
 // (sum predicted / sum measured - 1) for times, mean |predicted - measured| / measured for memory.
 struct PredictionError {
-  double compute = 0, gemm = 0, attention = 0, memory = 0;
-  bool has_compute = false, has_gemm = false, has_attention = false, has_memory = false;
+  double compute = 0, gemm = 0, attention = 0, memory_bound = 0, memory = 0;
+  bool has_compute = false, has_gemm = false, has_attention = false, has_memory_bound = false,
+       has_memory = false;
 };
 PredictionError prediction_error(const RunObservation& run);
 
@@ -47,6 +52,8 @@ struct Refinement {
   planner::CalibrationProfile profile;
   // Measured / predicted time of the category; its efficiencies were divided by it (1: unchanged).
   double gemm_scale = 1, attention_scale = 1;
+  // Measured / predicted memory-bound time; the HBM bandwidth fraction was divided by it.
+  double memory_bound_scale = 1;
   // "kernels": each category from its own kernel time; "stage times": GEMM and attention scaled
   // together so that the forward + backward times match, the rest of the prediction held; empty:
   // compute was not refined.
