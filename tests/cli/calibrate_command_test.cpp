@@ -313,6 +313,50 @@ TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement)
             std::string::npos);
 }
 
+TEST(CalibrateFit, RefinedWithTheRealH200TraceThePlanMeetsItsKernelsKindByKind) {
+  // The 1B run of docs/validation.md, V10, and its plan: GEMM priced 19 % slow, attention 65 %
+  // slow, memory-bound work 78 % fast (eager kernels). Refined with that trace, every kind meets
+  // the run's kernels (this is fitting, not validation: the profile now prices this framework).
+  const std::string src = PIPESCOPE_SOURCE_DIR;
+  Dir dir;
+  const CommandResult plan = run_pipescope({"plan",
+                                            "--model",
+                                            src + "/examples/llama-1b.json",
+                                            "--gpu",
+                                            "h200-141gb",
+                                            "--calibration",
+                                            src + "/docs/gpu-runs/2026-11-26-h200/profile.json",
+                                            "--gpus",
+                                            "1",
+                                            "--tp",
+                                            "1",
+                                            "--pp",
+                                            "1",
+                                            "--mbs",
+                                            "4",
+                                            "--gbs",
+                                            "4",
+                                            "--seq",
+                                            "2048",
+                                            "--recompute",
+                                            "none",
+                                            "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  write_file(dir.file("plan.json"), plan.out);
+  const CommandResult fit =
+      run_pipescope({"calibrate", "fit", "--trace", src + "/tests/data/gpu/h200-llama-1b", "--plan",
+                     dir.file("plan.json"), "--base", src + "/docs/gpu-runs/2026-11-26-h200/profile.json",
+                     "--gpu", "h200-141gb", "--json", "-o", dir.file("refined.json")});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const json r = json::parse(fit.out)["refinement"];
+  EXPECT_EQ(r["compute_basis"], "kernels");
+  EXPECT_NEAR(r["error_before"]["gemm"].get<double>(), 0.193, 0.002);
+  EXPECT_NEAR(r["error_before"]["attention"].get<double>(), 0.648, 0.002);
+  EXPECT_NEAR(r["error_before"]["memory_bound"].get<double>(), -0.780, 0.002);
+  for (const char* kind : {"gemm", "attention", "memory_bound", "memory"})
+    EXPECT_LT(std::abs(r["error_after"][kind].get<double>()), 0.002) << kind;
+}
+
 TEST(CalibrateFit, AGpuWithoutABundledProfileFromItsResultsAloneOrOverAnotherGpusBase) {
   Dir dir;
   calibrate::testing::SyntheticGpu h200;
