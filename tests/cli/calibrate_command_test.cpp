@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "h200_run.h"
 #include "pipescope/planner/calibration_profile.h"
 #include "run_command.h"
 #include "synthetic_results.h"
@@ -317,36 +318,13 @@ TEST(CalibrateFit, RefinedWithTheRealH200TraceThePlanMeetsItsKernelsKindByKind) 
   // The 1B run of docs/validation.md, V10, and its plan: GEMM priced 19 % slow, attention 65 %
   // slow, memory-bound work 78 % fast (eager kernels). Refined with that trace, every kind meets
   // the run's kernels (this is fitting, not validation: the profile now prices this framework).
-  const std::string src = PIPESCOPE_SOURCE_DIR;
   Dir dir;
-  const CommandResult plan = run_pipescope({"plan",
-                                            "--model",
-                                            src + "/examples/llama-1b.json",
-                                            "--gpu",
-                                            "h200-141gb",
-                                            "--calibration",
-                                            src + "/docs/gpu-runs/2026-11-26-h200/profile.json",
-                                            "--gpus",
-                                            "1",
-                                            "--tp",
-                                            "1",
-                                            "--pp",
-                                            "1",
-                                            "--mbs",
-                                            "4",
-                                            "--gbs",
-                                            "4",
-                                            "--seq",
-                                            "2048",
-                                            "--recompute",
-                                            "none",
-                                            "--json"});
+  const CommandResult plan = plan_h200_llama_1b();
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   write_file(dir.file("plan.json"), plan.out);
   const CommandResult fit =
-      run_pipescope({"calibrate", "fit", "--trace", src + "/tests/data/gpu/h200-llama-1b", "--plan",
-                     dir.file("plan.json"), "--base", src + "/docs/gpu-runs/2026-11-26-h200/profile.json",
-                     "--gpu", "h200-141gb", "--json", "-o", dir.file("refined.json")});
+      run_pipescope({"calibrate", "fit", "--trace", kH200Trace, "--plan", dir.file("plan.json"), "--base",
+                     kH200Profile, "--gpu", "h200-141gb", "--json", "-o", dir.file("refined.json")});
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   const json r = json::parse(fit.out)["refinement"];
   EXPECT_EQ(r["compute_basis"], "kernels");

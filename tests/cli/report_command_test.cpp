@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "h200_run.h"
 #include "report_test_support.h"
 
 namespace pipescope::testing {
@@ -56,7 +57,7 @@ TEST(ReportCommand, JsonHasTheDocumentedKeys) {
 
 // A real trace from an H200 (tests/data/gpu/README.md): CUPTI's records as the GPU wrote them.
 TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
-  const std::string dir = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/gpu/h200-llama-1b";
+  const std::string& dir = kH200Trace;
   const CommandResult r = run_pipescope({"report", dir, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
@@ -118,34 +119,11 @@ TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
 
 TEST(ReportCommand, TheRealH200TraceAgainstItsPlanKindByKind) {
   // docs/validation.md, V10: the 1B step's plan (from that GPU's calibration) against its trace.
-  const std::string src = PIPESCOPE_SOURCE_DIR;
   Dir out;
-  const CommandResult plan = run_pipescope({"plan",
-                                            "--model",
-                                            src + "/examples/llama-1b.json",
-                                            "--gpu",
-                                            "h200-141gb",
-                                            "--calibration",
-                                            src + "/docs/gpu-runs/2026-11-26-h200/profile.json",
-                                            "--gpus",
-                                            "1",
-                                            "--tp",
-                                            "1",
-                                            "--pp",
-                                            "1",
-                                            "--mbs",
-                                            "4",
-                                            "--gbs",
-                                            "4",
-                                            "--seq",
-                                            "2048",
-                                            "--recompute",
-                                            "none",
-                                            "--json"});
+  const CommandResult plan = plan_h200_llama_1b();
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   std::ofstream(out.file("plan.json")) << plan.out;
-  const CommandResult r = run_pipescope(
-      {"report", src + "/tests/data/gpu/h200-llama-1b", "--plan", out.file("plan.json"), "--json"});
+  const CommandResult r = run_pipescope({"report", kH200Trace, "--plan", out.file("plan.json"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto stage = nlohmann::json::parse(r.out)["plan"]["stages"][0];
   // The trace's kernels over its 35 steps: GEMM 1,931.4 ms, attention 371.9 ms; elementwise,
@@ -154,8 +132,8 @@ TEST(ReportCommand, TheRealH200TraceAgainstItsPlanKindByKind) {
   EXPECT_NEAR(stage["measured_attention_s"].get<double>(), 0.3719 / 35, 0.0002);
   EXPECT_NEAR(stage["measured_memory_bound_s"].get<double>(), 2.6275 / 35, 0.0002);
   // The text and the HTML page show the same comparison.
-  const CommandResult text = run_pipescope({"report", src + "/tests/data/gpu/h200-llama-1b", "--plan",
-                                            out.file("plan.json"), "--html", out.file("report.html")});
+  const CommandResult text = run_pipescope(
+      {"report", kH200Trace, "--plan", out.file("plan.json"), "--html", out.file("report.html")});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("GPU time a step by kind of work"), std::string::npos) << text.out;
   EXPECT_NE(slurp(out.file("report.html")).find("GPU time a step by kind of work"), std::string::npos);
@@ -166,7 +144,7 @@ TEST(ReportCommand, TheRealH200TraceAgainstItsPlanKindByKind) {
 }
 
 TEST(ReportCommand, TheRealH200TracesGpuTimeStartsAtItsFirstStepInEveryFormat) {
-  const std::string dir = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/gpu/h200-llama-1b";
+  const std::string& dir = kH200Trace;
   Dir out;
   const CommandResult r = run_pipescope({"report", dir, "--html", out.file("report.html")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
