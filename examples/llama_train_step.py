@@ -107,7 +107,11 @@ def megatron_cross_entropy(torch):
     return MegatronCrossEntropy
 
 
-def build(torch, cfg, recompute, loss="torch"):
+def build(torch, cfg, recompute, loss="torch", layers=None, embedding=True, head=True, seed=0):
+    """The model, or one pipeline stage of it: decoder layers [first, last) (all by default), with
+    the embedding and with the final norm, LM head and loss when asked. Each part is initialized
+    from its own seed (seed, seed + 1 + layer, seed + 1 + cfg.layers), so that a stage holds the
+    same weights as the same part of the whole model."""
     F = torch.nn.functional
     nn = torch.nn
     from torch.utils.checkpoint import checkpoint
@@ -184,21 +188,37 @@ def build(torch, cfg, recompute, loss="torch"):
 
     cross_entropy = megatron_cross_entropy(torch)
 
+    def seeded(part_seed, make):
+        torch.manual_seed(part_seed)
+        module = make()
+        for p in module.parameters():
+            if p.dim() > 1:
+                torch.nn.init.normal_(p, std=0.02)
+        return module
+
+    first, last = layers if layers is not None else (0, cfg.layers)
+
     class Model(nn.Module):
         def __init__(self):
             super().__init__()
-            self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
-            self.layers = nn.ModuleList(Layer() for _ in range(cfg.layers))
-            self.norm = nn.Parameter(torch.ones(cfg.hidden))
-            self.head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+            self.embed = seeded(seed, lambda: nn.Embedding(cfg.vocab, cfg.hidden)) if embedding else None
+            self.layers = nn.ModuleList(seeded(seed + 1 + i, Layer) for i in range(first, last))
+            if head:
+                self.norm = nn.Parameter(torch.ones(cfg.hidden))
+                self.head = seeded(seed + 1 + cfg.layers, lambda: nn.Linear(cfg.hidden, cfg.vocab, bias=False))
 
-        def forward(self, tokens, labels, cos, sin):
-            x = self.embed(tokens)
+        def forward(self, x, labels, cos, sin):
+            """Tokens in on the first stage (else the previous stage's output); the loss out on the
+            last (else this stage's output)."""
+            if self.embed is not None:
+                x = self.embed(x)
             for layer in self.layers:
                 if recompute == "full":
                     x = checkpoint(layer, x, cos, sin, use_reentrant=False)
                 else:
                     x = layer(x, cos, sin)
+            if not head:
+                return x
             x = F.rms_norm(x, (cfg.hidden,), self.norm, cfg.eps)
             if loss == "megatron":
                 return cross_entropy.apply(self.head(x).view(-1, cfg.vocab), labels.reshape(-1))
@@ -283,9 +303,7 @@ def main(argv):
     with torch.device(device):
         model = build(torch, cfg, args.recompute, args.loss)
     torch.set_default_dtype(torch.float32)
-    for p in model.parameters():
-        if p.dim() > 1:
-            torch.nn.init.normal_(p, std=0.02)
+    torch.manual_seed(0)
     optimizer = MegatronMixedPrecision(torch, model)
     parameters = sum(p.numel() for p in optimizer.params)
     cos, sin = rotary_tables(torch, cfg, args.seq, device)

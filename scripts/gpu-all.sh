@@ -2,7 +2,7 @@
 # Every GPU check of docs/gpu-validation.md in one go, each step bounded in time so that one
 # that hangs cannot take the others' time: the machine's description, the calibration suite
 # (quick), PyTorch's GEMMs beside it, the planner's training cases, the profiler smoke test, the
-# profiler's overhead. Logs and
+# profiler's overhead, the 4-stage 1F1B runs. Logs and
 # results land in OUT_DIR/results and are packed into TARBALL (default OUT_DIR/gpu-results.tar.gz).
 # Usage: scripts/gpu-all.sh BUNDLE_DIR OUT_DIR [TARBALL]   (BUNDLE_DIR made by scripts/gpu-bundle.sh)
 set -uo pipefail
@@ -63,4 +63,5 @@ PIPESCOPE_TRAIN_CHECK_PART=plan PIPESCOPE_TRAIN_CHECK_CASES=${PIPESCOPE_TRAIN_CH
   step train-plan 110 "$root/gpu-train-check.sh" "$root" "$res/train"
 step smoke 50 "$root/gpu-smoke.sh" "$root" "$res/smoke-traces"
 PIPESCOPE_TRAIN_CHECK_PART=overhead step train-overhead 100 "$root/gpu-train-check.sh" "$root" "$res/train"
+PIPESCOPE_TRAIN_CHECK_PART=pipeline step train-pipeline 300 "$root/gpu-train-check.sh" "$root" "$res/train"
 ls -la "$out"

@@ -4,10 +4,13 @@
 #     recompute modes of the planner comparison: step time and memory as JSON, one file per case;
 #  2. the profiler's overhead on a 1B model with a one-rank NCCL group: the same steps with no
 #     profiler, under `pipescope record`, and under torch.profiler; the pipescope trace is kept
-#     and checked (kernels, copies, memory, NCCL linked to kernels, NVTX steps).
+#     and checked (kernels, copies, memory, NCCL linked to kernels, NVTX steps);
+#  3. examples/pipeline_1f1b.py: llama2-7b's layer x 8 in 4 pipeline stages, 4 processes on this
+#     one GPU, 8 micro-batches: the uniform split, the planner's suggested split, and the uniform
+#     one under `pipescope record` (each stage's memory, the report's per-stage figures).
 # Without a GPU it says so and exits 0.
 # Usage: scripts/gpu-train-check.sh [BUNDLE_OR_BUILD_DIR] [OUT_DIR]
-#   PIPESCOPE_TRAIN_CHECK_PART=plan|overhead runs one part; PIPESCOPE_TRAIN_CHECK_CASES=REGEX
+#   PIPESCOPE_TRAIN_CHECK_PART=plan|overhead|pipeline runs one part; PIPESCOPE_TRAIN_CHECK_CASES=REGEX
 #   runs only the planner cases whose names match (e.g. 's4096-b2').
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,8 +40,9 @@ case_run() {  # name, then llama_train_step.py arguments
   timeout 120 python3 "$train" "$@" -o "$out/$name.json" || { echo "gpu-train-check: $name failed" >&2; failed=1; }
 }
 
-if [[ "${PIPESCOPE_TRAIN_CHECK_PART:-all}" != overhead ]]; then
-  seven="$examples/llama2-7b-8-layers.json"
+seven="$examples/llama2-7b-8-layers.json"
+part=${PIPESCOPE_TRAIN_CHECK_PART:-all}
+if [[ $part == all || $part == plan ]]; then
   common=(--config "$seven" --micro-batches 4 --warmup 2 --steps 8)
   case_run plan-s4096-b1-none "${common[@]}" --seq 4096 --mbs 1 --recompute none
   case_run plan-s4096-b1-selective "${common[@]}" --seq 4096 --mbs 1 --recompute selective
@@ -52,7 +56,7 @@ if [[ "${PIPESCOPE_TRAIN_CHECK_PART:-all}" != overhead ]]; then
   case_run plan-s8192-b1-none-megatron-loss "${common[@]}" --seq 8192 --mbs 1 --recompute none --loss megatron
 fi
 
-if [[ "${PIPESCOPE_TRAIN_CHECK_PART:-all}" != plan ]]; then
+if [[ $part == all || $part == overhead ]]; then
   small=(--config "$examples/llama-1b.json" --seq 2048 --mbs 4 --micro-batches 1 --warmup 5 --steps 30 --nccl)
   case_run overhead-none "${small[@]}"
   if [[ -n "$pipescope" ]]; then
@@ -68,6 +72,32 @@ if [[ "${PIPESCOPE_TRAIN_CHECK_PART:-all}" != plan ]]; then
   fi
   case_run overhead-torch-profiler "${small[@]}" --torch-profiler
   case_run overhead-none-again "${small[@]}"
+fi
+if [[ $part == all || $part == pipeline ]]; then
+  pipeline="$examples/pipeline_1f1b.py"
+  pp=(--config "$seven" --stages 4 --micro-batches 8 --seq 4096 --mbs 1 --warmup 2 --steps 6 --loss megatron)
+  gpu=h100-80gb
+  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200 && gpu=h200-141gb
+  echo "== pipeline-uniform"
+  timeout 240 python3 "$pipeline" "${pp[@]}" -o "$out/pipeline-uniform.json" || { echo "gpu-train-check: pipeline-uniform failed" >&2; failed=1; }
+  if [[ -n "$pipescope" ]]; then
+    "$pipescope" plan --model "$seven" --gpu "$gpu" --gpus 4 --pp 4 --mbs 1 --gbs 8 --seq 4096 \
+      --recompute none --json >"$out/pipeline-plan.json" || failed=1
+    split=$(python3 -c 'import json,sys; print(",".join(str(s["layers"]) for s in json.load(open(sys.argv[1]))["suggested"]["stages"]))' \
+      "$out/pipeline-plan.json" 2>/dev/null)
+    if [[ -n "$split" ]]; then
+      echo "== pipeline-suggested ($split)"
+      timeout 240 python3 "$pipeline" "${pp[@]}" --split "$split" -o "$out/pipeline-suggested.json" || failed=1
+    fi
+    echo "== pipeline-traced"
+    if timeout 240 "$pipescope" record -o "$out/trace-pp4" -- python3 "$pipeline" "${pp[@]}" -o "$out/pipeline-traced.json"; then
+      timeout 60 "$pipescope" report "$out/trace-pp4" --plan "$out/pipeline-plan.json" >"$out/trace-pp4-report.txt" 2>&1 || failed=1
+      timeout 60 "$pipescope" report "$out/trace-pp4" --json >"$out/trace-pp4-report.json" 2>/dev/null || failed=1
+    else
+      echo "gpu-train-check: pipeline-traced failed" >&2
+      failed=1
+    fi
+  fi
 fi
 echo "gpu-train-check: results in $out"
 exit $failed
