@@ -113,6 +113,8 @@ TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
     host_side = host_side ||
                 w.get<std::string>().find("the host queued the work ahead of the GPU") != std::string::npos;
   EXPECT_TRUE(host_side);
+  // The GPU's own time a micro-batch (one a step): every kernel but NCCL's, and the copies.
+  EXPECT_NEAR(doc["stages"][0]["gpu_ns_per_microbatch"].get<double>() * 1e-6, 140.9, 0.1);
   EXPECT_NEAR(doc["stages"][0]["forward_mean_ns"].get<double>() * 1e-6, 32.9, 0.1);
   EXPECT_NEAR(doc["stages"][0]["backward_mean_ns"].get<double>() * 1e-6, 52.5, 0.1);
 }

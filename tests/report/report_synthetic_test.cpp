@@ -237,10 +237,15 @@ TEST(ReportOnSyntheticRun, GpuFiguresLeaveOutWhatRanBeforeTheFirstStep) {
 }
 
 TEST(ReportOnSyntheticRun, RangesThatTimeTheGpuAreNotTakenForTheHosts) {
-  // The simulated ranges hold their kernels: no warning that they time the host.
+  // The simulated ranges hold their kernels: no warning that they time the host, and the GPU's
+  // own time a micro-batch is the ranges' 2 + 4 ms.
   ScratchDir dir;
   const auto [truth, report] = report_of(SyntheticRunSpec{}, dir);
   for (const std::string& w : report.warnings) EXPECT_EQ(w.find("host queued"), std::string::npos) << w;
+  for (const StageReport& s : report.stages) {
+    ASSERT_TRUE(s.gpu_ns_per_microbatch.has_value()) << s.stage;
+    EXPECT_NEAR(static_cast<double>(*s.gpu_ns_per_microbatch), 6e6, 1e3) << s.stage;
+  }
 }
 
 TEST(ReportOnSyntheticRun, NvtxNamesOutsideTheConventionsAreReadWithTheOverrides) {

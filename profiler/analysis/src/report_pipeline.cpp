@@ -165,10 +165,12 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     s.stage = stage;
     s.ranks = static_cast<int32_t>(members.size());
     PipelineFigures sum;
-    int64_t p2p = 0, p2p_wait = 0;
+    int64_t p2p = 0, p2p_wait = 0, gpu_ns = 0;
     uint64_t steps = 0;
     for (size_t i : members) {
       sum.add(figures[i]);
+      for (const auto& [category, ns] : report.ranks[i].kernel_ns_by_category)
+        if (category != "nccl") gpu_ns += ns;
       if (figures[i].source != "none") s.source = figures[i].source;
       p2p += report.ranks[i].p2p_ns;
       p2p_wait += report.ranks[i].p2p_wait_ns;
@@ -179,6 +181,7 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
         s.peak_activation_bytes = std::max(s.peak_activation_bytes.value_or(0), *a);
     }
     s.forward_mean_ns = mean_of(sum.forward_ns, sum.forwards);
+    if (gpu_ns > 0) s.gpu_ns_per_microbatch = mean_of(gpu_ns, sum.forwards);
     s.backward_mean_ns = mean_of(sum.backward_ns, sum.backwards);
     if (s.forward_mean_ns && s.backward_mean_ns) {
       s.microbatch_ns = *s.forward_mean_ns + *s.backward_mean_ns;

@@ -95,6 +95,7 @@ ordered_json stage_json(const StageReport& s) {
                       {"forward_mean_ns", optional_json(s.forward_mean_ns)},
                       {"backward_mean_ns", optional_json(s.backward_mean_ns)},
                       {"microbatch_ns", optional_json(s.microbatch_ns)},
+                      {"gpu_ns_per_microbatch", optional_json(s.gpu_ns_per_microbatch)},
                       {"warmup_ns", optional_json(s.warmup_ns)},
                       {"steady_ns", optional_json(s.steady_ns)},
                       {"cooldown_ns", optional_json(s.cooldown_ns)},

@@ -53,13 +53,14 @@ void write_stages(std::ostream& out, const RunReport& r) {
   if (r.stages.empty()) return;
   heading(out, "pipeline stages (per micro-batch; p2p and its wait for the sender per step)");
   out << "  " << right("stage", 5) << right("ranks", 6) << right("fwd ms", 9) << right("bwd ms", 9)
-      << right("bubble", 8) << right("p2p ms", 9) << right("wait ms", 9) << right("peak GiB", 10)
-      << right("act GiB", 9) << right("x last", 8) << '\n';
+      << right("GPU ms", 9) << right("bubble", 8) << right("p2p ms", 9) << right("wait ms", 9)
+      << right("peak GiB", 10) << right("act GiB", 9) << right("x last", 8) << '\n';
   for (const StageReport& s : r.stages)
     out << "  " << right(std::to_string(s.stage), 5) << right(std::to_string(s.ranks), 6)
         << right(ms_cell(s.forward_mean_ns, 2), 9) << right(ms_cell(s.backward_mean_ns, 2), 9)
-        << right(pct(s.bubble_fraction), 8) << right(fixed(ms(s.p2p_ns), 2), 9)
-        << right(fixed(ms(s.p2p_wait_ns), 2), 9) << right(fixed(gib(s.peak_memory_bytes), 2), 10)
+        << right(ms_cell(s.gpu_ns_per_microbatch, 2), 9) << right(pct(s.bubble_fraction), 8)
+        << right(fixed(ms(s.p2p_ns), 2), 9) << right(fixed(ms(s.p2p_wait_ns), 2), 9)
+        << right(fixed(gib(s.peak_memory_bytes), 2), 10)
         << right(s.peak_activation_bytes ? fixed(gib(*s.peak_activation_bytes), 2) : "-", 9)
         << right(s.activation_vs_last_stage ? fixed(*s.activation_vs_last_stage, 2) + "x" : "-", 8) << '\n';
 }

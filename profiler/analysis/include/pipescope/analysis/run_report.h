@@ -114,10 +114,13 @@ struct RankReport {
 struct StageReport {
   int32_t stage = 0;
   int32_t ranks = 0;
-  std::string source = "none";                               // "nvtx", "p2p" or "none", as RankReport
-  std::optional<int64_t> forward_mean_ns;                    // per micro-batch
-  std::optional<int64_t> backward_mean_ns;                   // per micro-batch
-  std::optional<int64_t> microbatch_ns;                      // forward + backward of one micro-batch
+  std::string source = "none";              // "nvtx", "p2p" or "none", as RankReport
+  std::optional<int64_t> forward_mean_ns;   // per micro-batch
+  std::optional<int64_t> backward_mean_ns;  // per micro-batch
+  std::optional<int64_t> microbatch_ns;     // forward + backward of one micro-batch
+  // The GPU's own time a micro-batch: its ranks' kernels (NCCL's left out) and copies over their
+  // forward ranges; what the NVTX times above are not when the host runs ahead of the GPU.
+  std::optional<int64_t> gpu_ns_per_microbatch;
   std::optional<int64_t> warmup_ns, steady_ns, cooldown_ns;  // per step, mean
   std::optional<double> bubble_fraction;
   std::optional<double> microbatches_per_step;     // forwards a step (NVTX ranges, or activations passed on)
