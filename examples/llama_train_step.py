@@ -264,6 +264,20 @@ class MegatronMixedPrecision:
             self.torch._foreach_zero_(self.main_grads)
 
 
+def torch_to_measure_with(prog, need_gpu=True, cpu_hint=""):
+    """PyTorch, or None after saying on stdout why nothing will be measured (no PyTorch; no GPU
+    when one is needed): the examples exit 0 then, as on a machine without a GPU."""
+    try:
+        import torch
+    except ImportError:
+        print(f"{prog}: PyTorch is not installed here; nothing measured")
+        return None
+    if need_gpu and not torch.cuda.is_available():
+        print(f"{prog}: no GPU visible to PyTorch; nothing measured{cpu_hint}")
+        return None
+    return torch
+
+
 def main(argv):
     args = parse_args(argv)
     if args.allocator == "async":
@@ -273,14 +287,8 @@ def main(argv):
     except (OSError, ValueError, KeyError) as e:
         print(f"llama_train_step: {e}", file=sys.stderr)
         return 2
-    try:
-        import torch
-    except ImportError:
-        print("llama_train_step: PyTorch is not installed here; nothing measured")
-        return 0
-
-    if not torch.cuda.is_available():
-        print("llama_train_step: no GPU visible to PyTorch; nothing measured")
+    torch = torch_to_measure_with("llama_train_step")
+    if torch is None:
         return 0
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)

@@ -247,15 +247,11 @@ def main(argv):
     except (OSError, ValueError, KeyError) as e:
         print(f"pipeline_1f1b: {e}", file=sys.stderr)
         return 2
-    try:
-        import torch
-        import torch.multiprocessing as mp
-    except ImportError:
-        print("pipeline_1f1b: PyTorch is not installed here; nothing measured")
+    torch = example.torch_to_measure_with("pipeline_1f1b", args.device == "cuda",
+                                          " (--device cpu runs on the CPU)")
+    if torch is None:
         return 0
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("pipeline_1f1b: no GPU visible to PyTorch; nothing measured (--device cpu runs on the CPU)")
-        return 0
+    import torch.multiprocessing as mp
     result_path = args.output or os.path.join(os.getcwd(), f".pipeline_1f1b.{os.getpid()}.json")
     mp.spawn(worker, args=(args, result_path), nprocs=args.stages, join=True)
     with open(result_path) as f:
