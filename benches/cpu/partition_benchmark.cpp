@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "partition_bound.h"
+#include "path_tables.h"
 #include "pipescope/planner/partition_optimizer.h"
 #include "pipescope/planner/pipeline_schedule.h"
 
@@ -106,6 +108,37 @@ BENCHMARK(BM_Partition)
     ->Args({126, 32, 0, 2, 128, 0})
     ->Args({126, 64, 0, 2, 128, 1})
     ->Unit(benchmark::kMillisecond);
+
+// The searches' critical-path tables for one memory limit, with one weight set and with many
+// (path_tables.h): what a table fill costs against the work it is charged (items: candidate
+// stages; the charge is one per candidate and one more per six sets).
+void BM_PathTables(benchmark::State& state) {
+  namespace detail = pp::detail;
+  pp::PartitionProblem problem = gpt_problem(126, 64, pp::Balance::kMemory, 2e-3);
+  problem.micro_batches = 64;
+  auto ctx = detail::PartitionContext::build(problem);
+  if (!ctx.ok()) {
+    state.SkipWithError(ctx.error().message.c_str());
+    return;
+  }
+  detail::PathBound bound(problem, *ctx);
+  bound.add_path(std::vector<double>(problem.stages, 0.3), std::vector<double>(problem.stages, 0.6));
+  bound.lower_bound(problem.capacity_bytes, 40, nullptr);
+  const std::vector<detail::PathWeights> sets = bound.weight_sets(static_cast<int>(state.range(0)));
+  detail::PathTables tables;
+  tables.set_weights(sets);
+  std::int64_t work = 0;
+  for (auto _ : state) {
+    work = tables.build_suffix(problem, *ctx, problem.capacity_bytes);
+    benchmark::DoNotOptimize(tables.open_s(0, 0, 0));
+  }
+  state.counters["sets"] = tables.sets();
+  state.counters["work_charged"] = static_cast<double>(work);
+  state.counters["ns_per_work"] =
+      benchmark::Counter(static_cast<double>(work) * state.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_PathTables)->ArgNames({"sets"})->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -56,7 +56,7 @@ double PathBound::weighted_least(std::int64_t limit_bytes, const PathWeights& we
                                  std::vector<double>& forward_s, std::vector<double>& backward_s) {
   tables_.set_weights(weights);
   work_ += tables_.build_suffix(problem_, ctx_, limit_bytes);
-  const double least = tables_.open_s(0, 0);
+  const double least = tables_.open_s(0, 0, 0);
   if (least != kNone) tables_.least_plan(problem_, ctx_, forward_s, backward_s);
   return least;
 }
@@ -71,6 +71,7 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
   PathWeights weights;
   std::vector<double> forward_s, backward_s;
   best_weights_ = PathWeights{};
+  best_lambda_.clear();
   for (int round = 0; round < rounds && !paths_.empty(); ++round) {
     // The current combination, minimized over the plans: a valid bound whatever the weights.
     weights.forward.assign(static_cast<size_t>(p_), 0.0);
@@ -89,7 +90,10 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
       bound = kNone;
       break;
     }
-    if (best_weights_.empty() || least + weights.hops_s > bound) best_weights_ = weights;
+    if (best_weights_.empty() || least + weights.hops_s > bound) {
+      best_weights_ = weights;
+      best_lambda_ = lambda;
+    }
     bound = std::max(bound, least + weights.hops_s);
     add_row(forward_s, backward_s);
     add_path(forward_s, backward_s);
@@ -136,6 +140,22 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
   if (work_used != nullptr) *work_used = work_;
   // The DP sums with prefix sums for the partial option: allow for their rounding.
   return bound == kNone ? kNone : bound * (1 - 1e-9);
+}
+
+std::vector<PathWeights> PathBound::weight_sets(int most) const {
+  std::vector<PathWeights> sets;
+  if (best_weights_.empty() || most <= 0) return sets;
+  sets.push_back(best_weights_);
+  std::vector<size_t> order;
+  for (size_t q = 0; q < best_lambda_.size(); ++q)
+    if (best_lambda_[q] > 0) order.push_back(q);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return best_lambda_[a] > best_lambda_[b]; });
+  for (size_t q : order) {
+    if (static_cast<int>(sets.size()) == most) break;
+    sets.push_back(PathWeights{paths_[q].forward_ops, paths_[q].backward_ops, paths_[q].hops_s});
+  }
+  return sets;
 }
 
 }  // namespace pipescope::planner::detail

@@ -33,6 +33,8 @@ class PathBound {
   // The combination behind the last lower_bound()'s value (empty before any): valid for every
   // plan, whatever the limit, so the searches weigh their partial plans with it (path_tables.h).
   const PathWeights& best_weights() const { return best_weights_; }
+  // That combination first, then the paths it weighs most, each alone (up to `most` in all).
+  std::vector<PathWeights> weight_sets(int most) const;
 
  private:
   struct Path {
@@ -55,6 +57,7 @@ class PathBound {
   std::vector<std::vector<double>> plan_forward_s_, plan_backward_s_, lengths_;
   PathTables tables_;  // the DP, reused
   PathWeights best_weights_;
+  std::vector<double> best_lambda_;  // best_weights_'s weight per path
   std::vector<double> scratch_;
   std::int64_t work_ = 0;  // what the current lower_bound() has cost: DP cells, LP entries, ops timed
   ScheduleDag::PathCounts counts_;

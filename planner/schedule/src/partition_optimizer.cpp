@@ -82,7 +82,7 @@ class PathBounds {
     const double lower_s = bound_.lower_bound(limit_bytes, rounds, &used);
     search_.charge(used);
     // The combination that gave it bounds partial plans inside the search too.
-    if (!bound_.best_weights().empty()) search_.use_path_weights(bound_.best_weights());
+    if (!bound_.best_weights().empty()) search_.use_path_weights(bound_.weight_sets(detail::kMostWeightSets));
     return lower_s;
   }
 

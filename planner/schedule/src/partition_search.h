@@ -21,6 +21,8 @@ struct FoundPlan {
   std::int64_t peak_bytes = 0;
 };
 
+struct SearchChild;
+
 // What both directions share: the problem, the incumbent, the cut-off, the work budget, and the
 // timing of complete plans.
 class SearchBase {
@@ -48,7 +50,7 @@ class SearchBase {
 
   const PartitionSearchStats& stats() const { return stats_; }
   // Critical-path weights to bound partial plans with (path_tables.h), from now on.
-  void use_path_weights(const PathWeights& weights);
+  void use_path_weights(const std::vector<PathWeights>& weights);
 
  protected:
   // Fills the direction's tables for a memory limit; false when no plan meets it.
@@ -59,6 +61,9 @@ class SearchBase {
   virtual double root_bound_s() const = 0;
 
   bool enter_node();  // counts a node against the budget; false: stop
+  // Weighs a child's fixed stages under every path set and returns its bound (f), charging the
+  // sets' work; children already cut by their other bounds skip it (the charge is per set).
+  double path_bound(SearchChild& child, int stage, const PathTerms& parent, int k, int j, double bound_s);
   // A subtree the budget left unexplored, with a lower bound on its plans' times.
   void note_unexplored(double time_bound_s) {
     if (exhausted_) frontier_s_ = std::min(frontier_s_, time_bound_s);
@@ -80,7 +85,8 @@ class SearchBase {
   std::vector<double> scratch_;
   std::vector<StageSums> sums_;  // per allowed option, reused by expansions
   std::vector<char> open_;
-  PathTables path_;  // the direction's table: suffix for the forward search, prefix for the reverse
+  std::int64_t table_work_ = 0;  // DP cells the last prepare() filled in path_, charged as work
+  PathTables path_;  // the direction's tables: suffix for the forward search, prefix for the reverse
   bool stop_ = false;
   PartitionSearchStats stats_;
 
@@ -106,7 +112,7 @@ struct SearchChild {
   double backward_s = 0;
   std::int64_t memory_bytes = 0;
   double walk_s = 0;  // the direction's single-stage walk term (see the .cpp files)
-  double path_s = 0;  // the fixed stages' weighted critical-path terms, this one included
+  PathTerms path;     // the fixed stages' weighted critical-path terms, this one included
   double time_bound_s = 0;
 };
 
@@ -120,10 +126,12 @@ class ForwardSearch final : public SearchBase {
  private:
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
-  double root_bound_s() const override { return std::max(suffix_walk_s_[at(0, 0)], path_.bound_s(0, 0, 0)); }
-  void descend(int stage, int unit, double chain_s, double walk_s, double path_s, std::int64_t peak_bytes,
-               double bound_s);
-  void expand(int stage, int unit, double chain_s, double walk_s, double path_s, double total_s,
+  double root_bound_s() const override {
+    return std::max(suffix_walk_s_[at(0, 0)], path_.bound_s(PathTerms{}, 0, 0));
+  }
+  void descend(int stage, int unit, double chain_s, double walk_s, const PathTerms& path,
+               std::int64_t peak_bytes, double bound_s);
+  void expand(int stage, int unit, double chain_s, double walk_s, const PathTerms& path, double total_s,
               double through_s);
   size_t at(int stage, int unit) const { return static_cast<size_t>(stage) * (n_ + 1) + unit; }
 
@@ -147,12 +155,13 @@ class ReverseSearch final : public SearchBase {
   bool prepare(std::int64_t limit_bytes) override;
   void run() override;
   double root_bound_s() const override {
-    return std::max(prefix_walk_s_[at(p_, n_)], path_.bound_s(0, p_, n_));
+    return std::max(prefix_walk_s_[at(p_, n_)], path_.bound_s(PathTerms{}, p_, n_));
   }
   void peak_table(std::int64_t limit_bytes, bool with_partial);
-  void descend(int stage, int unit, double suffix_walk_s, double path_s, std::int64_t peak_bytes,
+  void descend(int stage, int unit, double suffix_walk_s, const PathTerms& path, std::int64_t peak_bytes,
                double bound_s);
-  void expand(int stage, int unit, double suffix_walk_s, double path_s, double total_s, double through_s);
+  void expand(int stage, int unit, double suffix_walk_s, const PathTerms& path, double total_s,
+              double through_s);
   // The GPipe closed form with fixed stages from `stage` on, `extra` one more (or none), and the
   // open stages 0..k-1 on units [0, j) at their least: a lower bound on every completion.
   double gpipe_bound(int stage, int k, int j, double extra_forward_s, double extra_backward_s) const;
@@ -183,7 +192,7 @@ class PartitionSearch {
   std::int64_t work_left() const { return work_left_; }
   std::int64_t node_work() const { return forward_.node_work(); }
   std::int64_t least_peak_bytes() { return reverse_.least_peak_bytes(); }
-  void use_path_weights(const PathWeights& weights) {
+  void use_path_weights(const std::vector<PathWeights>& weights) {
     forward_.use_path_weights(weights);
     reverse_.use_path_weights(weights);
   }

@@ -66,7 +66,7 @@ bool ReverseSearch::prepare(std::int64_t limit_bytes) {
       prefix_walk_s_[at(k, j)] = walk;
     }
   }
-  path_.build_prefix(problem_, ctx_, limit_bytes);
+  table_work_ = path_.build_prefix(problem_, ctx_, limit_bytes);
   if (children_.size() != static_cast<size_t>(p_)) children_.resize(p_);
   return prefix_cost_s_[at(p_, n_)] != kNoPlan;
 }
@@ -174,7 +174,7 @@ FoundPlan ReverseSearch::least_peak_plan() {
   return plan;
 }
 
-void ReverseSearch::run() { descend(p_, n_, -kNoPlan, 0.0, 0, 0.0); }
+void ReverseSearch::run() { descend(p_, n_, -kNoPlan, PathTerms{}, 0, 0.0); }
 
 // Bound (e): GPipe's time is exactly sum F + (m - 1) max F + sum B + (m - 1) max B + (p - 1) d
 // (forwards and backwards each form a flow shop; test GPipe.UnequalStagesFollowTheFlowShopFormula).
@@ -193,10 +193,10 @@ double ReverseSearch::gpipe_bound(int stage, int k, int j, double extra_forward_
 }
 
 // suffix_walk_s: max over fixed t of (sum over fixed s < t of (c_s + d) + m c_t), bound (c) of
-// the fixed stages measured from the first fixed one; path_s: their weighted critical-path
+// the fixed stages measured from the first fixed one; path: their weighted critical-path
 // terms (bound (f)).
-void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, double path_s, std::int64_t peak_bytes,
-                            double bound_s) {
+void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, const PathTerms& path,
+                            std::int64_t peak_bytes, double bound_s) {
   if (!enter_node()) {
     note_unexplored(bound_s);
     return;
@@ -214,7 +214,7 @@ void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, double pa
   double bound = std::max(relaxed.total_s, relaxed.through_s + prefix_cost_s_[at(stage, unit)]);
   if (gpipe_) bound = std::max(bound, gpipe_bound(stage, stage, unit, 0, 0));
   if (hopeless(bound)) return;
-  expand(stage, unit, suffix_walk_s, path_s, relaxed.total_s, relaxed.through_s);
+  expand(stage, unit, suffix_walk_s, path, relaxed.total_s, relaxed.through_s);
   const int s = stage - 1;
   for (const SearchChild& child : children_[s]) {
     if (stop_) {
@@ -232,12 +232,12 @@ void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, double pa
             : partial_sums(problem_, child.begin, unit, unit - child.begin, child.option, child.option);
     forward_s_[s] = exact.forward_s;
     backward_s_[s] = exact.backward_s;
-    descend(s, child.begin, child.walk_s, child.path_s, std::max(peak_bytes, child.memory_bytes),
+    descend(s, child.begin, child.walk_s, child.path, std::max(peak_bytes, child.memory_bytes),
             child.time_bound_s);
   }
 }
 
-void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, double path_s, double total_s,
+void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, const PathTerms& path, double total_s,
                            double through_s) {
   const int s = stage - 1;  // the stage to fix: [begin, unit)
   std::vector<SearchChild>& children = children_[s];
@@ -267,10 +267,7 @@ void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, double pat
       child.time_bound_s =
           std::max(child.time_bound_s, gpipe_bound(stage, s, begin, child.forward_s, child.backward_s));
     }
-    if (path_.active()) {  // (f)
-      child.path_s = path_s + path_.stage_s(s, child.forward_s, child.backward_s);
-      child.time_bound_s = std::max(child.time_bound_s, path_.bound_s(child.path_s, s, begin));
-    }
+    child.time_bound_s = path_bound(child, s, path, s, begin, child.time_bound_s);  // (f)
     add_undominated(children, group, child);
   };
   const bool partial = ctx_.partial.enabled();

@@ -1,6 +1,5 @@
 #include "path_tables.h"
 
-#include <algorithm>
 #include <limits>
 
 namespace pipescope::planner::detail {
@@ -8,7 +7,33 @@ namespace {
 
 constexpr double kNone = std::numeric_limits<double>::infinity();
 
+// Work charged for candidate stages: their sums and memory checks, then a multiply-add per set.
+// Measured (BM_PathTables): six sets cost about what the candidate itself does.
+std::int64_t candidates_work(std::int64_t candidates, int sets) { return candidates * (6 + sets) / 6; }
+
 }  // namespace
+
+void PathTables::set_weights(const std::vector<PathWeights>& sets) {
+  sets_ = 0;
+  forward_.clear();
+  backward_.clear();
+  std::vector<const PathWeights*> kept;
+  for (const PathWeights& w : sets) {
+    if (!w.empty() && static_cast<int>(kept.size()) < kMostWeightSets) kept.push_back(&w);
+  }
+  if (kept.empty()) return;
+  sets_ = static_cast<int>(kept.size());
+  const size_t stages = kept.front()->forward.size();
+  forward_.assign(stages * sets_, 0.0);
+  backward_.assign(stages * sets_, 0.0);
+  for (int i = 0; i < sets_; ++i) {
+    for (size_t s = 0; s < stages; ++s) {
+      forward_[s * sets_ + i] = kept[i]->forward[s];
+      backward_[s * sets_ + i] = kept[i]->backward[s];
+    }
+    hops_s_[i] = kept[i]->hops_s;
+  }
+}
 
 bool PathTables::reset(int units, int stages) {
   width_ = static_cast<size_t>(units) + 1;
@@ -16,7 +41,7 @@ bool PathTables::reset(int units, int stages) {
     table_.clear();
     return false;
   }
-  table_.assign(static_cast<size_t>(stages + 1) * width_, kNone);
+  table_.assign(static_cast<size_t>(stages + 1) * width_ * sets_, kNone);
   return true;
 }
 
@@ -24,28 +49,28 @@ std::int64_t PathTables::build_suffix(const PartitionProblem& problem, const Par
                                       std::int64_t limit_bytes) {
   const int n = static_cast<int>(problem.units.size()), p = problem.stages;
   if (!reset(n, p)) return 0;
-  choice_.assign(table_.size(), Choice{});
-  table_[static_cast<size_t>(p) * width_ + n] = 0;
-  std::int64_t cells = 0;
+  choice_.assign(static_cast<size_t>(p + 1) * width_, Choice{});
+  std::fill_n(table_.begin() + static_cast<std::ptrdiff_t>(cell(p, n)), sets_, 0.0);
+  std::int64_t candidates = 0;
   // Stage k holds [j, end); every later stage needs a unit.
   for (int k = p - 1; k >= 0; --k) {
     const int last_end = n - (p - k - 1);
+    const double* wf = &forward_[static_cast<size_t>(k) * sets_];
+    const double* wb = &backward_[static_cast<size_t>(k) * sets_];
     for (int j = k; j < last_end; ++j) {
-      double least = kNone;
+      double* least = &table_[cell(k, j)];
       Choice& pick = choice_[static_cast<size_t>(k) * width_ + j];
       const auto take = [&](int end, int option, int partial, double forward_s, double backward_s) {
-        const double after = open_s(k + 1, end);
-        if (after == kNone) return;
-        const double value = stage_s(k, forward_s, backward_s) + after;
-        if (value < least) {
-          least = value;
-          pick = Choice{end, option, partial};
-        }
+        const double* after = &table_[cell(k + 1, end)];
+        if (after[0] == kNone) return;  // feasibility does not depend on the weights
+        if (wf[0] * forward_s + wb[0] * backward_s + after[0] < least[0]) pick = Choice{end, option, partial};
+        for (int i = 0; i < sets_; ++i)
+          least[i] = std::min(least[i], wf[i] * forward_s + wb[i] * backward_s + after[i]);
       };
       for (int r : ctx.options) {
         StageSums sums;
         for (int end = j + 1; end <= last_end; ++end) {
-          ++cells;
+          ++candidates;
           sums.add(problem.units[end - 1], r);
           if (sums.memory_bytes(ctx.extra_bytes[k], ctx.in_flight[k]) > limit_bytes) break;  // only grows
           take(end, r, 0, sums.forward_s, sums.backward_s);
@@ -55,7 +80,7 @@ std::int64_t PathTables::build_suffix(const PartitionProblem& problem, const Par
         // With weights >= 0 the fewest units on the partial option that fit are the least.
         FewestPartialForward fewest(ctx.partial, j, ctx.extra_bytes[k], ctx.in_flight[k], limit_bytes);
         for (int end = j + 1; end <= last_end && !fewest.done(); ++end) {
-          ++cells;
+          ++candidates;
           const int count = fewest.at(end);
           if (count > 0) {
             take(end, ctx.partial.option, count, ctx.partial.forward_s(j, end, count),
@@ -63,31 +88,34 @@ std::int64_t PathTables::build_suffix(const PartitionProblem& problem, const Par
           }
         }
       }
-      table_[static_cast<size_t>(k) * width_ + j] = least;
     }
   }
-  return cells;
+  return candidates_work(candidates, sets_);
 }
 
 std::int64_t PathTables::build_prefix(const PartitionProblem& problem, const PartitionContext& ctx,
                                       std::int64_t limit_bytes) {
   const int n = static_cast<int>(problem.units.size()), p = problem.stages;
   if (!reset(n, p)) return 0;
-  table_[0] = 0;
-  std::int64_t cells = 0;
+  std::fill_n(table_.begin(), sets_, 0.0);
+  std::int64_t candidates = 0;
   // Stage s = k - 1 holds [begin, j); every earlier stage needs a unit.
   for (int k = 1; k <= p; ++k) {
     const int s = k - 1;
+    const double* wf = &forward_[static_cast<size_t>(s) * sets_];
+    const double* wb = &backward_[static_cast<size_t>(s) * sets_];
     for (int j = k; j <= n - (p - k); ++j) {
-      double least = kNone;
+      double* least = &table_[cell(k, j)];
       const auto take = [&](int begin, double forward_s, double backward_s) {
-        const double before = open_s(s, begin);
-        if (before != kNone) least = std::min(least, before + stage_s(s, forward_s, backward_s));
+        const double* before = &table_[cell(s, begin)];
+        if (before[0] == kNone) return;
+        for (int i = 0; i < sets_; ++i)
+          least[i] = std::min(least[i], before[i] + wf[i] * forward_s + wb[i] * backward_s);
       };
       for (int r : ctx.options) {
         StageSums sums;
         for (int begin = j - 1; begin >= s; --begin) {
-          ++cells;
+          ++candidates;
           sums.add(problem.units[begin], r);
           if (sums.memory_bytes(ctx.extra_bytes[s], ctx.in_flight[s]) > limit_bytes) break;  // only grows
           take(begin, sums.forward_s, sums.backward_s);
@@ -97,17 +125,16 @@ std::int64_t PathTables::build_prefix(const PartitionProblem& problem, const Par
         // (A longer stage can fit again with a count of 1, so no early stop.)
         FewestPartialReverse fewest(ctx.partial, j, ctx.extra_bytes[s], ctx.in_flight[s], limit_bytes);
         for (int begin = j - 2; begin >= s; --begin) {
-          ++cells;
+          ++candidates;
           const int count = fewest.at(begin);
           if (count > 0) {
             take(begin, ctx.partial.forward_s(begin, j, count), ctx.partial.backward_s(begin, j, count));
           }
         }
       }
-      table_[static_cast<size_t>(k) * width_ + j] = least;
     }
   }
-  return cells;
+  return candidates_work(candidates, sets_);
 }
 
 void PathTables::least_plan(const PartitionProblem& problem, const PartitionContext& ctx,

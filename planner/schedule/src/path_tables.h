@@ -5,8 +5,15 @@
 // a DP table (by first unit for the stages after a prefix, by last unit for those before a
 // suffix), so that fixed part + table + hops bounds every completion of the node. The weights are
 // valid for every plan whatever limit they were found at; only the tables depend on the limit.
+//
+// The tables hold several weight sets at once, filled in one pass: the combination with the
+// best bound at the root, and single paths it weighs. Each bounds every plan, so a node takes the
+// largest. Below the root the best combination for a subtree is rarely the root's, and a single
+// path that the fixed stages load heavily bounds it far better.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -22,48 +29,74 @@ struct PathWeights {
   bool empty() const { return forward.empty(); }
 };
 
+constexpr int kMostWeightSets = 16;
+
+// A partial plan's fixed stages weighed by each set.
+struct PathTerms {
+  std::array<double, kMostWeightSets> fixed_s{};
+};
+
 class PathTables {
  public:
-  void set_weights(const PathWeights& weights) { weights_ = weights; }
-  const PathWeights& weights() const { return weights_; }
-  bool active() const { return !weights_.empty(); }
+  // Up to kMostWeightSets sets (empty ones skipped, the first kept first); none: no bound.
+  void set_weights(const std::vector<PathWeights>& sets);
+  void set_weights(const PathWeights& weights) { set_weights(std::vector<PathWeights>{weights}); }
+  bool active() const { return sets_ > 0; }
+  int sets() const { return sets_; }
 
-  // Fills the table of the least weighted cost of stages k.. on units [j, n) (suffix) or of
-  // stages ..k-1 on units [0, j) (prefix), each stage within limit_bytes; returns the DP cells
-  // visited. Without weights both are empty and every bound below is 0.
+  // Fills the tables of the least weighted cost of stages k.. on units [j, n) (suffix) or of
+  // stages ..k-1 on units [0, j) (prefix), each stage within limit_bytes; returns the work done,
+  // in the search's units (about one per candidate stage and per six sets). Without weights
+  // both are empty and every bound below is 0.
   std::int64_t build_suffix(const PartitionProblem& problem, const PartitionContext& ctx,
                             std::int64_t limit_bytes);
   std::int64_t build_prefix(const PartitionProblem& problem, const PartitionContext& ctx,
                             std::int64_t limit_bytes);
 
-  // After build_suffix(): the stage times of a plan that attains open_s(0, 0) (finite).
+  // After build_suffix(): the stage times of a plan that attains the first set's open_s(0, 0, 0)
+  // (finite).
   void least_plan(const PartitionProblem& problem, const PartitionContext& ctx,
                   std::vector<double>& forward_s, std::vector<double>& backward_s) const;
 
-  // One stage's term.
-  double stage_s(int stage, double forward_s, double backward_s) const {
-    return weights_.forward[stage] * forward_s + weights_.backward[stage] * backward_s;
+  // One stage's term under a set.
+  double stage_s(int set, int stage, double forward_s, double backward_s) const {
+    const size_t at = static_cast<size_t>(stage) * sets_ + set;
+    return forward_[at] * forward_s + backward_[at] * backward_s;
   }
-  // The least weighted cost of the open stages (+infinity: none fit): [k][j] as built above.
-  double open_s(int k, int j) const { return table_[static_cast<size_t>(k) * width_ + j]; }
-  // A lower bound on every completion of a node whose fixed stages sum to fixed_s and whose open
-  // stages are (k, j): within a relative 1e-9 below, for the prefix sums' rounding on the
-  // partial option and the path's own order of summation.
-  double bound_s(double fixed_s, int k, int j) const {
-    if (!active()) return 0;
-    return (fixed_s + open_s(k, j) + weights_.hops_s) * (1 - 1e-9);
+  // `terms` with one more fixed stage.
+  PathTerms with_stage(const PathTerms& terms, int stage, double forward_s, double backward_s) const {
+    PathTerms out = terms;
+    for (int i = 0; i < sets_; ++i) out.fixed_s[i] += stage_s(i, stage, forward_s, backward_s);
+    return out;
+  }
+  // A set's least weighted cost of the open stages (+infinity: none fit): [k][j] as built above.
+  double open_s(int set, int k, int j) const { return table_[cell(k, j) + set]; }
+  // A lower bound under one set on every completion of a node whose fixed stages weigh fixed_s
+  // and whose open stages are (k, j): within a relative 1e-9 below, for the prefix sums'
+  // rounding on the partial option and the path's own order of summation.
+  double bound_s(int set, double fixed_s, int k, int j) const {
+    return (fixed_s + open_s(set, k, j) + hops_s_[set]) * (1 - 1e-9);
+  }
+  // The largest of the sets' bounds; 0 without weights.
+  double bound_s(const PathTerms& terms, int k, int j) const {
+    double bound = 0;
+    for (int i = 0; i < sets_; ++i) bound = std::max(bound, bound_s(i, terms.fixed_s[i], k, j));
+    return bound;
   }
 
  private:
-  bool reset(int units, int stages);  // sizes the table, all +infinity; false without weights
+  bool reset(int units, int stages);  // sizes the tables, all +infinity; false without weights
+  size_t cell(int k, int j) const { return (static_cast<size_t>(k) * width_ + j) * sets_; }
 
-  PathWeights weights_;
-  std::vector<double> table_;
+  int sets_ = 0;
+  std::vector<double> forward_, backward_;  // [stage][set]
+  std::array<double, kMostWeightSets> hops_s_{};
+  std::vector<double> table_;  // [k][j][set]
   size_t width_ = 0;
   struct Choice {
     int end = 0, option = 0, partial = 0;
   };
-  std::vector<Choice> choice_;  // build_suffix()'s, per cell
+  std::vector<Choice> choice_;  // build_suffix()'s for the first set, per cell
 };
 
 }  // namespace pipescope::planner::detail

@@ -134,13 +134,16 @@ TEST(PathTables, NeverAboveTheBestCompletionOfAPartialPlan) {
     for (const PartitionPlan& probe : {plans.front(), plans[plans.size() / 2], plans.back()}) {
       const std::int64_t limit = probe.peak_memory_bytes;
       bound.lower_bound(limit, 20, nullptr);
-      for (const PathWeights& weights : {everywhere, bound.best_weights()}) {
-        ASSERT_FALSE(weights.empty());
-        PathTables suffix, prefix;
-        suffix.set_weights(weights);
-        prefix.set_weights(weights);
-        suffix.build_suffix(problem, *ctx, limit);
-        prefix.build_prefix(problem, *ctx, limit);
+      // The root's combination at either limit, and the single paths it weighs: every set alone.
+      std::vector<PathWeights> sets = bound.weight_sets(kMostWeightSets - 1);
+      ASSERT_FALSE(sets.empty());
+      sets.push_back(everywhere);
+      PathTables suffix, prefix;
+      suffix.set_weights(sets);
+      prefix.set_weights(sets);
+      suffix.build_suffix(problem, *ctx, limit);
+      prefix.build_prefix(problem, *ctx, limit);
+      for (int set = 0; set < suffix.sets(); ++set) {
         // By brute force: the best completion of every fixed prefix (stages 0..k-1) and suffix
         // (stages k..p-1) of a plan within the limit, and the tables' bound for it.
         std::map<std::vector<int>, double> best, lower;
@@ -148,15 +151,15 @@ TEST(PathTables, NeverAboveTheBestCompletionOfAPartialPlan) {
           if (plan.peak_memory_bytes > limit) continue;
           std::vector<double> term(p);
           for (int s = 0; s < p; ++s)
-            term[s] = suffix.stage_s(s, plan.stages[s].forward_s, plan.stages[s].backward_s);
+            term[s] = suffix.stage_s(set, s, plan.stages[s].forward_s, plan.stages[s].backward_s);
           for (int k = 0; k <= p; ++k) {
             double head_s = 0, tail_s = 0;
             for (int s = 0; s < k; ++s) head_s += term[s];
             for (int s = k; s < p; ++s) tail_s += term[s];
             const int unit = plan.choice.boundaries[k];
             for (const auto& [key, lower_s] :
-                 {std::pair{stages_key(plan, 0, k), suffix.bound_s(head_s, k, unit)},
-                  std::pair{stages_key(plan, k, p), prefix.bound_s(tail_s, k, unit)}}) {
+                 {std::pair{stages_key(plan, 0, k), suffix.bound_s(set, head_s, k, unit)},
+                  std::pair{stages_key(plan, k, p), prefix.bound_s(set, tail_s, k, unit)}}) {
               auto [at, fresh] = best.try_emplace(key, plan.iteration_s);
               if (!fresh) at->second = std::min(at->second, plan.iteration_s);
               lower[key] = lower_s;
@@ -164,7 +167,7 @@ TEST(PathTables, NeverAboveTheBestCompletionOfAPartialPlan) {
           }
         }
         for (const auto& [key, best_s] : best) {
-          EXPECT_LE(lower[key], best_s) << "instance " << instance;
+          EXPECT_LE(lower[key], best_s) << "instance " << instance << ", set " << set;
           ++nodes;
           tight += lower[key] >= 0.999 * best_s ? 1 : 0;
         }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <random>
@@ -45,14 +46,14 @@ void check_direction(std::uint32_t seed, NodePaths paths) {
     bound.add_path(std::vector<double>(problem.stages, 1.0), std::vector<double>(problem.stages, 2.0));
     if (paths == NodePaths::kAtTheLargestLimit) {
       bound.lower_bound(plans.back().peak_memory_bytes, 20, nullptr);
-      search.use_path_weights(bound.best_weights());
+      search.use_path_weights(bound.weight_sets(kMostWeightSets));
     }
     // Limits from "nothing fits" to "everything fits", each a peak some plan has.
     for (const PartitionPlan& probe : {plans.front(), plans[plans.size() / 2], plans.back()}) {
       const std::int64_t limit = probe.peak_memory_bytes;
       if (paths == NodePaths::kAtTheLimit) {
         bound.lower_bound(limit, 20, nullptr);
-        search.use_path_weights(bound.best_weights());
+        search.use_path_weights(bound.weight_sets(kMostWeightSets));
       }
       const double expected = brute_force_fastest(plans, limit);
       const SearchBase::Outcome fastest =
@@ -180,38 +181,48 @@ TEST(PartitionSearch, BudgetTooSmallReportsUnfinished) {
 
 // Proving that no plan beats the optimum by half a second finds no plan, so the incumbent never
 // changes and a search opens exactly the nodes whose bounds stay under the cut-off: with the
-// critical-path bound in them (never lower than without) it can only open fewer.
+// critical-path bound in them (never lower than without) it can only open fewer, and with the
+// single paths beside the combination (path_tables.h: a node takes the largest) fewer again.
 template <class Direction>
 void check_cuts(std::uint32_t seed) {
   std::mt19937 rng(seed);
-  std::int64_t nodes_without = 0, nodes_with = 0;
-  int fewer = 0;
+  std::int64_t nodes_without = 0, nodes_combined = 0, nodes_all = 0;
+  int fewer = 0, fewer_with_singles = 0;
   for (int instance = 0; instance < 100; ++instance) {
     const PartitionProblem problem = test::random_problem(rng, {12, 6, 8});
     auto ctx = PartitionContext::build(problem);
     ASSERT_TRUE(ctx.ok());
     const std::int64_t limit = problem.capacity_bytes;
-    Direction plain(problem, *ctx), weighed(problem, *ctx);
+    Direction plain(problem, *ctx), combined(problem, *ctx), all(problem, *ctx);
     const SearchBase::Outcome best = plain.search(limit, std::numeric_limits<double>::infinity(), kBudget);
     if (!best.found) continue;
     PathBound bound(problem, *ctx);
     bound.add_path(std::vector<double>(problem.stages, 1.0), std::vector<double>(problem.stages, 2.0));
     bound.lower_bound(limit, 20, nullptr);
-    weighed.use_path_weights(bound.best_weights());
+    combined.use_path_weights({bound.best_weights()});
+    all.use_path_weights(bound.weight_sets(kMostWeightSets));
     const std::int64_t before = plain.stats().nodes;
     const double cutoff_s = best.plan.iteration_s - 0.5;
     const SearchBase::Outcome without = plain.search(limit, cutoff_s, kBudget);
-    const SearchBase::Outcome with = weighed.search(limit, cutoff_s, kBudget);
-    ASSERT_TRUE(without.finished && with.finished);
-    EXPECT_FALSE(without.found || with.found) << "instance " << instance;
-    const std::int64_t opened_without = plain.stats().nodes - before, opened_with = weighed.stats().nodes;
-    EXPECT_LE(opened_with, opened_without) << "instance " << instance;
+    const SearchBase::Outcome with_combination = combined.search(limit, cutoff_s, kBudget);
+    const SearchBase::Outcome with_all = all.search(limit, cutoff_s, kBudget);
+    ASSERT_TRUE(without.finished && with_combination.finished && with_all.finished);
+    EXPECT_FALSE(without.found || with_combination.found || with_all.found) << "instance " << instance;
+    const std::int64_t opened_without = plain.stats().nodes - before;
+    const std::int64_t opened_combined = combined.stats().nodes, opened_all = all.stats().nodes;
+    EXPECT_LE(opened_combined, opened_without) << "instance " << instance;
+    EXPECT_LE(opened_all, opened_combined) << "instance " << instance;
     nodes_without += opened_without;
-    nodes_with += opened_with;
-    fewer += opened_with < opened_without ? 1 : 0;
+    nodes_combined += opened_combined;
+    nodes_all += opened_all;
+    fewer += opened_combined < opened_without ? 1 : 0;
+    fewer_with_singles += opened_all < opened_combined ? 1 : 0;
   }
   EXPECT_GE(fewer, 5);
-  EXPECT_LT(nodes_with, nodes_without * 9 / 10);
+  EXPECT_LT(nodes_combined, nodes_without * 9 / 10);
+  EXPECT_GE(fewer_with_singles, 5);
+  std::cout << "nodes opened: " << nodes_without << " without, " << nodes_combined << " with the combination, "
+            << nodes_all << " with the single paths too\n";
 }
 
 TEST(ForwardSearch, CriticalPathsInItsNodesCutProofs) { check_cuts<ForwardSearch>(505); }
