@@ -221,8 +221,8 @@ void check_cuts(std::uint32_t seed) {
   EXPECT_GE(fewer, 5);
   EXPECT_LT(nodes_combined, nodes_without * 9 / 10);
   EXPECT_GE(fewer_with_singles, 5);
-  std::cout << "nodes opened: " << nodes_without << " without, " << nodes_combined << " with the combination, "
-            << nodes_all << " with the single paths too\n";
+  std::cout << "nodes opened: " << nodes_without << " without, " << nodes_combined
+            << " with the combination, " << nodes_all << " with the single paths too\n";
 }
 
 TEST(ForwardSearch, CriticalPathsInItsNodesCutProofs) { check_cuts<ForwardSearch>(505); }
