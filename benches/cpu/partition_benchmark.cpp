@@ -10,12 +10,14 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "partition_bound.h"
 #include "path_tables.h"
 #include "pipescope/planner/partition_optimizer.h"
 #include "pipescope/planner/pipeline_schedule.h"
+#include "pivot_bound.h"
 
 namespace pp = pipescope::planner;
 
@@ -139,6 +141,43 @@ void BM_PathTables(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_PathTables)->ArgNames({"sets"})->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond);
+
+// The searches' pivot fronts for one memory limit (pivot_bound.h), at m = p and m = 2p: what a
+// fill costs against the work it is charged.
+void BM_PivotTables(benchmark::State& state) {
+  namespace detail = pp::detail;
+  pp::PartitionProblem problem = gpt_problem(126, 64, pp::Balance::kMemory, 2e-3);
+  problem.micro_batches = static_cast<int>(state.range(0));
+  auto ctx = detail::PartitionContext::build(problem);
+  if (!ctx.ok()) {
+    state.SkipWithError(ctx.error().message.c_str());
+    return;
+  }
+  const detail::PivotFamilies families = detail::PivotFamilies::find(problem, *ctx);
+  detail::PivotTables tables;
+  tables.set_families(&families);
+  // Without a ceiling, or with the uniform split's time: what a search that must beat it asks.
+  const double ceiling_s =
+      state.range(1) == 0 ? std::numeric_limits<double>::infinity() : pp::uniform_plan(problem)->iteration_s;
+  std::int64_t work = 0;
+  for (auto _ : state) {
+    work = tables.build_suffix(problem, *ctx, problem.capacity_bytes, ceiling_s);
+    benchmark::DoNotOptimize(tables.bound_after_prefix(detail::PivotState::empty_prefix(), 0, 0));
+  }
+  state.counters["root_bound_s"] = tables.bound_after_prefix(detail::PivotState::empty_prefix(), 0, 0);
+  state.counters["classes"] = families.classes;
+  state.counters["work_charged"] = static_cast<double>(work);
+  state.counters["ns_per_work"] =
+      benchmark::Counter(static_cast<double>(work) * state.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_PivotTables)
+    ->ArgNames({"mb", "ceiling"})
+    ->Args({64, 0})
+    ->Args({64, 1})
+    ->Args({128, 0})
+    ->Args({128, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

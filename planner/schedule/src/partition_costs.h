@@ -179,4 +179,66 @@ struct PartitionContext {
   }
 };
 
+// Every way to fill stage k from unit j within a memory limit, ending at most at last_end: each
+// option on [j, end) while it fits, and the partial option with the fewest units on it that fit
+// (the least time of its counts: partition_search.cpp, point 1). Calls
+// fn(end, option, partial, forward_s, backward_s), partial 0 for a plain option; returns the
+// candidates examined.
+template <class Fn>
+std::int64_t for_each_stage_from(const PartitionProblem& problem, const PartitionContext& ctx,
+                                 std::int64_t limit_bytes, int k, int j, int last_end, Fn&& fn) {
+  std::int64_t candidates = 0;
+  for (int r : ctx.options) {
+    StageSums sums;
+    for (int end = j + 1; end <= last_end; ++end) {
+      ++candidates;
+      sums.add(problem.units[end - 1], r);
+      if (sums.memory_bytes(ctx.extra_bytes[k], ctx.in_flight[k]) > limit_bytes) break;  // only grows
+      fn(end, r, 0, sums.forward_s, sums.backward_s);
+    }
+  }
+  if (ctx.partial.enabled()) {
+    FewestPartialForward fewest(ctx.partial, j, ctx.extra_bytes[k], ctx.in_flight[k], limit_bytes);
+    for (int end = j + 1; end <= last_end && !fewest.done(); ++end) {
+      ++candidates;
+      const int count = fewest.at(end);
+      if (count > 0) {
+        fn(end, ctx.partial.option, count, ctx.partial.forward_s(j, end, count),
+           ctx.partial.backward_s(j, end, count));
+      }
+    }
+  }
+  return candidates;
+}
+
+// The same for stage s ending at unit j (exclusive), its first unit from j - 1 down to s; fn
+// gets the first unit instead of the end.
+template <class Fn>
+std::int64_t for_each_stage_to(const PartitionProblem& problem, const PartitionContext& ctx,
+                               std::int64_t limit_bytes, int s, int j, Fn&& fn) {
+  std::int64_t candidates = 0;
+  for (int r : ctx.options) {
+    StageSums sums;
+    for (int begin = j - 1; begin >= s; --begin) {
+      ++candidates;
+      sums.add(problem.units[begin], r);
+      if (sums.memory_bytes(ctx.extra_bytes[s], ctx.in_flight[s]) > limit_bytes) break;  // only grows
+      fn(begin, r, 0, sums.forward_s, sums.backward_s);
+    }
+  }
+  if (ctx.partial.enabled()) {
+    // (A longer stage can fit again with a count of 1, so no early stop.)
+    FewestPartialReverse fewest(ctx.partial, j, ctx.extra_bytes[s], ctx.in_flight[s], limit_bytes);
+    for (int begin = j - 2; begin >= s; --begin) {
+      ++candidates;
+      const int count = fewest.at(begin);
+      if (count > 0) {
+        fn(begin, ctx.partial.option, count, ctx.partial.forward_s(begin, j, count),
+           ctx.partial.backward_s(begin, j, count));
+      }
+    }
+  }
+  return candidates;
+}
+
 }  // namespace pipescope::planner::detail

@@ -178,6 +178,9 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
   const bool uniform_fits = result.uniform && result.uniform->fits;
 
   PartitionSearch search(problem, *ctx);
+  // The pivot paths bound every search from the start (pivot_bound.h).
+  const detail::PivotFamilies pivots = detail::PivotFamilies::find(problem, *ctx);
+  search.use_pivot_families(&pivots);
   // Exact, by a DP: whether anything fits, and a plan with the least peak.
   const FoundPlan least = search.least_peak_plan();
   result.any_fits = least.peak_bytes <= problem.capacity_bytes;
@@ -189,6 +192,7 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
   if (!result.any_fits) {
     // The least peak is the objective and is exact; the fastest plan with it breaks ties.
     search.grant(problem.max_search_work);
+    search.charge(pivots.work);
     const Outcome tie = search.fastest(least.peak_bytes, &least);
     chosen = tie.plan;
     result.peak_lower_bound_bytes = least.peak_bytes;
@@ -196,6 +200,7 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
     // A fitting plan to start from: the faster of the uniform one (when it fits) and `least`,
     // made faster by local moves, cheaply: under kMemory it may settle the time limit at once.
     search.grant(problem.max_search_work / 16);
+    search.charge(pivots.work);
     std::int64_t used = 0;
     const FoundPlan seed = local.faster(
         uniform_fits && result.uniform->iteration_s <= least.iteration_s ? as_found(*result.uniform) : least,

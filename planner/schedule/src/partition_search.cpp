@@ -110,6 +110,19 @@ SearchBase::Outcome SearchBase::search(std::int64_t limit_bytes, double cutoff_s
     // One table per weight set: with many sets they cost as much as a few hundred nodes.
     budget_left_ -= table_work_;
     stats_.work += table_work_;
+    pivots_prepared_ = false;
+  }
+  // The pivot fronts only need points up to the largest time this search asks about: its
+  // cut-off, or the plan it must beat. Repeated searches at one limit ask about less and less.
+  const double ceiling_s = std::isfinite(cutoff_s) ? cutoff_s
+                           : seed != nullptr       ? seed->iteration_s
+                                                   : std::numeric_limits<double>::infinity();
+  if (prepared_feasible_ && pivot_.active() && (!pivots_prepared_ || ceiling_s > pivot_ceiling_s_)) {
+    const std::int64_t work = prepare_pivots(limit_bytes, ceiling_s);
+    budget_left_ -= work;
+    stats_.work += work;
+    pivots_prepared_ = true;
+    pivot_ceiling_s_ = ceiling_s;
   }
   // The tables' own bound settles a search before any node when it is above the cut-off or the
   // seed; it also bounds every plan a search cut short did not reach.
@@ -129,6 +142,11 @@ void SearchBase::use_path_weights(const std::vector<PathWeights>& weights) {
   prepared_ = false;  // the tables depend on the weights
 }
 
+void SearchBase::use_pivot_families(const PivotFamilies* families) {
+  pivot_.set_families(families);
+  pivots_prepared_ = false;
+}
+
 bool SearchBase::enter_node() {
   if (stop_) return false;
   if (budget_left_ <= 0) {
@@ -141,15 +159,14 @@ bool SearchBase::enter_node() {
   return true;
 }
 
-double SearchBase::path_bound(SearchChild& child, int stage, const PathTerms& parent, int k, int j,
-                              double bound_s) {
-  if (!path_.active() || hopeless(bound_s)) return bound_s;
-  child.path = path_.with_stage(parent, stage, child.forward_s, child.backward_s);
-  // Two multiply-adds per set, measured like the tables' (BM_PathTables): six sets a unit of work.
-  const std::int64_t work = (path_.sets() + 5) / 6;
+bool SearchBase::weigh(double bound_s) {
+  if (hopeless(bound_s) || (!path_.active() && !pivot_.active())) return false;
+  // Two multiply-adds per path set, measured like the tables' (BM_PathTables): six sets a unit
+  // of work; and a unit per pivot front point scanned, a few on average.
+  const std::int64_t work = (path_.sets() + 5) / 6 + (pivot_.active() ? 4 : 0);
   budget_left_ -= work;
   stats_.work += work;
-  return std::max(bound_s, path_.bound_s(child.path, k, j));
+  return true;
 }
 
 bool SearchBase::hopeless(double time_bound_s) const {

@@ -12,6 +12,7 @@
 #include "partition_costs.h"
 #include "path_tables.h"
 #include "pipescope/planner/partition_optimizer.h"
+#include "pivot_bound.h"
 
 namespace pipescope::planner::detail {
 
@@ -51,19 +52,24 @@ class SearchBase {
   const PartitionSearchStats& stats() const { return stats_; }
   // Critical-path weights to bound partial plans with (path_tables.h), from now on.
   void use_path_weights(const std::vector<PathWeights>& weights);
+  // Pivot paths to bound partial plans with (pivot_bound.h), from now on; they must outlive the
+  // search.
+  void use_pivot_families(const PivotFamilies* families);
 
  protected:
   // Fills the direction's tables for a memory limit; false when no plan meets it.
   virtual bool prepare(std::int64_t limit_bytes) = 0;
+  // Fills the direction's pivot fronts (pivot_bound.h) for a limit and a ceiling; returns the work.
+  virtual std::int64_t prepare_pivots(std::int64_t limit_bytes, double ceiling_s) = 0;
   virtual void run() = 0;
   // After prepare(): a lower bound on the time of every plan within the limit, from the tables
   // alone (the least largest single-stage walk, bound (c)).
   virtual double root_bound_s() const = 0;
 
   bool enter_node();  // counts a node against the budget; false: stop
-  // Weighs a child's fixed stages under every path set and returns its bound (f), charging the
-  // sets' work; children already cut by their other bounds skip it (the charge is per set).
-  double path_bound(SearchChild& child, int stage, const PathTerms& parent, int k, int j, double bound_s);
+  // Whether a child whose other bounds give bound_s is worth weighing with bounds (f) and (g):
+  // not when those already cut it. Charges the weighing's work when it is.
+  bool weigh(double bound_s);
   // A subtree the budget left unexplored, with a lower bound on its plans' times.
   void note_unexplored(double time_bound_s) {
     if (exhausted_) frontier_s_ = std::min(frontier_s_, time_bound_s);
@@ -86,13 +92,16 @@ class SearchBase {
   std::vector<StageSums> sums_;  // per allowed option, reused by expansions
   std::vector<char> open_;
   std::int64_t table_work_ = 0;  // DP cells the last prepare() filled in path_, charged as work
-  PathTables path_;  // the direction's tables: suffix for the forward search, prefix for the reverse
+  PathTables path_;              // the direction's tables
+  PivotTables pivot_;  // the direction's pivot fronts: suffix for the forward search, prefix for the reverse
   bool stop_ = false;
   PartitionSearchStats stats_;
 
  private:
   bool prepared_ = false, prepared_feasible_ = false;
   std::int64_t prepared_limit_ = 0;
+  bool pivots_prepared_ = false;
+  double pivot_ceiling_s_ = 0;
   double cutoff_s_ = std::numeric_limits<double>::infinity();
   double frontier_s_ = std::numeric_limits<double>::infinity();
   std::int64_t node_work_ = 0;
@@ -113,6 +122,7 @@ struct SearchChild {
   std::int64_t memory_bytes = 0;
   double walk_s = 0;  // the direction's single-stage walk term (see the .cpp files)
   PathTerms path;     // the fixed stages' weighted critical-path terms, this one included
+  PivotState pivot;   // the fixed stages' pivot terms (pivot_bound.h), this one included
   double time_bound_s = 0;
 };
 
@@ -125,14 +135,18 @@ class ForwardSearch final : public SearchBase {
 
  private:
   bool prepare(std::int64_t limit_bytes) override;
+  std::int64_t prepare_pivots(std::int64_t limit_bytes, double ceiling_s) override {
+    return pivot_.build_suffix(problem_, ctx_, limit_bytes, ceiling_s);
+  }
   void run() override;
   double root_bound_s() const override {
-    return std::max(suffix_walk_s_[at(0, 0)], path_.bound_s(PathTerms{}, 0, 0));
+    return std::max({suffix_walk_s_[at(0, 0)], path_.bound_s(PathTerms{}, 0, 0),
+                     pivot_.bound_after_prefix(PivotState::empty_prefix(), 0, 0)});
   }
   void descend(int stage, int unit, double chain_s, double walk_s, const PathTerms& path,
-               std::int64_t peak_bytes, double bound_s);
-  void expand(int stage, int unit, double chain_s, double walk_s, const PathTerms& path, double total_s,
-              double through_s);
+               const PivotState& pivot, std::int64_t peak_bytes, double bound_s);
+  void expand(int stage, int unit, double chain_s, double walk_s, const PathTerms& path,
+              const PivotState& pivot, double total_s, double through_s);
   size_t at(int stage, int unit) const { return static_cast<size_t>(stage) * (n_ + 1) + unit; }
 
   std::vector<double> suffix_walk_s_;  // [k][j]: least max single-stage walk of stages k.. on units j..
@@ -153,15 +167,19 @@ class ReverseSearch final : public SearchBase {
 
  private:
   bool prepare(std::int64_t limit_bytes) override;
+  std::int64_t prepare_pivots(std::int64_t limit_bytes, double ceiling_s) override {
+    return pivot_.build_prefix(problem_, ctx_, limit_bytes, ceiling_s);
+  }
   void run() override;
   double root_bound_s() const override {
-    return std::max(prefix_walk_s_[at(p_, n_)], path_.bound_s(PathTerms{}, p_, n_));
+    return std::max({prefix_walk_s_[at(p_, n_)], path_.bound_s(PathTerms{}, p_, n_),
+                     pivot_.bound_before_suffix(PivotState::empty_suffix(), p_, n_)});
   }
   void peak_table(std::int64_t limit_bytes, bool with_partial);
-  void descend(int stage, int unit, double suffix_walk_s, const PathTerms& path, std::int64_t peak_bytes,
-               double bound_s);
-  void expand(int stage, int unit, double suffix_walk_s, const PathTerms& path, double total_s,
-              double through_s);
+  void descend(int stage, int unit, double suffix_walk_s, const PathTerms& path, const PivotState& pivot,
+               std::int64_t peak_bytes, double bound_s);
+  void expand(int stage, int unit, double suffix_walk_s, const PathTerms& path, const PivotState& pivot,
+              double total_s, double through_s);
   // The GPipe closed form with fixed stages from `stage` on, `extra` one more (or none), and the
   // open stages 0..k-1 on units [0, j) at their least: a lower bound on every completion.
   double gpipe_bound(int stage, int k, int j, double extra_forward_s, double extra_backward_s) const;
@@ -195,6 +213,10 @@ class PartitionSearch {
   void use_path_weights(const std::vector<PathWeights>& weights) {
     forward_.use_path_weights(weights);
     reverse_.use_path_weights(weights);
+  }
+  void use_pivot_families(const PivotFamilies* families) {
+    forward_.use_pivot_families(families);
+    reverse_.use_pivot_families(families);
   }
   FoundPlan least_peak_plan() { return reverse_.least_peak_plan(); }
 

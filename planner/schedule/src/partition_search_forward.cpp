@@ -58,13 +58,13 @@ bool ForwardSearch::prepare(std::int64_t limit_bytes) {
   return suffix_cost_s_[at(0, 0)] != kNoPlan;
 }
 
-void ForwardSearch::run() { descend(0, 0, 0.0, 0.0, PathTerms{}, 0, 0.0); }
+void ForwardSearch::run() { descend(0, 0, 0.0, 0.0, PathTerms{}, PivotState::empty_prefix(), 0, 0.0); }
 
 // chain_s: sum over fixed s of (c_s + d); walk_s: max over fixed t of A_t (bound (c)); path:
 // the fixed stages' weighted critical-path terms (bound (f)); bound_s: the node's bound as its
 // parent computed it.
 void ForwardSearch::descend(int stage, int unit, double chain_s, double walk_s, const PathTerms& path,
-                            std::int64_t peak_bytes, double bound_s) {
+                            const PivotState& pivot, std::int64_t peak_bytes, double bound_s) {
   if (!enter_node()) {
     note_unexplored(bound_s);
     return;
@@ -80,7 +80,7 @@ void ForwardSearch::descend(int stage, int unit, double chain_s, double walk_s, 
   const auto relaxed = ctx_.dag.longest_paths(p_ - 1, forward_s_, backward_s_, ctx_.p2p_forward_s,
                                               ctx_.p2p_backward_s, scratch_);
   if (hopeless(std::max(relaxed.total_s, relaxed.through_s + suffix_cost_s_[at(stage, unit)]))) return;
-  expand(stage, unit, chain_s, walk_s, path, relaxed.total_s, relaxed.through_s);
+  expand(stage, unit, chain_s, walk_s, path, pivot, relaxed.total_s, relaxed.through_s);
   for (const SearchChild& child : children_[stage]) {
     if (stop_) {
       note_unexplored(child.time_bound_s);  // children are in bound order: the least of the rest
@@ -94,13 +94,13 @@ void ForwardSearch::descend(int stage, int unit, double chain_s, double walk_s, 
     forward_s_[stage] = child.forward_s;
     backward_s_[stage] = child.backward_s;
     const double c = child.forward_s + child.backward_s;
-    descend(stage + 1, child.end, chain_s + c + round_trip_s_, child.walk_s, child.path,
+    descend(stage + 1, child.end, chain_s + c + round_trip_s_, child.walk_s, child.path, child.pivot,
             std::max(peak_bytes, child.memory_bytes), child.time_bound_s);
   }
 }
 
 void ForwardSearch::expand(int stage, int unit, double chain_s, double walk_s, const PathTerms& path,
-                           double total_s, double through_s) {
+                           const PivotState& pivot, double total_s, double through_s) {
   std::vector<SearchChild>& children = children_[stage];
   children.clear();
   const bool last = stage == p_ - 1;
@@ -124,7 +124,15 @@ void ForwardSearch::expand(int stage, int unit, double chain_s, double walk_s, c
     child.walk_s = std::max(walk_s, chain_s + m_ * c);
     double bound = std::max({total_s, through_s + c + after, child.walk_s});  // (a), (d), (c)
     if (!last) bound = std::max(bound, chain_s + c + round_trip_s_ + suffix_walk_s_[at(stage + 1, end)]);
-    child.time_bound_s = path_bound(child, stage, path, stage + 1, end, bound);  // (f)
+    if (weigh(bound)) {  // (f), (g)
+      child.path = path_.with_stage(path, stage, child.forward_s, child.backward_s);
+      bound = std::max(bound, path_.bound_s(child.path, stage + 1, end));
+      if (pivot_.active()) {
+        child.pivot = pivot_.after_prefix(pivot, stage, child.forward_s, child.backward_s);
+        bound = std::max(bound, pivot_.bound_after_prefix(child.pivot, stage + 1, end));
+      }
+    }
+    child.time_bound_s = bound;
     add_undominated(children, group, child);
   };
   // The partial option with the fewest units on it that fit (the fastest of its counts), its sums

@@ -174,7 +174,7 @@ FoundPlan ReverseSearch::least_peak_plan() {
   return plan;
 }
 
-void ReverseSearch::run() { descend(p_, n_, -kNoPlan, PathTerms{}, 0, 0.0); }
+void ReverseSearch::run() { descend(p_, n_, -kNoPlan, PathTerms{}, PivotState::empty_suffix(), 0, 0.0); }
 
 // Bound (e): GPipe's time is exactly sum F + (m - 1) max F + sum B + (m - 1) max B + (p - 1) d
 // (forwards and backwards each form a flow shop; test GPipe.UnequalStagesFollowTheFlowShopFormula).
@@ -196,7 +196,7 @@ double ReverseSearch::gpipe_bound(int stage, int k, int j, double extra_forward_
 // the fixed stages measured from the first fixed one; path: their weighted critical-path
 // terms (bound (f)).
 void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, const PathTerms& path,
-                            std::int64_t peak_bytes, double bound_s) {
+                            const PivotState& pivot, std::int64_t peak_bytes, double bound_s) {
   if (!enter_node()) {
     note_unexplored(bound_s);
     return;
@@ -214,7 +214,7 @@ void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, const Pat
   double bound = std::max(relaxed.total_s, relaxed.through_s + prefix_cost_s_[at(stage, unit)]);
   if (gpipe_) bound = std::max(bound, gpipe_bound(stage, stage, unit, 0, 0));
   if (hopeless(bound)) return;
-  expand(stage, unit, suffix_walk_s, path, relaxed.total_s, relaxed.through_s);
+  expand(stage, unit, suffix_walk_s, path, pivot, relaxed.total_s, relaxed.through_s);
   const int s = stage - 1;
   for (const SearchChild& child : children_[s]) {
     if (stop_) {
@@ -232,13 +232,13 @@ void ReverseSearch::descend(int stage, int unit, double suffix_walk_s, const Pat
             : partial_sums(problem_, child.begin, unit, unit - child.begin, child.option, child.option);
     forward_s_[s] = exact.forward_s;
     backward_s_[s] = exact.backward_s;
-    descend(s, child.begin, child.walk_s, child.path, std::max(peak_bytes, child.memory_bytes),
+    descend(s, child.begin, child.walk_s, child.path, child.pivot, std::max(peak_bytes, child.memory_bytes),
             child.time_bound_s);
   }
 }
 
-void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, const PathTerms& path, double total_s,
-                           double through_s) {
+void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, const PathTerms& path,
+                           const PivotState& pivot, double total_s, double through_s) {
   const int s = stage - 1;  // the stage to fix: [begin, unit)
   std::vector<SearchChild>& children = children_[s];
   children.clear();
@@ -267,7 +267,14 @@ void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, const Path
       child.time_bound_s =
           std::max(child.time_bound_s, gpipe_bound(stage, s, begin, child.forward_s, child.backward_s));
     }
-    child.time_bound_s = path_bound(child, s, path, s, begin, child.time_bound_s);  // (f)
+    if (weigh(child.time_bound_s)) {  // (f), (g)
+      child.path = path_.with_stage(path, s, child.forward_s, child.backward_s);
+      child.time_bound_s = std::max(child.time_bound_s, path_.bound_s(child.path, s, begin));
+      if (pivot_.active()) {
+        child.pivot = pivot_.before_suffix(pivot, s, child.forward_s, child.backward_s);
+        child.time_bound_s = std::max(child.time_bound_s, pivot_.bound_before_suffix(child.pivot, s, begin));
+      }
+    }
     add_undominated(children, group, child);
   };
   const bool partial = ctx_.partial.enabled();

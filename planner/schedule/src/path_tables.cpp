@@ -67,27 +67,7 @@ std::int64_t PathTables::build_suffix(const PartitionProblem& problem, const Par
         for (int i = 0; i < sets_; ++i)
           least[i] = std::min(least[i], wf[i] * forward_s + wb[i] * backward_s + after[i]);
       };
-      for (int r : ctx.options) {
-        StageSums sums;
-        for (int end = j + 1; end <= last_end; ++end) {
-          ++candidates;
-          sums.add(problem.units[end - 1], r);
-          if (sums.memory_bytes(ctx.extra_bytes[k], ctx.in_flight[k]) > limit_bytes) break;  // only grows
-          take(end, r, 0, sums.forward_s, sums.backward_s);
-        }
-      }
-      if (ctx.partial.enabled()) {
-        // With weights >= 0 the fewest units on the partial option that fit are the least.
-        FewestPartialForward fewest(ctx.partial, j, ctx.extra_bytes[k], ctx.in_flight[k], limit_bytes);
-        for (int end = j + 1; end <= last_end && !fewest.done(); ++end) {
-          ++candidates;
-          const int count = fewest.at(end);
-          if (count > 0) {
-            take(end, ctx.partial.option, count, ctx.partial.forward_s(j, end, count),
-                 ctx.partial.backward_s(j, end, count));
-          }
-        }
-      }
+      candidates += for_each_stage_from(problem, ctx, limit_bytes, k, j, last_end, take);
     }
   }
   return candidates_work(candidates, sets_);
@@ -106,32 +86,13 @@ std::int64_t PathTables::build_prefix(const PartitionProblem& problem, const Par
     const double* wb = &backward_[static_cast<size_t>(s) * sets_];
     for (int j = k; j <= n - (p - k); ++j) {
       double* least = &table_[cell(k, j)];
-      const auto take = [&](int begin, double forward_s, double backward_s) {
+      const auto take = [&](int begin, int, int, double forward_s, double backward_s) {
         const double* before = &table_[cell(s, begin)];
         if (before[0] == kNone) return;
         for (int i = 0; i < sets_; ++i)
           least[i] = std::min(least[i], before[i] + wf[i] * forward_s + wb[i] * backward_s);
       };
-      for (int r : ctx.options) {
-        StageSums sums;
-        for (int begin = j - 1; begin >= s; --begin) {
-          ++candidates;
-          sums.add(problem.units[begin], r);
-          if (sums.memory_bytes(ctx.extra_bytes[s], ctx.in_flight[s]) > limit_bytes) break;  // only grows
-          take(begin, sums.forward_s, sums.backward_s);
-        }
-      }
-      if (ctx.partial.enabled()) {
-        // (A longer stage can fit again with a count of 1, so no early stop.)
-        FewestPartialReverse fewest(ctx.partial, j, ctx.extra_bytes[s], ctx.in_flight[s], limit_bytes);
-        for (int begin = j - 2; begin >= s; --begin) {
-          ++candidates;
-          const int count = fewest.at(begin);
-          if (count > 0) {
-            take(begin, ctx.partial.forward_s(begin, j, count), ctx.partial.backward_s(begin, j, count));
-          }
-        }
-      }
+      candidates += for_each_stage_to(problem, ctx, limit_bytes, s, j, take);
     }
   }
   return candidates_work(candidates, sets_);

@@ -31,7 +31,9 @@ double brute_force_fastest(const std::vector<PartitionPlan>& plans, std::int64_t
   return best;
 }
 
-enum class NodePaths { kNone, kAtTheLimit, kAtTheLargestLimit };
+// Which bounds the nodes carry besides their own: none, critical paths found at each limit or at
+// the largest, or those at each limit and the pivot paths (pivot_bound.h).
+enum class NodePaths { kNone, kAtTheLimit, kAtTheLargestLimit, kAtTheLimitWithPivots };
 
 template <class Direction>
 void check_direction(std::uint32_t seed, NodePaths paths) {
@@ -44,6 +46,8 @@ void check_direction(std::uint32_t seed, NodePaths paths) {
     Direction search(problem, *ctx);
     PathBound bound(problem, *ctx);
     bound.add_path(std::vector<double>(problem.stages, 1.0), std::vector<double>(problem.stages, 2.0));
+    const PivotFamilies pivots = PivotFamilies::find(problem, *ctx);
+    if (paths == NodePaths::kAtTheLimitWithPivots) search.use_pivot_families(&pivots);
     if (paths == NodePaths::kAtTheLargestLimit) {
       bound.lower_bound(plans.back().peak_memory_bytes, 20, nullptr);
       search.use_path_weights(bound.weight_sets(kMostWeightSets));
@@ -51,7 +55,7 @@ void check_direction(std::uint32_t seed, NodePaths paths) {
     // Limits from "nothing fits" to "everything fits", each a peak some plan has.
     for (const PartitionPlan& probe : {plans.front(), plans[plans.size() / 2], plans.back()}) {
       const std::int64_t limit = probe.peak_memory_bytes;
-      if (paths == NodePaths::kAtTheLimit) {
+      if (paths == NodePaths::kAtTheLimit || paths == NodePaths::kAtTheLimitWithPivots) {
         bound.lower_bound(limit, 20, nullptr);
         search.use_path_weights(bound.weight_sets(kMostWeightSets));
       }
@@ -80,6 +84,14 @@ TEST(ForwardSearch, MatchesBruteForceOnRandomInstances) {
 TEST(ForwardSearch, MatchesBruteForceWithCriticalPathsInItsNodes) {
   check_direction<ForwardSearch>(102, NodePaths::kAtTheLimit);
   check_direction<ForwardSearch>(103, NodePaths::kAtTheLargestLimit);
+}
+
+TEST(ForwardSearch, MatchesBruteForceWithPivotPathsInItsNodes) {
+  check_direction<ForwardSearch>(105, NodePaths::kAtTheLimitWithPivots);
+}
+
+TEST(ReverseSearch, MatchesBruteForceWithPivotPathsInItsNodes) {
+  check_direction<ReverseSearch>(205, NodePaths::kAtTheLimitWithPivots);
 }
 
 TEST(ReverseSearch, MatchesBruteForceOnRandomInstances) {
