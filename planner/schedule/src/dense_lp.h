@@ -29,6 +29,10 @@ class DenseLp {
   LpSolution solve(const LinearProgram& lp, int max_pivots = 10'000);
 
  private:
+  // Solves the final basis again from the original program into basic_; false when singular.
+  bool resolve_basis(const LinearProgram& lp);
+
+  std::vector<double> basis_matrix_, basic_;
   std::vector<double> tableau_;  // (rows + 1) x (cols + rows + 1): constraints, then the objective
   std::vector<int> basis_;       // per row, its basic column
 };

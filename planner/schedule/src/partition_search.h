@@ -124,6 +124,7 @@ struct SearchChild {
   PathTerms path;     // the fixed stages' weighted critical-path terms, this one included
   PivotState pivot;   // the fixed stages' pivot terms (pivot_bound.h), this one included
   double time_bound_s = 0;
+  double order_s = 0;  // the bound without (g), which many siblings share: it orders their ties
 };
 
 // Stages 0, 1, ... first. Bounds: the fixed prefix timed with the rest at zero cost, the longest

@@ -127,6 +127,7 @@ void ForwardSearch::expand(int stage, int unit, double chain_s, double walk_s, c
     if (weigh(bound)) {  // (f), (g)
       child.path = path_.with_stage(path, stage, child.forward_s, child.backward_s);
       bound = std::max(bound, path_.bound_s(child.path, stage + 1, end));
+      child.order_s = bound;
       if (pivot_.active()) {
         child.pivot = pivot_.after_prefix(pivot, stage, child.forward_s, child.backward_s);
         bound = std::max(bound, pivot_.bound_after_prefix(child.pivot, stage + 1, end));
@@ -171,6 +172,7 @@ void ForwardSearch::expand(int stage, int unit, double chain_s, double walk_s, c
   }
   std::sort(children.begin(), children.end(), [](const SearchChild& a, const SearchChild& b) {
     if (a.time_bound_s != b.time_bound_s) return a.time_bound_s < b.time_bound_s;
+    if (a.order_s != b.order_s) return a.order_s < b.order_s;
     if (a.memory_bytes != b.memory_bytes) return a.memory_bytes < b.memory_bytes;
     return a.end != b.end ? a.end < b.end : a.option < b.option;
   });

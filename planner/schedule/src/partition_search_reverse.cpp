@@ -270,6 +270,7 @@ void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, const Path
     if (weigh(child.time_bound_s)) {  // (f), (g)
       child.path = path_.with_stage(path, s, child.forward_s, child.backward_s);
       child.time_bound_s = std::max(child.time_bound_s, path_.bound_s(child.path, s, begin));
+      child.order_s = child.time_bound_s;
       if (pivot_.active()) {
         child.pivot = pivot_.before_suffix(pivot, s, child.forward_s, child.backward_s);
         child.time_bound_s = std::max(child.time_bound_s, pivot_.bound_before_suffix(child.pivot, s, begin));
@@ -309,6 +310,7 @@ void ReverseSearch::expand(int stage, int unit, double suffix_walk_s, const Path
   }
   std::sort(children.begin(), children.end(), [](const SearchChild& a, const SearchChild& b) {
     if (a.time_bound_s != b.time_bound_s) return a.time_bound_s < b.time_bound_s;
+    if (a.order_s != b.order_s) return a.order_s < b.order_s;
     if (a.memory_bytes != b.memory_bytes) return a.memory_bytes < b.memory_bytes;
     return a.begin != b.begin ? a.begin > b.begin : a.option < b.option;
   });
