@@ -40,9 +40,16 @@
 //        the fixed stages' terms are known; the open stages' are at least their least over the
 //        ways to fill them within the limit, a DP table per limit (path_tables.h): one lookup per
 //        child. Its weights come from the optimizer's critical-path bound at some limit; they
-//        hold for every plan, so any limit's weights serve.
-//    Every bound uses, per stage, only the options within the memory limit. The least of (c)
-//    over all plans is also checked before any node: a search whose cut-off or incumbent it
+//        hold for every plan, so any limit's weights serve. Several such weight sets (the best
+//        combination and single paths of it) each bound every plan; a node takes the largest.
+//    (g) Single-pivot paths (pivot_bound.h): T >= the largest of terms sum_{s<t} alpha x_s +
+//        kappa_t x_t + hops_t + sum_{s>t} beta_c x_s, each at most the length of a path that
+//        exists in every plan. With some stages fixed their part of every term is known; the
+//        least over the ways to fill the open stages of the largest term is exact from a Pareto
+//        front per (stage, unit), one scan of it per child. Fronts drop points above the
+//        search's cut-off or incumbent, keeping their least value as a floor under the bound.
+//    Every bound uses, per stage, only the options within the memory limit. The least of (c),
+//    (f) and (g) over all plans is also checked before any node: a search whose cut-off or incumbent it
 //    already exceeds ends at once, and it bounds every plan a search cut short left unexplored.
 //
 // 4. Branch and bound. Depth-first, children in ascending bound order; every complete plan
