@@ -18,7 +18,7 @@ struct Shape {
 constexpr Shape kShapes[] = {{1.0, 1.3, 1.0}, {1.0, 1.3, 0.5}, {1.3, 1.3, 0.5}};
 // Fronts hold at most this many points; the rest are merged into one that dominates them all
 // (a weaker but valid bound) so that no instance can blow a table up.
-constexpr size_t kMostFrontPoints = 64;
+constexpr size_t kMostFrontPoints = 16;
 
 // The work charged for pairs of a candidate stage and a front point and for the fronts' pruning:
 // measured (BM_PivotTables) at 5-7 ns each where the search's unit of work is about 2.5 ns.
