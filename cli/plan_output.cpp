@@ -268,11 +268,15 @@ std::string optimality_text(const planner::PlanOutcome& o) {
               "peak memory is within " +
                   printf_string("%.1f%%", 100 * o.optimality_gap) +
                   " of the least peak of the splits within the time limit";
+    // A budget spent before any bound on T_fit leaves nothing proven about it: say so.
+    const std::string fastest_bound =
+        o.fastest_fitting_lower_s > 0
+            ? "no split is faster than " + printf_string("%.3f", o.fastest_fitting_lower_s) + " s"
+            : "the budget ran out before any bound on it";
     return peak + " (proven); the time limit is stated against the fastest fitting split found (" +
-           printf_string("%.3f", o.fastest_fitting_s) +
-           " s), which the search could not prove fastest (no split is faster than " +
-           printf_string("%.3f", o.fastest_fitting_lower_s) +
-           " s); a longer --search-time may find a faster split (and so a lower limit) or a lower peak";
+           printf_string("%.3f", o.fastest_fitting_s) + " s), which the search could not prove fastest (" +
+           fastest_bound +
+           "); a longer --search-time may find a faster split (and so a lower limit) or a lower peak";
   }
   return "the exact split search ran out of budget (--search-time): the suggested split's " +
          std::string(memory ? "peak memory" : "iteration time") + " is within " +

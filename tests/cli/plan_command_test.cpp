@@ -175,6 +175,18 @@ TEST(PlanCommand, AnUnprovenTimeLimitIsStatedAgainstTheFastestSplitFound) {
   EXPECT_NE(r.out.find("2% over the fastest fitting split found"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("s, not proven fastest) and the uniform split's time"), std::string::npos) << r.out;
 
+  // A budget spent before T_fit was bounded at all says so, rather than "faster than 0.000 s".
+  std::vector<std::string> starved_args = args;
+  starved_args.back() = "0.02";  // --search-time's value
+  const json starved = plan_json(starved_args);
+  const json& so = starved["optimality"];
+  EXPECT_FALSE(so["time_limit_proven"].get<bool>());
+  EXPECT_EQ(so["fastest_fitting_lower_bound_s"].get<double>(), 0);
+  EXPECT_NE(so["text"].get<std::string>().find("the budget ran out before any bound on it"),
+            std::string::npos)
+      << so["text"];
+  EXPECT_EQ(so["text"].get<std::string>().find("faster than 0.000 s"), std::string::npos) << so["text"];
+
   // --balance time has no time limit to state.
   const CommandResult fastest = run_pipescope(plan_args(with(args, {"--balance", "time"})));
   ASSERT_EQ(fastest.exit_code, 0) << fastest.err;
