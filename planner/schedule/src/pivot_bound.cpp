@@ -296,32 +296,28 @@ PivotState PivotTables::before_suffix(const PivotState& suffix, int stage, doubl
   return out;
 }
 
-double PivotTables::bound_after_prefix(const PivotState& prefix, int k, int j) const {
+// Both directions' bound is the least over the open stages' front of the largest term: a fixed
+// prefix's (sum of alpha x, X_c) meets a suffix point's (W, S_c), or a fixed suffix's (W, S_c)
+// meets a prefix point's (sum of alpha x, X_c), in the same two sums.
+double PivotTables::least_largest_term(const PivotState& fixed, size_t at) const {
   if (!active()) return 0;
-  const size_t at = cell(k, j);
   double least = kInf;
   for (std::uint32_t q = 0; q < count_[at]; ++q) {
-    const Point& after = points_[offset_[at] + q];
-    double value = prefix.lead + after.lead;
+    const Point& open = points_[offset_[at] + q];
+    double value = fixed.lead + open.lead;
     for (int c = 0; c < families_->classes; ++c)
-      value = std::max(value, prefix.by_class[c] + after.by_class[c]);
+      value = std::max(value, fixed.by_class[c] + open.by_class[c]);
     least = std::min(least, value);
   }
   return std::min(least, floor_[at]) * (1 - 1e-9);
 }
 
+double PivotTables::bound_after_prefix(const PivotState& prefix, int k, int j) const {
+  return least_largest_term(prefix, cell(k, j));
+}
+
 double PivotTables::bound_before_suffix(const PivotState& suffix, int k, int j) const {
-  if (!active()) return 0;
-  const size_t at = cell(k, j);
-  double least = kInf;
-  for (std::uint32_t q = 0; q < count_[at]; ++q) {
-    const Point& head = points_[offset_[at] + q];
-    double value = head.lead + suffix.lead;
-    for (int c = 0; c < families_->classes; ++c)
-      value = std::max(value, head.by_class[c] + suffix.by_class[c]);
-    least = std::min(least, value);
-  }
-  return std::min(least, floor_[at]) * (1 - 1e-9);
+  return least_largest_term(suffix, cell(k, j));
 }
 
 }  // namespace pipescope::planner::detail

@@ -93,6 +93,7 @@ class PivotTables {
     std::array<double, kMostPivotClasses> by_class{};  // suffix: S_c; prefix: X_c
   };
   bool reset(int units, int stages);
+  double least_largest_term(const PivotState& fixed, size_t at) const;
   size_t cell(int k, int j) const { return static_cast<size_t>(k) * width_ + j; }
   // Keeps the candidates no other candidate matches or beats in every coordinate, as the front
   // of the cell being filled; returns the comparisons made.

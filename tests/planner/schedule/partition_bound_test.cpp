@@ -140,16 +140,6 @@ TEST(PathBound, NeverAboveTheLeastTimeOfAnyPlanWithinTheLimit) {
   EXPECT_GT(strong, 100);  // often exact on instances this small
 }
 
-// A partial plan: stages [first, last) with their units, options and partial counts.
-std::vector<int> stages_key(const PartitionPlan& plan, int first, int last) {
-  std::vector<int> key{first, last};
-  for (int s = first; s < last; ++s) {
-    const StagePlan& stage = plan.stages[s];
-    key.insert(key.end(), {stage.first_unit, stage.end_unit, stage.option, stage.partial_units});
-  }
-  return key;
-}
-
 // Pipelines too large for brute force, of identical layers (degenerate masters: many paths of
 // equal length) with m = 4p: the bound stays under the time of every plan a local search and the
 // uniform split reach within the limit. The simplex's weights once summed to 1.56 on such a
@@ -223,8 +213,8 @@ TEST(PathTables, NeverAboveTheBestCompletionOfAPartialPlan) {
             for (int s = k; s < p; ++s) tail_s += term[s];
             const int unit = plan.choice.boundaries[k];
             for (const auto& [key, lower_s] :
-                 {std::pair{stages_key(plan, 0, k), suffix.bound_s(set, head_s, k, unit)},
-                  std::pair{stages_key(plan, k, p), prefix.bound_s(set, tail_s, k, unit)}}) {
+                 {std::pair{test::stages_key(plan, 0, k), suffix.bound_s(set, head_s, k, unit)},
+                  std::pair{test::stages_key(plan, k, p), prefix.bound_s(set, tail_s, k, unit)}}) {
               auto [at, fresh] = best.try_emplace(key, plan.iteration_s);
               if (!fresh) at->second = std::min(at->second, plan.iteration_s);
               lower[key] = lower_s;

@@ -107,4 +107,13 @@ std::vector<PartitionPlan> all_plans(const PartitionProblem& problem) {
   return plans;
 }
 
+std::vector<int> stages_key(const PartitionPlan& plan, int first, int last) {
+  std::vector<int> key{first, last};
+  for (int s = first; s < last; ++s) {
+    const StagePlan& stage = plan.stages[s];
+    key.insert(key.end(), {stage.first_unit, stage.end_unit, stage.option, stage.partial_units});
+  }
+  return key;
+}
+
 }  // namespace pipescope::planner::test

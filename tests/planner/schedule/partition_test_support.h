@@ -19,4 +19,7 @@ PartitionProblem random_problem(std::mt19937& rng, const Shape& shape);
 // Every plan: each composition of the units into the stages, each allowed option per stage.
 std::vector<PartitionPlan> all_plans(const PartitionProblem& problem);
 
+// A partial plan as a key: stages [first, last) with their units, options and partial counts.
+std::vector<int> stages_key(const PartitionPlan& plan, int first, int last);
+
 }  // namespace pipescope::planner::test

@@ -18,16 +18,6 @@
 namespace pipescope::planner::detail {
 namespace {
 
-// A partial plan: stages [first, last) with their units, options and partial counts.
-std::vector<int> stages_key(const PartitionPlan& plan, int first, int last) {
-  std::vector<int> key{first, last};
-  for (int s = first; s < last; ++s) {
-    const StagePlan& stage = plan.stages[s];
-    key.insert(key.end(), {stage.first_unit, stage.end_unit, stage.option, stage.partial_units});
-  }
-  return key;
-}
-
 TEST(PivotTables, NeverAboveTheBestCompletionOfAPartialPlan) {
   std::mt19937 rng(4242);
   int nodes = 0, tight = 0;
@@ -61,8 +51,8 @@ TEST(PivotTables, NeverAboveTheBestCompletionOfAPartialPlan) {
         for (int k = 0; k <= p; ++k) {
           const int unit = plan.choice.boundaries[k];
           for (const auto& [key, lower_s] :
-               {std::pair{stages_key(plan, 0, k), suffix.bound_after_prefix(heads[k], k, unit)},
-                std::pair{stages_key(plan, k, p), prefix.bound_before_suffix(tails[k], k, unit)}}) {
+               {std::pair{test::stages_key(plan, 0, k), suffix.bound_after_prefix(heads[k], k, unit)},
+                std::pair{test::stages_key(plan, k, p), prefix.bound_before_suffix(tails[k], k, unit)}}) {
             auto [at, fresh] = best.try_emplace(key, plan.iteration_s);
             if (!fresh) at->second = std::min(at->second, plan.iteration_s);
             lower[key] = lower_s;
