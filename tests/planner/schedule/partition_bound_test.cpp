@@ -71,6 +71,48 @@ TEST(DenseLp, SolutionSatisfiesADegenerateMasterProblem) {
   }
 }
 
+// Random masters of the shape PathBound builds (max z: z <= sum_q lambda_q L[x][q] for every
+// plan x, sum_q lambda_q <= 1), with path lengths that differ in the fourth digit as they do on
+// long pipelines: every solution the solver calls optimal satisfies the program to rounding.
+TEST(DenseLp, SolutionsOfNearlyDegenerateMastersAreFeasible) {
+  std::mt19937 rng(8128);
+  std::uniform_real_distribution<double> jitter(-1e-3, 1e-3);
+  DenseLp solver;
+  int solved = 0;
+  for (int instance = 0; instance < 300; ++instance) {
+    const int plans = 5 + instance % 30, paths = 10 + (instance * 7) % 150;
+    LinearProgram lp;
+    lp.rows = plans + 1;
+    lp.cols = paths + 1;
+    lp.a.assign(static_cast<size_t>(lp.rows) * lp.cols, 0.0);
+    lp.b.assign(lp.rows, 0.0);
+    lp.c.assign(lp.cols, 0.0);
+    lp.c[paths] = 1;
+    for (int x = 0; x < plans; ++x) {
+      const double base = 20.0 * (1 + jitter(rng));
+      for (int q = 0; q < paths; ++q) lp.a[static_cast<size_t>(x) * lp.cols + q] = -base * (1 + jitter(rng));
+      lp.a[static_cast<size_t>(x) * lp.cols + paths] = 1;
+    }
+    for (int q = 0; q < paths; ++q) lp.a[static_cast<size_t>(plans) * lp.cols + q] = 1;
+    lp.b[plans] = 1;
+    const LpSolution s = solver.solve(lp);
+    if (!s.optimal) continue;
+    ++solved;
+    double sum = 0;
+    for (int q = 0; q < paths; ++q) {
+      EXPECT_GE(s.y[q], 0) << "instance " << instance;
+      sum += s.y[q];
+    }
+    EXPECT_LE(sum, 1 + 1e-12) << "instance " << instance;
+    for (int x = 0; x < plans; ++x) {
+      double row = 0;
+      for (int j = 0; j < lp.cols; ++j) row += lp.a[static_cast<size_t>(x) * lp.cols + j] * s.y[j];
+      EXPECT_LE(row, 1e-9) << "instance " << instance << " plan " << x;
+    }
+  }
+  EXPECT_GT(solved, 250);
+}
+
 double path_length(const ScheduleDag::PathCounts& c, const PipelineCosts& costs) {
   double total = c.forward_hops * costs.p2p_forward_s[0] + c.backward_hops * costs.p2p_backward_s[0];
   for (size_t s = 0; s < costs.forward_s.size(); ++s) {
