@@ -63,7 +63,7 @@ class SearchBase {
   virtual std::int64_t prepare_pivots(std::int64_t limit_bytes, double ceiling_s) = 0;
   virtual void run() = 0;
   // After prepare(): a lower bound on the time of every plan within the limit, from the tables
-  // alone (the least largest single-stage walk, bound (c)).
+  // alone (the least largest single-stage walk, bound (c), and bounds (f) and (g) at the root).
   virtual double root_bound_s() const = 0;
 
   bool enter_node();  // counts a node against the budget; false: stop
