@@ -2,17 +2,15 @@
 // iteration, and the exact partition search over 128 units (126 decoder layers, embedding,
 // head) on 64 stages with three recompute options (none / selective / full).
 //
-// The per-unit numbers are illustrative of a 175B-class GPT layer at TP = 8, sequence 2048,
-// micro-batch 1 (they only need to have the right shape of trade-offs, not a source): a layer
-// runs 10 ms forward and 20 ms backward; selective recompute adds 1.5 ms and keeps 300 MB instead
-// of 800 MB, full recompute adds a forward and keeps the 50 MB layer input plus an 800 MB
-// transient; 2.5 GB of static state per layer. 76 GB usable per GPU, 128 micro-batches.
+// The per-unit numbers (benches/support/gpt_partition_problem.h) are illustrative of a 175B-class
+// GPT layer at TP = 8, sequence 2048, micro-batch 1.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "gpt_partition_problem.h"
 #include "partition_bound.h"
 #include "path_tables.h"
 #include "pipescope/planner/partition_optimizer.h"
@@ -23,33 +21,7 @@ namespace pp = pipescope::planner;
 
 namespace {
 
-constexpr std::int64_t kMB = 1'000'000;
-
-pp::PartitionProblem gpt_problem(int layers, int stages, pp::Balance balance, double p2p_s) {
-  pp::PartitionProblem problem;
-  problem.units.push_back(
-      {"embedding",
-       1400 * kMB,
-       {{0.002, 0.004, 50 * kMB, 0}, {0.002, 0.004, 50 * kMB, 0}, {0.002, 0.004, 50 * kMB, 0}}});
-  for (int l = 0; l < layers; ++l) {
-    problem.units.push_back(
-        {"layer",
-         2500 * kMB,
-         {{0.010, 0.020, 800 * kMB, 0}, {0.010, 0.0215, 300 * kMB, 0}, {0.010, 0.030, 50 * kMB, 800 * kMB}}});
-  }
-  problem.units.push_back(
-      {"head",
-       1400 * kMB,
-       {{0.008, 0.016, 600 * kMB, 0}, {0.008, 0.016, 600 * kMB, 0}, {0.008, 0.024, 50 * kMB, 600 * kMB}}});
-  problem.stages = stages;
-  problem.micro_batches = 128;
-  problem.stage_extra_bytes.assign(stages, 2000 * kMB);
-  problem.capacity_bytes = 76'000 * kMB;
-  problem.p2p_forward_s = p2p_s;
-  problem.p2p_backward_s = p2p_s;
-  problem.balance = balance;
-  return problem;
-}
+using pp::fixtures::gpt_partition_problem;
 
 void BM_Simulate1F1B(benchmark::State& state) {
   const int p = static_cast<int>(state.range(0));
@@ -72,8 +44,8 @@ BENCHMARK(BM_Simulate1F1B)
 void BM_Partition(benchmark::State& state) {
   const auto balance = state.range(2) == 0 ? pp::Balance::kMemory : pp::Balance::kTime;
   pp::PartitionProblem problem =
-      gpt_problem(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), balance,
-                  static_cast<double>(state.range(3)) * 1e-3);
+      gpt_partition_problem(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), balance,
+                            static_cast<double>(state.range(3)) * 1e-3);
   problem.micro_batches = static_cast<int>(state.range(4));
   if (state.range(5) == 1) problem.schedule = pp::ScheduleKind::kGPipe;
   pp::PartitionResult last;
@@ -116,7 +88,7 @@ BENCHMARK(BM_Partition)
 // stages; the charge is one per candidate and one more per six sets).
 void BM_PathTables(benchmark::State& state) {
   namespace detail = pp::detail;
-  pp::PartitionProblem problem = gpt_problem(126, 64, pp::Balance::kMemory, 2e-3);
+  pp::PartitionProblem problem = gpt_partition_problem(126, 64, pp::Balance::kMemory, 2e-3);
   problem.micro_batches = 64;
   auto ctx = detail::PartitionContext::build(problem);
   if (!ctx.ok()) {
@@ -146,7 +118,7 @@ BENCHMARK(BM_PathTables)->ArgNames({"sets"})->Arg(1)->Arg(4)->Arg(16)->Unit(benc
 // fill costs against the work it is charged.
 void BM_PivotTables(benchmark::State& state) {
   namespace detail = pp::detail;
-  pp::PartitionProblem problem = gpt_problem(126, 64, pp::Balance::kMemory, 2e-3);
+  pp::PartitionProblem problem = gpt_partition_problem(126, 64, pp::Balance::kMemory, 2e-3);
   problem.micro_batches = static_cast<int>(state.range(0));
   auto ctx = detail::PartitionContext::build(problem);
   if (!ctx.ok()) {

@@ -1,10 +1,10 @@
 // The partition optimizer on instances small enough to solve by hand.
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "gpt_partition_problem.h"
 #include "pipescope/planner/partition_optimizer.h"
 
 namespace pipescope::planner {
@@ -166,34 +166,14 @@ TEST(PartitionOptimizer, SearchBudgetCutsShortWithoutProof) {
 }
 
 // The size the issue asks for, in its hard case: 128 units (126 layers of a 175B-class GPT at
-// tp 8, embedding, head; benches/cpu/partition_benchmark.cpp's numbers) on 64 stages with as
+// tp 8, embedding, head; benches/support/gpt_partition_problem.h) on 64 stages with as
 // many micro-batches as stages, none / selective / full recompute per stage, 2 ms p2p. Within
 // the default budget (about a second of one core, counted in work, so the same on any machine)
 // both objectives are proven optimal; before the pivot-path bound neither was (the memory
 // objective stopped within 40 % of the optimum, the time objective within 1.3 %).
 PartitionProblem gpt_128_units_on_64_stages(Balance balance) {
-  constexpr std::int64_t kMB = 1'000'000;
-  PartitionProblem problem;
-  problem.units.push_back(
-      {"embedding",
-       1400 * kMB,
-       {{0.002, 0.004, 50 * kMB, 0}, {0.002, 0.004, 50 * kMB, 0}, {0.002, 0.004, 50 * kMB, 0}}});
-  for (int l = 0; l < 126; ++l) {
-    problem.units.push_back(
-        {"layer",
-         2500 * kMB,
-         {{0.010, 0.020, 800 * kMB, 0}, {0.010, 0.0215, 300 * kMB, 0}, {0.010, 0.030, 50 * kMB, 800 * kMB}}});
-  }
-  problem.units.push_back(
-      {"head",
-       1400 * kMB,
-       {{0.008, 0.016, 600 * kMB, 0}, {0.008, 0.016, 600 * kMB, 0}, {0.008, 0.024, 50 * kMB, 600 * kMB}}});
-  problem.stages = 64;
+  PartitionProblem problem = fixtures::gpt_partition_problem(126, 64, balance, 0.002);
   problem.micro_batches = 64;
-  problem.stage_extra_bytes.assign(64, 2000 * kMB);
-  problem.capacity_bytes = 76'000 * kMB;
-  problem.p2p_forward_s = problem.p2p_backward_s = 0.002;
-  problem.balance = balance;
   return problem;
 }
 
