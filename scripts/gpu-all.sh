@@ -38,8 +38,10 @@ step() {  # name, seconds, command...
   local rc=$?
   echo "=== $name: rc $rc after $((SECONDS - t0)) s"
   tail -n 25 "$res/$name.log"
-  # Packed after every step: a call cut short still returns what finished.
+  # Packed after every step: a call cut short still returns what finished. The traces also go
+  # apart, so that results without them come back even when the traces are large.
   tar czf "$tarball" -C "$out" results
+  tar czf "${tarball%.tar.gz}-no-traces.tar.gz" --exclude='trace-*' --exclude='smoke-traces' -C "$out" results
 }
 
 {
@@ -52,16 +54,31 @@ step() {  # name, seconds, command...
 } >"$res/machine.txt" 2>&1
 cat "$res/machine.txt"
 
-PIPESCOPE_GPU_BENCHMARK_FILTER='^(gemm/bf16|hbm|memcpy|device)' \
-  step calibrate 150 "$root/gpu-calibrate.sh" "$root" "$res/calibrate" --quick --base h100-80gb
-# PyTorch's matmuls at the suite's shapes and the 1B model's, beside the suite's own.
-suite_json=$res/calibrate/gpu.json
-[[ -f "$suite_json" ]] || suite_json=
-step gemm-crosscheck 60 python3 "$root/gpu-gemm-crosscheck.py" ${suite_json:+--suite-results "$suite_json"} \
-  --model "$root/share/examples/llama-1b.json" --tokens 8192 -o "$res/gemm-crosscheck.json"
-PIPESCOPE_TRAIN_CHECK_PART=plan PIPESCOPE_TRAIN_CHECK_CASES=${PIPESCOPE_TRAIN_CHECK_CASES:-.} \
-  step train-plan 110 "$root/gpu-train-check.sh" "$root" "$res/train"
-step smoke 50 "$root/gpu-smoke.sh" "$root" "$res/smoke-traces"
-PIPESCOPE_TRAIN_CHECK_PART=overhead step train-overhead 100 "$root/gpu-train-check.sh" "$root" "$res/train"
-PIPESCOPE_TRAIN_CHECK_PART=pipeline step train-pipeline 300 "$root/gpu-train-check.sh" "$root" "$res/train"
+run_step() {  # one of the step names below
+  case "$1" in
+    calibrate)
+      PIPESCOPE_GPU_BENCHMARK_FILTER=${PIPESCOPE_GPU_BENCHMARK_FILTER:-'^(gemm/bf16|hbm|memcpy|device)'} \
+        step calibrate 150 "$root/gpu-calibrate.sh" "$root" "$res/calibrate" --quick --base h100-80gb
+      ;;
+    gemm-crosscheck)  # PyTorch's matmuls at the suite's shapes and the 1B model's, beside the suite's own.
+      local suite_json=$res/calibrate/gpu.json
+      [[ -f "$suite_json" ]] || suite_json=
+      step gemm-crosscheck 60 python3 "$root/gpu-gemm-crosscheck.py" ${suite_json:+--suite-results "$suite_json"} \
+        --model "$root/share/examples/llama-1b.json" --tokens 8192 -o "$res/gemm-crosscheck.json"
+      ;;
+    train-plan)
+      PIPESCOPE_TRAIN_CHECK_PART=plan PIPESCOPE_TRAIN_CHECK_CASES=${PIPESCOPE_TRAIN_CHECK_CASES:-.} \
+        step train-plan 200 "$root/gpu-train-check.sh" "$root" "$res/train"
+      ;;
+    smoke) step smoke 50 "$root/gpu-smoke.sh" "$root" "$res/smoke-traces" ;;
+    train-overhead) PIPESCOPE_TRAIN_CHECK_PART=overhead step train-overhead 100 "$root/gpu-train-check.sh" "$root" "$res/train" ;;
+    train-pipeline) PIPESCOPE_TRAIN_CHECK_PART=pipeline step train-pipeline 300 "$root/gpu-train-check.sh" "$root" "$res/train" ;;
+    *) echo "gpu-all: unknown step '$1'" >&2 ;;
+  esac
+}
+
+# PIPESCOPE_GPU_STEPS picks and orders the steps (a short device session runs what matters first).
+for name in ${PIPESCOPE_GPU_STEPS:-calibrate gemm-crosscheck train-plan smoke train-overhead train-pipeline}; do
+  run_step "$name"
+done
 ls -la "$out"
