@@ -1,4 +1,5 @@
-// `pipescope report DIR [--json] [--html FILE] [--plan PLAN.json] [--layout tp=T,pp=P,dp=D]`
+// `pipescope report DIR [--json] [--html FILE] [--plan PLAN.json [--plan-split suggested|baseline]]
+//  [--layout tp=T,pp=P,dp=D]`
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -22,6 +23,7 @@ struct ReportArgs {
   bool json = false;
   std::string html_file;
   std::string plan_file;
+  std::optional<std::string> plan_split;  // given: --plan must be too
   std::string layout;
   std::string nvtx_step, nvtx_forward, nvtx_backward;
   std::optional<std::string> run_id;
@@ -48,6 +50,9 @@ Status write_html(const std::string& path, const std::string& html) {
 
 int run_report(const ReportArgs& args) {
   const std::string command = "pipescope report";
+  if (args.plan_split && args.plan_file.empty())
+    return usage_error(command,
+                       "--plan-split needs --plan PLAN.json (the output of 'pipescope plan --json')");
   analysis::LoadOptions load;
   if (!args.nvtx_step.empty()) load.scan.nvtx.step = args.nvtx_step;
   if (!args.nvtx_forward.empty()) load.scan.nvtx.forward = args.nvtx_forward;
@@ -76,6 +81,7 @@ int run_report(const ReportArgs& args) {
     if (!text) return usage_error(command, text.error().message);
     options.plan_json = std::move(*text);
     options.plan_path = args.plan_file;
+    if (args.plan_split == "baseline") options.plan_split = analysis::PlanSplit::kBaseline;
   }
   auto report = analysis::build_run_report(run, options);
   if (!report) return usage_error(command, report.error().message);
@@ -108,6 +114,10 @@ Command add_report_command(CLI::App& root) {
   app->add_option("--html", args->html_file, "Also write a self-contained HTML report to FILE");
   app->add_option("--plan", args->plan_file, "Compare with a plan (output of 'pipescope plan --json')")
       ->check(CLI::ExistingFile);
+  app->add_option(
+         "--plan-split", args->plan_split,
+         "The plan's split to compare with: suggested (default) or baseline (its uniform or --split one)")
+      ->check(CLI::IsMember({"suggested", "baseline"}));
   app->add_option("--layout", args->layout, "State the parallel layout, e.g. tp=8,pp=4,dp=2")
       ->check(CLI::Validator(validator_of(parse_layout_spec), "tp=T,pp=P,dp=D"));
   app->add_option("--nvtx-step", args->nvtx_step, "Regex of NVTX step ranges")

@@ -14,8 +14,11 @@ forward and one backward at a time, then the remaining backwards; activations an
 to the neighbouring stages through gloo (NCCL cannot put two processes on one GPU, so the stages
 can share a single GPU; the tensors pass through host memory). NVTX ranges name each step
 (`train_step`), forward and backward, and `stage=<s>` marks the stage, as pipescope's report
-reads them. Each stage's peak memory (allocated, reserved, and the CUDA context) is its own
-process's. --device cpu runs anywhere in float32, for testing; without PyTorch it says that
+reads them; each stage process has torchrun's rank variables, so `pipescope record` names its
+trace by rank. Each stage's peak memory (allocated, reserved, and the CUDA context, which the
+stages make one at a time to tell theirs apart) is its own process's, with the most allocated
+during forwards, backwards and the optimizer step, and what the stage holds when a step's first
+backward begins. --device cpu runs anywhere in float32, for testing; without PyTorch it says that
 nothing was measured.
 """
 import argparse
@@ -88,6 +91,63 @@ def one_f_one_b(stage, stages, micro_batches):
     return ops
 
 
+def context_bytes_in_turn(torch, dist, rank, stages, device):
+    """This process's CUDA context (and the allocator's first block), as the GPU's used memory grew
+    when it made it: the stages make theirs one at a time, since the stages share the GPU and
+    each sees what the others hold. cudaSetDevice makes the context (CUDA 12 and later), so it
+    waits for the turn too."""
+    used = 0
+    for turn in range(stages):
+        dist.barrier()
+        if turn == rank:
+            torch.cuda.set_device(device)
+            torch.empty(1, device=device)
+            free, total = torch.cuda.mem_get_info()
+            used = total - free
+    everyone = [None] * stages
+    dist.all_gather_object(everyone, used)
+    return used - (everyone[rank - 1] if rank > 0 else 0)
+
+
+class PhasePeaks:
+    """The most memory allocated while the stage runs forwards, backwards and the optimizer step,
+    and what it holds when a step's first backward begins (its in-flight activations): where a
+    stage's peak comes from. Also the peaks over everything, which the phases' resets would
+    otherwise lose."""
+
+    def __init__(self, torch, cuda):
+        self.torch, self.cuda = torch, cuda
+        self.phase_max = {"forward": 0, "backward": 0, "optimizer": 0}
+        self.at_first_backward = 0
+        self.max_allocated = self.max_reserved = 0
+
+    def _fold(self):
+        self.max_allocated = max(self.max_allocated, self.torch.cuda.max_memory_allocated())
+        self.max_reserved = max(self.max_reserved, self.torch.cuda.max_memory_reserved())
+
+    def begin(self, first_backward=False):
+        if not self.cuda:
+            return
+        self._fold()
+        self.torch.cuda.reset_peak_memory_stats()
+        if first_backward:
+            self.at_first_backward = max(self.at_first_backward, self.torch.cuda.memory_allocated())
+
+    def end(self, phase):
+        if not self.cuda:
+            return
+        self.phase_max[phase] = max(self.phase_max[phase], self.torch.cuda.max_memory_allocated())
+        self._fold()
+
+    def figures(self):
+        if not self.cuda:
+            return {"max_allocated_bytes": None, "max_reserved_bytes": None}
+        self._fold()
+        return {"max_allocated_bytes": self.max_allocated, "max_reserved_bytes": self.max_reserved,
+                "allocated_at_first_backward_bytes": self.at_first_backward,
+                "max_allocated_by_phase_bytes": dict(self.phase_max)}
+
+
 def worker(rank, args, result_path):
     import torch
     import torch.distributed as dist
@@ -100,10 +160,7 @@ def worker(rank, args, result_path):
     cuda = args.device == "cuda"
     if cuda:
         device = torch.device("cuda", 0)
-        torch.cuda.set_device(device)
-        torch.empty(1, device=device)
-        free0, total = torch.cuda.mem_get_info()
-        context_bytes = total - free0
+        context_bytes = context_bytes_in_turn(torch, dist, rank, args.stages, device)
         dtype = torch.bfloat16
     else:
         torch.set_num_threads(1)
@@ -135,6 +192,7 @@ def worker(rank, args, result_path):
     static_allocated = torch.cuda.memory_allocated() if cuda else 0
     if cuda:
         torch.cuda.reset_peak_memory_stats()
+    peaks = PhasePeaks(torch, cuda)
 
     # Activations and gradients through gloo, as bytes (gloo has no bf16), from host memory.
     pending = []
@@ -152,8 +210,10 @@ def worker(rank, args, result_path):
         push("train_step")
         inputs, outputs = {}, {}
         loss_sum = torch.zeros((), device=device)
+        first_backward = True
         for kind, i in one_f_one_b(rank, args.stages, args.micro_batches):
             if kind == "F":
+                peaks.begin()
                 push("forward")
                 tokens = batches[i]
                 x = tokens[:, :-1] if first else recv(rank - 1).requires_grad_()
@@ -165,7 +225,10 @@ def worker(rank, args, result_path):
                     send(y, rank + 1)
                 inputs[i], outputs[i] = x, y
                 pop()
+                peaks.end("forward")
             else:
+                peaks.begin(first_backward)
+                first_backward = False
                 push("backward")
                 y = outputs.pop(i)
                 if last:
@@ -176,12 +239,15 @@ def worker(rank, args, result_path):
                 if not first:
                     send(x.grad, rank - 1)
                 pop()
+                peaks.end("backward")
         for work, _ in pending:
             work.wait()
         pending.clear()
+        peaks.begin()
         push("optimizer")
         optimizer.step()
         pop()
+        peaks.end("optimizer")
         pop()
         return loss_sum
 
@@ -200,9 +266,7 @@ def worker(rank, args, result_path):
             times_s.append(elapsed)
         losses.append(float(loss))
     memory = {"stage": rank, "layers": list(layers), "cuda_context_bytes": context_bytes,
-              "static_allocated_bytes": static_allocated,
-              "max_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
-              "max_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
+              "static_allocated_bytes": static_allocated, **peaks.figures(),
               "parameters": sum(p.numel() for p in optimizer.params)}
     with open(f"{result_path}.stage{rank}", "w") as f:
         json.dump({"memory": memory, "losses": losses, "times_s": times_s}, f)
@@ -238,6 +302,42 @@ def worker(rank, args, result_path):
         json.dump(result, f, indent=2)
 
 
+def run_stages(args, result_path):
+    """One process per stage, each started with torchrun's rank variables (RANK, LOCAL_RANK,
+    WORLD_SIZE, LOCAL_WORLD_SIZE) so that a profiler preloaded into it knows its rank. When one
+    fails the others are stopped (they would wait on it for ever). Returns what failed, or None."""
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")
+    saved = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
+    procs = []
+    try:
+        for rank in range(args.stages):
+            os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(args.stages),
+                              LOCAL_WORLD_SIZE=str(args.stages))
+            procs.append(spawn.Process(target=worker, args=(rank, args, result_path)))
+            procs[-1].start()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    while any(p.is_alive() for p in procs):
+        bad = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+        if bad:
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.join()
+            return f"stage {bad[0]} exited with status {procs[bad[0]].exitcode}; the others were stopped"
+        time.sleep(0.2)
+    bad = [r for r, p in enumerate(procs) if p.exitcode != 0]
+    if bad:
+        return f"stage {bad[0]} exited with status {procs[bad[0]].exitcode}"
+    return None
+
+
 def main(argv):
     args = parse_args(argv)
     example = load_example()
@@ -251,9 +351,11 @@ def main(argv):
                                           " (--device cpu runs on the CPU)")
     if torch is None:
         return 0
-    import torch.multiprocessing as mp
     result_path = args.output or os.path.join(os.getcwd(), f".pipeline_1f1b.{os.getpid()}.json")
-    mp.spawn(worker, args=(args, result_path), nprocs=args.stages, join=True)
+    failed = run_stages(args, result_path)
+    if failed:
+        print(f"pipeline_1f1b: {failed}", file=sys.stderr)
+        return 1
     with open(result_path) as f:
         result = json.load(f)
     if not args.output:

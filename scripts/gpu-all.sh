@@ -72,6 +72,7 @@ run_step() {  # one of the step names below
       ;;
     smoke) step smoke 50 "$root/gpu-smoke.sh" "$root" "$res/smoke-traces" ;;
     train-overhead) PIPESCOPE_TRAIN_CHECK_PART=overhead step train-overhead 100 "$root/gpu-train-check.sh" "$root" "$res/train" ;;
+    train-overhead-kinds) PIPESCOPE_TRAIN_CHECK_PART=overhead-kinds step train-overhead-kinds 150 "$root/gpu-train-check.sh" "$root" "$res/train" ;;
     train-pipeline) PIPESCOPE_TRAIN_CHECK_PART=pipeline step train-pipeline 300 "$root/gpu-train-check.sh" "$root" "$res/train" ;;
     *) echo "gpu-all: unknown step '$1'" >&2 ;;
   esac

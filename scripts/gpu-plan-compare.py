@@ -4,6 +4,7 @@ table, the planner's step time and memory with what examples/llama_train_step.py
 
     scripts/gpu-plan-compare.py docs/gpu-runs/2026-11-26-h200 [--pipescope build/cli/pipescope]
     scripts/gpu-plan-compare.py RUN_DIR --components [--pipescope ...]   # the second table
+    scripts/gpu-plan-compare.py RUN_DIR --pipeline [--pipescope ...]     # the pipeline runs, stage by stage
     scripts/gpu-plan-compare.py RUN_DIR --check docs/validation.md   # exit 1 when a table differs
 
 The second table splits one case's step by kind of work: the plan's GEMM, attention and memory-
@@ -45,14 +46,14 @@ COMPONENTS = [
 
 def components_table(pipescope, run_dir, examples, gpu):
     profile = os.path.join(run_dir, "profile.json")
-    reports = sorted(glob.glob(os.path.join(run_dir, "train", "trace-*-report.json")))
-    cases = [path for path in sorted(glob.glob(os.path.join(run_dir, "train", "*.json")))
-             if json.load(open(path)).get("profiled_by_pipescope")]
-    if len(reports) != 1 or len(cases) != 1:
-        raise SystemExit(f"gpu-plan-compare: {run_dir}/train needs one trace-*-report.json and one case run "
-                         f"under pipescope, found {len(reports)} and {len(cases)}")
-    report = json.load(open(reports[0]))
-    case = json.load(open(cases[0]))
+    # gpu-train-check.sh's names: the 1B case run under `pipescope record` and its trace's report.
+    report_path = os.path.join(run_dir, "train", "trace-1b-report.json")
+    case_path = os.path.join(run_dir, "train", "overhead-pipescope.json")
+    for path in (report_path, case_path):
+        if not os.path.isfile(path):
+            raise SystemExit(f"gpu-plan-compare: {path} is missing (made by gpu-train-check.sh's overhead part)")
+    report = json.load(open(report_path))
+    case = json.load(open(case_path))
     case["model"] = os.path.join(examples, os.path.basename(case["config"]))
     steps = report["steps"]["count"]
     measured = {c["category"]: c["total_ns"] * 1e-9 / steps for c in report["kernel_categories"]}
@@ -73,6 +74,36 @@ def components_table(pipescope, run_dir, examples, gpu):
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
+def pipeline_table(pipescope, run_dir, examples, gpu):
+    """Each stage of each pipeline run (examples/pipeline_1f1b.py, not profiled) against the plan of
+    the same split: memory only, as the stages share one GPU and their times are not their own."""
+    profile = os.path.join(run_dir, "profile.json")
+    rows = []
+    for path in sorted(glob.glob(os.path.join(run_dir, "train", "pipeline-*.json"))):
+        m = json.load(open(path))
+        if "stage_memory" not in m or m.get("profiled_by_pipescope"):
+            continue
+        stages = m["stages"]
+        args = [pipescope, "plan", "--model", os.path.join(examples, os.path.basename(m["config"])), "--gpu", gpu,
+                "--calibration", profile, "--gpus", str(stages), "--tp", "1", "--pp", str(stages),
+                "--mbs", str(m["mbs"]), "--gbs", str(m["mbs"] * m["micro_batches"]), "--seq", str(m["seq"]),
+                "--recompute", m["recompute"], "--split", ",".join(str(n) for n in m["split"]), "--json"]
+        planned = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)["uniform"]  # the given split
+        for measured, s in zip(m["stage_memory"], planned["stages"]):
+            peak = measured["max_reserved_bytes"] + measured["cuda_context_bytes"]
+            rows.append([
+                os.path.basename(path)[:-5], ",".join(str(n) for n in m["split"]), str(measured["stage"]),
+                str(measured["layers"][1] - measured["layers"][0]),
+                f"{measured['max_allocated_bytes'] / GIB:.2f}", f"{s['allocated_bytes'] / GIB:.2f}",
+                error(s["allocated_bytes"], measured["max_allocated_bytes"]),
+                f"{measured['max_reserved_bytes'] / GIB:.2f}", f"{measured['cuda_context_bytes'] / GIB:.2f}",
+                f"{s['peak_memory_bytes'] / GIB:.2f}", error(s["peak_memory_bytes"], peak),
+            ])
+    head = ["run", "split", "stage", "layers", "max alloc GiB", "plan alloc GiB", "err", "max reserved GiB",
+            "context GiB", "plan peak GiB", "err (reserved+ctx)"]
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def error(predicted, measured):
     return f"{(predicted - measured) / measured * 100:+.1f}%"
 
@@ -83,6 +114,7 @@ def main():
     p.add_argument("--pipescope", default=os.path.join(os.path.dirname(__file__), "..", "build", "cli", "pipescope"))
     p.add_argument("--gpu", default="h200-141gb")
     p.add_argument("--components", action="store_true", help="print the second table (work by kind)")
+    p.add_argument("--pipeline", action="store_true", help="print the pipeline runs' table (memory per stage)")
     p.add_argument("--check", metavar="MARKDOWN", help="compare with the tables that follow RUN_DIR's commands there")
     args = p.parse_args()
     profile = os.path.join(args.run_dir, "profile.json")
@@ -90,10 +122,13 @@ def main():
     if args.components and not args.check:
         print("\n".join(components_table(args.pipescope, args.run_dir, examples, args.gpu)))
         return 0
+    if args.pipeline and not args.check:
+        print("\n".join(pipeline_table(args.pipescope, args.run_dir, examples, args.gpu)))
+        return 0
     rows = []
     for path in sorted(glob.glob(os.path.join(args.run_dir, "train", "*.json"))):
         m = json.load(open(path))
-        if "median_step_s" not in m or m.get("profiled_by_pipescope") or m.get("torch_profiler"):
+        if "memory" not in m or m.get("profiled_by_pipescope") or m.get("torch_profiler"):
             continue
         m["model"] = os.path.join(examples, os.path.basename(m["config"]))
         u = plan(args.pipescope, m, profile, args.gpu)
@@ -113,6 +148,8 @@ def main():
         print("\n".join(table))
         return 0
     tables = [("", table), (" --components", components_table(args.pipescope, args.run_dir, examples, args.gpu))]
+    if glob.glob(os.path.join(args.run_dir, "train", "pipeline-*.json")):
+        tables.append((" --pipeline", pipeline_table(args.pipescope, args.run_dir, examples, args.gpu)))
     failed = False
     for flags, expected in tables:
         command = f"scripts/gpu-plan-compare.py {os.path.normpath(args.run_dir)}{flags}"

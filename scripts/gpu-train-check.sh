@@ -10,8 +10,9 @@
 #     one under `pipescope record` (each stage's memory, the report's per-stage figures).
 # Without a GPU it says so and exits 0.
 # Usage: scripts/gpu-train-check.sh [BUNDLE_OR_BUILD_DIR] [OUT_DIR]
-#   PIPESCOPE_TRAIN_CHECK_PART=plan|overhead|pipeline runs one part; PIPESCOPE_TRAIN_CHECK_CASES=REGEX
-#   runs only the planner cases whose names match (e.g. 's4096-b2').
+#   PIPESCOPE_TRAIN_CHECK_PART=plan|overhead|overhead-kinds|pipeline runs one part (overhead-kinds
+#   only when named: the overhead case under each --kinds of PIPESCOPE_OVERHEAD_KINDS);
+#   PIPESCOPE_TRAIN_CHECK_CASES=REGEX runs only the planner cases whose names match (e.g. 's4096-b2').
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=${1:-$here/../gpu-bundle}
@@ -79,6 +80,19 @@ if [[ $part == all || $part == overhead ]]; then
   case_run overhead-torch-profiler "${small[@]}" --torch-profiler
   case_run overhead-none-again "${small[@]}"
 fi
+if [[ $part == overhead-kinds && -n "$pipescope" ]]; then
+  # What each kind of record costs: the overhead case under `pipescope record --kinds K` for each
+  # K of PIPESCOPE_OVERHEAD_KINDS (space-separated), between two runs with no profiler.
+  small=(--config "$examples/llama-1b.json" --seq 2048 --mbs 4 --micro-batches 1 --warmup 5 --steps 30 --nccl)
+  case_run kinds-none "${small[@]}"
+  for kinds in ${PIPESCOPE_OVERHEAD_KINDS:-kernel memory,sync nvtx default}; do
+    echo "== kinds-$kinds"
+    timeout 120 "$pipescope" record -o "$out/trace-kinds-$kinds" --kinds "$kinds" \
+      -- python3 "$train" "${small[@]}" -o "$out/kinds-$kinds.json" || failed=1
+    rm -rf "$out/trace-kinds-$kinds"
+  done
+  case_run kinds-none-again "${small[@]}"
+fi
 if [[ $part == all || $part == pipeline ]]; then
   pipeline="$examples/pipeline_1f1b.py"
   # The 1B model: its 16 layers leave the planner room to move some (llama2-7b's 8 layers on 4
@@ -102,7 +116,9 @@ if [[ $part == all || $part == pipeline ]]; then
     fi
     echo "== pipeline-traced"
     if timeout 240 "$pipescope" record -o "$out/trace-pp4" -- python3 "$pipeline" "${pp[@]}" --port 29543 -o "$out/pipeline-traced.json"; then
-      timeout 60 "$pipescope" report "$out/trace-pp4" --plan "$out/pipeline-plan.json" >"$out/trace-pp4-report.txt" 2>&1 || failed=1
+      # The traced run is the uniform split: the plan's baseline side.
+      timeout 60 "$pipescope" report "$out/trace-pp4" --plan "$out/pipeline-plan.json" --plan-split baseline \
+        >"$out/trace-pp4-report.txt" 2>&1 || failed=1
       timeout 60 "$pipescope" report "$out/trace-pp4" --json >"$out/trace-pp4-report.json" 2>/dev/null || failed=1
     else
       echo "gpu-train-check: pipeline-traced failed" >&2

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "h100_pp4_run.h"
 #include "h200_run.h"
 #include "report_test_support.h"
 
@@ -153,6 +154,129 @@ TEST(ReportCommand, TheRealH200TracesGpuTimeStartsAtItsFirstStepInEveryFormat) {
   EXPECT_NE(r.out.find("idle 13% (all ranks, from the first step on)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GPU span from its first step on"), std::string::npos) << r.out;
   EXPECT_NE(slurp(out.file("report.html")).find("From each rank's first step on"), std::string::npos);
+}
+
+bool has_text(const nlohmann::json& list, const std::string& part) {
+  for (const auto& item : list)
+    if (item.get<std::string>().find(part) != std::string::npos) return true;
+  return false;
+}
+
+// A real 1F1B pipeline (tests/data/gpu/README.md): four stage processes that never learned their
+// rank, each marking its stage with NVTX, beside the launcher that spawned them.
+TEST(ReportCommand, TheRealH100PipelineIsFourStagesOfOneRankWithoutItsLauncher) {
+  const CommandResult r = run_pipescope({"report", kH100Pp4Trace, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(
+      has_text(doc["warnings"],
+               kH100Pp4Launcher + " recorded no GPU work, NCCL or NVTX (a launcher process?); left out"));
+  EXPECT_FALSE(has_text(doc["warnings"], kH100Pp4Launcher + " never learned its rank"));
+  EXPECT_EQ(doc["layout"]["world_size"], 4);
+  EXPECT_EQ(doc["layout"]["pp"], 4);
+  ASSERT_EQ(doc["ranks"].size(), 4u);
+  ASSERT_EQ(doc["files"].size(), 4u);
+  // Stage k is the process that marked stage=<k>: the stages were spawned in order, pids 791..794.
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(doc["ranks"][k]["rank"], k);
+    EXPECT_EQ(doc["ranks"][k]["stage"], k);
+    EXPECT_EQ(fs::path(doc["files"][k]["path"].get<std::string>()).filename(),
+              "rank-x." + std::to_string(791 + k) + ".pst");
+  }
+  // Each stage's peak is what its own process measured (torch.cuda.max_memory_reserved, in
+  // docs/gpu-runs/2026-11-27-h100/train/pipeline-traced.json) plus the same 128.3 MiB in every
+  // stage that the device memory records hold beyond the caching allocator's reservations: stage
+  // 0, holding the activations of 4 micro-batches in 1F1B, the highest.
+  const uint64_t max_reserved_bytes[] = {10'550'771'712, 8'147'435'520, 6'943'670'272, 7'501'512'704};
+  ASSERT_EQ(doc["stages"].size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(doc["stages"][k]["stage"], k);
+    EXPECT_EQ(doc["stages"][k]["ranks"], 1);
+    EXPECT_EQ(doc["stages"][k]["peak_memory_bytes"].get<uint64_t>(), max_reserved_bytes[k] + 134'532'616)
+        << k;
+  }
+  EXPECT_TRUE(has_text(doc["findings"], "memory imbalance: stage 0 holds 1.6x the activations of stage 3"));
+
+  const CommandResult text = run_pipescope({"report", kH100Pp4Trace});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("(no run id attempt 0, 4 rank traces)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("world 4: tp 1 x pp 4 x dp 1"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("! " + kH100Pp4Launcher + " recorded no GPU work"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rank-x.794.pst never learned its rank; numbered rank 3"), std::string::npos);
+  EXPECT_EQ(text.out.find("numbered rank 4"), std::string::npos) << text.out;
+}
+
+// The plan of that run suggests 3,4,5,4 layers; the run used its baseline, the uniform 4,4,4,4.
+TEST(ReportCommand, PlanSplitComparesWithTheSuggestedOrTheBaselineSplitAndSaysWhich) {
+  Dir out;
+  const CommandResult plan = plan_h100_pp4_llama_1b();
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto planned = nlohmann::json::parse(plan.out);
+  ASSERT_EQ(planned["baseline"], "uniform");
+  std::vector<int> suggested_layers, uniform_layers;
+  for (const auto& s : planned["suggested"]["stages"]) suggested_layers.push_back(s["layers"].get<int>());
+  for (const auto& s : planned["uniform"]["stages"]) uniform_layers.push_back(s["layers"].get<int>());
+  ASSERT_EQ(suggested_layers, (std::vector<int>{3, 4, 5, 4}));
+  ASSERT_EQ(uniform_layers, (std::vector<int>{4, 4, 4, 4}));
+  const std::string plan_file = out.file("plan.json");
+  std::ofstream(plan_file) << plan.out;
+
+  const CommandResult suggested = run_pipescope({"report", kH100Pp4Trace, "--plan", plan_file, "--json"});
+  ASSERT_EQ(suggested.exit_code, 0) << suggested.err;
+  const auto by_suggested = nlohmann::json::parse(suggested.out)["plan"];
+  EXPECT_EQ(by_suggested["plan_side"], "suggested");
+  EXPECT_TRUE(has_text(by_suggested["notes"], "compared with the plan's suggested split"));
+  const CommandResult baseline =
+      run_pipescope({"report", kH100Pp4Trace, "--plan", plan_file, "--plan-split", "baseline", "--json"});
+  ASSERT_EQ(baseline.exit_code, 0) << baseline.err;
+  const auto by_baseline = nlohmann::json::parse(baseline.out)["plan"];
+  EXPECT_EQ(by_baseline["plan_side"], "uniform");
+  EXPECT_TRUE(has_text(by_baseline["notes"],
+                       "compared with the plan's baseline (--plan-split baseline): the uniform split"));
+  EXPECT_FALSE(has_text(by_baseline["notes"], "suggested"));
+  // Stage 0 with 4 layers (the uniform split) is planned to hold more than with 3; the measured
+  // side is the same run either way.
+  const auto& stage0 = by_baseline["stages"][0];
+  EXPECT_GT(stage0["predicted_peak_memory_bytes"].get<double>(),
+            by_suggested["stages"][0]["predicted_peak_memory_bytes"].get<double>());
+  EXPECT_EQ(stage0["predicted_peak_memory_bytes"].get<double>(),
+            planned["uniform"]["stages"][0]["peak_memory_bytes"].get<double>());
+  EXPECT_EQ(by_suggested["stages"][0]["predicted_peak_memory_bytes"].get<double>(),
+            planned["suggested"]["stages"][0]["peak_memory_bytes"].get<double>());
+  EXPECT_EQ(stage0["measured_peak_memory_bytes"], by_suggested["stages"][0]["measured_peak_memory_bytes"]);
+  EXPECT_EQ(by_baseline["predicted_step_s"].get<double>(), planned["uniform"]["iteration_s"].get<double>());
+  const CommandResult text =
+      run_pipescope({"report", kH100Pp4Trace, "--plan", plan_file, "--plan-split", "baseline"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("note: compared with the plan's baseline"), std::string::npos) << text.out;
+
+  // A plan made with --split has that split as its baseline, and the note says so.
+  CommandResult given =
+      run_pipescope({"plan",  "--model",   std::string(PIPESCOPE_SOURCE_DIR) + "/examples/llama-1b.json",
+                     "--gpu", "h100-80gb", "--gpus",
+                     "4",     "--tp",      "1",
+                     "--pp",  "4",         "--mbs",
+                     "1",     "--gbs",     "8",
+                     "--seq", "4096",      "--recompute",
+                     "none",  "--split",   "5,4,4,3",
+                     "--json"});
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  std::ofstream(out.file("given.json")) << given.out;
+  const CommandResult by_given = run_pipescope(
+      {"report", kH100Pp4Trace, "--plan", out.file("given.json"), "--plan-split", "baseline", "--json"});
+  ASSERT_EQ(by_given.exit_code, 0) << by_given.err;
+  const auto given_plan = nlohmann::json::parse(by_given.out)["plan"];
+  EXPECT_EQ(given_plan["plan_side"], "given_split");
+  EXPECT_TRUE(has_text(given_plan["notes"], "the split given with 'pipescope plan --split'"));
+
+  expect_bad_input(run_pipescope({"report", kH100Pp4Trace, "--plan", plan_file, "--plan-split", "uniform"}),
+                   "--plan-split");
+  expect_bad_input(run_pipescope({"report", kH100Pp4Trace, "--plan-split", "baseline"}),
+                   "--plan-split needs --plan");
+  std::ofstream(out.file("no-baseline.json")) << R"({"schema_version": 1, "suggested": {"stages": []}})";
+  expect_bad_input(run_pipescope({"report", kH100Pp4Trace, "--plan", out.file("no-baseline.json"),
+                                  "--plan-split", "baseline"}),
+                   "uniform.stages");
 }
 
 TEST(ReportCommand, HtmlIsOneSelfContainedFile) {

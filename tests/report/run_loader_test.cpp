@@ -1,13 +1,16 @@
 // load_run on directories a crash or a bad disk left behind: a rank's file cut anywhere in its
-// first bytes, a damaged header or chunk, files that name no run beside one or two runs.
+// first bytes, a damaged header or chunk, files that name no run beside one or two runs; and the
+// idle trace a launcher process leaves beside its ranks'.
 #include "pipescope/analysis/run_loader.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "pipescope/analysis/report_builder.h"
+#include "pipescope/trace/trace_writer.h"
 #include "synthetic_run.h"
 #include "trace_test_support.h"
 
@@ -221,6 +224,72 @@ TEST(RunLoader, ALeftoverOfACrashedAttemptDoesNotTakeTheRanksOfTheRestart) {
   EXPECT_EQ(run->ranks.size(), 2u);
   EXPECT_TRUE(has_warning(*run, "rank-1.555.pst names no run"));
   EXPECT_TRUE(has_warning(*run, "left out: its rank has a trace that names the run"));
+}
+
+// What the library leaves in a launcher (torchrun's agent, the parent of mp.spawn): its process
+// info, without a rank unless `rank` states one, and one CUPTI overhead record; no GPU work,
+// memory, NCCL or NVTX.
+void write_idle_trace(const std::string& path, std::optional<int32_t> rank,
+                      const std::string& run_id = "job") {
+  trace::WriterOptions options;
+  options.host = "node0";
+  options.pid = 763;
+  auto writer = trace::TraceWriter::create(path, options);
+  ASSERT_TRUE(writer.ok()) << writer.error().message;
+  trace::ProcessInfo info;
+  info.rank = rank;
+  info.run_id = run_id;
+  ASSERT_TRUE((*writer)->write_process_info(info).ok());
+  auto overhead = trace::make_record<trace::OverheadRecord>();
+  overhead.overhead_kind = static_cast<uint8_t>(trace::OverheadKind::kCuptiResource);
+  overhead.start_ns = 1'000'000'000;
+  overhead.end_ns = 1'000'001'000;
+  ASSERT_TRUE((*writer)->register_thread()->append(overhead));
+  ASSERT_TRUE((*writer)->close().ok());
+}
+
+TEST(RunLoader, AnIdleTraceWithoutRankBesideARunIsLeftOutAsTheLaunchers) {
+  ScratchDir dir;
+  write_two_stages(dir);
+  write_idle_trace(dir.file("rank-x.763.pst"), std::nullopt);
+  auto run = load_run(dir.path(), {});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(run->global_rank, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(run->world_size, 2);
+  EXPECT_TRUE(run->missing_ranks.empty());
+  EXPECT_TRUE(
+      has_warning(*run, "rank-x.763.pst recorded no GPU work, NCCL or NVTX (a launcher process?); left out"));
+  EXPECT_EQ(run->warnings.size(), 1u);  // not numbered as a rank too
+
+  // Nor does it split the directory when it states another run than its ranks (or none).
+  ScratchDir other;
+  write_two_stages(other);
+  write_idle_trace(other.file("rank-x.763.pst"), std::nullopt, "");
+  auto joined = load_run(other.path(), {});
+  ASSERT_TRUE(joined.ok()) << joined.error().message;
+  EXPECT_EQ(joined->run_id, "job");
+  EXPECT_EQ(joined->ranks.size(), 2u);
+}
+
+TEST(RunLoader, AnIdleTraceThatStatesItsRankStillShows) {
+  ScratchDir dir;
+  write_two_stages(dir);
+  write_idle_trace(dir.file("rank-2.763.pst"), 2);
+  auto run = load_run(dir.path(), {});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(run->global_rank, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(run->world_size, 3);
+  EXPECT_FALSE(has_warning(*run, "left out"));
+}
+
+TEST(RunLoader, ADirectoryOfOnlyAnIdleTraceWithoutRankStillLoads) {
+  ScratchDir dir;
+  write_idle_trace(dir.file("rank-x.763.pst"), std::nullopt);
+  auto run = load_run(dir.path(), {});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  ASSERT_EQ(run->global_rank, std::vector<int32_t>{0});
+  EXPECT_EQ(run->ranks[0].records, 1u);
+  EXPECT_FALSE(has_warning(*run, "left out"));
 }
 
 }  // namespace

@@ -99,14 +99,26 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   const std::string where = ctx.options.plan_path.empty() ? "--plan" : ctx.options.plan_path;
   if (doc.is_discarded() || !doc.is_object())
     return Error(where + " is not JSON (expected 'pipescope plan --json' output)");
-  const auto side = doc.find("suggested");
+  // The plan's baseline is its `uniform` object, whichever split it holds (`baseline` says).
+  const bool baseline = ctx.options.plan_split == PlanSplit::kBaseline;
+  const std::string key = baseline ? "uniform" : "suggested";
+  const auto side = doc.find(key);
   if (!doc.contains("schema_version") || side == doc.end() || !side->is_object() ||
       !side->contains("stages") || !(*side)["stages"].is_array())
-    return Error(where +
-                 " is not the output of 'pipescope plan --json' (no schema_version / suggested.stages)");
+    return Error(where + " is not the output of 'pipescope plan --json' (no schema_version / " + key +
+                 ".stages)");
   PlanComparison plan;
   plan.plan_path = ctx.options.plan_path;
-  plan.notes.push_back("compared with the plan's suggested split");
+  plan.side = "suggested";
+  std::string compared = "the plan's suggested split";
+  if (baseline) {
+    const auto stated = doc.find("baseline");
+    const bool given = stated != doc.end() && *stated == "given_split";
+    plan.side = given ? "given_split" : "uniform";
+    compared = std::string("the plan's baseline (--plan-split baseline): ") +
+               (given ? "the split given with 'pipescope plan --split'" : "the uniform split");
+  }
+  plan.notes.push_back("compared with " + compared);
   compare_config(doc, report, plan);
 
   std::string memory = "none";
@@ -127,7 +139,7 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   for (size_t k = 0; k < stages.size() && k < report.stages.size(); ++k) {
     const nlohmann::json& s = stages[k];
     if (!s.is_object())
-      return Error(where + ": suggested.stages[" + std::to_string(k) + "] is not an object");
+      return Error(where + ": " + key + ".stages[" + std::to_string(k) + "] is not an object");
     const StageReport& measured = report.stages[k];
     PlanStageComparison c;
     c.stage = measured.stage;

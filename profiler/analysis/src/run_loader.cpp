@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "parallel_for.h"
 #include "pipescope/analysis/kernel_category.h"
@@ -97,6 +98,14 @@ int32_t rank_of(const RankDigest& d) {
   return rank_in_name(d.path);
 }
 
+// Whether the file's process recorded nothing the report reads: no GPU work, memory, NCCL or
+// NVTX. Before the run's kernels are merged (they empty `kernels`).
+bool recorded_nothing(const RankDigest& d) {
+  return d.kernels.empty() && !d.gpu_captured && d.memcpy_totals.calls == 0 && d.memset_totals.calls == 0 &&
+         !d.memory_seen && d.comms.empty() && d.p2p.empty() && d.global_rank_from_nccl < 0 &&
+         d.nvtx_ranges == 0 && d.steps.empty() && d.first_forward_ns < 0 && !d.declared_stage;
+}
+
 // A file whose process info was lost (cut or damaged before it) names no run.
 bool names_run(const RankDigest& d) { return d.process.has_value(); }
 std::string run_of(const RankDigest& d) { return d.process ? d.process->run_id : std::string(); }
@@ -166,6 +175,22 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
     if (first_failure.empty()) first_failure = file_name(path) + ": " + reason;
   }
   if (digests.empty()) return Error("no readable trace in " + dir + " (" + first_failure + ")");
+
+  // A process that never learned its rank and recorded nothing is a launcher's (torchrun's
+  // agent, mp.spawn's parent: the library is preloaded into it too), not a rank: numbered, it
+  // would take a rank and a stage from the ranks that trained, and with a run id of its own it
+  // would split the directory in two runs. A stated rank that did nothing still shows, and so
+  // does a file cut before its process info (a crash, said below as such).
+  const auto idle_launcher = [](const RankDigest& d) {
+    return d.process && rank_of(d) < 0 && recorded_nothing(d);
+  };
+  if (!std::all_of(digests.begin(), digests.end(), idle_launcher)) {
+    for (const RankDigest& d : digests)
+      if (idle_launcher(d))
+        run.warnings.push_back(file_name(d.path) +
+                               " recorded no GPU work, NCCL or NVTX (a launcher process?); left out");
+    std::erase_if(digests, idle_launcher);
+  }
 
   // One run and attempt. Files that name no run join the only run there is.
   std::map<std::pair<std::string, int32_t>, std::vector<size_t>> groups;

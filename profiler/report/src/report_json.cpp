@@ -173,7 +173,10 @@ ordered_json plan_json(const PlanComparison& p) {
       if (*f) add_figure(stage, std::string(kind) + "_s", kind, **f);
     stages.push_back(stage);
   }
-  ordered_json doc{{"plan_path", p.plan_path}, {"memory_figure", p.memory_figure}, {"stages", stages}};
+  ordered_json doc{{"plan_path", p.plan_path},
+                   {"plan_side", p.side},
+                   {"memory_figure", p.memory_figure},
+                   {"stages", stages}};
   add_figure(doc, "bubble_fraction", "bubble", p.bubble_fraction);
   add_figure(doc, "step_s", "step", p.step_s);
   doc["notes"] = p.notes;

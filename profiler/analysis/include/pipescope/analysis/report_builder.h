@@ -14,10 +14,15 @@
 
 namespace pipescope::analysis {
 
+// Which of the plan's two splits --plan compares with (--plan-split): the one it suggests, or its
+// baseline (`uniform` in its JSON: the uniform split, or the one given with `plan --split`).
+enum class PlanSplit { kSuggested, kBaseline };
+
 struct ReportOptions {
   std::optional<StatedLayout> stated_layout;  // --layout
   std::string plan_json;                      // the text of --plan's file; empty: no plan
   std::string plan_path;
+  PlanSplit plan_split = PlanSplit::kSuggested;
   size_t top_kernels = 20;
   unsigned threads = 0;  // 0: one per core. The report is the same on any number.
 };

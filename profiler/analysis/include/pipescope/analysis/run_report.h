@@ -232,6 +232,9 @@ struct PlanStageComparison {
 
 struct PlanComparison {
   std::string plan_path;
+  // The plan's split compared: "suggested", or its baseline, "uniform" or "given_split" (the
+  // split given with `pipescope plan --split`).
+  std::string side;
   std::string memory_figure;  // the figure both sides give ("reserved" or "allocated")
   std::vector<PlanStageComparison> stages;
   PlanFigure bubble_fraction;  // mean over stages
