@@ -338,6 +338,10 @@ std::string plan_json(const PlanPrintout& p) {
       {"allocated_bytes",
        "allocated: what tensors use (static + the larger of activation + transient and step)"},
       {"capacity_bytes", o.capacity_bytes}};
+  // The same on every stage and both sides: what the peaks hold besides the allocator's reserve.
+  doc["memory_overheads"] = ordered_json{{"cuda_context_bytes", o.cuda_context_bytes},
+                                         {"nccl_buffer_bytes", o.nccl_buffer_bytes},
+                                         {"allocator_reserve_fraction", o.allocator_reserve_fraction}};
   // "uniform" holds the baseline: the framework's uniform split, or the user's --split.
   doc["baseline"] = o.baseline_is_given_split ? "given_split" : "uniform";
   doc["uniform"] = report_json(o.uniform, o.config.micro_batches());

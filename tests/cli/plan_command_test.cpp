@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -137,6 +138,31 @@ TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
   EXPECT_LE(doc["suggested"]["peak_memory_bytes"].get<int64_t>(),
             doc["uniform"]["peak_memory_bytes"].get<int64_t>());
   EXPECT_FALSE(doc.contains("emit"));
+}
+
+// The peak's parts outside the tensors, from the profile: the CUDA context once, NCCL's buffers
+// once per communicator a rank opens (one, one for tp, two for pp, one for dp: five here).
+TEST(PlanCommand, JsonStatesTheMemoryOverheadsEveryPeakHolds) {
+  const json doc = plan_json({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "2",
+                              "--pp", "4", "--mbs", "1", "--gbs", "16", "--recompute", "none"});
+  std::ifstream in(std::string(PIPESCOPE_SOURCE_DIR) + "/calibrate/profiles/a100-80gb.json");
+  const json profile = json::parse(in)["memory_overheads"];
+  const json& overheads = doc["memory_overheads"];
+  EXPECT_DOUBLE_EQ(overheads["cuda_context_bytes"].get<double>(),
+                   std::round(profile["cuda_context_bytes"]["value"].get<double>()));
+  EXPECT_DOUBLE_EQ(overheads["nccl_buffer_bytes"].get<double>(),
+                   std::round(5 * profile["nccl_buffer_bytes_per_communicator"]["value"].get<double>()));
+  const double fraction = overheads["allocator_reserve_fraction"].get<double>();
+  EXPECT_DOUBLE_EQ(fraction, profile["allocator_reserve_fraction"]["value"].get<double>());
+  // No optimizer-step buffers in this recipe: every stage's peak is its tensors, the allocator's
+  // reserve over them, and the overheads.
+  for (const json& stage : doc["suggested"]["stages"]) {
+    EXPECT_NEAR(stage["peak_memory_bytes"].get<double>(),
+                stage["allocated_bytes"].get<double>() * (1 + fraction) +
+                    overheads["cuda_context_bytes"].get<double>() +
+                    overheads["nccl_buffer_bytes"].get<double>(),
+                1.0);
+  }
 }
 
 TEST(PlanCommand, JsonSaysWhatTheTimeLimitIsAndWhetherItIsProven) {

@@ -239,10 +239,14 @@ TEST(ReportCommand, PlanSplitComparesWithTheSuggestedOrTheBaselineSplitAndSaysWh
   const auto& stage0 = by_baseline["stages"][0];
   EXPECT_GT(stage0["predicted_peak_memory_bytes"].get<double>(),
             by_suggested["stages"][0]["predicted_peak_memory_bytes"].get<double>());
+  // Less the CUDA context, which the traces cannot see.
+  const double context = planned["memory_overheads"]["cuda_context_bytes"].get<double>();
+  EXPECT_GT(context, 0);
   EXPECT_EQ(stage0["predicted_peak_memory_bytes"].get<double>(),
-            planned["uniform"]["stages"][0]["peak_memory_bytes"].get<double>());
+            planned["uniform"]["stages"][0]["peak_memory_bytes"].get<double>() - context);
   EXPECT_EQ(by_suggested["stages"][0]["predicted_peak_memory_bytes"].get<double>(),
-            planned["suggested"]["stages"][0]["peak_memory_bytes"].get<double>());
+            planned["suggested"]["stages"][0]["peak_memory_bytes"].get<double>() - context);
+  EXPECT_TRUE(has_text(by_baseline["notes"], "planned peak memory less the plan's CUDA context"));
   EXPECT_EQ(stage0["measured_peak_memory_bytes"], by_suggested["stages"][0]["measured_peak_memory_bytes"]);
   EXPECT_EQ(by_baseline["predicted_step_s"].get<double>(), planned["uniform"]["iteration_s"].get<double>());
   const CommandResult text =
@@ -507,7 +511,9 @@ TEST(ReportCommand, PlanFromPipescopePlanIsComparedStageByStage) {
                      "--pp", "4", "--mbs", "1", "--gbs", "16", "--json"});
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   std::ofstream(plan_file) << plan.out;
-  const auto planned = nlohmann::json::parse(plan.out)["suggested"];
+  const auto plan_doc = nlohmann::json::parse(plan.out);
+  const auto& planned = plan_doc["suggested"];
+  const double context = plan_doc["memory_overheads"]["cuda_context_bytes"].get<double>();
 
   const CommandResult r = run_pipescope({"report", dir.path(), "--plan", plan_file, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -520,7 +526,8 @@ TEST(ReportCommand, PlanFromPipescopePlanIsComparedStageByStage) {
     const auto& c = cmp["stages"][static_cast<size_t>(s)];
     const auto& p = planned["stages"][static_cast<size_t>(s)];
     EXPECT_EQ(c["stage"], s);
-    EXPECT_DOUBLE_EQ(c["predicted_peak_memory_bytes"].get<double>(), p["reserved_bytes"].get<double>());
+    EXPECT_DOUBLE_EQ(c["predicted_peak_memory_bytes"].get<double>(),
+                     p["peak_memory_bytes"].get<double>() - context);
     EXPECT_DOUBLE_EQ(c["predicted_forward_s"].get<double>(), p["forward_s"].get<double>());
     EXPECT_DOUBLE_EQ(c["predicted_backward_s"].get<double>(), p["backward_s"].get<double>());
     // 1F1B: stage s holds 4 - s micro-batches of 256 MiB on top of 8 GiB of static memory.

@@ -55,8 +55,9 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   model.capacity_bytes = llround(static_cast<double>(in.cluster.gpu.memory_bytes) *
                                  (1 - overheads.memory_headroom_fraction.value));
   const int communicators = 1 + (c.tp > 1) + 2 * (c.pp > 1) + (dp > 1) + (c.cp > 1) + (c.ep > 1);
-  model.fixed_bytes = llround(overheads.cuda_context_bytes.value +
-                              communicators * overheads.nccl_buffer_bytes_per_communicator.value);
+  model.cuda_context_bytes = llround(overheads.cuda_context_bytes.value);
+  model.nccl_buffer_bytes = llround(communicators * overheads.nccl_buffer_bytes_per_communicator.value);
+  model.fixed_bytes = model.cuda_context_bytes + model.nccl_buffer_bytes;
 
   const double tokens = static_cast<double>(c.micro_batch) * (c.seq_length / c.cp);
   const double p2p_bytes = tokens * m.hidden_size * kHalf / (base.sequence_parallel ? c.tp : 1);

@@ -274,6 +274,9 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   PlanOutcome outcome;
   outcome.config = in.config;
   outcome.capacity_bytes = costs->capacity_bytes;
+  outcome.cuda_context_bytes = costs->cuda_context_bytes;
+  outcome.nccl_buffer_bytes = costs->nccl_buffer_bytes;
+  outcome.allocator_reserve_fraction = costs->reserve_fraction;
   outcome.notes = costs->notes;
   if (in.config.schedule == ScheduleKind::kInterleaved) {
     auto report = in.config.recompute == RecomputeChoice::kAuto

@@ -3,6 +3,7 @@
 // figure with an allocated one), with the error of each figure and notes where the plan and the
 // run differ in layout or micro-batches. Planner and analysis meet in JSON only, never by linking.
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "report_context.h"
@@ -127,6 +128,20 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   plan.memory_figure = memory;
   if (memory == "none") plan.notes.push_back("the traces hold no memory records: memory not compared");
 
+  // A trace sees what was cudaMalloc'd, NCCL's buffers included, never the CUDA context.
+  double context_bytes = 0;
+  if (memory == "reserved") {
+    const auto overheads = doc.find("memory_overheads");
+    if (overheads != doc.end() && overheads->is_object())
+      context_bytes = number(*overheads, "cuda_context_bytes");
+    if (context_bytes > 0) {
+      char gib[32];
+      std::snprintf(gib, sizeof gib, "%.2f", context_bytes / (1024.0 * 1024.0 * 1024.0));
+      plan.notes.push_back(std::string("planned peak memory less the plan's CUDA context (") + gib +
+                           " GiB), which traces do not see");
+    }
+  }
+
   const nlohmann::json& stages = (*side)["stages"];
   const auto inputs = doc.find("inputs");
   const double micro_batches = inputs != doc.end() && inputs->is_object() && inputs->contains("config")
@@ -143,10 +158,10 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
     const StageReport& measured = report.stages[k];
     PlanStageComparison c;
     c.stage = measured.stage;
-    c.peak_memory_bytes =
-        figure(number(s, memory == "allocated" ? "allocated_bytes" : "peak_memory_bytes"),
-               memory == "none" ? std::nullopt
-                                : std::optional<double>(static_cast<double>(measured.peak_memory_bytes)));
+    c.peak_memory_bytes = figure(
+        memory == "allocated" ? number(s, "allocated_bytes") : number(s, "peak_memory_bytes") - context_bytes,
+        memory == "none" ? std::nullopt
+                         : std::optional<double>(static_cast<double>(measured.peak_memory_bytes)));
     c.forward_s = figure(number(s, "forward_s"), seconds(measured.forward_mean_ns));
     c.backward_s = figure(number(s, "backward_s"), seconds(measured.backward_mean_ns));
     const auto by_kind = [&](std::initializer_list<const char*> kinds, const char* extra,

@@ -108,6 +108,8 @@ struct CostModel {
   std::vector<UnitCost> units;
   double p2p_s = 0;                // one micro-batch's activation (or gradient) across a stage boundary
   int64_t fixed_bytes = 0;         // CUDA context + NCCL buffers: outside the caching allocator
+  int64_t cuda_context_bytes = 0;  // fixed_bytes' parts, for those who compare with a trace,
+  int64_t nccl_buffer_bytes = 0;   // which sees NCCL's buffers but never the context
   double reserve_fraction = 0;     // reserved = allocated x (1 + this): what the allocator holds
   int64_t capacity_bytes = 0;      // GPU memory less the profile's headroom
   int64_t device_bytes = 0;        // GPU memory

@@ -77,7 +77,11 @@ struct FitSuggestion {
 struct PlanOutcome {
   ParallelConfig config;
   int64_t capacity_bytes = 0;  // GPU memory less headroom
-  PlanReport uniform;          // the baseline: the framework's uniform split, or the user's --split
+  // What every stage's peak holds besides the caching allocator's reserve (CostModel).
+  int64_t cuda_context_bytes = 0;
+  int64_t nccl_buffer_bytes = 0;
+  double allocator_reserve_fraction = 0;
+  PlanReport uniform;  // the baseline: the framework's uniform split, or the user's --split
   bool baseline_is_given_split = false;
   PlanReport suggested;
   // Whether the exact search proved the suggested split optimal; when its budget ran out, the
