@@ -31,7 +31,24 @@ def plan(pipescope, case, profile, gpu):
             "--tp", "1", "--pp", "1", "--mbs", str(case["mbs"]), "--gbs", str(gbs), "--seq", str(case["seq"]),
             "--recompute", case["recompute"], "--json"]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["uniform"]
+    return json.loads(out)
+
+
+def gpu_of(case, given):
+    """--gpu, else the planner's name for the device the case ran on."""
+    if given:
+        return given
+    for marker, name in (("H200", "h200-141gb"), ("H100", "h100-80gb"), ("A100", "a100-80gb")):
+        if marker in case.get("device", ""):
+            return name
+    raise SystemExit(f"gpu-plan-compare: no planner GPU for device '{case.get('device')}'; pass --gpu")
+
+
+def peak_without_absent_nccl(doc, stage, case):
+    """The plan's peak of `stage`, less the NCCL buffers it counts when the run opened no NCCL
+    communicator (the plan assumes one, as any distributed run has)."""
+    absent = 0 if case.get("nccl") else doc["memory_overheads"]["nccl_buffer_bytes"]
+    return stage["peak_memory_bytes"] - absent
 
 
 # The report's kernel categories that the plan prices as each kind of work (WorkKind).
@@ -57,7 +74,7 @@ def components_table(pipescope, run_dir, examples, gpu):
     case["model"] = os.path.join(examples, os.path.basename(case["config"]))
     steps = report["steps"]["count"]
     measured = {c["category"]: c["total_ns"] * 1e-9 / steps for c in report["kernel_categories"]}
-    planned = plan(pipescope, case, profile, gpu)
+    planned = plan(pipescope, case, profile, gpu_of(case, gpu))["uniform"]
     work = planned["busiest_stage_work_per_step"]
     rows = []
     for name, categories, kinds in COMPONENTS:
@@ -84,23 +101,28 @@ def pipeline_table(pipescope, run_dir, examples, gpu):
         if "stage_memory" not in m or m.get("profiled_by_pipescope"):
             continue
         stages = m["stages"]
-        args = [pipescope, "plan", "--model", os.path.join(examples, os.path.basename(m["config"])), "--gpu", gpu,
+        args = [pipescope, "plan", "--model", os.path.join(examples, os.path.basename(m["config"])), "--gpu",
+                gpu_of(m, gpu),
                 "--calibration", profile, "--gpus", str(stages), "--tp", "1", "--pp", str(stages),
                 "--mbs", str(m["mbs"]), "--gbs", str(m["mbs"] * m["micro_batches"]), "--seq", str(m["seq"]),
                 "--recompute", m["recompute"], "--split", ",".join(str(n) for n in m["split"]), "--json"]
-        planned = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)["uniform"]  # the given split
-        for measured, s in zip(m["stage_memory"], planned["stages"]):
-            peak = measured["max_reserved_bytes"] + measured["cuda_context_bytes"]
+        doc = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+        overheads = doc["memory_overheads"]
+        fixed = overheads["cuda_context_bytes"] + overheads["nccl_buffer_bytes"]
+        for measured, s in zip(m["stage_memory"], doc["uniform"]["stages"]):  # "uniform": the given split
+            # The allocator's own figure against the plan's peak less what lies outside it (the
+            # context, NCCL's buffers: the stages pass tensors through gloo).
+            reserved = s["peak_memory_bytes"] - fixed
             rows.append([
                 os.path.basename(path)[:-5], ",".join(str(n) for n in m["split"]), str(measured["stage"]),
                 str(measured["layers"][1] - measured["layers"][0]),
                 f"{measured['max_allocated_bytes'] / GIB:.2f}", f"{s['allocated_bytes'] / GIB:.2f}",
                 error(s["allocated_bytes"], measured["max_allocated_bytes"]),
-                f"{measured['max_reserved_bytes'] / GIB:.2f}", f"{measured['cuda_context_bytes'] / GIB:.2f}",
-                f"{s['peak_memory_bytes'] / GIB:.2f}", error(s["peak_memory_bytes"], peak),
+                f"{measured['max_reserved_bytes'] / GIB:.2f}", f"{reserved / GIB:.2f}",
+                error(reserved, measured["max_reserved_bytes"]),
             ])
     head = ["run", "split", "stage", "layers", "max alloc GiB", "plan alloc GiB", "err", "max reserved GiB",
-            "context GiB", "plan peak GiB", "err (reserved+ctx)"]
+            "plan reserved GiB", "err"]
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
@@ -112,7 +134,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("run_dir")
     p.add_argument("--pipescope", default=os.path.join(os.path.dirname(__file__), "..", "build", "cli", "pipescope"))
-    p.add_argument("--gpu", default="h200-141gb")
+    p.add_argument("--gpu", help="the planner's GPU name (default: from the device each case ran on)")
     p.add_argument("--components", action="store_true", help="print the second table (work by kind)")
     p.add_argument("--pipeline", action="store_true", help="print the pipeline runs' table (memory per stage)")
     p.add_argument("--check", metavar="MARKDOWN", help="compare with the tables that follow RUN_DIR's commands there")
@@ -130,9 +152,13 @@ def main():
         m = json.load(open(path))
         if "memory" not in m or m.get("profiled_by_pipescope") or m.get("torch_profiler"):
             continue
+        if os.path.basename(path).startswith("kinds-"):
+            continue  # the overhead-kinds runs: the overhead case again, for the profiler's cost
         m["model"] = os.path.join(examples, os.path.basename(m["config"]))
-        u = plan(args.pipescope, m, profile, args.gpu)
+        doc = plan(args.pipescope, m, profile, gpu_of(m, args.gpu))
+        u = doc["uniform"]
         s = u["stages"][0]
+        planned_peak = peak_without_absent_nccl(doc, s, m)
         mem = m["memory"]
         measured_peak = mem["max_reserved_bytes"] + mem["cuda_context_bytes"]
         rows.append([
@@ -141,7 +167,7 @@ def main():
             f"{m['median_step_s'] * 1e3:.1f}", f"{u['iteration_s'] * 1e3:.1f}", error(u["iteration_s"], m["median_step_s"]),
             f"{mem['max_allocated_bytes'] / GIB:.2f}", f"{s['allocated_bytes'] / GIB:.2f}",
             error(s["allocated_bytes"], mem["max_allocated_bytes"]),
-            f"{measured_peak / GIB:.2f}", f"{s['peak_memory_bytes'] / GIB:.2f}", error(s["peak_memory_bytes"], measured_peak),
+            f"{measured_peak / GIB:.2f}", f"{planned_peak / GIB:.2f}", error(planned_peak, measured_peak),
         ])
     table = markdown_table(rows)
     if not args.check:
