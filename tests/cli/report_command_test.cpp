@@ -239,14 +239,17 @@ TEST(ReportCommand, PlanSplitComparesWithTheSuggestedOrTheBaselineSplitAndSaysWh
   const auto& stage0 = by_baseline["stages"][0];
   EXPECT_GT(stage0["predicted_peak_memory_bytes"].get<double>(),
             by_suggested["stages"][0]["predicted_peak_memory_bytes"].get<double>());
-  // Less the CUDA context, which the traces cannot see.
-  const double context = planned["memory_overheads"]["cuda_context_bytes"].get<double>();
-  EXPECT_GT(context, 0);
+  // Less the CUDA context, which the traces cannot see, and NCCL's buffers, which this run (gloo
+  // between its stages) never allocated.
+  const double context = planned["memory_overheads"]["cuda_context_bytes"].get<double>() +
+                         planned["memory_overheads"]["nccl_buffer_bytes"].get<double>();
+  EXPECT_GT(planned["memory_overheads"]["nccl_buffer_bytes"].get<double>(), 0);
   EXPECT_EQ(stage0["predicted_peak_memory_bytes"].get<double>(),
             planned["uniform"]["stages"][0]["peak_memory_bytes"].get<double>() - context);
   EXPECT_EQ(by_suggested["stages"][0]["predicted_peak_memory_bytes"].get<double>(),
             planned["suggested"]["stages"][0]["peak_memory_bytes"].get<double>() - context);
   EXPECT_TRUE(has_text(by_baseline["notes"], "planned peak memory less the plan's CUDA context"));
+  EXPECT_TRUE(has_text(by_baseline["notes"], "no rank opened a communicator"));
   EXPECT_EQ(stage0["measured_peak_memory_bytes"], by_suggested["stages"][0]["measured_peak_memory_bytes"]);
   EXPECT_EQ(by_baseline["predicted_step_s"].get<double>(), planned["uniform"]["iteration_s"].get<double>());
   const CommandResult text =
@@ -521,6 +524,9 @@ TEST(ReportCommand, PlanFromPipescopePlanIsComparedStageByStage) {
   const auto& cmp = doc["plan"];
   EXPECT_EQ(cmp["plan_path"], plan_file);
   EXPECT_EQ(cmp["memory_figure"], "reserved");  // the traces' cudaMalloc-style records
+  // Its ranks opened NCCL communicators: their buffers stay in the planned peak.
+  EXPECT_TRUE(has_text(cmp["notes"], "planned peak memory less the plan's CUDA context"));
+  EXPECT_FALSE(has_text(cmp["notes"], "NCCL buffers"));
   ASSERT_EQ(cmp["stages"].size(), 4u);
   for (int s = 0; s < 4; ++s) {
     const auto& c = cmp["stages"][static_cast<size_t>(s)];

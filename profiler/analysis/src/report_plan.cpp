@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "pipescope/trace/capture_kinds.h"
 #include "report_context.h"
 
 namespace pipescope::analysis {
@@ -93,6 +94,24 @@ std::optional<double> planned_per_step_s(const nlohmann::json& stage, double mic
   return s * micro_batches + (extra ? number(stage, extra) : 0.0);
 }
 
+std::string gib_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+// Every rank recorded NCCL (its capture kinds say so) and none opened a communicator: the run
+// talked through something else (gloo, host memory) or not at all.
+bool opened_no_nccl_communicator(const LoadedRun& run) {
+  if (run.ranks.empty()) return false;
+  for (const RankDigest& rank : run.ranks) {
+    if (!rank.process || !rank.process->capture_kinds) return false;
+    if ((*rank.process->capture_kinds & trace::record_bit(trace::RecordKind::kNcclComm)) == 0) return false;
+    if (!rank.comms.empty() || !rank.p2p.empty()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
@@ -128,17 +147,24 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   plan.memory_figure = memory;
   if (memory == "none") plan.notes.push_back("the traces hold no memory records: memory not compared");
 
-  // A trace sees what was cudaMalloc'd, NCCL's buffers included, never the CUDA context.
-  double context_bytes = 0;
+  // A trace sees what was cudaMalloc'd, NCCL's buffers included, never the CUDA context; and a
+  // run whose traces captured NCCL but show no communicator never allocated NCCL's buffers.
+  double unseen_bytes = 0;
   if (memory == "reserved") {
     const auto overheads = doc.find("memory_overheads");
-    if (overheads != doc.end() && overheads->is_object())
-      context_bytes = number(*overheads, "cuda_context_bytes");
-    if (context_bytes > 0) {
-      char gib[32];
-      std::snprintf(gib, sizeof gib, "%.2f", context_bytes / (1024.0 * 1024.0 * 1024.0));
-      plan.notes.push_back(std::string("planned peak memory less the plan's CUDA context (") + gib +
-                           " GiB), which traces do not see");
+    if (overheads != doc.end() && overheads->is_object()) {
+      const double context = number(*overheads, "cuda_context_bytes");
+      const double nccl = number(*overheads, "nccl_buffer_bytes");
+      if (context > 0) {
+        unseen_bytes += context;
+        plan.notes.push_back("planned peak memory less the plan's CUDA context (" + gib_text(context) +
+                             " GiB), which traces do not see");
+      }
+      if (nccl > 0 && opened_no_nccl_communicator(ctx.run)) {
+        unseen_bytes += nccl;
+        plan.notes.push_back("planned peak memory less the plan's NCCL buffers (" + gib_text(nccl) +
+                             " GiB): the traces captured NCCL and no rank opened a communicator");
+      }
     }
   }
 
@@ -159,7 +185,7 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
     PlanStageComparison c;
     c.stage = measured.stage;
     c.peak_memory_bytes = figure(
-        memory == "allocated" ? number(s, "allocated_bytes") : number(s, "peak_memory_bytes") - context_bytes,
+        memory == "allocated" ? number(s, "allocated_bytes") : number(s, "peak_memory_bytes") - unseen_bytes,
         memory == "none" ? std::nullopt
                          : std::optional<double>(static_cast<double>(measured.peak_memory_bytes)));
     c.forward_s = figure(number(s, "forward_s"), seconds(measured.forward_mean_ns));
