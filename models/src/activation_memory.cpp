@@ -95,7 +95,41 @@ int64_t mlp_bytes(const ModelDesc& m, int64_t layer, const Shape& x, const CostO
   return bytes;
 }
 
+// The gradients alive at once in one MLP's backward, `rows` tokens, `ffn` wide on this rank:
+// the incoming one (the down projection's input gradient) and the one the activation's backward
+// writes (the up projections' output gradient: 2f wide for SwiGLU, f for GELU).
+int64_t mlp_backward_bytes(const ModelDesc& m, int64_t rows, int64_t ffn) {
+  const int64_t written = m.mlp == MlpKind::kGelu ? ffn : 2 * ffn;
+  return rows * (ffn + written) * kHalfBytes;
+}
+
 }  // namespace
+
+LayerBackwardWork layer_backward_work_bytes(const ModelDesc& m, int64_t layer, const CostOptions& o) {
+  const Shape x = shape_of(m, o);
+  LayerBackwardWork w;
+  if (o.flash_attention) {
+    const int64_t expanded_kv = x.q_width;  // dK, dV per query head, summed into the K/V heads after
+    w.attention_bytes = x.tokens * x.q_width * kHalfBytes          // dO, the incoming gradient
+                        + x.tokens * x.q_width * kHalfBytes        // dQ
+                        + 2 * x.tokens * expanded_kv * kHalfBytes  // dK, dV
+                        + x.tokens * x.q_width * kFloatBytes       // dQ accumulator, fp32
+                        + x.b * x.heads * x.s * kFloatBytes;       // rowsum(dO·O), fp32
+  } else {
+    w.attention_bytes = 2 * x.b * x.heads * x.s * x.s * kHalfBytes;  // d(softmax), d(scores)
+  }
+  const int64_t t = o.tensor_parallel;
+  if (!m.is_moe_layer(layer)) {
+    w.mlp_bytes = mlp_backward_bytes(m, x.tokens, m.ffn_hidden_size / t);
+  } else {
+    const MoeDesc& e = m.moe;
+    const int64_t routed = mlp_backward_bytes(m, x.tokens * e.top_k, e.expert_ffn_hidden_size / t);
+    const int64_t shared =
+        mlp_backward_bytes(m, x.tokens, e.num_shared_experts * e.shared_expert_ffn_hidden_size / t);
+    w.mlp_bytes = routed > shared ? routed : shared;
+  }
+  return w;
+}
 
 LayerActivations layer_activation_bytes(const ModelDesc& m, int64_t layer, const CostOptions& o) {
   const Shape x = shape_of(m, o);

@@ -3,6 +3,7 @@
 // formula in the test, never taken from the code's output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -247,6 +248,57 @@ TEST(ActivationMemory, TheLossCastsTheLogitsBesideTheirFp32Copy) {
   EXPECT_EQ(output_transient_bytes(m, o), 4096 * 2 * 16'000 * 2);
   o.sequence_parallel = true;
   EXPECT_EQ(output_transient_bytes(m, o), 4096 * 2 * 16'000 * 2);
+}
+
+// A layer's backward working memory, block by block (activation_memory.h).
+TEST(LayerBackwardWork, GroupedQueryFlashAttentionAndSwiGluUnderTensorParallelism) {
+  const ModelDesc m = bundled("llama3-8b");  // 32 query and 8 K/V heads of 128, f 14336
+  const int64_t s = 8192, b = 1, t = 4, f = 14336;
+  const int64_t q = int64_t{8} * 128;  // 8 query heads on each of the 4 ranks
+  CostOptions o;
+  o.seq_length = s;
+  o.micro_batch_size = b;
+  o.tensor_parallel = t;
+  o.sequence_parallel = true;
+  o.flash_attention = true;
+  ASSERT_TRUE(check_cost_options(m, o).ok());
+  const LayerBackwardWork w = layer_backward_work_bytes(m, 0, o);
+  // dO, dQ (bf16), dK and dV expanded to the 8 query heads (bf16), the fp32 dQ accumulator, and
+  // the fp32 row sums of 8 heads.
+  EXPECT_EQ(w.attention_bytes,
+            2 * s * b * q + 2 * s * b * q + 2 * 2 * s * b * q + 4 * s * b * q + 4 * b * 8 * s);
+  // The incoming f/t-wide gradient and the 2f/t-wide one the SwiGLU backward writes, bf16; the
+  // MLP's tokens are the whole sequence (sequence parallelism gathers it before the up projection).
+  EXPECT_EQ(w.mlp_bytes, 2 * s * b * (f / t) + 2 * s * b * (2 * f / t));
+  EXPECT_EQ(w.peak_bytes(), std::max(w.attention_bytes, w.mlp_bytes));
+}
+
+TEST(LayerBackwardWork, UnfusedAttentionHoldsTwoScoreGradientsAndGeluWritesOneWidth) {
+  const Case c = kCases[2];  // s 1024, b 2, h 2048, a 16, t 2
+  const ModelDesc m = gpt_like(c.h, c.a);
+  CostOptions o;
+  o.seq_length = c.s;
+  o.micro_batch_size = c.b;
+  o.tensor_parallel = c.t;
+  ASSERT_TRUE(check_cost_options(m, o).ok());
+  const LayerBackwardWork w = layer_backward_work_bytes(m, 0, o);
+  const int64_t heads = c.a / c.t, f = 4 * c.h / c.t;
+  EXPECT_EQ(w.attention_bytes, 2 * 2 * c.b * heads * c.s * c.s);  // d(softmax), d(scores), bf16
+  EXPECT_EQ(w.mlp_bytes, 2 * c.s * c.b * f + 2 * c.s * c.b * f);  // GELU: in and out gradients
+}
+
+TEST(LayerBackwardWork, MixtralTakesTheLargerOfItsRoutedCopiesAndItsSharedExperts) {
+  const ModelDesc m = bundled("mixtral-8x7b");  // top 2 of 8 experts of f 14336, no shared ones
+  CostOptions o;
+  o.seq_length = 4096;
+  o.micro_batch_size = 1;
+  o.tensor_parallel = 2;
+  o.sequence_parallel = true;
+  o.expert_parallel = 4;
+  o.flash_attention = true;
+  ASSERT_TRUE(check_cost_options(m, o).ok());
+  const int64_t copies = int64_t{4096} * 2, f = 14336 / 2;
+  EXPECT_EQ(layer_backward_work_bytes(m, 0, o).mlp_bytes, 2 * copies * f + 2 * copies * 2 * f);
 }
 
 }  // namespace

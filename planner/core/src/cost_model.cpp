@@ -105,20 +105,26 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
     const Pass zero3 = price.zero3_exposed(static_cast<double>(p.total()), group, pass);
     pass += zero3;
     const int64_t full_activations = models::layer_activation_bytes(m, layer, base).total_bytes();
+    const models::LayerBackwardWork backward = models::layer_backward_work_bytes(m, layer, base);
     for (size_t i = 0; i < kRecomputeModes.size(); ++i) {
       const RecomputeMode mode = kRecomputeModes[i];
       UnitOptionCost& option = unit.by_mode[i];
       Pass& work = unit.work_by_mode[i];
       work = pass;
       option.activation_bytes = models::layer_activation_bytes(m, layer, options_for(c, mode)).total_bytes();
+      // Beside its backward's working memory, a layer holds during its backward what it recomputed:
+      // the attention core (selective; redone as the attention's backward begins, so not during
+      // the MLP's) or the whole layer's activations (full).
+      option.transient_bytes = backward.peak_bytes();
       if (mode == RecomputeMode::kSelective) {
         work.backward += core.forward;  // the attention core's forward, again
-        option.transient_bytes = full_activations - option.activation_bytes;
+        option.transient_bytes = std::max(
+            full_activations - option.activation_bytes + backward.attention_bytes, backward.mlp_bytes);
       } else if (mode == RecomputeMode::kFull) {
         WorkTimes again = pass.forward;  // the whole forward, again; ZeRO-3's gathers are not redone
         again[kCommunication] -= zero3.forward[kCommunication];
         work.backward += again;
-        option.transient_bytes = full_activations;  // one layer's activations during its backward
+        option.transient_bytes = full_activations + backward.peak_bytes();
       }
       option.transient_bytes =
           std::max(option.transient_bytes, price.gradient_cast_bytes(largest_layer_tensor(m, layer, c.tp)));

@@ -53,6 +53,23 @@ int64_t embedding_activation_bytes(const ModelDesc& model, const CostOptions& op
 // token. The 16-bit logits are not kept: the matmul's backward needs only its input.
 int64_t output_activation_bytes(const ModelDesc& model, const CostOptions& options);
 
+// Working memory of one layer's backward beyond what the layer keeps, per block (the MLP's
+// backward ends before the attention's begins, so they never coexist), in Megatron-LM's fused
+// layer. MLP: the incoming gradient of the down projection's input and the gradient its fused
+// SwiGLU (or bias-GELU) backward writes for the up projection's output (2f wide for SwiGLU).
+// Attention: FlashAttention's backward holds the output gradient, dQ, dK and dV (expanded to
+// every query head under grouped-query attention, then summed), an fp32 dQ accumulator and the
+// fp32 row sums of dO·O; unfused, the gradients of the scores and of their softmax, b x a/t x
+// s x s each. The weight gradients go straight into the main gradients (Megatron's fused
+// weight-gradient accumulation) and are not counted.
+struct LayerBackwardWork {
+  int64_t attention_bytes = 0;
+  int64_t mlp_bytes = 0;
+  int64_t peak_bytes() const { return attention_bytes > mlp_bytes ? attention_bytes : mlp_bytes; }
+};
+LayerBackwardWork layer_backward_work_bytes(const ModelDesc& model, int64_t layer,
+                                            const CostOptions& options);
+
 // Last pipeline stage, working memory of the loss: Megatron's cross entropy casts the 16-bit
 // logits to fp32 (vocab_parallel_logits.float(), the copy it keeps) while they are alive, and its
 // backward casts the fp32 gradient back to 16 bits beside it: 2·s·b·V/t either way.
