@@ -79,6 +79,10 @@ TEST(TraceWriter, ConcurrentProducersKeepEveryRecordInOrderWhileAnotherThreadFlu
         }
         uint32_t name_id = 0;
         for (uint32_t seq = 0; seq < kPerProducer; ++seq) {
+          // Halfway, wait for the flusher's first flush: on a loaded machine its thread could
+          // otherwise start only after every producer is done, and nothing would run concurrently.
+          if (seq == kPerProducer / 2)
+            while (flusher.flushes() == 0) std::this_thread::yield();
           if (seq % kRecordsPerName == 0) name_id = writer.intern(block_name(t, seq / kRecordsPerName));
           KernelRecord r = make_record<KernelRecord>();
           r.device = static_cast<uint32_t>(t);
