@@ -51,6 +51,8 @@ def parse_args(argv):
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
     p.add_argument("--loss", choices=["torch", "megatron"], default="megatron")
+    p.add_argument("--allocator", choices=["default", "async"], default="default",
+                   help="PyTorch's caching allocator, or cudaMallocAsync in every stage")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--port", type=int, default=29541)
     p.add_argument("-o", "--output", help="JSON results (default: stdout)")
@@ -292,6 +294,7 @@ def worker(rank, args, result_path):
         "micro_batches": args.micro_batches,
         "recompute": args.recompute,
         "loss": args.loss,
+        "allocator": args.allocator,
         "profiled_by_pipescope": "libpipescope" in os.environ.get("LD_PRELOAD", ""),
         "step_s": times_s,
         "median_step_s": statistics.median(times_s) if times_s else None,
@@ -340,6 +343,8 @@ def run_stages(args, result_path):
 
 def main(argv):
     args = parse_args(argv)
+    if args.allocator == "async":  # before any stage starts: each reads it when CUDA comes up
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
     example = load_example()
     try:
         cfg = example.Config(args.config)

@@ -6,8 +6,9 @@
 #     profiler, under `pipescope record`, and under torch.profiler; the pipescope trace is kept
 #     and checked (kernels, copies, memory, NCCL linked to kernels, NVTX steps);
 #  3. examples/pipeline_1f1b.py: the 1B model (16 layers) in 4 pipeline stages, 4 processes on this
-#     one GPU, 8 micro-batches: the uniform split, the planner's suggested split, and the uniform
-#     one under `pipescope record` (each stage's memory, the report's per-stage figures).
+#     one GPU, 8 micro-batches: the uniform split, the planner's suggested split, the uniform one
+#     under cudaMallocAsync, and the uniform one under `pipescope record` (each stage's memory,
+#     the report's per-stage figures).
 # Without a GPU it says so and exits 0.
 # Usage: scripts/gpu-train-check.sh [BUNDLE_OR_BUILD_DIR] [OUT_DIR]
 #   PIPESCOPE_TRAIN_CHECK_PART=plan|overhead|overhead-kinds|pipeline runs one part (overhead-kinds
@@ -114,6 +115,9 @@ if [[ $part == all || $part == pipeline ]]; then
       echo "== pipeline-suggested ($split)"
       timeout 240 python3 "$pipeline" "${pp[@]}" --split "$split" --port 29542 -o "$out/pipeline-suggested.json" || failed=1
     fi
+    echo "== pipeline-uniform-async"
+    timeout 240 python3 "$pipeline" "${pp[@]}" --allocator async --port 29544 -o "$out/pipeline-uniform-async.json" ||
+      failed=1
     echo "== pipeline-traced"
     if timeout 240 "$pipescope" record -o "$out/trace-pp4" -- python3 "$pipeline" "${pp[@]}" --port 29543 -o "$out/pipeline-traced.json"; then
       # The traced run is the uniform split: the plan's baseline side.
