@@ -172,6 +172,10 @@ TEST(ReportCommand, TheRealH100PipelineIsFourStagesOfOneRankWithoutItsLauncher) 
       has_text(doc["warnings"],
                kH100Pp4Launcher + " recorded no GPU work, NCCL or NVTX (a launcher process?); left out"));
   EXPECT_FALSE(has_text(doc["warnings"], kH100Pp4Launcher + " never learned its rank"));
+  // The four stage processes shared the machine's one GPU (its UUID, as nvidia-smi spells it).
+  EXPECT_TRUE(
+      has_text(doc["warnings"],
+               "ranks 0,1,2,3 ran their kernels on one GPU (GPU-88ad7184-12f7-df3b-ceab-d9d8ecc542bd)"));
   EXPECT_EQ(doc["layout"]["world_size"], 4);
   EXPECT_EQ(doc["layout"]["pp"], 4);
   ASSERT_EQ(doc["ranks"].size(), 4u);
@@ -524,6 +528,8 @@ TEST(ReportCommand, PlanFromPipescopePlanIsComparedStageByStage) {
   const auto& cmp = doc["plan"];
   EXPECT_EQ(cmp["plan_path"], plan_file);
   EXPECT_EQ(cmp["memory_figure"], "reserved");  // the traces' cudaMalloc-style records
+  // Its 16 ranks name no GPU UUID: no GPU is said to be shared.
+  EXPECT_FALSE(has_text(doc["warnings"], "ran their kernels on one GPU"));
   // Its ranks opened NCCL communicators: their buffers stay in the planned peak.
   EXPECT_TRUE(has_text(cmp["notes"], "planned peak memory less the plan's CUDA context"));
   EXPECT_FALSE(has_text(cmp["notes"], "NCCL buffers"));

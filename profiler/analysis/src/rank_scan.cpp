@@ -211,6 +211,7 @@ class RankScanner {
     const int64_t start = as_ns(r.start_ns), end = std::max(as_ns(r.end_ns), as_ns(r.start_ns));
     see_time(start);
     see_time(end);
+    if (r.device < 64) d_.kernel_devices |= uint64_t{1} << r.device;
     const uint32_t kernel = kernel_index(r.name_id);
     const bool nccl = kernel_nccl_[kernel] != 0;
     KernelNameStats& stats = d_.kernels[kernel];

@@ -3,6 +3,7 @@
 #include "pipescope/analysis/report_builder.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -136,6 +137,29 @@ void fill_files(const ReportContext& ctx, RunReport& report) {
   }
 }
 
+// nvidia-smi's spelling of a UUID: GPU-8-4-4-4-12 hex digits.
+std::string uuid_text(const std::array<uint8_t, 16>& uuid) {
+  char text[48];
+  std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                uuid[0], uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7], uuid[8], uuid[9],
+                uuid[10], uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]);
+  return text;
+}
+
+// The devices the rank's kernels ran on, as the process info names them; a device without a
+// UUID (an older trace, a zeroed field) is left out rather than guessed from its ordinal, which
+// CUDA_VISIBLE_DEVICES renumbers in every process.
+std::vector<std::string> kernel_gpu_uuids(const RankDigest& d) {
+  std::vector<std::string> uuids;
+  if (!d.process) return uuids;
+  for (const trace::DeviceInfo& device : d.process->devices) {
+    if (device.ordinal < 0 || device.ordinal >= 64 || (d.kernel_devices >> device.ordinal & 1) == 0) continue;
+    if (std::all_of(device.uuid.begin(), device.uuid.end(), [](uint8_t b) { return b == 0; })) continue;
+    uuids.push_back(uuid_text(device.uuid));
+  }
+  return uuids;
+}
+
 void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
   const RankDigest& d = ctx.run.ranks[i];
   r.rank = ctx.run.global_rank[i];
@@ -166,6 +190,7 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
     g.out_of_order_intervals = d.out_of_order_intervals;
   }
   r.p2p_ns = d.p2p_ns;
+  r.gpu_uuids = kernel_gpu_uuids(d);
   r.kernel_ns_by_category = d.kernel_ns_by_category;
   const int64_t copy_ns = d.memcpy_totals.time_ns + d.memset_totals.time_ns;
   if (copy_ns > 0) r.kernel_ns_by_category["copy"] += copy_ns;

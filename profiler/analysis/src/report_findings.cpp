@@ -2,6 +2,9 @@
 // comes from, step time, the pipeline bubble, the memory imbalance, stragglers, where GPU time went.
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "report_context.h"
 
@@ -63,6 +66,21 @@ std::string root_cause(const HangReport& hang) {
          (one ? " holds" : " hold") + " up the run: " + (one ? "it" : "rank " + std::to_string(root)) + " " +
          what + status + "; " + std::to_string(hang.blocked) + " rank(s) waited on " + (one ? "it" : "them") +
          ", directly or through ranks blocked on " + (one ? "it" : "them") + ", up to " + ms(waited);
+}
+
+// Ranks whose kernels ran on the same GPU (the same UUID): the GPU time-slices between their
+// processes, so a kernel's measured time takes in the others' slices.
+void warn_of_shared_gpus(RunReport& report) {
+  std::map<std::string, std::vector<int32_t>> ranks_by_gpu;
+  for (const RankReport& r : report.ranks)
+    for (const std::string& uuid : r.gpu_uuids) ranks_by_gpu[uuid].push_back(r.rank);
+  for (const auto& [uuid, ranks] : ranks_by_gpu) {
+    if (ranks.size() < 2) continue;
+    report.warnings.push_back("ranks " + ranks_text(ranks) + " ran their kernels on one GPU (" + uuid +
+                              "): its time is shared between their processes, so each kernel's time "
+                              "includes the others', and the GPU times per rank and per stage (and "
+                              "against a plan) are not one rank's alone; memory is");
+  }
 }
 
 // A stage whose forward and backward NVTX ranges take far less of a step than its GPU computes
@@ -193,6 +211,7 @@ void add_findings(RunReport& report) {
                 percent(static_cast<double>(idle) / static_cast<double>(span)) +
                 (from_first_step ? " (all ranks, from the first step on)" : " (all ranks)"));
   warn_of_host_side_stage_times(report);
+  warn_of_shared_gpus(report);
   if (!report.clock.unaligned_ranks.empty())
     report.warnings.push_back(
         std::to_string(report.clock.unaligned_ranks.size()) +

@@ -215,6 +215,7 @@ struct RankDigest {
     int64_t compute_ns = 0, comm_ns = 0, compute_or_comm_ns = 0, any_ns = 0;
   } before_first_step;
 
+  uint64_t kernel_devices = 0;  // bit k: a kernel ran on device ordinal k (k < 64)
   // One entry per distinct kernel name, in order of first appearance.
   std::vector<KernelNameStats> kernels;
   // Kernel time by the report's category (kernel_category.h), filled when the run is loaded.

@@ -104,6 +104,8 @@ struct RankReport {
   int64_t step_mean_ns = 0;
   // GPU time by the report's kernel category (kernel_category.h; "copy": memcpy and memset).
   std::map<std::string, int64_t> kernel_ns_by_category;
+  // The GPUs its kernels ran on, by UUID ("GPU-xxxxxxxx-..."); empty when the trace names none.
+  std::vector<std::string> gpu_uuids;
   // Trace extent on the aligned clock.
   int64_t first_event_ns = 0;
   int64_t last_event_ns = 0;
