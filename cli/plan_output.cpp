@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -293,10 +294,10 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
       << (p.calibration_origin == "bundled" ? "bundled " + p.profile.gpu : p.calibration_origin) << '\n';
   out << "configuration: " << planner::describe(o.config) << " (" << o.config.micro_batches()
       << (o.config.micro_batches() == 1 ? " micro-batch" : " micro-batches") << " per step)\n";
-  out << "memory: peak = reserved, what the CUDA caching allocator holds plus the CUDA context and NCCL "
-         "buffers "
-         "(what runs out); usable "
-      << gib(o.capacity_bytes) << " of " << gib(p.cluster.gpu.memory_bytes)
+  out << "memory: peak = reserved (what runs out): what the CUDA caching allocator holds, allocated + "
+      << std::lround(o.allocator_reserve_fraction * 100) << " %, plus the CUDA context ("
+      << gib(o.cuda_context_bytes) << " GiB) and NCCL buffers (" << gib(o.nccl_buffer_bytes)
+      << " GiB); usable " << gib(o.capacity_bytes) << " of " << gib(p.cluster.gpu.memory_bytes)
       << " GiB. allocated (what tensors use) is in --json.\n\n";
   write_stage_table(out, o);
   out << '\n';

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -154,6 +155,17 @@ TEST(PlanCommand, JsonStatesTheMemoryOverheadsEveryPeakHolds) {
                    std::round(5 * profile["nccl_buffer_bytes_per_communicator"]["value"].get<double>()));
   const double fraction = overheads["allocator_reserve_fraction"].get<double>();
   EXPECT_DOUBLE_EQ(fraction, profile["allocator_reserve_fraction"]["value"].get<double>());
+  // The text says the same, in GiB.
+  const CommandResult text =
+      run_pipescope(plan_args({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "2",
+                               "--pp", "4", "--mbs", "1", "--gbs", "16", "--recompute", "none"}));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  char expected[160];
+  std::snprintf(expected, sizeof expected,
+                "allocated + %.0f %%, plus the CUDA context (%.1f GiB) and NCCL buffers (%.1f GiB)",
+                fraction * 100, overheads["cuda_context_bytes"].get<double>() / (1 << 30),
+                overheads["nccl_buffer_bytes"].get<double>() / (1 << 30));
+  EXPECT_NE(text.out.find(expected), std::string::npos) << expected << "\n" << text.out;
   // No optimizer-step buffers in this recipe: every stage's peak is its tensors, the allocator's
   // reserve over them, and the overheads.
   for (const json& stage : doc["suggested"]["stages"]) {
