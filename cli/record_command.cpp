@@ -26,6 +26,7 @@ struct RecordArgs {
   std::string window;
   std::string steps;
   std::string nvtx_step;
+  int64_t kernel_sample = 1;
   std::vector<std::string> command;
 };
 
@@ -91,6 +92,8 @@ int run_record(const RecordArgs& args, const CLI::App& app) {
   if (app.count("--window") > 0) settings.emplace_back("PIPESCOPE_WINDOW", args.window);
   if (app.count("--steps") > 0) settings.emplace_back("PIPESCOPE_STEPS", args.steps);
   if (app.count("--nvtx-step") > 0) settings.emplace_back("PIPESCOPE_NVTX_STEP", args.nvtx_step);
+  if (app.count("--kernel-sample") > 0)
+    settings.emplace_back("PIPESCOPE_KERNEL_SAMPLE", std::to_string(args.kernel_sample));
 
   const ChildEnd end = run_child(args.command, child_environment(library, settings));
   if (!end.started) return kExitFailure;
@@ -120,6 +123,11 @@ Command add_record_command(CLI::App& root) {
       ->check(CLI::Validator(validator_of(parse_step_range), "N:M"));
   app->add_option("--nvtx-step", args->nvtx_step, "Regex of the NVTX step range (PIPESCOPE_NVTX_STEP)")
       ->check(CLI::Validator(validator_of(parse_regex), "REGEX"));
+  app->add_option("--kernel-sample", args->kernel_sample,
+                  "Kernel records for 1 step in N, counted on the step range; everything else every step "
+                  "(PIPESCOPE_KERNEL_SAMPLE)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
+      ->capture_default_str();
   app->add_option("command", args->command, "The command to run, after --")->required();
   return {app, [args, app] { return run_record(*args, *app); }};
 }

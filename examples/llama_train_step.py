@@ -288,6 +288,17 @@ def torch_to_measure_with(prog, need_gpu=True, cpu_hint=""):
     return torch
 
 
+def profiled_by_pipescope():
+    return "libpipescope" in os.environ.get("LD_PRELOAD", "")
+
+
+def pipescope_settings():
+    """The PIPESCOPE_* variables the profiler ran under (output paths left out), or None."""
+    if not profiled_by_pipescope():
+        return None
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("PIPESCOPE_") and k != "PIPESCOPE_OUTPUT"}
+
+
 def main(argv):
     args = parse_args(argv)
     if args.allocator == "async":
@@ -398,7 +409,9 @@ def main(argv):
         "loss": args.loss,
         "nccl": args.nccl,
         "torch_profiler": args.torch_profiler,
-        "profiled_by_pipescope": "libpipescope" in os.environ.get("LD_PRELOAD", ""),
+        "profiled_by_pipescope": profiled_by_pipescope(),
+        "pipescope_kinds": os.environ.get("PIPESCOPE_KINDS", "default") if profiled_by_pipescope() else None,
+        "pipescope_settings": pipescope_settings(),
         "parameters": parameters,
         "step_s": times_s,
         "median_step_s": statistics.median(times_s),

@@ -29,25 +29,45 @@ PY
 )
 export LD_LIBRARY_PATH=${wheel_libs:+$wheel_libs:}/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 
+# PIPESCOPE_GPU_DEADLINE_S: no step runs past this many seconds from the start (each step's limit
+# shrinks to what is left, less 15 s for packing; a step with under 20 s left is skipped).
 step() {  # name, seconds, command...
   local name=$1 limit=$2
   shift 2
+  if [[ -n ${PIPESCOPE_GPU_DEADLINE_S:-} ]]; then
+    local left=$((PIPESCOPE_GPU_DEADLINE_S - SECONDS - 15))
+    if ((left < 20)); then
+      echo "=== $name: skipped, ${left} s left before the deadline"
+      return
+    fi
+    ((limit > left)) && limit=$left
+  fi
   local t0=$SECONDS
   echo "=== $name (limit ${limit}s)"
   timeout --kill-after=10 "$limit" "$@" >"$res/$name.log" 2>&1
   local rc=$?
   echo "=== $name: rc $rc after $((SECONDS - t0)) s"
   tail -n 25 "$res/$name.log"
-  # Packed after every step: a call cut short still returns what finished. The traces also go
-  # apart, so that results without them come back even when the traces are large.
-  tar czf "$tarball" -C "$out" results
-  tar czf "${tarball%.tar.gz}-no-traces.tar.gz" --exclude='trace-*' --exclude='smoke-traces' -C "$out" results
+  pack
+}
+
+# Packed after every step: a call cut short still returns what finished. The traces go apart, in
+# pieces, so that the results come back even when the traces are large.
+pack() {
+  tar czf "$tarball" --exclude='trace-*' --exclude='smoke-traces' --exclude='scratch-trace' -C "$out" results
+  local traces=${tarball%.tar.gz}-traces.tar.gz.part-
+  rm -f "$traces"*
+  (cd "$out" && find results -maxdepth 3 -type d \( -name 'trace-*' -o -name smoke-traces \) -prune -print |
+    sort | tar czf - --files-from=- 2>/dev/null || true) | split -b 15m - "$traces"
+  find "$(dirname "$traces")" -maxdepth 1 -name "$(basename "$traces")*" -size 0 -delete
 }
 
 {
   date -u
   nvidia-smi
   nvidia-smi -q | grep -E 'Product Name|Driver Version|CUDA Version|VBIOS|Max Clocks|SM  |Memory  ' | head -20
+  nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), torch.cuda.get_device_name(0))'
   uname -r
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
@@ -68,7 +88,14 @@ run_step() {  # one of the step names below
       ;;
     train-plan)
       PIPESCOPE_TRAIN_CHECK_PART=plan PIPESCOPE_TRAIN_CHECK_CASES=${PIPESCOPE_TRAIN_CHECK_CASES:-.} \
-        step train-plan 200 "$root/gpu-train-check.sh" "$root" "$res/train"
+        step train-plan "${PIPESCOPE_TRAIN_PLAN_LIMIT_S:-200}" "$root/gpu-train-check.sh" "$root" "$res/train"
+      ;;
+    overhead)  # the overhead tables: per-kernel floor, then interleaved training runs (gpu-overhead.py)
+      local budget=${PIPESCOPE_OVERHEAD_BUDGET_S:-330}
+      step overhead $((budget + 90)) python3 "$root/gpu-overhead.py" "$root" "$res" --budget-s "$budget" --keep-trace \
+        --parts "${PIPESCOPE_OVERHEAD_PARTS:-floor,train-1b,train-7b}"
+      python3 "$root/overhead-summary.py" "$res" >"$res/overhead-summary.md" 2>&1
+      cat "$res/overhead-summary.md"
       ;;
     smoke) step smoke 50 "$root/gpu-smoke.sh" "$root" "$res/smoke-traces" ;;
     train-overhead) PIPESCOPE_TRAIN_CHECK_PART=overhead step train-overhead 100 "$root/gpu-train-check.sh" "$root" "$res/train" ;;

@@ -2,8 +2,9 @@
 # Builds what the GPU checks need into one small folder to carry to a GPU machine that has the
 # NVIDIA driver, NCCL, cuBLAS and (for the PyTorch checks) torch, but no build tools:
 #   bin/pipescope  lib/libpipescope.so  bin/cuda_nccl_smoke  bin/gpu_trace_check
-#   bin/gpu_benchmark  bin/nccl_benchmark  lib/libbenchmark.so.*  share/attention_sdpa.py
-#   share/torch_train_loop.py  share/examples/  gpu-smoke.sh  gpu-calibrate.sh  gpu-train-check.sh
+#   bin/gpu_benchmark  bin/nccl_benchmark  bin/trace_overhead  lib/libbenchmark.so.*
+#   share/attention_sdpa.py  share/torch_train_loop.py  share/examples/  gpu-smoke.sh
+#   gpu-calibrate.sh  gpu-train-check.sh  gpu-overhead.py  overhead-summary.py
 # A stripped Release build; executables find lib/ through an $ORIGIN run path. libnccl.so.2 and
 # libcuda.so.1 come from the GPU machine (NCCL alone is over 200 MB). Checked with ldd: nothing
 # else may be missing, and the folder must stay under 64 MiB.
@@ -18,7 +19,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_TESTS=ON -DP
   -DCMAKE_BUILD_RPATH='$ORIGIN/../lib' >/dev/null
 targets=(pipescope pipescope_inject gpu_trace_check)
 if grep -q '^CMAKE_CUDA_COMPILER:.*nvcc' "$build/CMakeCache.txt"; then
-  targets+=(cuda_nccl_smoke gpu_benchmark nccl_benchmark)
+  targets+=(cuda_nccl_smoke gpu_benchmark nccl_benchmark trace_overhead)
 fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
@@ -27,7 +28,7 @@ mkdir -p "$out/bin" "$out/lib" "$out/share"
 cp "$build/cli/pipescope" "$build/tests/gpu/gpu_trace_check" "$out/bin/"
 [[ -f "$build/tests/gpu/cuda_nccl_smoke" ]] && cp "$build/tests/gpu/cuda_nccl_smoke" "$out/bin/"
 cp "$build/profiler/inject/libpipescope.so" "$out/lib/"
-for bench in gpu_benchmark nccl_benchmark; do
+for bench in gpu_benchmark nccl_benchmark trace_overhead; do
   [[ -f "$build/benches/gpu/$bench" ]] && cp "$build/benches/gpu/$bench" "$out/bin/"
 done
 # Google Benchmark is a shared library in Debian; the GPU machine has none.
@@ -37,7 +38,8 @@ cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py "$out/share/"
 mkdir -p "$out/share/examples" "$out/share/profiles"
 cp docs/gpu-runs/2026-11-26-h200/profile.json "$out/share/profiles/h200-141gb-measured.json"
 cp examples/*.py examples/*.json "$out/share/examples/"
-cp scripts/gpu-smoke.sh scripts/gpu-calibrate.sh scripts/gpu-train-check.sh scripts/gpu-gemm-crosscheck.py "$out/"
+cp scripts/gpu-smoke.sh scripts/gpu-calibrate.sh scripts/gpu-train-check.sh scripts/gpu-gemm-crosscheck.py \
+  scripts/gpu-overhead.py scripts/overhead-summary.py "$out/"
 strip --strip-unneeded "$out"/bin/* "$out"/lib/*
 
 # Everything resolves on this machine except what the GPU machine brings.

@@ -13,7 +13,10 @@
 # Usage: scripts/gpu-train-check.sh [BUNDLE_OR_BUILD_DIR] [OUT_DIR]
 #   PIPESCOPE_TRAIN_CHECK_PART=plan|overhead|overhead-kinds|pipeline runs one part (overhead-kinds
 #   only when named: the overhead case under each --kinds of PIPESCOPE_OVERHEAD_KINDS);
-#   PIPESCOPE_TRAIN_CHECK_CASES=REGEX runs only the planner cases whose names match (e.g. 's4096-b2').
+#   PIPESCOPE_TRAIN_CHECK_CASES=REGEX runs only the planner cases whose names match (e.g. 's4096-b2');
+#   PIPESCOPE_TRAIN_CHECK_TRACE=1 runs each planner case, and the pipeline's suggested split, under
+#   `pipescope record` and keeps its trace (OUT_DIR/trace-<case>/), so that a profile fitted on one
+#   case's trace can predict the others (their step times then carry the profiler's overhead).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=${1:-$here/../gpu-bundle}
@@ -39,7 +42,12 @@ case_run() {  # name, then llama_train_step.py arguments
   shift
   if [[ $name == plan-* ]] && ! [[ $name =~ ${PIPESCOPE_TRAIN_CHECK_CASES:-.} ]]; then return; fi
   echo "== $name"
-  timeout 120 python3 "$train" "$@" -o "$out/$name.json" || { echo "gpu-train-check: $name failed" >&2; failed=1; }
+  local wrap=()
+  if [[ ${PIPESCOPE_TRAIN_CHECK_TRACE:-0} == 1 && $name == plan-* && -n "$pipescope" ]]; then
+    rm -rf "$out/trace-$name"
+    wrap=("$pipescope" record -o "$out/trace-$name" --)
+  fi
+  timeout 120 "${wrap[@]}" python3 "$train" "$@" -o "$out/$name.json" || { echo "gpu-train-check: $name failed" >&2; failed=1; }
 }
 
 seven="$examples/llama2-7b-8-layers.json"
@@ -113,7 +121,10 @@ if [[ $part == all || $part == pipeline ]]; then
       "$out/pipeline-plan.json" 2>/dev/null)
     if [[ -n "$split" ]]; then
       echo "== pipeline-suggested ($split)"
-      timeout 240 python3 "$pipeline" "${pp[@]}" --split "$split" --port 29542 -o "$out/pipeline-suggested.json" || failed=1
+      wrap=()
+      [[ ${PIPESCOPE_TRAIN_CHECK_TRACE:-0} == 1 ]] && wrap=("$pipescope" record -o "$out/trace-pp4-suggested" --)
+      timeout 240 "${wrap[@]}" python3 "$pipeline" "${pp[@]}" --split "$split" --port 29542 \
+        -o "$out/pipeline-suggested.json" || failed=1
     fi
     echo "== pipeline-uniform-async"
     timeout 240 python3 "$pipeline" "${pp[@]}" --allocator async --port 29544 -o "$out/pipeline-uniform-async.json" ||

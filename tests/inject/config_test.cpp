@@ -118,5 +118,68 @@ TEST(CaptureKinds, AllIncludesApi) {
   EXPECT_FALSE(trace::parse_capture_kinds("kernel,").ok());
 }
 
+TEST(InjectConfig, CuptiKnobsAndKernelSamplingDefaultToTheCheapestSettingThatLosesNothing) {
+  const ConfigResult r = read({});
+  EXPECT_EQ(r.config.kernel_sample_steps, 1u);
+  const CuptiTuning& t = r.config.cupti;
+  EXPECT_EQ(t.activity_buffer_bytes, size_t{8} << 20);
+  EXPECT_FALSE(t.device_buffer_bytes.has_value());
+  EXPECT_FALSE(t.device_buffers_preallocated.has_value());
+  EXPECT_FALSE(t.host_pinned_device_buffers.has_value());
+  EXPECT_FALSE(t.per_thread_buffers.has_value());
+  EXPECT_FALSE(t.latency_timestamps);
+  EXPECT_TRUE(t.clock_callback);
+  EXPECT_EQ(t.flush_period_ms, 0u);
+  EXPECT_FALSE(t.all_sync_records);
+  EXPECT_TRUE(t.nccl_launch_api_only);
+  EXPECT_TRUE(t.zeroed_buffers);
+}
+
+TEST(InjectConfig, CuptiKnobsAreTaken) {
+  const ConfigResult r = read({{"PIPESCOPE_KERNEL_SAMPLE", "10"},
+                               {"PIPESCOPE_CUPTI_BUFFER_MB", "64"},
+                               {"PIPESCOPE_CUPTI_DEVICE_BUFFER_MB", "32"},
+                               {"PIPESCOPE_CUPTI_DEVICE_BUFFERS", "6"},
+                               {"PIPESCOPE_CUPTI_HOST_PINNED", "1"},
+                               {"PIPESCOPE_CUPTI_PER_THREAD_BUFFERS", "0"},
+                               {"PIPESCOPE_CUPTI_LATENCY_TIMESTAMPS", "1"},
+                               {"PIPESCOPE_CUPTI_CLOCK", "offset"},
+                               {"PIPESCOPE_CUPTI_FLUSH_PERIOD_MS", "10"},
+                               {"PIPESCOPE_CUPTI_ALL_SYNC_RECORDS", "1"},
+                               {"PIPESCOPE_CUPTI_NCCL_API", "all"},
+                               {"PIPESCOPE_CUPTI_ZEROED_BUFFERS", "0"}});
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  EXPECT_EQ(r.config.kernel_sample_steps, 10u);
+  const CuptiTuning& t = r.config.cupti;
+  EXPECT_EQ(t.activity_buffer_bytes, size_t{64} << 20);
+  EXPECT_EQ(t.device_buffer_bytes, size_t{32} << 20);
+  EXPECT_EQ(t.device_buffers_preallocated, size_t{6});
+  EXPECT_EQ(t.host_pinned_device_buffers, true);
+  EXPECT_EQ(t.per_thread_buffers, false);
+  EXPECT_TRUE(t.latency_timestamps);
+  EXPECT_FALSE(t.clock_callback);
+  EXPECT_EQ(t.flush_period_ms, 10u);
+  EXPECT_TRUE(t.all_sync_records);
+  EXPECT_FALSE(t.nccl_launch_api_only);
+  EXPECT_FALSE(t.zeroed_buffers);
+}
+
+TEST(InjectConfig, BadCuptiKnobsWarnOnceEachAndKeepTheirDefaults) {
+  const ConfigResult r = read({{"PIPESCOPE_KERNEL_SAMPLE", "0"},
+                               {"PIPESCOPE_CUPTI_BUFFER_MB", "999"},
+                               {"PIPESCOPE_CUPTI_HOST_PINNED", "yes"},
+                               {"PIPESCOPE_CUPTI_CLOCK", "tsc"},
+                               {"PIPESCOPE_CUPTI_NCCL_API", "some"}});
+  ASSERT_EQ(r.warnings.size(), 5u);
+  EXPECT_NE(r.warnings[0].find("PIPESCOPE_KERNEL_SAMPLE='0' is not a whole number from 1 to"), std::string::npos)
+      << r.warnings[0];
+  EXPECT_NE(r.warnings[3].find("callback or offset"), std::string::npos) << r.warnings[3];
+  EXPECT_EQ(r.config.kernel_sample_steps, 1u);
+  EXPECT_EQ(r.config.cupti.activity_buffer_bytes, size_t{8} << 20);
+  EXPECT_FALSE(r.config.cupti.host_pinned_device_buffers.has_value());
+  EXPECT_TRUE(r.config.cupti.clock_callback);
+  EXPECT_TRUE(r.config.cupti.nccl_launch_api_only);
+}
+
 }  // namespace
 }  // namespace pipescope::inject

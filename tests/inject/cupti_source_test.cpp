@@ -8,12 +8,14 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "cupti_test_support.h"
+#include "cupti_tuning.h"
 #include "external_correlation.h"
 #include "loaded_trace.h"
 
@@ -50,6 +52,13 @@ struct FakeCupti {
   ActivityBuffer pending;  // delivered, in one CUPTI buffer, at the next flush
   std::vector<std::pair<int, uint64_t>> pushes;
   int pops = 0;
+  std::set<CUpti_CallbackId> runtime_calls;  // on through cuptiActivityEnableRuntimeApi
+  std::set<CUpti_CallbackId> driver_calls;   // on through cuptiActivityEnableDriverApi
+  std::map<int, uint64_t> attributes;        // by CUpti_ActivityAttribute
+  std::map<int, CUptiResult> attribute_failures;
+  int latency_timestamps = -1;  // -1: never called
+  int all_sync_records = -1;
+  uint32_t flush_period_ms = 0;
 };
 FakeCupti* g_fake = nullptr;
 
@@ -120,6 +129,42 @@ CUptiResult fake_result_string(CUptiResult result, const char** text) {
   return CUPTI_SUCCESS;
 }
 
+CUptiResult fake_one_call(std::set<CUpti_CallbackId>& calls, CUpti_CallbackId id, uint8_t enable) {
+  if (enable != 0) {
+    calls.insert(id);
+  } else {
+    calls.erase(id);
+  }
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_enable_runtime_api(CUpti_CallbackId id, uint8_t enable) {
+  return fake_one_call(g_fake->runtime_calls, id, enable);
+}
+CUptiResult fake_enable_driver_api(CUpti_CallbackId id, uint8_t enable) {
+  return fake_one_call(g_fake->driver_calls, id, enable);
+}
+CUptiResult fake_set_attribute(CUpti_ActivityAttribute attribute, size_t* size, void* value) {
+  g_fake->calls.push_back("attribute " + std::to_string(attribute));
+  if (auto failure = g_fake->attribute_failures.find(attribute); failure != g_fake->attribute_failures.end())
+    return failure->second;
+  uint64_t v = 0;
+  std::memcpy(&v, value, std::min(*size, sizeof v));
+  g_fake->attributes[attribute] = v;
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_latency_timestamps(uint8_t enable) {
+  g_fake->latency_timestamps = enable;
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_all_sync_records(uint8_t enable) {
+  g_fake->all_sync_records = enable;
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_flush_period(uint32_t ms) {
+  g_fake->flush_period_ms = ms;
+  return CUPTI_SUCCESS;
+}
+
 CuptiApi fake_api() {
   CuptiApi api;
   api.path = "fake";
@@ -135,6 +180,12 @@ CuptiApi fake_api() {
   api.activity_push_external_correlation_id = &fake_push;
   api.activity_pop_external_correlation_id = &fake_pop;
   api.get_timestamp = &fake_get_timestamp;
+  api.activity_enable_runtime_api = &fake_enable_runtime_api;
+  api.activity_enable_driver_api = &fake_enable_driver_api;
+  api.activity_set_attribute = &fake_set_attribute;
+  api.activity_enable_latency_timestamps = &fake_latency_timestamps;
+  api.activity_enable_all_sync_records = &fake_all_sync_records;
+  api.activity_flush_period = &fake_flush_period;
   return api;
 }
 
@@ -268,11 +319,25 @@ TEST_F(CuptiSourceTest, StartRegistersTheClockFirstThenEnablesEveryPlannedKind) 
   ASSERT_TRUE(source.start());
   EXPECT_EQ(active_cupti_source(), &source);
   ASSERT_GE(fake_.calls.size(), 2u);
-  EXPECT_EQ(fake_.calls[0], "register timestamp");
-  EXPECT_EQ(fake_.calls[1], "register callbacks");
+  const auto registered = std::find(fake_.calls.begin(), fake_.calls.end(), "register timestamp");
+  ASSERT_NE(registered, fake_.calls.end());
+  ASSERT_NE(registered + 1, fake_.calls.end());
+  EXPECT_EQ(*(registered + 1), "register callbacks");
+  EXPECT_EQ(std::find(fake_.calls.begin(), registered, std::string("enable ") +
+                                                        std::to_string(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)),
+            registered);
+  // Whole kinds, except the API records NCCL's links need: those call by call.
   std::set<int> planned;
-  for (const ActivityKindPlan& p : plan_activity_kinds(session.config().kinds)) planned.insert(p.kind);
+  for (const ActivityKindPlan& p : plan_activity_kinds(session.config().kinds)) {
+    if (p.only_calls.empty()) planned.insert(p.kind);
+  }
   EXPECT_EQ(fake_.enabled, planned);
+  EXPECT_FALSE(fake_.enabled.count(CUPTI_ACTIVITY_KIND_RUNTIME));
+  EXPECT_FALSE(fake_.enabled.count(CUPTI_ACTIVITY_KIND_DRIVER));
+  const auto runtime = nccl_launch_runtime_calls();
+  const auto driver = nccl_launch_driver_calls();
+  EXPECT_EQ(fake_.runtime_calls, std::set<CUpti_CallbackId>(runtime.begin(), runtime.end()));
+  EXPECT_EQ(fake_.driver_calls, std::set<CUpti_CallbackId>(driver.begin(), driver.end()));
   // CUPTI then reports on the trace clock itself: no offset.
   ASSERT_NE(fake_.timestamp, nullptr);
   const uint64_t before = Session::now_ns();
@@ -381,7 +446,7 @@ TEST_F(CuptiSourceTest, ThePoolRefusesBuffersBeyondItsLimitAndSaysSo) {
     size_t max_records = 99;
     CuptiSource::buffer_requested(&buffer, &size, &max_records);
     ASSERT_NE(buffer, nullptr) << i;
-    EXPECT_EQ(size, CuptiSource::kBufferBytes);
+    EXPECT_EQ(size, session.config().cupti.activity_buffer_bytes);
     EXPECT_EQ(max_records, 0u);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer) % 8, 0u);  // CUPTI's record alignment
     taken.push_back(buffer);
@@ -393,7 +458,7 @@ TEST_F(CuptiSourceTest, ThePoolRefusesBuffersBeyondItsLimitAndSaysSo) {
   EXPECT_EQ(refused, nullptr);
   EXPECT_EQ(size, 0u);
   // A completed buffer goes back to the pool and is handed out again.
-  CuptiSource::buffer_completed(nullptr, 0, taken.back(), CuptiSource::kBufferBytes, 0);
+  CuptiSource::buffer_completed(nullptr, 0, taken.back(), session.config().cupti.activity_buffer_bytes, 0);
   uint8_t* again = nullptr;
   CuptiSource::buffer_requested(&again, &size, &max_records);
   EXPECT_EQ(again, taken.back());
@@ -512,6 +577,171 @@ TEST(CuptiInjection, WithoutADriverTheProcessGoesOnAndTheTraceSaysWhy) {
   EXPECT_TRUE(first.find("CUPTI not found") != std::string::npos ||
               first.find("cuptiActivityEnable(CONCURRENT_KERNEL)") != std::string::npos)
       << first;
+}
+
+
+// ---- what capture costs: NCCL's API records, tuning, kernel sampling -----------------------------
+
+TEST(CuptiPlan, NcclLinksNeedOnlyTheLaunchAndCopyCallsUnlessAskedForAll) {
+  const auto lean = plan_activity_kinds(trace::default_capture_kinds(), /*nccl_launch_api_only=*/true);
+  const auto all = plan_activity_kinds(trace::default_capture_kinds(), /*nccl_launch_api_only=*/false);
+  for (const auto& [plan, only] : {std::pair{&lean, true}, std::pair{&all, false}}) {
+    int api_entries = 0;
+    for (const ActivityKindPlan& p : *plan) {
+      if (p.kind != CUPTI_ACTIVITY_KIND_RUNTIME && p.kind != CUPTI_ACTIVITY_KIND_DRIVER) continue;
+      ++api_entries;
+      EXPECT_EQ(p.only_calls.empty(), !only) << p.kind;
+    }
+    EXPECT_EQ(api_entries, 2);
+  }
+  // PyTorch launches its own kernels through the runtime: those calls are not among NCCL's.
+  const auto runtime = nccl_launch_runtime_calls();
+  EXPECT_EQ(std::count(runtime.begin(), runtime.end(), CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), 0);
+  EXPECT_EQ(std::count(runtime.begin(), runtime.end(), CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020), 1);
+  const auto driver = nccl_launch_driver_calls();
+  EXPECT_EQ(std::count(driver.begin(), driver.end(), CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx), 1);
+  // Asked for `api` itself, every call's record is kept, whatever the NCCL setting.
+  for (const ActivityKindPlan& p : plan_activity_kinds(*trace::parse_capture_kinds("api,nccl"), true))
+    EXPECT_TRUE(p.only_calls.empty()) << p.kind;
+}
+
+TEST(CuptiPlan, OnlyKernelRecordsFollowTheKernelSampling) {
+  for (const ActivityKindPlan& p : plan_activity_kinds(trace::default_capture_kinds()))
+    EXPECT_EQ(p.follows_sampling, p.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) << p.kind;
+}
+
+TEST_F(CuptiSourceTest, TuningReachesCuptiBeforeItsCallbacksAreRegistered) {
+  InjectConfig config = config_in(dir_);
+  config.cupti.device_buffer_bytes = size_t{32} << 20;
+  config.cupti.device_buffers_preallocated = 4;
+  config.cupti.host_pinned_device_buffers = true;
+  config.cupti.per_thread_buffers = false;
+  config.cupti.latency_timestamps = true;
+  config.cupti.flush_period_ms = 10;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+  CuptiSource source(session, api_);
+  ASSERT_TRUE(source.start());
+  const std::map<int, uint64_t> expected = {
+      {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, uint64_t{32} << 20},
+      {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, 4},
+      {CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, 1},
+      {CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, 0},
+      {CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1},  // the default: our buffers come zeroed
+  };
+  EXPECT_EQ(fake_.attributes, expected);
+  EXPECT_EQ(fake_.latency_timestamps, 1);
+  EXPECT_EQ(fake_.flush_period_ms, 10u);
+  EXPECT_EQ(fake_.all_sync_records, 0);  // the default: polls that found the work unfinished are left out
+  const auto registered = std::find(fake_.calls.begin(), fake_.calls.end(), "register callbacks");
+  ASSERT_NE(registered, fake_.calls.end());
+  for (auto it = registered; it != fake_.calls.end(); ++it)
+    EXPECT_NE(it->rfind("attribute", 0), 0u) << *it << " comes after the callbacks";
+}
+
+TEST_F(CuptiSourceTest, UnsetKnobsLeaveCuptisDefaultsAlone) {
+  InjectConfig config = config_in(dir_);
+  config.cupti.zeroed_buffers = false;
+  config.cupti.all_sync_records = true;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+  CuptiSource source(session, api_);
+  ASSERT_TRUE(source.start());
+  EXPECT_TRUE(fake_.attributes.empty());
+  EXPECT_EQ(fake_.latency_timestamps, -1);
+  EXPECT_EQ(fake_.all_sync_records, -1);
+  EXPECT_EQ(fake_.flush_period_ms, 0u);
+}
+
+TEST_F(CuptiSourceTest, AKnobCuptiRefusesCostsNoRecordsAndNoNotice) {
+  fake_.attribute_failures[CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE] = CUPTI_ERROR_NOT_COMPATIBLE;
+  InjectConfig config = config_in(dir_);
+  config.cupti.device_buffer_bytes = size_t{64} << 20;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+  CuptiSource source(session, api_);
+  ASSERT_TRUE(source.start());
+  EXPECT_TRUE(fake_.enabled.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  fake_.pending.add(kernel_at(Session::now_ns()));
+  source.flush_into_session(false);
+  session.finish();
+  const auto trace = trace_in(dir_);
+  EXPECT_EQ(trace.all<trace::KernelRecord>().size(), 1u);
+  EXPECT_TRUE(trace.notices(NoticeCode::kKindUnavailable).empty());
+}
+
+TEST_F(CuptiSourceTest, TheOffsetClockRegistersNoTimestampCallbackAndSaysWhy) {
+  InjectConfig config = config_in(dir_);
+  config.cupti.clock_callback = false;
+  fake_.gpu_ahead_ns = 2'000'000'000;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+  CuptiSource source(session, api_);
+  ASSERT_TRUE(source.start());
+  EXPECT_EQ(std::count(fake_.calls.begin(), fake_.calls.end(), "register timestamp"), 0);
+  EXPECT_NEAR(static_cast<double>(source.clock_offset_ns()), -2e9, 1e6);
+  session.finish();
+  const auto trace = trace_in(dir_);
+  const auto clock = trace.notices(NoticeCode::kClockOffsetApplied);
+  ASSERT_EQ(clock.size(), 1u);
+  EXPECT_NE(std::string(trace.text(clock[0].message_id)).find("PIPESCOPE_CUPTI_CLOCK=offset"), std::string::npos);
+}
+
+TEST_F(CuptiSourceTest, WithoutPerCallControlNcclLinksRecordEveryApiCall) {
+  api_.activity_enable_runtime_api = nullptr;
+  api_.activity_enable_driver_api = nullptr;
+  Session session(config_in(dir_), LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+  CuptiSource source(session, api_);
+  ASSERT_TRUE(source.start());
+  EXPECT_TRUE(fake_.enabled.count(CUPTI_ACTIVITY_KIND_RUNTIME));
+  EXPECT_TRUE(fake_.enabled.count(CUPTI_ACTIVITY_KIND_DRIVER));
+}
+
+TEST_F(CuptiSourceTest, KernelSamplingTurnsOnlyKernelRecordsOffAndOnWithinTheWindow) {
+  Session session(config_in(dir_), LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+  CuptiSource source(session, api_);
+  ASSERT_TRUE(source.start());
+  const std::set<int> all_on = fake_.enabled;
+  const std::set<CUpti_CallbackId> calls_on = fake_.runtime_calls;
+  source.on_kernel_sampling_changed(false);
+  std::set<int> without_kernels = all_on;
+  without_kernels.erase(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  EXPECT_EQ(fake_.enabled, without_kernels);
+  EXPECT_EQ(fake_.runtime_calls, calls_on);  // NCCL's links stay for the calls of every step
+  source.on_kernel_sampling_changed(true);
+  EXPECT_EQ(fake_.enabled, all_on);
+  // A closed window wins over a sampled step.
+  source.on_capture_changed(false);
+  source.on_kernel_sampling_changed(false);
+  source.on_kernel_sampling_changed(true);
+  EXPECT_FALSE(fake_.enabled.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  source.on_capture_changed(true);
+  EXPECT_EQ(fake_.enabled, all_on);
+}
+
+TEST_F(CuptiSourceTest, BuffersComeBackToCuptiZeroed) {
+  InjectConfig config = config_in(dir_);
+  config.cupti.activity_buffer_bytes = size_t{1} << 20;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+  CuptiSource source(session, api_);
+  ASSERT_TRUE(source.start());
+  uint8_t* buffer = nullptr;
+  size_t size = 0;
+  size_t max_records = 0;
+  CuptiSource::buffer_requested(&buffer, &size, &max_records);
+  ASSERT_NE(buffer, nullptr);
+  ASSERT_EQ(size, size_t{1} << 20);
+  EXPECT_TRUE(std::all_of(buffer, buffer + size, [](uint8_t b) { return b == 0; }));
+  std::memset(buffer, 0xab, size);
+  CuptiSource::buffer_completed(nullptr, 0, buffer, size, 0);
+  uint8_t* again = nullptr;
+  CuptiSource::buffer_requested(&again, &size, &max_records);
+  ASSERT_EQ(again, buffer);
+  EXPECT_TRUE(std::all_of(again, again + size, [](uint8_t b) { return b == 0; }));
+  CuptiSource::buffer_completed(nullptr, 0, again, size, 0);
 }
 
 }  // namespace

@@ -195,6 +195,57 @@ TEST(Session, StepWindowOpensAtStepFirstAndClosesAfterStepLast) {
   EXPECT_EQ(loaded.notices(NoticeCode::kWindowClosed).size(), 1u);
 }
 
+// Hears the kernel-sampling switches a session sends its sources.
+class SamplingListener final : public RecordSource {
+ public:
+  void flush_into_session(bool) override {}
+  void on_capture_changed(bool) override {}
+  void on_kernel_sampling_changed(bool sampled) override { heard.push_back(sampled); }
+  std::vector<bool> heard;
+};
+
+TEST(Session, KernelSamplingKeepsKernelRecordsInOneStepOfN) {
+  const std::string dir = make_temp_dir("sampling");
+  InjectConfig config = config_in(dir);
+  config.kernel_sample_steps = 3;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  SamplingListener listener;
+  session.add_source(&listener);
+  EXPECT_TRUE(session.counts_steps());
+  EXPECT_TRUE(session.kernel_sampled());  // before the first step: kept
+  std::vector<bool> sampled;
+  for (int step = 0; step < 7; ++step) {
+    session.step_began();
+    sampled.push_back(session.kernel_sampled());
+    EXPECT_TRUE(session.capturing());  // everything else stays on
+    session.step_ended();
+  }
+  EXPECT_EQ(sampled, (std::vector<bool>{true, false, false, true, false, false, true}));
+  EXPECT_EQ(listener.heard, (std::vector<bool>{false, true, false, true}));
+  session.finish();
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  const auto paused = loaded.notices(NoticeCode::kKernelSamplingPaused);
+  const auto resumed = loaded.notices(NoticeCode::kKernelSamplingResumed);
+  ASSERT_EQ(paused.size(), 2u);
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_EQ(paused[0].count, 1u);  // the step numbers, from 0
+  EXPECT_EQ(resumed[0].count, 3u);
+  EXPECT_EQ(paused[1].count, 4u);
+  EXPECT_EQ(resumed[1].count, 6u);
+  EXPECT_LT(paused[0].timestamp_ns, resumed[0].timestamp_ns);
+  EXPECT_EQ(loaded.text(paused[0].message_id), "kernel records for 1 step in 3 (PIPESCOPE_KERNEL_SAMPLE)");
+}
+
+TEST(Session, WithoutSamplingOrAStepWindowNoStepsAreCounted) {
+  const std::string dir = make_temp_dir("no-sampling");
+  Session session(config_in(dir), LauncherInfo{});
+  EXPECT_FALSE(session.counts_steps());
+  session.step_began();
+  EXPECT_TRUE(session.kernel_sampled());
+  session.finish();
+}
+
 TEST(Session, TimeWindowOpensAndClosesAtItsBoundaries) {
   const std::string dir = make_temp_dir("window");
   InjectConfig config = config_in(dir);

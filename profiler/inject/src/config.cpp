@@ -11,6 +11,8 @@ namespace {
 
 constexpr int64_t kMaxFlushMs = 3'600'000;
 constexpr int64_t kMaxBufferMb = 4096;
+constexpr int64_t kMaxCuptiBufferMb = 256;
+constexpr int64_t kMaxKernelSampleSteps = 1'000'000;
 
 std::optional<int64_t> parse_int(std::string_view text) {
   int64_t value = 0;
@@ -81,10 +83,60 @@ class Reader {
     warnings_.push_back(std::string(name) + "='" + value + "' is not " + expected + "; using " + fallback);
   }
 
+  // A whole number in [low, high], or nothing (with a warning naming `fallback`).
+  std::optional<int64_t> whole(const char* name, int64_t low, int64_t high, const std::string& fallback) {
+    const char* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    const auto n = parse_int(v);
+    if (n && *n >= low && *n <= high) return n;
+    reject(name, v, "a whole number from " + std::to_string(low) + " to " + std::to_string(high), fallback);
+    return std::nullopt;
+  }
+
+  // 0 or 1, or nothing (with a warning naming `fallback`).
+  std::optional<bool> flag(const char* name, const std::string& fallback) {
+    const char* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    const std::string_view s(v);
+    if (s == "0" || s == "1") return s == "1";
+    reject(name, v, "0 or 1", fallback);
+    return std::nullopt;
+  }
+
+  // One of two words, true for `yes`; nothing (with a warning) otherwise.
+  std::optional<bool> choice(const char* name, const char* yes, const char* no, const std::string& fallback) {
+    const char* v = get(name);
+    if (v == nullptr) return std::nullopt;
+    const std::string_view s(v);
+    if (s == yes || s == no) return s == yes;
+    reject(name, v, std::string(yes) + " or " + no, fallback);
+    return std::nullopt;
+  }
+
  private:
   const EnvLookup& env_;
   std::vector<std::string>& warnings_;
 };
+
+void read_cupti_tuning(Reader& r, CuptiTuning& t) {
+  if (auto mb = r.whole("PIPESCOPE_CUPTI_BUFFER_MB", 1, kMaxCuptiBufferMb, "8"))
+    t.activity_buffer_bytes = static_cast<size_t>(*mb) << 20;
+  if (auto mb = r.whole("PIPESCOPE_CUPTI_DEVICE_BUFFER_MB", 1, kMaxCuptiBufferMb, "CUPTI's default"))
+    t.device_buffer_bytes = static_cast<size_t>(*mb) << 20;
+  if (auto n = r.whole("PIPESCOPE_CUPTI_DEVICE_BUFFERS", 1, 64, "CUPTI's default"))
+    t.device_buffers_preallocated = static_cast<size_t>(*n);
+  t.host_pinned_device_buffers = r.flag("PIPESCOPE_CUPTI_HOST_PINNED", "CUPTI's default");
+  t.per_thread_buffers = r.flag("PIPESCOPE_CUPTI_PER_THREAD_BUFFERS", "CUPTI's default");
+  if (auto on = r.flag("PIPESCOPE_CUPTI_LATENCY_TIMESTAMPS", "0")) t.latency_timestamps = *on;
+  if (auto callback = r.choice("PIPESCOPE_CUPTI_CLOCK", "callback", "offset", "callback"))
+    t.clock_callback = *callback;
+  if (auto ms = r.whole("PIPESCOPE_CUPTI_FLUSH_PERIOD_MS", 0, kMaxFlushMs, "0 (CUPTI's heuristics)"))
+    t.flush_period_ms = static_cast<uint32_t>(*ms);
+  if (auto on = r.flag("PIPESCOPE_CUPTI_ALL_SYNC_RECORDS", "0")) t.all_sync_records = *on;
+  if (auto launches = r.choice("PIPESCOPE_CUPTI_NCCL_API", "launches", "all", "launches"))
+    t.nccl_launch_api_only = *launches;
+  if (auto on = r.flag("PIPESCOPE_CUPTI_ZEROED_BUFFERS", "1")) t.zeroed_buffers = *on;
+}
 
 }  // namespace
 
@@ -146,6 +198,9 @@ ConfigResult read_config(const EnvLookup& env) {
     result.warnings.push_back("PIPESCOPE_WINDOW and PIPESCOPE_STEPS are both set; using PIPESCOPE_STEPS");
     c.window.reset();
   }
+  if (auto n = r.whole("PIPESCOPE_KERNEL_SAMPLE", 1, kMaxKernelSampleSteps, "1 (every step)"))
+    c.kernel_sample_steps = static_cast<uint32_t>(*n);
+  read_cupti_tuning(r, c.cupti);
   if (const char* v = r.get("PIPESCOPE_COMPRESS")) {
     const std::string_view s(v);
     if (s == "0" || s == "1") {

@@ -22,6 +22,22 @@ struct StepWindow {
   int64_t last = 0;   // inclusive
 };
 
+// What CUPTI's capture costs, knob by knob (docs/profiler.md, "What capture costs"). An unset
+// optional leaves CUPTI's own default in place; the others are pipescope's choices.
+struct CuptiTuning {
+  size_t activity_buffer_bytes = size_t{8} << 20;     // PIPESCOPE_CUPTI_BUFFER_MB: host buffers CUPTI fills
+  std::optional<size_t> device_buffer_bytes;          // PIPESCOPE_CUPTI_DEVICE_BUFFER_MB (CUPTI: ~3 MB)
+  std::optional<size_t> device_buffers_preallocated;  // PIPESCOPE_CUPTI_DEVICE_BUFFERS (CUPTI: 3)
+  std::optional<bool> host_pinned_device_buffers;     // PIPESCOPE_CUPTI_HOST_PINNED (CUPTI: 0)
+  std::optional<bool> per_thread_buffers;             // PIPESCOPE_CUPTI_PER_THREAD_BUFFERS (CUPTI: 1)
+  bool latency_timestamps = false;                    // PIPESCOPE_CUPTI_LATENCY_TIMESTAMPS
+  bool clock_callback = true;                         // PIPESCOPE_CUPTI_CLOCK: callback | offset
+  uint32_t flush_period_ms = 0;                       // PIPESCOPE_CUPTI_FLUSH_PERIOD_MS (0: CUPTI's heuristics)
+  bool all_sync_records = false;                      // PIPESCOPE_CUPTI_ALL_SYNC_RECORDS
+  bool nccl_launch_api_only = true;                   // PIPESCOPE_CUPTI_NCCL_API: launches | all
+  bool zeroed_buffers = true;                         // PIPESCOPE_CUPTI_ZEROED_BUFFERS
+};
+
 struct InjectConfig {
   std::string output_dir = "./pipescope-traces";               // PIPESCOPE_OUTPUT
   trace::CaptureKinds kinds = trace::default_capture_kinds();  // PIPESCOPE_KINDS
@@ -33,6 +49,10 @@ struct InjectConfig {
   // PIPESCOPE_STAGE: the pipeline stage of this process, for runs whose stages do not talk
   // through NCCL; written into the trace as an NVTX mark "stage=<k>" (DESIGN.md's convention).
   std::optional<int32_t> declared_stage;
+  // PIPESCOPE_KERNEL_SAMPLE: kernel records for one step in N (steps counted on the step range);
+  // 1 records every kernel.
+  uint32_t kernel_sample_steps = 1;
+  CuptiTuning cupti;
   bool compress = true;   // PIPESCOPE_COMPRESS (0/1)
   bool disabled = false;  // PIPESCOPE_DISABLE=1: load, record nothing
 };

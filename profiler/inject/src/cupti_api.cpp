@@ -82,6 +82,12 @@ Expected<CuptiApi> resolve_cupti_api(void* handle, std::string path) {
   resolve(handle, "cuptiActivityPopExternalCorrelationId", api.activity_pop_external_correlation_id);
   resolve(handle, "cuptiGetTimestamp", api.get_timestamp);
   resolve(handle, "cuptiGetCallbackName", api.get_callback_name);
+  resolve(handle, "cuptiActivityEnableRuntimeApi", api.activity_enable_runtime_api);
+  resolve(handle, "cuptiActivityEnableDriverApi", api.activity_enable_driver_api);
+  resolve(handle, "cuptiActivitySetAttribute", api.activity_set_attribute);
+  resolve(handle, "cuptiActivityEnableLatencyTimestamps", api.activity_enable_latency_timestamps);
+  resolve(handle, "cuptiActivityFlushPeriod", api.activity_flush_period);
+  resolve(handle, "cuptiActivityEnableAllSyncRecords", api.activity_enable_all_sync_records);
   return api;
 }
 

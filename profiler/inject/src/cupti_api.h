@@ -37,6 +37,13 @@ struct CuptiApi {
   decltype(&cuptiActivityPopExternalCorrelationId) activity_pop_external_correlation_id = nullptr;
   decltype(&cuptiGetTimestamp) get_timestamp = nullptr;
   decltype(&cuptiGetCallbackName) get_callback_name = nullptr;
+  // Optional tuning (cupti_tuning.h): where missing, CUPTI's own behaviour stays.
+  decltype(&cuptiActivityEnableRuntimeApi) activity_enable_runtime_api = nullptr;
+  decltype(&cuptiActivityEnableDriverApi) activity_enable_driver_api = nullptr;
+  decltype(&cuptiActivitySetAttribute) activity_set_attribute = nullptr;
+  decltype(&cuptiActivityEnableLatencyTimestamps) activity_enable_latency_timestamps = nullptr;
+  decltype(&cuptiActivityFlushPeriod) activity_flush_period = nullptr;
+  decltype(&cuptiActivityEnableAllSyncRecords) activity_enable_all_sync_records = nullptr;
 
   bool complete() const {
     return get_version != nullptr && activity_enable != nullptr && activity_disable != nullptr &&

@@ -4,9 +4,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 
+#include "cupti_tuning.h"
 #include "external_correlation.h"
 
 namespace pipescope::inject {
@@ -98,12 +100,15 @@ bool wants_cupti(const trace::CaptureKinds& kinds) {
 
 }  // namespace
 
-std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kinds) {
+std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kinds, bool nccl_launch_api_only) {
   std::vector<ActivityKindPlan> plan;
   auto add = [&](CUpti_ActivityKind kind, RecordKind record, bool follows_window) {
     plan.push_back({kind, record, follows_window});
   };
-  if (kinds.has(RecordKind::kKernel)) add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, RecordKind::kKernel, true);
+  if (kinds.has(RecordKind::kKernel)) {
+    add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, RecordKind::kKernel, true);
+    plan.back().follows_sampling = true;
+  }
   if (kinds.has(RecordKind::kMemcpy)) {
     add(CUPTI_ACTIVITY_KIND_MEMCPY, RecordKind::kMemcpy, true);
     add(CUPTI_ACTIVITY_KIND_MEMCPY2, RecordKind::kMemcpy, true);  // peer-to-peer copies
@@ -128,10 +133,13 @@ std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kin
     // CUPTI writes an external-correlation record next to the API record of the call it
     // correlates ("the activity API record will be preceded by" one), so API records must be
     // on; they are dropped unless `api` is on. NCCL launches kernels through the driver API and
-    // copies through its static runtime, whose record is the outer one: both kinds.
+    // copies through its static runtime, whose record is the outer one: both kinds, and of them
+    // only the launch and copy calls, unless asked for every call's.
     if (!kinds.has(RecordKind::kApi)) {
       add(CUPTI_ACTIVITY_KIND_RUNTIME, RecordKind::kExternalCorrelation, true);
+      if (nccl_launch_api_only) plan.back().only_calls = nccl_launch_runtime_calls();
       add(CUPTI_ACTIVITY_KIND_DRIVER, RecordKind::kExternalCorrelation, true);
+      if (nccl_launch_api_only) plan.back().only_calls = nccl_launch_driver_calls();
     }
   }
   add(CUPTI_ACTIVITY_KIND_DEVICE, RecordKind::kNotice, false);  // names and sizes of the GPUs
@@ -167,7 +175,16 @@ class CuptiSource::Services final : public RecordServices {
   Session& session_;
 };
 
-CuptiSource::CuptiSource(Session& session, const CuptiApi& api) : session_(session), api_(api) {
+void CuptiSource::FreeDeleter::operator()(uint8_t* p) const noexcept { std::free(p); }
+
+// calloc: a large request is fresh zero pages from the kernel, touched only when CUPTI writes.
+uint8_t* CuptiSource::new_buffer() noexcept { return static_cast<uint8_t*>(std::calloc(1, buffer_bytes_)); }
+
+CuptiSource::CuptiSource(Session& session, const CuptiApi& api)
+    : session_(session),
+      api_(api),
+      buffer_bytes_(session.config().cupti.activity_buffer_bytes),
+      zeroed_buffers_(session.config().cupti.zeroed_buffers) {
   // String ids belong to one session's file; sessions made one after another in a process
   // (tests) all start at generation 1, so the name caches also key on which source this is.
   static std::atomic<uint32_t> sources_made{0};
@@ -175,8 +192,7 @@ CuptiSource::CuptiSource(Session& session, const CuptiApi& api) : session_(sessi
   free_buffers_.reserve(kMaxBuffers);
   owned_buffers_.reserve(kMaxBuffers);
   for (size_t i = 0; i < kPreallocatedBuffers; ++i) {
-    // Untouched pages of a large allocation cost address space, not memory, until CUPTI writes.
-    std::unique_ptr<uint8_t[]> buffer(new (std::nothrow) uint8_t[kBufferBytes]);
+    std::unique_ptr<uint8_t, FreeDeleter> buffer(new_buffer());
     if (buffer == nullptr) break;
     free_buffers_.push_back(buffer.get());
     owned_buffers_.push_back(std::move(buffer));
@@ -271,10 +287,19 @@ bool CuptiSource::start() noexcept {
       return false;
     }
 
+    const CuptiTuning& tuning = session_.config().cupti;
+    // A refused knob costs speed or detail, never records: one stderr line, no notice.
+    apply_cupti_tuning(api_, tuning,
+                       [&](const char* function, const std::string& call, CUptiResult r, const std::string& kept) {
+                         warn_once(function, "CUPTI " + call + " failed: " + cupti_result_text(api_, r) + "; " + kept);
+                       });
+
     // The clock goes first: CUPTI applies a timestamp callback only to records of kinds enabled
     // after it is registered.
     std::string clock_problem;
-    if (api_.activity_register_timestamp_callback == nullptr) {
+    if (!tuning.clock_callback) {
+      clock_problem = "was asked not to call back for timestamps (PIPESCOPE_CUPTI_CLOCK=offset)";
+    } else if (api_.activity_register_timestamp_callback == nullptr) {
       clock_problem = "this CUPTI has no cuptiActivityRegisterTimestampCallback";
     } else if (const CUptiResult r = api_.activity_register_timestamp_callback(&CuptiSource::timestamp_now);
                r != CUPTI_SUCCESS) {
@@ -289,13 +314,14 @@ bool CuptiSource::start() noexcept {
       return false;
     }
 
-    plan_ = plan_activity_kinds(session_.config().kinds);
+    plan_ = plan_activity_kinds(session_.config().kinds, tuning.nccl_launch_api_only);
     enabled_.assign(plan_.size(), false);
     std::vector<bool> available(plan_.size(), false);
     bool any_data = false;
     for (size_t i = 0; i < plan_.size(); ++i) {
-      const CUptiResult r = api_.activity_enable(plan_[i].kind);
-      const std::string call = std::string("cuptiActivityEnable(") + cupti_kind_name(plan_[i].kind) + ")";
+      const CUptiResult r = set_entry_enabled(plan_[i], true);
+      const std::string call = std::string("cuptiActivityEnable(") + cupti_kind_name(plan_[i].kind) +
+                               (plan_[i].only_calls.empty() ? ")" : ", launch and copy calls only)");
       if (call_ok("cuptiActivityEnable", call, r, NoticeCode::kKindUnavailable,
                   what_is_lost(plan_[i]) + " are not captured")) {
         available[i] = true;
@@ -306,7 +332,7 @@ bool CuptiSource::start() noexcept {
     available_ = available;
     if (!any_data) {
       for (size_t i = 0; i < plan_.size(); ++i) {
-        if (enabled_[i]) (void)api_.activity_disable(plan_[i].kind);
+        if (enabled_[i]) (void)set_entry_enabled(plan_[i], false);
       }
       enabled_.assign(plan_.size(), false);
       g_source.store(nullptr);
@@ -315,7 +341,9 @@ bool CuptiSource::start() noexcept {
     if (!clock_problem.empty()) use_measured_clock(clock_problem);
 
     const bool window_open = session_.capturing();
-    set_kinds_enabled_locked(window_open);
+    window_open_ = window_open;
+    kernels_sampled_ = session_.kernel_sampled();
+    apply_enables_locked();
     const bool correlating = [&] {
       for (size_t i = 0; i < plan_.size(); ++i) {
         if (plan_[i].kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION && available_[i]) return true;
@@ -341,15 +369,28 @@ bool CuptiSource::start() noexcept {
   }
 }
 
-void CuptiSource::set_kinds_enabled_locked(bool window_open) noexcept {
+CUptiResult CuptiSource::set_entry_enabled(const ActivityKindPlan& entry, bool on) noexcept {
+  if (entry.only_calls.empty()) return on ? api_.activity_enable(entry.kind) : api_.activity_disable(entry.kind);
+  const auto one_call = entry.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? api_.activity_enable_runtime_api
+                                                                   : api_.activity_enable_driver_api;
+  // A CUPTI without per-call control records every call of the kind, as before it had one.
+  if (one_call == nullptr) return on ? api_.activity_enable(entry.kind) : api_.activity_disable(entry.kind);
+  for (const CUpti_CallbackId id : entry.only_calls) {
+    if (const CUptiResult r = one_call(id, on ? 1 : 0); r != CUPTI_SUCCESS) return r;
+  }
+  return CUPTI_SUCCESS;
+}
+
+void CuptiSource::apply_enables_locked() noexcept {
   for (size_t i = 0; i < plan_.size(); ++i) {
-    if (!available_[i] || !plan_[i].follows_window || enabled_[i] == window_open) continue;
-    const CUptiResult r =
-        window_open ? api_.activity_enable(plan_[i].kind) : api_.activity_disable(plan_[i].kind);
-    const char* function = window_open ? "cuptiActivityEnable" : "cuptiActivityDisable";
+    if (!available_[i]) continue;
+    const bool want = (!plan_[i].follows_window || window_open_) && (!plan_[i].follows_sampling || kernels_sampled_);
+    if (enabled_[i] == want) continue;
+    const CUptiResult r = set_entry_enabled(plan_[i], want);
+    const char* function = want ? "cuptiActivityEnable" : "cuptiActivityDisable";
     if (call_ok(function, std::string(function) + "(" + cupti_kind_name(plan_[i].kind) + ")", r,
-                NoticeCode::kKindUnavailable, "at a capture-window edge")) {
-      enabled_[i] = window_open;
+                NoticeCode::kKindUnavailable, "at a capture-window or kernel-sampling edge")) {
+      enabled_[i] = want;
     }
   }
 }
@@ -372,8 +413,16 @@ void CuptiSource::flush_into_session(bool final) {
 void CuptiSource::on_capture_changed(bool capturing) {
   std::lock_guard lock(mutex_);
   if (!running_.load(std::memory_order_acquire)) return;
-  set_kinds_enabled_locked(capturing);
+  window_open_ = capturing;
+  apply_enables_locked();
   if (correlating_) external_correlation_hooks().active.store(capturing, std::memory_order_release);
+}
+
+void CuptiSource::on_kernel_sampling_changed(bool sampled) {
+  std::lock_guard lock(mutex_);
+  if (!running_.load(std::memory_order_acquire)) return;
+  kernels_sampled_ = sampled;
+  apply_enables_locked();
 }
 
 void CuptiSource::lose_capture(const char* call) noexcept {
@@ -384,7 +433,7 @@ void CuptiSource::lose_capture(const char* call) noexcept {
     // Leave CUPTI as the other tool expects to find it: none of our kinds on, our buffers
     // delivered. Its own registration and enables come after this returns.
     for (size_t i = 0; i < plan_.size(); ++i) {
-      if (enabled_[i]) (void)api_.activity_disable(plan_[i].kind);
+      if (enabled_[i]) (void)set_entry_enabled(plan_[i], false);
       enabled_[i] = false;
     }
     (void)api_.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -408,7 +457,7 @@ void CuptiSource::take_buffer(uint8_t** buffer, size_t* size) noexcept {
   *size = 0;
   std::lock_guard lock(pool_mutex_);
   if (free_buffers_.empty() && owned_buffers_.size() < kMaxBuffers) {
-    std::unique_ptr<uint8_t[]> fresh(new (std::nothrow) uint8_t[kBufferBytes]);
+    std::unique_ptr<uint8_t, FreeDeleter> fresh(new_buffer());
     if (fresh != nullptr) {
       free_buffers_.push_back(fresh.get());
       owned_buffers_.push_back(std::move(fresh));
@@ -420,12 +469,14 @@ void CuptiSource::take_buffer(uint8_t** buffer, size_t* size) noexcept {
     return;
   }
   *buffer = free_buffers_.back();
-  *size = kBufferBytes;
+  *size = buffer_bytes_;
   free_buffers_.pop_back();
 }
 
 void CuptiSource::give_back(uint8_t* buffer) noexcept {
   if (buffer == nullptr) return;
+  // Zeroed here, on CUPTI's delivery thread, so that CUPTI need not on the application's.
+  if (zeroed_buffers_) std::memset(buffer, 0, buffer_bytes_);
   std::lock_guard lock(pool_mutex_);
   free_buffers_.push_back(buffer);  // capacity reserved: never allocates
 }
@@ -476,7 +527,7 @@ void CuptiSource::report_cupti_drops_locked() noexcept {
     std::string message = "CUPTI dropped activity records for lack of buffer space";
     if (refused != 0) {
       message += "; pipescope refused " + std::to_string(refused) + " buffer request(s) with " +
-                 std::to_string(kMaxBuffers) + " buffers of " + std::to_string(kBufferBytes >> 20) +
+                 std::to_string(kMaxBuffers) + " buffers of " + std::to_string(buffer_bytes_ >> 20) +
                  " MiB outstanding";
     }
     session_.notice(NoticeCode::kCuptiBufferDropped, dropped, message);

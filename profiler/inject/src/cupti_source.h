@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "cupti_api.h"
@@ -26,13 +27,20 @@ struct ActivityKindPlan {
   CUpti_ActivityKind kind;
   trace::RecordKind for_record;  // the record kind it serves (kNotice for bookkeeping kinds)
   bool follows_window;
+  // Kernel records under PIPESCOPE_KERNEL_SAMPLE: on only in sampled steps.
+  bool follows_sampling = false;
+  // RUNTIME or DRIVER: when not empty, only these calls' records (cuptiActivityEnableRuntimeApi
+  // or cuptiActivityEnableDriverApi, one call id at a time) instead of every call's.
+  std::span<const CUpti_CallbackId> only_calls = {};
 };
 
 // The CUPTI kinds that capture `kinds`: kernel -> CONCURRENT_KERNEL, memcpy -> MEMCPY and
 // MEMCPY2 (peer copies), memset, memory -> MEMORY2 and MEMORY_POOL, sync -> SYNCHRONIZATION
 // (+ CONTEXT, to know their devices), api -> RUNTIME and DRIVER, overhead, nccl ->
-// EXTERNAL_CORRELATION (+ DRIVER, which carries it), and DEVICE always.
-std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kinds);
+// EXTERNAL_CORRELATION (+ the RUNTIME and DRIVER records that carry it: with
+// `nccl_launch_api_only`, only those of the launch and copy calls NCCL makes), and DEVICE always.
+std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kinds,
+                                                  bool nccl_launch_api_only = true);
 
 // GPU-to-trace clock offset measured around one cuptiGetTimestamp() call: the best of a few
 // tries (the smallest bracket). Used when CUPTI cannot report on the trace clock itself.
@@ -45,10 +53,9 @@ ClockOffset measure_clock_offset(decltype(&cuptiGetTimestamp) get_timestamp, uin
 
 class CuptiSource final : public RecordSource {
  public:
-  // Buffers CUPTI writes into: 4 MiB each (CUPTI's samples use 8; smaller ones come back
-  // sooner), two made up front, at most 32 outstanding. Beyond that CUPTI is refused a buffer
+  // Buffers CUPTI writes into (PIPESCOPE_CUPTI_BUFFER_MB each, 8 MiB unless set, as in CUPTI's
+  // samples), two made up front, at most 32 outstanding. Beyond that CUPTI is refused a buffer
   // and counts what it drops, which the trace then reports.
-  static constexpr size_t kBufferBytes = size_t{4} << 20;
   static constexpr size_t kPreallocatedBuffers = 2;
   static constexpr size_t kMaxBuffers = 32;
 
@@ -65,6 +72,7 @@ class CuptiSource final : public RecordSource {
 
   void flush_into_session(bool final) override;
   void on_capture_changed(bool capturing) override;
+  void on_kernel_sampling_changed(bool sampled) override;
 
   // Another tool called `call` (cuptiActivityRegisterCallbacks, cuptiSubscribe, cuptiFinalize):
   // flush, note the time, stop using CUPTI. Idempotent.
@@ -86,7 +94,11 @@ class CuptiSource final : public RecordSource {
   void process_buffer(uint8_t* buffer, size_t valid_bytes) noexcept;
   void give_back(uint8_t* buffer) noexcept;
   void report_cupti_drops_locked() noexcept;
-  void set_kinds_enabled_locked(bool window_open) noexcept;
+  // Turns each available kind on or off as the window and the kernel sampling now want it.
+  void apply_enables_locked() noexcept;
+  // cuptiActivityEnable/Disable of plan_[i], or its call ids one at a time.
+  CUptiResult set_entry_enabled(const ActivityKindPlan& entry, bool on) noexcept;
+  uint8_t* new_buffer() noexcept;
   // Success, or one stderr line per `function` and a notice "<call> failed: <error>; <consequence>".
   bool call_ok(const char* function, const std::string& call, CUptiResult result, trace::NoticeCode code,
                const std::string& consequence) noexcept;
@@ -98,6 +110,10 @@ class CuptiSource final : public RecordSource {
   std::vector<ActivityKindPlan> plan_;
   std::vector<bool> available_;   // per plan_ entry: cuptiActivityEnable succeeded at start
   std::vector<bool> enabled_;     // per plan_ entry: on now
+  bool window_open_ = true;       // what the session last said, under mutex_
+  bool kernels_sampled_ = true;
+  const size_t buffer_bytes_;     // each host buffer handed to CUPTI
+  const bool zeroed_buffers_;     // CUPTI was told our buffers come zeroed
   bool correlating_ = false;      // the NCCL external-correlation hooks are ours
   uint32_t generation_salt_ = 0;  // added to the session's string generation for the name caches
 
@@ -108,7 +124,10 @@ class CuptiSource final : public RecordSource {
   std::atomic<int64_t> clock_offset_ns_{0};
 
   std::mutex pool_mutex_;  // owned_buffers_, free_buffers_
-  std::vector<std::unique_ptr<uint8_t[]>> owned_buffers_;
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const noexcept;
+  };
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> owned_buffers_;
   std::vector<uint8_t*> free_buffers_;
   std::atomic<uint64_t> buffers_refused_{0};
   std::atomic<uint64_t> walk_errors_{0};

@@ -98,7 +98,7 @@ NvtxRecorder::NvtxRecorder(Session& session)
     : session_(session),
       serial_(g_next_recorder_serial.fetch_add(1, std::memory_order_relaxed)),
       record_(session.wants(trace::RecordKind::kNvtx)),
-      count_steps_(session.config().steps.has_value()),
+      count_steps_(session.counts_steps()),
       keep_nccl_domain_(session.config().kinds.nccl_nvtx_domain) {
   if (!count_steps_) return;
   constexpr auto kFlags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;

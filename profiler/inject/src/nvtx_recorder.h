@@ -107,7 +107,7 @@ class NvtxRecorder {
   Session& session_;
   const uint64_t serial_;   // tells this recorder's per-thread state from an earlier one's
   const bool record_;       // the nvtx kind is on
-  const bool count_steps_;  // PIPESCOPE_STEPS is set
+  const bool count_steps_;  // PIPESCOPE_STEPS or PIPESCOPE_KERNEL_SAMPLE is set
   const bool keep_nccl_domain_;
   std::unique_ptr<const StepPattern> step_pattern_;  // set when steps are counted
 

@@ -112,6 +112,10 @@ Session::Session(InjectConfig config, LauncherInfo launcher, std::vector<std::st
       generation_(g_next_generation.fetch_add(1)),
       alive_(std::make_shared<std::atomic<bool>>(true)) {
   if (config_.disabled) state_.store(State::kOff);
+  if (config_.kernel_sample_steps > 1) {
+    sampling_message_ =
+        "kernel records for 1 step in " + std::to_string(config_.kernel_sample_steps) + " (PIPESCOPE_KERNEL_SAMPLE)";
+  }
   if (config_.steps) {
     capturing_.store(false);
   } else if (config_.window && config_.window->start_s > 0) {
@@ -362,15 +366,26 @@ void Session::add_source(RecordSource* source) noexcept {
 }
 
 void Session::step_began() noexcept {
-  if (!config_.steps) return;
+  if (!counts_steps()) return;
   const int64_t step = steps_begun_.fetch_add(1, std::memory_order_relaxed);
-  if (step == config_.steps->first) set_capturing(true, now_ns());
+  if (config_.steps && step == config_.steps->first) set_capturing(true, now_ns());
+  if (config_.kernel_sample_steps > 1) set_kernel_sampled(step % config_.kernel_sample_steps == 0, step);
 }
 
 void Session::step_ended() noexcept {
   if (!config_.steps) return;
   const int64_t step = steps_ended_.fetch_add(1, std::memory_order_relaxed);
   if (step == config_.steps->last) set_capturing(false, now_ns());
+}
+
+void Session::set_kernel_sampled(bool sampled, int64_t step) noexcept {
+  if (kernel_sampled_.exchange(sampled, std::memory_order_relaxed) == sampled) return;
+  // The notice goes first: its time opens (or closes) the interval the report reads kernels in,
+  // and kernels launched after the switch are the only ones it changes.
+  notice(sampled ? NoticeCode::kKernelSamplingResumed : NoticeCode::kKernelSamplingPaused,
+         static_cast<uint64_t>(step), sampling_message_);
+  const int count = source_count_.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) sources_[i]->on_kernel_sampling_changed(sampled);
 }
 
 void Session::set_capturing(bool on, uint64_t at_ns) noexcept {

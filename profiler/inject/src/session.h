@@ -37,6 +37,8 @@ class RecordSource {
   // Called on the flusher thread before each periodic flush, and once at exit (final=true).
   virtual void flush_into_session(bool final) = 0;
   virtual void on_capture_changed(bool capturing) = 0;
+  // PIPESCOPE_KERNEL_SAMPLE: kernel records resume (a sampled step began) or pause.
+  virtual void on_kernel_sampling_changed(bool sampled) { (void)sampled; }
 };
 
 class Session {
@@ -81,6 +83,11 @@ class Session {
   // end of step steps.last closes it.
   void step_began() noexcept;
   void step_ended() noexcept;
+  // Whether NVTX must count steps: a step window or kernel sampling is set.
+  bool counts_steps() const noexcept { return config_.steps.has_value() || config_.kernel_sample_steps > 1; }
+  // PIPESCOPE_KERNEL_SAMPLE: true while kernel records are kept (always when not sampling). Step
+  // k (from 0) is sampled when k is a multiple of N; before the first step kernels are kept.
+  bool kernel_sampled() const noexcept { return kernel_sampled_.load(std::memory_order_relaxed); }
 
   // Id of `text` in the trace's string table; 0 when the trace is not open. Takes a lock:
   // hot paths use a StringCache in front of it, keyed by string_generation().
@@ -139,6 +146,7 @@ class Session {
   void write_process_info_locked() noexcept;
   void flusher_main();
   void set_capturing(bool on, uint64_t at_ns) noexcept;
+  void set_kernel_sampled(bool sampled, int64_t step) noexcept;
   void check_time_window(uint64_t now) noexcept;
   void report_drops() noexcept;
   void warn(const std::string& message) noexcept;
@@ -166,6 +174,8 @@ class Session {
   std::atomic<int64_t> steps_begun_{0};
   std::atomic<int64_t> steps_ended_{0};
   std::atomic<bool> window_done_{false};
+  std::atomic<bool> kernel_sampled_{true};
+  std::string sampling_message_;  // the kernel-sampling notices' text, made once
 
   std::mutex info_mutex_;  // process_info_, sources_, pending_notices_
   trace::ProcessInfo process_info_;
