@@ -42,6 +42,8 @@ FLOOR_VARIANTS = [
     ("kernel-flush-10ms", "kernel", {"PIPESCOPE_FLUSH_MS": "10"}),
     ("kernel-cupti-flush-10ms", "kernel", {"PIPESCOPE_CUPTI_FLUSH_PERIOD_MS": "10"}),
     ("default-all-api-records", "default", {"PIPESCOPE_CUPTI_NCCL_API": "all"}),
+    ("kernel-callback-convert", "kernel", {"PIPESCOPE_CUPTI_CONVERT": "callback"}),
+    ("default-callback-convert", "default", {"PIPESCOPE_CUPTI_CONVERT": "callback"}),
 ]
 
 KERNEL_SAMPLE = 10  # the sampled variant: kernel records for 1 step in 10
@@ -55,9 +57,23 @@ TRAIN_MODELS = {
 }
 
 
-def train_variants():
-    return [("none", None, [], {}), ("pipescope", "default", [], {}), ("torch", None, ["--torch-profiler"], {}),
-            ("pipescope-sampled", "default", [], {"PIPESCOPE_KERNEL_SAMPLE": str(KERNEL_SAMPLE)})]
+# Each training variant: (name, pipescope kinds or None, trainer flags, extra environment).
+TRAIN_VARIANTS = {
+    "none": (None, [], {}),
+    "pipescope": ("default", [], {}),
+    "torch": (None, ["--torch-profiler"], {}),
+    "pipescope-sampled": ("default", [], {"PIPESCOPE_KERNEL_SAMPLE": str(KERNEL_SAMPLE)}),
+    # Converting CUPTI's buffers inside its completion callback, as pipescope did before.
+    "pipescope-callback": ("default", [], {"PIPESCOPE_CUPTI_CONVERT": "callback"}),
+    # The settings before the knobs were measured: 4 MiB buffers CUPTI zeroes, converted in the callback.
+    "pipescope-before": ("default", [], {"PIPESCOPE_CUPTI_CONVERT": "callback", "PIPESCOPE_CUPTI_BUFFER_MB": "4",
+                                         "PIPESCOPE_CUPTI_ZEROED_BUFFERS": "0"}),
+}
+DEFAULT_TRAIN_VARIANTS = "none,pipescope,torch,pipescope-sampled"
+
+
+def train_variants(names):
+    return [(name, *TRAIN_VARIANTS[name]) for name in names]
 
 
 class Budget:
@@ -139,7 +155,8 @@ def floor_part(args, bundle, budget, say):
             say(f"floor: {name} round {r} failed (floor/floor.log)")
         shutil.rmtree(trace_dir, ignore_errors=True)
 
-    rounds("floor", FLOOR_VARIANTS, args.floor_rounds, budget, run_one, say)
+    wanted = [v for v in FLOOR_VARIANTS if args.floor_variants is None or v[0] in args.floor_variants.split(",")]
+    rounds("floor", wanted, args.floor_rounds, budget, run_one, say)
     return ok
 
 
@@ -168,7 +185,7 @@ def train_part(args, bundle, model, budget, say):
         if kinds is not None and (r != 1 or not args.keep_trace):
             shutil.rmtree(trace_dir, ignore_errors=True)
 
-    rounds(f"train-{model}", train_variants(), args.rounds, budget, run_one, say)
+    rounds(f"train-{model}", train_variants(args.variants.split(",")), args.rounds, budget, run_one, say)
     return ok
 
 
@@ -181,6 +198,9 @@ def main(argv):
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--floor-rounds", type=int, default=1)
     p.add_argument("--keep-trace", action="store_true", help="keep round 1's trace of each profiled variant")
+    p.add_argument("--variants", default=DEFAULT_TRAIN_VARIANTS,
+                   help=f"training variants, in round order ({', '.join(TRAIN_VARIANTS)})")
+    p.add_argument("--floor-variants", help="floor settings to run (default: all)")
     p.add_argument("--pipescope", help="the pipescope binary (default: the bundle's)")
     p.add_argument("--train-script", help="the trainer (default: the bundle's llama_train_step.py); for tests")
     args = p.parse_args(argv)
@@ -193,6 +213,10 @@ def main(argv):
     unknown = [x for x in parts if x not in ("floor", "train-1b", "train-7b")]
     if unknown:
         print(f"gpu-overhead: unknown part(s) {', '.join(unknown)} (floor, train-1b, train-7b)", file=sys.stderr)
+        return 2
+    bad = [v for v in args.variants.split(",") if v not in TRAIN_VARIANTS]
+    if bad:
+        print(f"gpu-overhead: unknown variant(s) {', '.join(bad)} ({', '.join(TRAIN_VARIANTS)})", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
     budget = Budget(args.budget_s)

@@ -121,7 +121,7 @@ def markdown(train, floor):
     for model, s in sorted(train.items()):
         lines += [f"**{model}** (no profiler: {s['baseline_step_s'] * 1e3:.1f} ms a step)", "",
                   "| variant | runs | median step | overhead (median) | range of runs |", "|---|---|---|---|---|"]
-        order = ["none", "pipescope", "pipescope-sampled", "torch"]
+        order = ["none", "pipescope", "pipescope-sampled", "pipescope-callback", "pipescope-before", "torch"]
         for variant in sorted(s["variants"], key=lambda v: (order.index(v) if v in order else 99, v)):
             v = s["variants"][variant]
             lines.append(f"| {variant} | {v['runs']} | {v['median_step_s'] * 1e3:.2f} ms | {pct(v['overhead'])} | "

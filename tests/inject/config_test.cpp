@@ -133,6 +133,7 @@ TEST(InjectConfig, CuptiKnobsAndKernelSamplingDefaultToTheCheapestSettingThatLos
   EXPECT_FALSE(t.all_sync_records);
   EXPECT_TRUE(t.nccl_launch_api_only);
   EXPECT_TRUE(t.zeroed_buffers);
+  EXPECT_TRUE(t.convert_on_own_thread);
 }
 
 TEST(InjectConfig, CuptiKnobsAreTaken) {
@@ -147,7 +148,8 @@ TEST(InjectConfig, CuptiKnobsAreTaken) {
                                {"PIPESCOPE_CUPTI_FLUSH_PERIOD_MS", "10"},
                                {"PIPESCOPE_CUPTI_ALL_SYNC_RECORDS", "1"},
                                {"PIPESCOPE_CUPTI_NCCL_API", "all"},
-                               {"PIPESCOPE_CUPTI_ZEROED_BUFFERS", "0"}});
+                               {"PIPESCOPE_CUPTI_ZEROED_BUFFERS", "0"},
+                               {"PIPESCOPE_CUPTI_CONVERT", "callback"}});
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
   EXPECT_EQ(r.config.kernel_sample_steps, 10u);
   const CuptiTuning& t = r.config.cupti;
@@ -162,6 +164,7 @@ TEST(InjectConfig, CuptiKnobsAreTaken) {
   EXPECT_TRUE(t.all_sync_records);
   EXPECT_FALSE(t.nccl_launch_api_only);
   EXPECT_FALSE(t.zeroed_buffers);
+  EXPECT_FALSE(t.convert_on_own_thread);
 }
 
 TEST(InjectConfig, BadCuptiKnobsWarnOnceEachAndKeepTheirDefaults) {

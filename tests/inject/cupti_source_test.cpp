@@ -459,6 +459,7 @@ TEST_F(CuptiSourceTest, ThePoolRefusesBuffersBeyondItsLimitAndSaysSo) {
   EXPECT_EQ(size, 0u);
   // A completed buffer goes back to the pool and is handed out again.
   CuptiSource::buffer_completed(nullptr, 0, taken.back(), session.config().cupti.activity_buffer_bytes, 0);
+  source.flush_into_session(false);  // the converter has given it back once a flush returns
   uint8_t* again = nullptr;
   CuptiSource::buffer_requested(&again, &size, &max_records);
   EXPECT_EQ(again, taken.back());
@@ -737,11 +738,47 @@ TEST_F(CuptiSourceTest, BuffersComeBackToCuptiZeroed) {
   EXPECT_TRUE(std::all_of(buffer, buffer + size, [](uint8_t b) { return b == 0; }));
   std::memset(buffer, 0xab, size);
   CuptiSource::buffer_completed(nullptr, 0, buffer, size, 0);
+  source.flush_into_session(false);
   uint8_t* again = nullptr;
   CuptiSource::buffer_requested(&again, &size, &max_records);
   ASSERT_EQ(again, buffer);
   EXPECT_TRUE(std::all_of(again, again + size, [](uint8_t b) { return b == 0; }));
   CuptiSource::buffer_completed(nullptr, 0, again, size, 0);
+}
+
+TEST_F(CuptiSourceTest, BuffersConvertOnTheirOwnThreadOrInCuptisCallbackAlike) {
+  for (const bool own_thread : {true, false}) {
+    SCOPED_TRACE(own_thread ? "converter thread" : "in the callback");
+    const std::string dir = make_temp_dir("cupti_convert");
+    InjectConfig config = config_in(dir);
+    config.cupti.convert_on_own_thread = own_thread;
+    config.cupti.activity_buffer_bytes = size_t{1} << 20;
+    {
+      Session session(config, LauncherInfo{});
+      ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
+      CuptiSource source(session, api_);
+      ASSERT_TRUE(source.start());
+      session.add_source(&source);
+      uint8_t* buffer = nullptr;
+      size_t size = 0;
+      size_t max_records = 0;
+      CuptiSource::buffer_requested(&buffer, &size, &max_records);
+      ASSERT_NE(buffer, nullptr);
+      ActivityBuffer records;
+      for (int i = 0; i < 100; ++i) records.add(kernel_at(Session::now_ns() + i));
+      std::memcpy(buffer, records.data(), records.size());
+      CuptiSource::buffer_completed(nullptr, 0, buffer, size, records.size());
+      if (!own_thread) {
+        // Converted before the callback returned: the buffer is back in the pool.
+        uint8_t* again = nullptr;
+        CuptiSource::buffer_requested(&again, &size, &max_records);
+        EXPECT_EQ(again, buffer);
+        CuptiSource::buffer_completed(nullptr, 0, again, size, 0);
+      }
+      session.finish();
+    }
+    EXPECT_EQ(trace_in(dir).all<trace::KernelRecord>().size(), 100u);
+  }
 }
 
 }  // namespace

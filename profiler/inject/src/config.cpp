@@ -136,6 +136,8 @@ void read_cupti_tuning(Reader& r, CuptiTuning& t) {
   if (auto launches = r.choice("PIPESCOPE_CUPTI_NCCL_API", "launches", "all", "launches"))
     t.nccl_launch_api_only = *launches;
   if (auto on = r.flag("PIPESCOPE_CUPTI_ZEROED_BUFFERS", "1")) t.zeroed_buffers = *on;
+  if (auto thread = r.choice("PIPESCOPE_CUPTI_CONVERT", "thread", "callback", "thread"))
+    t.convert_on_own_thread = *thread;
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ struct CuptiTuning {
   bool all_sync_records = false;                      // PIPESCOPE_CUPTI_ALL_SYNC_RECORDS
   bool nccl_launch_api_only = true;                   // PIPESCOPE_CUPTI_NCCL_API: launches | all
   bool zeroed_buffers = true;                         // PIPESCOPE_CUPTI_ZEROED_BUFFERS
+  bool convert_on_own_thread = true;                  // PIPESCOPE_CUPTI_CONVERT: thread | callback
 };
 
 struct InjectConfig {

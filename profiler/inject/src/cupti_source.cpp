@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -191,6 +192,7 @@ CuptiSource::CuptiSource(Session& session, const CuptiApi& api)
   generation_salt_ = sources_made.fetch_add(1, std::memory_order_relaxed) << 20;
   free_buffers_.reserve(kMaxBuffers);
   owned_buffers_.reserve(kMaxBuffers);
+  completed_.reserve(kMaxBuffers);
   for (size_t i = 0; i < kPreallocatedBuffers; ++i) {
     std::unique_ptr<uint8_t, FreeDeleter> buffer(new_buffer());
     if (buffer == nullptr) break;
@@ -204,6 +206,7 @@ CuptiSource::~CuptiSource() {
   if (g_source.compare_exchange_strong(self, nullptr)) {
     external_correlation_hooks().active.store(false, std::memory_order_release);
   }
+  stop_converter();
 }
 
 CuptiSource* active_cupti_source() noexcept { return g_source.load(std::memory_order_acquire); }
@@ -313,6 +316,13 @@ bool CuptiSource::start() noexcept {
       g_source.store(nullptr);
       return false;
     }
+    if (tuning.convert_on_own_thread && !converter_.joinable()) {
+      try {
+        converter_ = std::thread([this] { converter_main(); });
+        converter_running_.store(true, std::memory_order_release);
+      } catch (...) {  // no thread: buffers are converted in CUPTI's callback, as before
+      }
+    }
 
     plan_ = plan_activity_kinds(session_.config().kinds, tuning.nccl_launch_api_only);
     enabled_.assign(plan_.size(), false);
@@ -396,18 +406,24 @@ void CuptiSource::apply_enables_locked() noexcept {
 }
 
 void CuptiSource::flush_into_session(bool final) {
-  std::lock_guard lock(mutex_);
-  if (!running_.load(std::memory_order_acquire)) return;
-  if (measured_clock_.load(std::memory_order_relaxed)) {
-    // CUPTI's own clock is CLOCK_REALTIME on Linux, which NTP steps and slews.
-    const ClockOffset offset = measure_clock_offset(api_.get_timestamp, &Session::now_ns);
-    if (offset.ok) clock_offset_ns_.store(offset.offset_ns, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mutex_);
+    if (!running_.load(std::memory_order_acquire)) return;
+    if (measured_clock_.load(std::memory_order_relaxed)) {
+      // CUPTI's own clock is CLOCK_REALTIME on Linux, which NTP steps and slews.
+      const ClockOffset offset = measure_clock_offset(api_.get_timestamp, &Session::now_ns);
+      if (offset.ok) clock_offset_ns_.store(offset.offset_ns, std::memory_order_relaxed);
+    }
+    // A forced flush also hands over buffers with records still in flight: only at the end.
+    (void)call_ok("cuptiActivityFlushAll", "cuptiActivityFlushAll",
+                  api_.activity_flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0),
+                  NoticeCode::kKindUnavailable, "GPU activity of this flush may be missing");
   }
-  // A forced flush also hands over buffers with records still in flight: only at the end.
-  (void)call_ok("cuptiActivityFlushAll", "cuptiActivityFlushAll",
-                api_.activity_flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0),
-                NoticeCode::kKindUnavailable, "GPU activity of this flush may be missing");
-  report_cupti_drops_locked();
+  // What CUPTI handed over goes into this flush: the converter catches up first. Unlocked, so
+  // that a kernel-sampling switch on the application's thread never waits for a conversion.
+  wait_until_converted(final ? 10'000 : 2'000);
+  std::lock_guard lock(mutex_);
+  if (running_.load(std::memory_order_acquire)) report_cupti_drops_locked();
 }
 
 void CuptiSource::on_capture_changed(bool capturing) {
@@ -437,6 +453,7 @@ void CuptiSource::lose_capture(const char* call) noexcept {
       enabled_[i] = false;
     }
     (void)api_.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    wait_until_converted(10'000);
     report_cupti_drops_locked();
   }
   running_.store(false, std::memory_order_release);
@@ -549,7 +566,63 @@ void CUPTIAPI CuptiSource::buffer_requested(uint8_t** buffer, size_t* size, size
 void CUPTIAPI CuptiSource::buffer_completed(CUcontext /*context*/, uint32_t /*stream*/, uint8_t* buffer,
                                             size_t /*size*/, size_t valid_bytes) {
   // Without a source the buffer's owner is gone with it; there is nothing safe to do.
-  if (CuptiSource* source = active_cupti_source()) source->process_buffer(buffer, valid_bytes);
+  if (CuptiSource* source = active_cupti_source()) source->complete(buffer, valid_bytes);
+}
+
+// ---- the converter thread --------------------------------------------------------------------
+
+void CuptiSource::complete(uint8_t* buffer, size_t valid_bytes) noexcept {
+  if (buffer == nullptr) return;
+  if (converter_running_.load(std::memory_order_acquire)) {
+    {
+      std::lock_guard lock(completed_mutex_);
+      if (!converter_stop_) {
+        completed_.push_back({buffer, valid_bytes});  // capacity reserved: never allocates
+        completed_cv_.notify_one();
+        return;
+      }
+    }
+  }
+  process_buffer(buffer, valid_bytes);
+}
+
+void CuptiSource::converter_main() noexcept {
+  std::vector<CompletedBuffer> batch;
+  try {
+    batch.reserve(kMaxBuffers);
+  } catch (...) {
+  }
+  std::unique_lock lock(completed_mutex_);
+  for (;;) {
+    completed_cv_.wait(lock, [&] { return converter_stop_ || !completed_.empty(); });
+    if (completed_.empty()) return;  // stopping, nothing left
+    batch.swap(completed_);
+    buffers_converting_ = batch.size();
+    lock.unlock();
+    for (const CompletedBuffer& done : batch) process_buffer(done.buffer, done.valid_bytes);
+    batch.clear();
+    lock.lock();
+    buffers_converting_ = 0;
+    converted_cv_.notify_all();
+  }
+}
+
+void CuptiSource::wait_until_converted(int timeout_ms) noexcept {
+  if (!converter_running_.load(std::memory_order_acquire)) return;
+  std::unique_lock lock(completed_mutex_);
+  converted_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                         [&] { return completed_.empty() && buffers_converting_ == 0; });
+}
+
+void CuptiSource::stop_converter() noexcept {
+  if (!converter_.joinable()) return;
+  {
+    std::lock_guard lock(completed_mutex_);
+    converter_stop_ = true;
+    completed_cv_.notify_one();
+  }
+  converter_.join();  // it converts what is queued first
+  converter_running_.store(false, std::memory_order_release);
 }
 
 uint64_t CUPTIAPI CuptiSource::timestamp_now() {

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "cupti_api.h"
@@ -93,6 +95,13 @@ class CuptiSource final : public RecordSource {
   void take_buffer(uint8_t** buffer, size_t* size) noexcept;
   void process_buffer(uint8_t* buffer, size_t valid_bytes) noexcept;
   void give_back(uint8_t* buffer) noexcept;
+  // CUPTI's completion callback: queues the buffer for the converter thread (or converts it
+  // here, PIPESCOPE_CUPTI_CONVERT=callback, or when the thread could not start).
+  void complete(uint8_t* buffer, size_t valid_bytes) noexcept;
+  void converter_main() noexcept;
+  // Waits (at most `timeout_ms`) until every queued buffer is in the session's rings.
+  void wait_until_converted(int timeout_ms) noexcept;
+  void stop_converter() noexcept;
   void report_cupti_drops_locked() noexcept;
   // Turns each available kind on or off as the window and the kernel sampling now want it.
   void apply_enables_locked() noexcept;
@@ -131,6 +140,22 @@ class CuptiSource final : public RecordSource {
   std::vector<uint8_t*> free_buffers_;
   std::atomic<uint64_t> buffers_refused_{0};
   std::atomic<uint64_t> walk_errors_{0};
+
+  // Completed buffers wait here for the converter. CUPTI calls its completion callback while the
+  // application's CUDA calls can wait on it (measured: launches slow down with the time the
+  // callback takes), so the callback only queues; converting and zeroing happen on our thread.
+  struct CompletedBuffer {
+    uint8_t* buffer;
+    size_t valid_bytes;
+  };
+  std::mutex completed_mutex_;  // completed_, buffers_converting_, converter_stop_
+  std::condition_variable completed_cv_;
+  std::condition_variable converted_cv_;
+  std::vector<CompletedBuffer> completed_;  // capacity kMaxBuffers: the callback never allocates
+  size_t buffers_converting_ = 0;
+  bool converter_stop_ = false;
+  std::atomic<bool> converter_running_{false};
+  std::thread converter_;
 };
 
 // The source CUPTI's callbacks and the interposers reach; null when none runs.
