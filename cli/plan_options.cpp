@@ -18,7 +18,7 @@ void add_shared_options(CLI::App* app, PlanArgs& a) {
   app->add_option("--model", a.model, "Bundled model name or a Hugging Face config.json")->required();
   auto* cluster =
       app->add_option("--cluster", a.cluster, "seren, kalos, dgx-a100, dgx-h100, or a cluster JSON");
-  auto* gpu = app->add_option("--gpu", a.gpu, "a100-80gb, h100-80gb or h200-141gb (nodes of 8)");
+  auto* gpu = app->add_option("--gpu", a.gpu, "a100-80gb, h100-80gb, h200-141gb or b200-180gb (nodes of 8)");
   cluster->excludes(gpu);
   gpu->excludes(cluster);
   app->add_option("--gpus", a.gpus, "Number of GPUs")->required()->check(count);

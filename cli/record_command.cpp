@@ -123,9 +123,11 @@ Command add_record_command(CLI::App& root) {
       ->check(CLI::Validator(validator_of(parse_step_range), "N:M"));
   app->add_option("--nvtx-step", args->nvtx_step, "Regex of the NVTX step range (PIPESCOPE_NVTX_STEP)")
       ->check(CLI::Validator(validator_of(parse_regex), "REGEX"));
-  app->add_option("--kernel-sample", args->kernel_sample,
-                  "Kernel records for 1 step in N, counted on the step range; everything else every step "
-                  "(PIPESCOPE_KERNEL_SAMPLE)")
+  app->add_option(
+         "--kernel-sample", args->kernel_sample,
+         "GPU activity (kernels, copies, memsets) for 1 step in N, counted on the step range; everything "
+         "else every step "
+         "(PIPESCOPE_KERNEL_SAMPLE)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
       ->capture_default_str();
   app->add_option("command", args->command, "The command to run, after --")->required();

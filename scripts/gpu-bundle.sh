@@ -35,8 +35,7 @@ done
 benchmark_lib=$(ldd "$out/bin/gpu_benchmark" 2>/dev/null | awk '/libbenchmark\.so/ {print $3; exit}')
 [[ -n "$benchmark_lib" ]] && cp -L "$benchmark_lib" "$out/lib/"
 cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py "$out/share/"
-mkdir -p "$out/share/examples" "$out/share/profiles"
-cp docs/gpu-runs/2026-11-26-h200/profile.json "$out/share/profiles/h200-141gb-measured.json"
+mkdir -p "$out/share/examples"
 cp examples/*.py examples/*.json "$out/share/examples/"
 cp scripts/gpu-smoke.sh scripts/gpu-calibrate.sh scripts/gpu-train-check.sh scripts/gpu-gemm-crosscheck.py \
   scripts/gpu-overhead.py scripts/overhead-summary.py "$out/"

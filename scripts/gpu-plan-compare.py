@@ -13,12 +13,17 @@ case's trace (RUN_DIR/train/trace-*-report.json, the case RUN_DIR/train/*.json r
 pipescope), per step.
 
 The profile is RUN_DIR/profile.json, fitted from that run's calibration suite alone: the
-training cases themselves are never fitted, so the comparison tests the planner.
+training cases themselves are never fitted, so the comparison tests the planner. A run without one
+(it measured no calibration suite) is planned with the bundled profile of its GPU. Cases run under
+pipescope (PIPESCOPE_TRAIN_CHECK_TRACE=1) are compared too, their names marked `(traced)`: their
+step times carry the profiler's overhead (docs/gpu-validation.md), their memory does not. The
+interleaved overhead runs (overhead-<model>-<variant>-r<k>.json) are scripts/overhead-summary.py's.
 """
 import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -27,11 +32,13 @@ GIB = 2**30
 
 def plan(pipescope, case, profile, gpu):
     gbs = case["mbs"] * case["micro_batches"]
-    args = [pipescope, "plan", "--model", case["model"], "--gpu", gpu, "--calibration", profile, "--gpus", "1",
-            "--tp", "1", "--pp", "1", "--mbs", str(case["mbs"]), "--gbs", str(gbs), "--seq", str(case["seq"]),
-            "--recompute", case["recompute"], "--json"]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    args = [pipescope, "plan", "--model", case["model"], "--gpu", gpu, *(["--calibration", profile] if profile else []),
+            "--gpus", "1", "--tp", "1", "--pp", "1", "--mbs", str(case["mbs"]), "--gbs", str(gbs), "--seq",
+            str(case["seq"]), "--recompute", case["recompute"], "--json"]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"gpu-plan-compare: {' '.join(args[1:])} failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
 
 
 def gpu_of(case, given):
@@ -140,6 +147,8 @@ def main():
     p.add_argument("--check", metavar="MARKDOWN", help="compare with the tables that follow RUN_DIR's commands there")
     args = p.parse_args()
     profile = os.path.join(args.run_dir, "profile.json")
+    if not os.path.exists(profile):
+        profile = None  # the GPU's bundled profile
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
     if args.components and not args.check:
         print("\n".join(components_table(args.pipescope, args.run_dir, examples, args.gpu)))
@@ -150,10 +159,12 @@ def main():
     rows = []
     for path in sorted(glob.glob(os.path.join(args.run_dir, "train", "*.json"))):
         m = json.load(open(path))
-        if "memory" not in m or m.get("profiled_by_pipescope") or m.get("torch_profiler"):
+        name = os.path.basename(path)[:-5]
+        traced = bool(m.get("profiled_by_pipescope")) and name.startswith("plan-")
+        if "memory" not in m or (m.get("profiled_by_pipescope") and not traced) or m.get("torch_profiler"):
             continue
-        if os.path.basename(path).startswith("kinds-"):
-            continue  # the overhead-kinds runs: the overhead case again, for the profiler's cost
+        if name.startswith("kinds-") or re.match(r"^overhead-.*-r\d+$", name):
+            continue  # the overhead runs: the overhead case again, for the profiler's cost
         m["model"] = os.path.join(examples, os.path.basename(m["config"]))
         doc = plan(args.pipescope, m, profile, gpu_of(m, args.gpu))
         u = doc["uniform"]
@@ -162,7 +173,7 @@ def main():
         mem = m["memory"]
         measured_peak = mem["max_reserved_bytes"] + mem["cuda_context_bytes"]
         rows.append([
-            os.path.basename(path)[:-5], os.path.basename(m["config"])[:-5], str(m["seq"]), str(m["mbs"]),
+            name + (" (traced)" if traced else ""), os.path.basename(m["config"])[:-5], str(m["seq"]), str(m["mbs"]),
             m["recompute"], m["allocator"], m.get("loss", "torch"),
             f"{m['median_step_s'] * 1e3:.1f}", f"{u['iteration_s'] * 1e3:.1f}", error(u["iteration_s"], m["median_step_s"]),
             f"{mem['max_allocated_bytes'] / GIB:.2f}", f"{s['allocated_bytes'] / GIB:.2f}",

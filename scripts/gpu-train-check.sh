@@ -109,9 +109,7 @@ if [[ $part == all || $part == pipeline ]]; then
   pp_config=${PIPESCOPE_PIPELINE_CONFIG:-$examples/llama-1b.json}
   pp=(--config "$pp_config" --stages 4 --micro-batches 8 --seq 4096 --mbs 1 --warmup 2 --steps 6 --loss megatron)
   gpu=(--gpu h100-80gb)
-  # No H200 profile is bundled: the one measured on 2026-11-26 travels in the bundle.
-  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200 &&
-    gpu=(--gpu h200-141gb --calibration "$root/share/profiles/h200-141gb-measured.json")
+  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200 && gpu=(--gpu h200-141gb)
   echo "== pipeline-uniform"
   timeout 240 python3 "$pipeline" "${pp[@]}" --port 29541 -o "$out/pipeline-uniform.json" || { echo "gpu-train-check: pipeline-uniform failed" >&2; failed=1; }
   if [[ -n "$pipescope" ]]; then

@@ -137,12 +137,12 @@ TEST(FitProfile, TheWrittenProfileReadsBackAndANewerVersionIsRefused) {
 
 TEST(FitProfile, NamesTheGpuItCannotPlace) {
   testing::SyntheticGpu gpu;
-  gpu.gpu_name = "NVIDIA B200";
+  gpu.gpu_name = "NVIDIA B300";
   auto fit = fit_profile(results(gpu), {});
   ASSERT_FALSE(fit.ok());
   EXPECT_EQ(fit.error().message,
-            "the device 'NVIDIA B200' is none of the bundled GPUs (a100-80gb, h100-80gb, h200-141gb); pass "
-            "--gpu NAME for the closest, or add a GPU file");
+            "the device 'NVIDIA B300' is none of the bundled GPUs (a100-80gb, b200-180gb, h100-80gb, "
+            "h200-141gb); pass --gpu NAME for the closest, or add a GPU file");
   // Named, it is priced against that GPU's datasheet.
   auto named = fit_profile(results(gpu), {"h100-80gb", "", "", ""});
   EXPECT_TRUE(named.ok());
@@ -153,18 +153,19 @@ bool kept(const ProfileFit& fit, const std::string& part) {
 }
 
 TEST(FitProfile, AGpuWithoutAProfileIsFittedFromResultsThatMeasureEverythingItNeeds) {
-  // H200 has no bundled profile: GEMM, attention, HBM, every intra-node collective and the
+  // B200 has no bundled profile: GEMM, attention, HBM, every intra-node collective and the
   // communicator's memory come from the results; the rest from the GPU-independent defaults.
-  testing::SyntheticGpu h200;
-  h200.gpu_name = "NVIDIA H200";
-  h200.every_collective = true;
-  auto fit = fit_profile(results(h200), {});
+  testing::SyntheticGpu b200;
+  b200.gpu_name = "NVIDIA B200";
+  b200.peak_bf16_flops_per_s = 2250e12;
+  b200.every_collective = true;
+  auto fit = fit_profile(results(b200), {});
   ASSERT_TRUE(fit.ok()) << fit.error().message;
   const planner::CalibrationProfile& p = fit->profile;
-  EXPECT_EQ(p.gpu, "h200-141gb");
+  EXPECT_EQ(p.gpu, "b200-180gb");
   EXPECT_EQ(fit->base_kind, BaseKind::kDefaults);
   EXPECT_NEAR(p.gemm_efficiency(8192, 8192, 8192), 0.7, 1e-9);
-  EXPECT_NEAR(p.hbm_bandwidth_fraction.value, 2.8e12 / 4.8e12, 1e-3);  // H200's 4.8 TB/s
+  EXPECT_NEAR(p.hbm_bandwidth_fraction.value, 2.8e12 / 8e12, 1e-3);  // B200's 8 TB/s
   EXPECT_NEAR(p.collective_time_s(CollectiveKind::kAllToAll, 1 << 30, 8, LinkTier::kIntraNode, 1.0),
               25e-6 + (1 << 30) * 0.875 / 300e9, 1e-6);
   EXPECT_DOUBLE_EQ(p.overheads.nccl_buffer_bytes_per_communicator.value, 805306368);
@@ -173,22 +174,23 @@ TEST(FitProfile, AGpuWithoutAProfileIsFittedFromResultsThatMeasureEverythingItNe
   EXPECT_EQ(p.collective(CollectiveKind::kAllReduce, LinkTier::kInterNode).source.rfind(prefix, 0), 0u);
   EXPECT_EQ(p.overheads.allocator_reserve_fraction.source.rfind(prefix, 0), 0u);
   EXPECT_TRUE(kept(*fit, "collectives inter_node all_gather"));
-  // The planner reads it back as an H200 profile.
-  auto read = planner::parse_calibration_profile(planner::write_calibration_profile(p), "h200.json");
+  // The planner reads it back as a B200 profile.
+  auto read = planner::parse_calibration_profile(planner::write_calibration_profile(p), "b200.json");
   ASSERT_TRUE(read.ok()) << read.error().message;
-  auto gpu = planner::find_gpu("h200-141gb");
+  auto gpu = planner::find_gpu("b200-180gb");
   ASSERT_TRUE(gpu.ok());
   EXPECT_TRUE(planner::check_profile_matches(*read, *gpu).ok());
 }
 
 TEST(FitProfile, AGpuWithoutAProfileNamesWhatItsResultsLackAndHowToGoOn) {
-  testing::SyntheticGpu h200;
-  h200.gpu_name = "NVIDIA H200";  // all_reduce only, no communicator memory
-  auto fit = fit_profile(results(h200), {});
+  testing::SyntheticGpu b200;
+  b200.gpu_name = "NVIDIA B200";  // all_reduce only, no communicator memory
+  b200.peak_bf16_flops_per_s = 2250e12;
+  auto fit = fit_profile(results(b200), {});
   ASSERT_FALSE(fit.ok());
   EXPECT_EQ(
       fit.error().message,
-      "no calibration profile of h200-141gb to keep what the results do not measure, and they lack "
+      "no calibration profile of b200-180gb to keep what the results do not measure, and they lack "
       "collectives intra_node all_gather, collectives intra_node reduce_scatter, collectives intra_node "
       "all_to_all, collectives intra_node send_recv, memory_overheads.nccl_buffer_bytes_per_communicator: "
       "measure them (pipescope calibrate run on all of a node's GPUs, with PyTorch for attention) or pass "

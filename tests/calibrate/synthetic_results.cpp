@@ -9,8 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kPeak = 989.4e12;  // the bundled h100-80gb's dense BF16 peak
-
 json entry(const std::string& name, double seconds, json counters = json::object()) {
   json e = {{"name", name + "/manual_time"},
             {"run_name", name + "/manual_time"},
@@ -35,7 +33,7 @@ std::string synthetic_results_json(const SyntheticGpu& gpu) {
         const double flops = 2.0 * m * n * k;
         list.push_back(
             entry("gemm/bf16/m:" + std::to_string(m) + "/n:" + std::to_string(n) + "/k:" + std::to_string(k),
-                  flops / (e * kPeak), {{"flops", flops}}));
+                  flops / (e * gpu.peak_bf16_flops_per_s), {{"flops", flops}}));
       }
     }
   }
@@ -46,7 +44,8 @@ std::string synthetic_results_json(const SyntheticGpu& gpu) {
       const double e = gpu.attention_efficiency * (backward ? 0.8 : 1.0) * (seq == 2048 ? 0.9 : 1.0);
       list.push_back(entry(std::string("attention/") + (backward ? "backward" : "forward") +
                                "/batch:2/heads:32/seq:" + std::to_string(seq) + "/head_dim:128/causal:1",
-                           flops / (e * kPeak), {{"flops", flops}, {"label", "torch sdpa flash"}}));
+                           flops / (e * gpu.peak_bf16_flops_per_s),
+                           {{"flops", flops}, {"label", "torch sdpa flash"}}));
     }
   }
   for (double bytes = 1 << 20; bytes <= (1 << 30); bytes *= 4) {

@@ -337,26 +337,27 @@ TEST(CalibrateFit, RefinedWithTheRealH200TraceThePlanMeetsItsKernelsKindByKind) 
 
 TEST(CalibrateFit, AGpuWithoutABundledProfileFromItsResultsAloneOrOverAnotherGpusBase) {
   Dir dir;
-  calibrate::testing::SyntheticGpu h200;
-  h200.gpu_name = "NVIDIA H200";
-  h200.every_collective = true;
-  write_file(dir.file("full.json"), calibrate::testing::synthetic_results_json(h200));
+  calibrate::testing::SyntheticGpu b200;
+  b200.gpu_name = "NVIDIA B200";
+  b200.peak_bf16_flops_per_s = 2250e12;
+  b200.every_collective = true;
+  write_file(dir.file("full.json"), calibrate::testing::synthetic_results_json(b200));
   const CommandResult fit =
-      run_pipescope({"calibrate", "fit", dir.file("full.json"), "-o", dir.file("h200.json")});
+      run_pipescope({"calibrate", "fit", dir.file("full.json"), "-o", dir.file("b200.json")});
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
-  EXPECT_NE(fit.out.find("NVIDIA H200 (h200-141gb)"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("NVIDIA B200 (b200-180gb)"), std::string::npos) << fit.out;
   EXPECT_NE(
       fit.out.find("kept from the GPU-independent entries of the bundled h100-80gb profile (not measured): "
                    "collectives inter_node all_reduce"),
       std::string::npos)
       << fit.out;
   const CommandResult planned =
-      run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "h200-141gb", "--gpus", "8", "--tp", "8",
-                     "--pp", "1", "--calibration", dir.file("h200.json")});
+      run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "b200-180gb", "--gpus", "8", "--tp", "8",
+                     "--pp", "1", "--calibration", dir.file("b200.json")});
   EXPECT_EQ(planned.exit_code, 0) << planned.err;
 
-  h200.every_collective = false;
-  write_file(dir.file("partial.json"), calibrate::testing::synthetic_results_json(h200));
+  b200.every_collective = false;
+  write_file(dir.file("partial.json"), calibrate::testing::synthetic_results_json(b200));
   expect_bad_input(run_pipescope({"calibrate", "fit", dir.file("partial.json"), "-o", dir.file("p.json")}),
                    "or pass --base NAME|FILE for them");
   EXPECT_FALSE(fs::exists(dir.file("p.json")));
@@ -366,7 +367,7 @@ TEST(CalibrateFit, AGpuWithoutABundledProfileFromItsResultsAloneOrOverAnotherGpu
   EXPECT_NE(based.out.find("kept from the bundled h100-80gb profile (another GPU, given as --base)"),
             std::string::npos)
       << based.out;
-  EXPECT_EQ(json::parse(slurp(dir.file("p.json")))["gpu"], "h200-141gb");
+  EXPECT_EQ(json::parse(slurp(dir.file("p.json")))["gpu"], "b200-180gb");
 }
 
 TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
@@ -457,16 +458,16 @@ TEST(CalibrateRun, ADeviceThePlannerCannotPriceIsRefusedBeforeMeasuring) {
                    "is an H100 PCIe (756 TFLOP/s dense BF16");
   EXPECT_FALSE(fs::exists(dir.file("p.json")));
 
-  // H200 has no bundled profile and one visible GPU measures no collective: refused at the start,
+  // B200 has no bundled profile and one visible GPU measures no collective: refused at the start,
   // and accepted over another GPU's profile.
   Dir other;
-  const std::string h200 = fake_suite(other, "NVIDIA H200");
-  expect_bad_input(run_with_suite(h200, {"calibrate", "run", "--dry-run"}),
-                   "no calibration profile of h200-141gb to keep what this run cannot measure (intra-node "
+  const std::string b200 = fake_suite(other, "NVIDIA B200");
+  expect_bad_input(run_with_suite(b200, {"calibrate", "run", "--dry-run"}),
+                   "no calibration profile of b200-180gb to keep what this run cannot measure (intra-node "
                    "collectives: ");
-  const CommandResult based = run_with_suite(h200, {"calibrate", "run", "--dry-run", "--base", "h100-80gb"});
+  const CommandResult based = run_with_suite(b200, {"calibrate", "run", "--dry-run", "--base", "h100-80gb"});
   EXPECT_EQ(based.exit_code, 0) << based.err;
-  EXPECT_NE(based.out.find("NVIDIA H200 is h200-141gb; what it does not measure (intra-node collectives"),
+  EXPECT_NE(based.out.find("NVIDIA B200 is b200-180gb; what it does not measure (intra-node collectives"),
             std::string::npos)
       << based.out;
   EXPECT_NE(based.out.find("comes from the bundled h100-80gb profile (another GPU, given as --base)"),

@@ -386,7 +386,7 @@ TEST(PlanCommandBadInput, NotANumberIsRefusedWhereANumberIsAsked) {
 }
 
 TEST(PlanCommandBadInput, GpuWithoutABundledProfileNamesCalibration) {
-  expect_bad_input({"--model", "llama2-7b", "--gpu", "h200-141gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
+  expect_bad_input({"--model", "llama2-7b", "--gpu", "b200-180gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
                    "--calibration");
 }
 

@@ -50,12 +50,18 @@ TEST_F(RecordCommand, OutputOfAProcessThatNeverTracesIsUntouchedAndNoFileAppears
 TEST_F(RecordCommand, FlagsBecomeTheLibrarysEnvironment) {
   const CommandResult r = run_pipescope(
       {"record", "-o", dir_, "--kinds", "kernel,nccl", "--flush-ms", "200", "--buffer-mb", "8", "--steps",
-       "1:2", "--nvtx-step", "^iter", "--", "/bin/sh", "-c",
+       "1:2", "--nvtx-step", "^iter", "--kernel-sample", "10", "--", "/bin/sh", "-c",
        "echo \"$PIPESCOPE_OUTPUT|$PIPESCOPE_KINDS|$PIPESCOPE_FLUSH_MS|$PIPESCOPE_BUFFER_MB|$PIPESCOPE_STEPS|"
-       "$PIPESCOPE_NVTX_STEP|${PIPESCOPE_WINDOW-unset}|$LD_PRELOAD\""});
+       "$PIPESCOPE_NVTX_STEP|$PIPESCOPE_KERNEL_SAMPLE|${PIPESCOPE_WINDOW-unset}|$LD_PRELOAD\""});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string library = std::filesystem::canonical(kLibrary).string();
-  EXPECT_EQ(r.out, dir_ + "|kernel,nccl|200|8|1:2|^iter|unset|" + library + "\n");
+  EXPECT_EQ(r.out, dir_ + "|kernel,nccl|200|8|1:2|^iter|10|unset|" + library + "\n");
+}
+
+TEST_F(RecordCommand, KernelSamplingBelowOneStepIsAUsageError) {
+  const CommandResult r = run_pipescope({"record", "-o", dir_, "--kernel-sample", "0", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--kernel-sample"), std::string::npos) << r.err;
 }
 
 TEST_F(RecordCommand, AnEarlierPreloadIsKeptAfterTheLibrary) {

@@ -120,6 +120,38 @@ TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
   EXPECT_NEAR(doc["stages"][0]["backward_mean_ns"].get<double>() * 1e-6, 52.5, 0.1);
 }
 
+// The same 1B model traced with --kernel-sample 10 on an H200 (tests/data/gpu/README.md), by a
+// build that sampled steps 0, 10 and 20. The GPU's shares are of those steps, not of the whole
+// run, where nine steps in ten would read as idle.
+TEST(ReportCommand, AKernelSampledTraceGivesTheGpuSharesOfTheRecordedSteps) {
+  const std::string dir = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/gpu/h200-1b-sampled";
+  const CommandResult r = run_pipescope({"report", dir, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["ranks"].size(), 1u);
+  const auto& gpu = doc["ranks"][0]["gpu"];
+  EXPECT_EQ(gpu["kernel_sample_steps"], 10);
+  // The span is the three recorded steps, each from its start to the next step's (the steps are
+  // synchronized, so no GPU work crosses their edges): 530.8 + 147.8 + 148.1 ms of 4.64 s.
+  const auto& step_ns = doc["steps"]["step_ns"];
+  ASSERT_GE(step_ns.size(), 21u);
+  const double recorded_steps_ns =
+      step_ns[0].get<double>() + step_ns[10].get<double>() + step_ns[20].get<double>();
+  EXPECT_NEAR(gpu["span_ns"].get<double>(), recorded_steps_ns, 1e5);
+  EXPECT_NEAR(gpu["recorded_fraction"].get<double>(), 0.178, 0.001);
+  // Busy about half of it: the warm-up step 0 (530 ms, a quarter of it computing) weighs most,
+  // which is why sampling now records the last step of every N instead. Against the whole span
+  // the shares would say idle 91 %.
+  EXPECT_NEAR(gpu["gpu_busy_fraction"].get<double>(), 0.49, 0.01);
+  bool said = false;
+  for (const auto& line : doc["findings"])
+    said = said || line.get<std::string>().find("GPU activity recorded in 1 step of 10") != std::string::npos;
+  EXPECT_TRUE(said) << doc["findings"].dump();
+  // The switches are not warnings.
+  for (const auto& line : doc["warnings"])
+    EXPECT_EQ(line.get<std::string>().find("notice 1"), std::string::npos) << line;
+}
+
 TEST(ReportCommand, TheRealH200TraceAgainstItsPlanKindByKind) {
   // docs/validation.md, V10: the 1B step's plan (from that GPU's calibration) against its trace.
   Dir out;

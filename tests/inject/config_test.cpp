@@ -174,7 +174,8 @@ TEST(InjectConfig, BadCuptiKnobsWarnOnceEachAndKeepTheirDefaults) {
                                {"PIPESCOPE_CUPTI_CLOCK", "tsc"},
                                {"PIPESCOPE_CUPTI_NCCL_API", "some"}});
   ASSERT_EQ(r.warnings.size(), 5u);
-  EXPECT_NE(r.warnings[0].find("PIPESCOPE_KERNEL_SAMPLE='0' is not a whole number from 1 to"), std::string::npos)
+  EXPECT_NE(r.warnings[0].find("PIPESCOPE_KERNEL_SAMPLE='0' is not a whole number from 1 to"),
+            std::string::npos)
       << r.warnings[0];
   EXPECT_NE(r.warnings[3].find("callback or offset"), std::string::npos) << r.warnings[3];
   EXPECT_EQ(r.config.kernel_sample_steps, 1u);

@@ -323,8 +323,8 @@ TEST_F(CuptiSourceTest, StartRegistersTheClockFirstThenEnablesEveryPlannedKind) 
   ASSERT_NE(registered, fake_.calls.end());
   ASSERT_NE(registered + 1, fake_.calls.end());
   EXPECT_EQ(*(registered + 1), "register callbacks");
-  EXPECT_EQ(std::find(fake_.calls.begin(), registered, std::string("enable ") +
-                                                        std::to_string(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)),
+  EXPECT_EQ(std::find(fake_.calls.begin(), registered,
+                      std::string("enable ") + std::to_string(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)),
             registered);
   // Whole kinds, except the API records NCCL's links need: those call by call.
   std::set<int> planned;
@@ -580,7 +580,6 @@ TEST(CuptiInjection, WithoutADriverTheProcessGoesOnAndTheTraceSaysWhy) {
       << first;
 }
 
-
 // ---- what capture costs: NCCL's API records, tuning, kernel sampling -----------------------------
 
 TEST(CuptiPlan, NcclLinksNeedOnlyTheLaunchAndCopyCallsUnlessAskedForAll) {
@@ -606,9 +605,13 @@ TEST(CuptiPlan, NcclLinksNeedOnlyTheLaunchAndCopyCallsUnlessAskedForAll) {
     EXPECT_TRUE(p.only_calls.empty()) << p.kind;
 }
 
-TEST(CuptiPlan, OnlyKernelRecordsFollowTheKernelSampling) {
-  for (const ActivityKindPlan& p : plan_activity_kinds(trace::default_capture_kinds()))
-    EXPECT_EQ(p.follows_sampling, p.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) << p.kind;
+TEST(CuptiPlan, GpuActivityAloneFollowsTheKernelSampling) {
+  for (const ActivityKindPlan& p : plan_activity_kinds(trace::default_capture_kinds())) {
+    const bool gpu_activity = p.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+                              p.kind == CUPTI_ACTIVITY_KIND_MEMCPY || p.kind == CUPTI_ACTIVITY_KIND_MEMCPY2 ||
+                              p.kind == CUPTI_ACTIVITY_KIND_MEMSET;
+    EXPECT_EQ(p.follows_sampling, gpu_activity) << p.kind;
+  }
 }
 
 TEST_F(CuptiSourceTest, TuningReachesCuptiBeforeItsCallbacksAreRegistered) {
@@ -685,7 +688,8 @@ TEST_F(CuptiSourceTest, TheOffsetClockRegistersNoTimestampCallbackAndSaysWhy) {
   const auto trace = trace_in(dir_);
   const auto clock = trace.notices(NoticeCode::kClockOffsetApplied);
   ASSERT_EQ(clock.size(), 1u);
-  EXPECT_NE(std::string(trace.text(clock[0].message_id)).find("PIPESCOPE_CUPTI_CLOCK=offset"), std::string::npos);
+  EXPECT_NE(std::string(trace.text(clock[0].message_id)).find("PIPESCOPE_CUPTI_CLOCK=offset"),
+            std::string::npos);
 }
 
 TEST_F(CuptiSourceTest, WithoutPerCallControlNcclLinksRecordEveryApiCall) {
@@ -699,7 +703,7 @@ TEST_F(CuptiSourceTest, WithoutPerCallControlNcclLinksRecordEveryApiCall) {
   EXPECT_TRUE(fake_.enabled.count(CUPTI_ACTIVITY_KIND_DRIVER));
 }
 
-TEST_F(CuptiSourceTest, KernelSamplingTurnsOnlyKernelRecordsOffAndOnWithinTheWindow) {
+TEST_F(CuptiSourceTest, KernelSamplingTurnsGpuActivityRecordsOffAndOnWithinTheWindow) {
   Session session(config_in(dir_), LauncherInfo{});
   ASSERT_NE(session.thread_buffer(Activation::kCuda), nullptr);
   CuptiSource source(session, api_);
@@ -708,8 +712,11 @@ TEST_F(CuptiSourceTest, KernelSamplingTurnsOnlyKernelRecordsOffAndOnWithinTheWin
   const std::set<CUpti_CallbackId> calls_on = fake_.runtime_calls;
   source.on_kernel_sampling_changed(false);
   std::set<int> without_kernels = all_on;
-  without_kernels.erase(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  for (int kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                   CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET})
+    without_kernels.erase(kind);
   EXPECT_EQ(fake_.enabled, without_kernels);
+  EXPECT_TRUE(fake_.enabled.count(CUPTI_ACTIVITY_KIND_MEMORY2));  // memory, sync and NCCL stay
   EXPECT_EQ(fake_.runtime_calls, calls_on);  // NCCL's links stay for the calls of every step
   source.on_kernel_sampling_changed(true);
   EXPECT_EQ(fake_.enabled, all_on);

@@ -423,7 +423,8 @@ std::vector<EnumTable> enum_tables() {
        {V(NoticeCode, kRecordsDropped), V(NoticeCode, kCuptiBufferDropped), V(NoticeCode, kCaptureLost),
         V(NoticeCode, kCaptureResumed), V(NoticeCode, kInjectionConflict), V(NoticeCode, kUnsupportedVersion),
         V(NoticeCode, kKindUnavailable), V(NoticeCode, kWindowOpened), V(NoticeCode, kWindowClosed),
-        V(NoticeCode, kClockOffsetApplied)}},
+        V(NoticeCode, kClockOffsetApplied), V(NoticeCode, kKernelSamplingResumed),
+        V(NoticeCode, kKernelSamplingPaused)}},
       {"Enum ExternalCorrelationKind (u8)", {V(ExternalCorrelationKind, kNccl)}},
   };
 }

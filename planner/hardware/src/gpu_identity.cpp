@@ -53,6 +53,10 @@ struct Variant {
 
 Variant classify(const std::vector<std::string>& t) {
   const int gb = memory_gb(t);
+  if (has(t, "GB200"))
+    return {"", "GB200",
+            "the Grace Blackwell superchip's B200, at up to 1,200 W, with peaks above the HGX B200's"};
+  if (has(t, "B200")) return {"b200-180gb", "B200 (HGX/DGX B200)", ""};
   if (has(t, "H200")) {
     if (has(t, "NVL"))
       return {"", "H200 NVL", "a PCIe card at up to 600 W whose datasheet peaks are below the H200 SXM's"};
@@ -87,8 +91,10 @@ Expected<Gpu> identify_gpu(std::string_view device_name) {
   std::string names;
   for (const std::string& known : known_gpu_names()) names += (names.empty() ? "" : ", ") + known;
   if (!v.part.empty()) {
-    return Error{"the device '" + std::string(device_name) + "' is an " + v.part + " (" + v.why +
-                 "), which no bundled GPU (" + names +
+    // Part names are read letter by letter: "an H100", "an A100", "a GB200".
+    const bool vowel_sound = std::string_view("AEFHILMNORSX").find(v.part.front()) != std::string_view::npos;
+    return Error{"the device '" + std::string(device_name) + "' is " + (vowel_sound ? "an " : "a ") + v.part +
+                 " (" + v.why + "), which no bundled GPU (" + names +
                  ") describes; pass --gpu NAME to express its measurements against that GPU's datasheet "
                  "(predicted times stay the measured ones; memory size and link figures are that GPU's), "
                  "or add a GPU file"};

@@ -550,6 +550,12 @@ class RankScanner {
 
   void on_notice(const trace::NoticeRecord& r) {
     const auto code = static_cast<trace::NoticeCode>(r.code);
+    if (code == trace::NoticeCode::kKernelSamplingPaused ||
+        code == trace::NoticeCode::kKernelSamplingResumed) {
+      on_kernel_sampling(code == trace::NoticeCode::kKernelSamplingPaused,
+                         static_cast<int64_t>(r.timestamp_ns), strings_.get(r.message_id));
+      return;
+    }
     if (code == trace::NoticeCode::kRecordsDropped || code == trace::NoticeCode::kCuptiBufferDropped)
       d_.records_dropped += r.count;
     if (code == trace::NoticeCode::kWindowOpened || code == trace::NoticeCode::kWindowClosed ||
@@ -560,6 +566,26 @@ class RankScanner {
       text += ": " + std::string(message);
     if (std::find(d_.notices.begin(), d_.notices.end(), text) == d_.notices.end() && d_.notices.size() < 32)
       d_.notices.push_back(std::move(text));
+  }
+
+  // Notices are written in time order by one session: a pause opens an interval, the next resume
+  // closes it.
+  void on_kernel_sampling(bool paused, int64_t at_ns, std::string_view message) {
+    if (d_.kernel_sample_steps == 0) {
+      // "... for 1 step in N (PIPESCOPE_KERNEL_SAMPLE)": the N, for the report's line.
+      const size_t in = message.find("step in ");
+      unsigned n = 0;
+      if (in != std::string_view::npos &&
+          std::sscanf(std::string(message.substr(in + 8)).c_str(), "%u", &n) == 1)
+        d_.kernel_sample_steps = n;
+      if (d_.kernel_sample_steps == 0) d_.kernel_sample_steps = 1;  // sampled, N unknown
+    }
+    auto& pauses = d_.gpu_record_pauses;
+    if (paused) {
+      if (pauses.empty() || pauses.back().second != INT64_MAX) pauses.emplace_back(at_ns, INT64_MAX);
+    } else if (!pauses.empty() && pauses.back().second == INT64_MAX) {
+      pauses.back().second = at_ns;
+    }
   }
 
   static std::string notice_text(trace::NoticeCode code) {

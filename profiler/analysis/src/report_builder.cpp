@@ -180,13 +180,24 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
     const int64_t comm = d.comm_union_ns - before.comm_ns;
     const int64_t compute_or_comm = d.compute_or_comm_union_ns - before.compute_or_comm_ns;
     const int64_t any = d.any_union_ns - before.any_ns;
-    g.span_ns = d.gpu_last_ns - (g.from_first_step ? b.at_ns : d.gpu_first_ns);
+    const int64_t span_start = g.from_first_step ? b.at_ns : d.gpu_first_ns;
+    const int64_t whole_span = d.gpu_last_ns - span_start;
+    // Kernel sampling: only the recorded intervals count (work a paused interval's first kernels
+    // finished is counted in it; clamped below).
+    int64_t paused = 0;
+    for (const auto& [from, to] : d.gpu_record_pauses)
+      paused += std::max<int64_t>(0, std::min(to, d.gpu_last_ns) - std::max(from, span_start));
+    g.span_ns = whole_span - paused;
+    g.kernel_sample_steps = d.kernel_sample_steps;
+    g.recorded_fraction =
+        whole_span > 0 ? static_cast<double>(g.span_ns) / static_cast<double>(whole_span) : 1.0;
     g.compute_ns = compute;
     g.comm_exposed_ns = compute_or_comm - compute;
     g.comm_hidden_ns = comm - g.comm_exposed_ns;
     g.copy_only_ns = any - compute_or_comm;
     g.idle_ns = std::max<int64_t>(0, g.span_ns - any);
-    g.gpu_busy_fraction = g.span_ns > 0 ? static_cast<double>(any) / static_cast<double>(g.span_ns) : 0;
+    g.gpu_busy_fraction =
+        g.span_ns > 0 ? std::min(1.0, static_cast<double>(any) / static_cast<double>(g.span_ns)) : 0;
     g.out_of_order_intervals = d.out_of_order_intervals;
   }
   r.p2p_ns = d.p2p_ns;

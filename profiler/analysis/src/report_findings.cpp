@@ -94,7 +94,9 @@ void warn_of_host_side_stage_times(RunReport& report) {
     uint64_t steps = 0;
     for (const RankReport& r : report.ranks) {
       if (r.stage != s.stage || !r.gpu.captured || r.steps == 0) continue;
-      busy_ns += r.gpu.compute_ns + r.gpu.copy_only_ns;
+      // Under kernel sampling the GPU's time covers the recorded steps only: scaled to all of them.
+      busy_ns += static_cast<int64_t>(static_cast<double>(r.gpu.compute_ns + r.gpu.copy_only_ns) /
+                                      std::max(r.gpu.recorded_fraction, 1e-9));
       steps += r.steps;
     }
     if (steps == 0) continue;
@@ -204,12 +206,20 @@ void add_findings(RunReport& report) {
     idle += r.gpu.idle_ns;
     span += r.gpu.span_ns;
   }
+  uint32_t sampled_one_in = 0;
+  for (const RankReport& r : report.ranks)
+    sampled_one_in = std::max(sampled_one_in, r.gpu.kernel_sample_steps);
   if (span > 0)
     f.push_back("GPU time: compute " + percent(static_cast<double>(compute) / static_cast<double>(span)) +
                 ", exposed communication " +
                 percent(static_cast<double>(exposed) / static_cast<double>(span)) + ", idle " +
                 percent(static_cast<double>(idle) / static_cast<double>(span)) +
-                (from_first_step ? " (all ranks, from the first step on)" : " (all ranks)"));
+                (from_first_step ? " (all ranks, from the first step on" : " (all ranks") +
+                (sampled_one_in > 0 ? ", in the steps whose GPU activity was recorded)" : ")"));
+  if (sampled_one_in > 0)
+    f.push_back("GPU activity recorded in 1 step of " + std::to_string(sampled_one_in) +
+                " (PIPESCOPE_KERNEL_SAMPLE): GPU shares, per-micro-batch GPU times and kernel statistics are "
+                "those steps'; kernel totals cover only them (record with --kernel-sample 1 for every step)");
   warn_of_host_side_stage_times(report);
   warn_of_shared_gpus(report);
   if (!report.clock.unaligned_ranks.empty())

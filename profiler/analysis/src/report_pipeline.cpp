@@ -169,8 +169,10 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     uint64_t steps = 0;
     for (size_t i : members) {
       sum.add(figures[i]);
+      // Under kernel sampling the kernels cover the recorded steps only: scaled to all of them.
+      const double recorded = std::max(report.ranks[i].gpu.recorded_fraction, 1e-9);
       for (const auto& [category, ns] : report.ranks[i].kernel_ns_by_category)
-        if (category != "nccl") gpu_ns += ns;
+        if (category != "nccl") gpu_ns += static_cast<int64_t>(static_cast<double>(ns) / recorded);
       if (figures[i].source != "none") s.source = figures[i].source;
       p2p += report.ranks[i].p2p_ns;
       p2p_wait += report.ranks[i].p2p_wait_ns;

@@ -32,11 +32,11 @@ struct CuptiTuning {
   std::optional<bool> per_thread_buffers;             // PIPESCOPE_CUPTI_PER_THREAD_BUFFERS (CUPTI: 1)
   bool latency_timestamps = false;                    // PIPESCOPE_CUPTI_LATENCY_TIMESTAMPS
   bool clock_callback = true;                         // PIPESCOPE_CUPTI_CLOCK: callback | offset
-  uint32_t flush_period_ms = 0;                       // PIPESCOPE_CUPTI_FLUSH_PERIOD_MS (0: CUPTI's heuristics)
-  bool all_sync_records = false;                      // PIPESCOPE_CUPTI_ALL_SYNC_RECORDS
-  bool nccl_launch_api_only = true;                   // PIPESCOPE_CUPTI_NCCL_API: launches | all
-  bool zeroed_buffers = true;                         // PIPESCOPE_CUPTI_ZEROED_BUFFERS
-  bool convert_on_own_thread = true;                  // PIPESCOPE_CUPTI_CONVERT: thread | callback
+  uint32_t flush_period_ms = 0;       // PIPESCOPE_CUPTI_FLUSH_PERIOD_MS (0: CUPTI's heuristics)
+  bool all_sync_records = false;      // PIPESCOPE_CUPTI_ALL_SYNC_RECORDS
+  bool nccl_launch_api_only = true;   // PIPESCOPE_CUPTI_NCCL_API: launches | all
+  bool zeroed_buffers = true;         // PIPESCOPE_CUPTI_ZEROED_BUFFERS
+  bool convert_on_own_thread = true;  // PIPESCOPE_CUPTI_CONVERT: thread | callback
 };
 
 struct InjectConfig {
@@ -50,8 +50,8 @@ struct InjectConfig {
   // PIPESCOPE_STAGE: the pipeline stage of this process, for runs whose stages do not talk
   // through NCCL; written into the trace as an NVTX mark "stage=<k>" (DESIGN.md's convention).
   std::optional<int32_t> declared_stage;
-  // PIPESCOPE_KERNEL_SAMPLE: kernel records for one step in N (steps counted on the step range);
-  // 1 records every kernel.
+  // PIPESCOPE_KERNEL_SAMPLE: GPU activity (kernels, copies, memsets) recorded for one step in N
+  // (steps counted on the step range), everything else in every step; 1 records every step.
   uint32_t kernel_sample_steps = 1;
   CuptiTuning cupti;
   bool compress = true;   // PIPESCOPE_COMPRESS (0/1)

@@ -101,20 +101,25 @@ bool wants_cupti(const trace::CaptureKinds& kinds) {
 
 }  // namespace
 
-std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kinds, bool nccl_launch_api_only) {
+std::vector<ActivityKindPlan> plan_activity_kinds(const trace::CaptureKinds& kinds,
+                                                  bool nccl_launch_api_only) {
   std::vector<ActivityKindPlan> plan;
   auto add = [&](CUpti_ActivityKind kind, RecordKind record, bool follows_window) {
     plan.push_back({kind, record, follows_window});
   };
-  if (kinds.has(RecordKind::kKernel)) {
-    add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, RecordKind::kKernel, true);
+  // GPU activity follows PIPESCOPE_KERNEL_SAMPLE: the report's GPU shares need kernels, copies
+  // and memsets from the same steps (and each costs CUPTI the same instrumentation).
+  auto add_gpu_activity = [&](CUpti_ActivityKind kind, RecordKind record) {
+    add(kind, record, true);
     plan.back().follows_sampling = true;
-  }
+  };
+  if (kinds.has(RecordKind::kKernel))
+    add_gpu_activity(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, RecordKind::kKernel);
   if (kinds.has(RecordKind::kMemcpy)) {
-    add(CUPTI_ACTIVITY_KIND_MEMCPY, RecordKind::kMemcpy, true);
-    add(CUPTI_ACTIVITY_KIND_MEMCPY2, RecordKind::kMemcpy, true);  // peer-to-peer copies
+    add_gpu_activity(CUPTI_ACTIVITY_KIND_MEMCPY, RecordKind::kMemcpy);
+    add_gpu_activity(CUPTI_ACTIVITY_KIND_MEMCPY2, RecordKind::kMemcpy);  // peer-to-peer copies
   }
-  if (kinds.has(RecordKind::kMemset)) add(CUPTI_ACTIVITY_KIND_MEMSET, RecordKind::kMemset, true);
+  if (kinds.has(RecordKind::kMemset)) add_gpu_activity(CUPTI_ACTIVITY_KIND_MEMSET, RecordKind::kMemset);
   if (kinds.has(RecordKind::kMemory)) {
     // Allocations outlive a window: memory taken before it opens is still held inside it.
     add(CUPTI_ACTIVITY_KIND_MEMORY2, RecordKind::kMemory, false);
@@ -292,10 +297,11 @@ bool CuptiSource::start() noexcept {
 
     const CuptiTuning& tuning = session_.config().cupti;
     // A refused knob costs speed or detail, never records: one stderr line, no notice.
-    apply_cupti_tuning(api_, tuning,
-                       [&](const char* function, const std::string& call, CUptiResult r, const std::string& kept) {
-                         warn_once(function, "CUPTI " + call + " failed: " + cupti_result_text(api_, r) + "; " + kept);
-                       });
+    apply_cupti_tuning(
+        api_, tuning,
+        [&](const char* function, const std::string& call, CUptiResult r, const std::string& kept) {
+          warn_once(function, "CUPTI " + call + " failed: " + cupti_result_text(api_, r) + "; " + kept);
+        });
 
     // The clock goes first: CUPTI applies a timestamp callback only to records of kinds enabled
     // after it is registered.
@@ -380,9 +386,10 @@ bool CuptiSource::start() noexcept {
 }
 
 CUptiResult CuptiSource::set_entry_enabled(const ActivityKindPlan& entry, bool on) noexcept {
-  if (entry.only_calls.empty()) return on ? api_.activity_enable(entry.kind) : api_.activity_disable(entry.kind);
+  if (entry.only_calls.empty())
+    return on ? api_.activity_enable(entry.kind) : api_.activity_disable(entry.kind);
   const auto one_call = entry.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? api_.activity_enable_runtime_api
-                                                                   : api_.activity_enable_driver_api;
+                                                                  : api_.activity_enable_driver_api;
   // A CUPTI without per-call control records every call of the kind, as before it had one.
   if (one_call == nullptr) return on ? api_.activity_enable(entry.kind) : api_.activity_disable(entry.kind);
   for (const CUpti_CallbackId id : entry.only_calls) {
@@ -394,7 +401,8 @@ CUptiResult CuptiSource::set_entry_enabled(const ActivityKindPlan& entry, bool o
 void CuptiSource::apply_enables_locked() noexcept {
   for (size_t i = 0; i < plan_.size(); ++i) {
     if (!available_[i]) continue;
-    const bool want = (!plan_[i].follows_window || window_open_) && (!plan_[i].follows_sampling || kernels_sampled_);
+    const bool want =
+        (!plan_[i].follows_window || window_open_) && (!plan_[i].follows_sampling || kernels_sampled_);
     if (enabled_[i] == want) continue;
     const CUptiResult r = set_entry_enabled(plan_[i], want);
     const char* function = want ? "cuptiActivityEnable" : "cuptiActivityDisable";

@@ -29,7 +29,7 @@ struct ActivityKindPlan {
   CUpti_ActivityKind kind;
   trace::RecordKind for_record;  // the record kind it serves (kNotice for bookkeeping kinds)
   bool follows_window;
-  // Kernel records under PIPESCOPE_KERNEL_SAMPLE: on only in sampled steps.
+  // GPU activity (kernels, copies, memsets) under PIPESCOPE_KERNEL_SAMPLE: on only in sampled steps.
   bool follows_sampling = false;
   // RUNTIME or DRIVER: when not empty, only these calls' records (cuptiActivityEnableRuntimeApi
   // or cuptiActivityEnableDriverApi, one call id at a time) instead of every call's.
@@ -117,9 +117,9 @@ class CuptiSource final : public RecordSource {
   const CuptiApi& api_;
   ContextDevices contexts_;
   std::vector<ActivityKindPlan> plan_;
-  std::vector<bool> available_;   // per plan_ entry: cuptiActivityEnable succeeded at start
-  std::vector<bool> enabled_;     // per plan_ entry: on now
-  bool window_open_ = true;       // what the session last said, under mutex_
+  std::vector<bool> available_;  // per plan_ entry: cuptiActivityEnable succeeded at start
+  std::vector<bool> enabled_;    // per plan_ entry: on now
+  bool window_open_ = true;      // what the session last said, under mutex_
   bool kernels_sampled_ = true;
   const size_t buffer_bytes_;     // each host buffer handed to CUPTI
   const bool zeroed_buffers_;     // CUPTI was told our buffers come zeroed

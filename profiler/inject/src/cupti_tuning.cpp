@@ -83,7 +83,8 @@ void set_switch(decltype(&cuptiActivityEnableLatencyTimestamps) function, const 
     failed(name, call, CUPTI_ERROR_NOT_SUPPORTED, "CUPTI's default stays");
     return;
   }
-  if (const CUptiResult r = function(on ? 1 : 0); r != CUPTI_SUCCESS) failed(name, call, r, "CUPTI's default stays");
+  if (const CUptiResult r = function(on ? 1 : 0); r != CUPTI_SUCCESS)
+    failed(name, call, r, "CUPTI's default stays");
 }
 
 }  // namespace
@@ -98,12 +99,12 @@ void apply_cupti_tuning(const CuptiApi& api, const CuptiTuning& tuning, const Tu
                   uint8_t{*tuning.per_thread_buffers}, failed);
   }
   if (tuning.device_buffer_bytes) {
-    set_attribute(api, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, "DEVICE_BUFFER_SIZE", *tuning.device_buffer_bytes,
-                  failed);
+    set_attribute(api, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, "DEVICE_BUFFER_SIZE",
+                  *tuning.device_buffer_bytes, failed);
   }
   if (tuning.device_buffers_preallocated) {
-    set_attribute(api, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, "DEVICE_BUFFER_PRE_ALLOCATE_VALUE",
-                  *tuning.device_buffers_preallocated, failed);
+    set_attribute(api, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
+                  "DEVICE_BUFFER_PRE_ALLOCATE_VALUE", *tuning.device_buffers_preallocated, failed);
   }
   if (tuning.host_pinned_device_buffers) {
     set_attribute(api, CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, "MEM_ALLOCATION_TYPE_HOST_PINNED",
@@ -112,8 +113,8 @@ void apply_cupti_tuning(const CuptiApi& api, const CuptiTuning& tuning, const Tu
   // Zeroed host buffers spare the application's thread CUPTI's own zeroing of each new buffer;
   // the source zeroes them when they come back, on CUPTI's delivery thread.
   if (tuning.zeroed_buffers) {
-    set_attribute(api, CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, "ZEROED_OUT_ACTIVITY_BUFFER", uint8_t{1},
-                  failed);
+    set_attribute(api, CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, "ZEROED_OUT_ACTIVITY_BUFFER",
+                  uint8_t{1}, failed);
   }
   if (tuning.latency_timestamps) {
     set_switch(api.activity_enable_latency_timestamps, "cuptiActivityEnableLatencyTimestamps", true, failed);

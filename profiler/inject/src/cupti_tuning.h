@@ -22,8 +22,8 @@ std::span<const CUpti_CallbackId> nccl_launch_driver_calls();
 
 // One knob CUPTI refused: the function, the call as text ("cuptiActivitySetAttribute(
 // DEVICE_BUFFER_SIZE=8388608)"), CUPTI's answer and what is kept instead.
-using TuningFailure =
-    std::function<void(const char* function, const std::string& call, CUptiResult result, const std::string& kept)>;
+using TuningFailure = std::function<void(const char* function, const std::string& call, CUptiResult result,
+                                         const std::string& kept)>;
 
 // Applies every knob of `tuning` that differs from CUPTI's default: device buffers (size, how
 // many made up front, where), per-thread buffers, latency timestamps, the worker's flush period,

@@ -113,8 +113,8 @@ Session::Session(InjectConfig config, LauncherInfo launcher, std::vector<std::st
       alive_(std::make_shared<std::atomic<bool>>(true)) {
   if (config_.disabled) state_.store(State::kOff);
   if (config_.kernel_sample_steps > 1) {
-    sampling_message_ =
-        "kernel records for 1 step in " + std::to_string(config_.kernel_sample_steps) + " (PIPESCOPE_KERNEL_SAMPLE)";
+    sampling_message_ = "GPU activity (kernels, copies, memsets) recorded for 1 step in " +
+                        std::to_string(config_.kernel_sample_steps) + " (PIPESCOPE_KERNEL_SAMPLE)";
   }
   if (config_.steps) {
     capturing_.store(false);
@@ -369,7 +369,10 @@ void Session::step_began() noexcept {
   if (!counts_steps()) return;
   const int64_t step = steps_begun_.fetch_add(1, std::memory_order_relaxed);
   if (config_.steps && step == config_.steps->first) set_capturing(true, now_ns());
-  if (config_.kernel_sample_steps > 1) set_kernel_sampled(step % config_.kernel_sample_steps == 0, step);
+  // The last step of every N: a run's first step (allocation, autotuning, compilation) is the
+  // least like the others, and is never the one recorded.
+  if (config_.kernel_sample_steps > 1)
+    set_kernel_sampled(step % config_.kernel_sample_steps == config_.kernel_sample_steps - 1, step);
 }
 
 void Session::step_ended() noexcept {

@@ -37,7 +37,7 @@ class RecordSource {
   // Called on the flusher thread before each periodic flush, and once at exit (final=true).
   virtual void flush_into_session(bool final) = 0;
   virtual void on_capture_changed(bool capturing) = 0;
-  // PIPESCOPE_KERNEL_SAMPLE: kernel records resume (a sampled step began) or pause.
+  // PIPESCOPE_KERNEL_SAMPLE: GPU activity records resume (a sampled step began) or pause.
   virtual void on_kernel_sampling_changed(bool sampled) { (void)sampled; }
 };
 
@@ -85,8 +85,8 @@ class Session {
   void step_ended() noexcept;
   // Whether NVTX must count steps: a step window or kernel sampling is set.
   bool counts_steps() const noexcept { return config_.steps.has_value() || config_.kernel_sample_steps > 1; }
-  // PIPESCOPE_KERNEL_SAMPLE: true while kernel records are kept (always when not sampling). Step
-  // k (from 0) is sampled when k is a multiple of N; before the first step kernels are kept.
+  // PIPESCOPE_KERNEL_SAMPLE: true while GPU activity is recorded (always when not sampling). Step
+  // k (from 0) is sampled when k % N == N - 1; before the first step GPU activity is kept.
   bool kernel_sampled() const noexcept { return kernel_sampled_.load(std::memory_order_relaxed); }
 
   // Id of `text` in the trace's string table; 0 when the trace is not open. Takes a lock:

@@ -57,7 +57,9 @@ ordered_json gpu_json(const GpuBreakdown& g) {
                       {"idle_ns", g.idle_ns},
                       {"comm_wait_ns", g.comm_wait_ns},
                       {"gpu_busy_fraction", g.gpu_busy_fraction},
-                      {"out_of_order_intervals", g.out_of_order_intervals}};
+                      {"out_of_order_intervals", g.out_of_order_intervals},
+                      {"kernel_sample_steps", g.kernel_sample_steps},
+                      {"recorded_fraction", g.recorded_fraction}};
 }
 
 ordered_json rank_json(const RankReport& r) {

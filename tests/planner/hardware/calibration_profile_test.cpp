@@ -23,8 +23,18 @@ CalibrationProfile bundled(const std::string& name) {
   return profile.ok() ? *profile : CalibrationProfile{};
 }
 
-TEST(BundledProfiles, CoverTheA100AndH100) {
-  EXPECT_EQ(known_profile_names(), (std::vector<std::string>{"a100-80gb", "h100-80gb"}));
+TEST(BundledProfiles, CoverTheA100H100AndH200) {
+  EXPECT_EQ(known_profile_names(), (std::vector<std::string>{"a100-80gb", "h100-80gb", "h200-141gb"}));
+}
+
+TEST(BundledProfiles, TheH200sIsTheOneMeasuredOnAnH200AndSaysWhatCameFromTheH100s) {
+  const CalibrationProfile h200 = bundled("h200-141gb");
+  EXPECT_NE(h200.description.find("Measured with pipescope calibrate on NVIDIA H200"), std::string::npos)
+      << h200.description;
+  // GEMMs were measured there; the intra-node collectives one GPU cannot measure were not.
+  EXPECT_EQ(h200.gemm.front().source.rfind("measured", 0), 0u) << h200.gemm.front().source;
+  EXPECT_NE(h200.collective(CollectiveKind::kAllGather, LinkTier::kIntraNode).source.find("h100-80gb"),
+            std::string::npos);
 }
 
 TEST(BundledProfiles, EachDescribesTheGpuItIsNamedFor) {
@@ -60,7 +70,7 @@ TEST(BundledProfiles, RoundTripThroughWrite) {
 }
 
 TEST(ProfileForGpu, AGpuWithoutAProfilePointsToCalibration) {
-  auto gpu = find_gpu("h200-141gb");
+  auto gpu = find_gpu("b200-180gb");
   ASSERT_TRUE(gpu.ok());
   auto profile = profile_for_gpu(*gpu);
   ASSERT_FALSE(profile.ok());
@@ -81,8 +91,8 @@ TEST(LoadCalibrationProfile, UnknownNameListsTheKnownOnes) {
   auto profile = load_calibration_profile("b200");
   ASSERT_FALSE(profile.ok());
   EXPECT_EQ(profile.error().message,
-            "unknown calibration profile 'b200'; known profiles: a100-80gb, h100-80gb (or pass a profile "
-            "JSON file)");
+            "unknown calibration profile 'b200'; known profiles: a100-80gb, h100-80gb, h200-141gb (or pass a "
+            "profile JSON file)");
 }
 
 // A profile small enough to work out by hand: GEMM points at 2^31, 2^34 and 2^37 FLOPs, a 2x2

@@ -130,7 +130,8 @@ TEST(GpuClusters, BadOverridesAndUnknownGpusAreRefused) {
             "--inter-node-gbps must be a positive number of Gb/s per node, got -5");
   auto unknown = make_gpu_cluster("v100-32gb");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().message, "unknown GPU 'v100-32gb'; known GPUs: a100-80gb, h100-80gb, h200-141gb");
+  EXPECT_EQ(unknown.error().message,
+            "unknown GPU 'v100-32gb'; known GPUs: a100-80gb, b200-180gb, h100-80gb, h200-141gb");
 }
 
 constexpr const char* kUserCluster = R"({
@@ -186,8 +187,8 @@ TEST(UserClusterFiles, DefectsNameTheField) {
             "cluster file 'lab.json': unknown field 'gpus_per_nod' (known here: schema_version, name, gpu, "
             "gpus_per_node, nodes, nics_per_node, nic_bytes_per_s, intra_node_bytes_per_s, source)");
   EXPECT_EQ(error_for(base, R"("h100-80gb")", R"("h100")"),
-            "cluster file 'lab.json': field 'gpu': unknown GPU 'h100'; known GPUs: a100-80gb, h100-80gb, "
-            "h200-141gb");
+            "cluster file 'lab.json': field 'gpu': unknown GPU 'h100'; known GPUs: a100-80gb, b200-180gb, "
+            "h100-80gb, h200-141gb");
   EXPECT_EQ(error_for(base, R"("h100-80gb")", "80"),
             "cluster file 'lab.json': field 'gpu' must be a GPU name or a GPU object, got 80");
   EXPECT_EQ(error_for(base, R"("h100-80gb")", R"({"name": "x"})"),

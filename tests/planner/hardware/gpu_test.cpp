@@ -13,7 +13,8 @@ namespace {
 constexpr int64_t kMiB = int64_t{1024} * 1024;
 
 TEST(BundledGpus, AreTheNamesDesignMdPromises) {
-  EXPECT_EQ(known_gpu_names(), (std::vector<std::string>{"a100-80gb", "h100-80gb", "h200-141gb"}));
+  EXPECT_EQ(known_gpu_names(),
+            (std::vector<std::string>{"a100-80gb", "b200-180gb", "h100-80gb", "h200-141gb"}));
 }
 
 TEST(BundledGpus, EachLoadsUnderItsOwnNameWithASource) {
@@ -129,6 +130,7 @@ TEST(IdentifyGpu, NamesOfTheBundledPartsAsDriversSpellThem) {
   EXPECT_EQ(identified("NVIDIA H100 SXM5 80GB"), "h100-80gb");
   EXPECT_EQ(identified("NVIDIA H200"), "h200-141gb");
   EXPECT_EQ(identified("NVIDIA A100-SXM4-80GB"), "a100-80gb");
+  EXPECT_EQ(identified("NVIDIA B200"), "b200-180gb");
   EXPECT_EQ(identified("A100-SXM-80GB"), "a100-80gb");  // older drivers: no vendor
 }
 
@@ -136,18 +138,22 @@ TEST(IdentifyGpu, OtherPartsOfTheSameChipAreRefusedWithWhatDiffers) {
   EXPECT_EQ(
       identified("NVIDIA H100 PCIe"),
       "the device 'NVIDIA H100 PCIe' is an H100 PCIe (756 TFLOP/s dense BF16, 2.0 TB/s HBM2e, 114 SMs, no "
-      "NVSwitch), which no bundled GPU (a100-80gb, h100-80gb, h200-141gb) describes; pass --gpu NAME to "
+      "NVSwitch), which no bundled GPU (a100-80gb, b200-180gb, h100-80gb, h200-141gb) describes; pass --gpu "
+      "NAME to "
       "express its measurements against that GPU's datasheet (predicted times stay the measured ones; "
       "memory size and link figures are that GPU's), or add a GPU file");
   EXPECT_NE(identified("NVIDIA H100 NVL").find("is an H100 NVL (94 GB"), std::string::npos);
   EXPECT_NE(identified("NVIDIA H200 NVL").find("is an H200 NVL"), std::string::npos);
+  EXPECT_NE(identified("NVIDIA GB200").find("is a GB200 (the Grace Blackwell superchip's B200"),
+            std::string::npos)
+      << identified("NVIDIA GB200");
   EXPECT_NE(identified("NVIDIA A100-SXM4-40GB").find("is an A100 40GB"), std::string::npos);
   EXPECT_NE(identified("NVIDIA A100 80GB PCIe").find("is an A100 80GB PCIe"), std::string::npos);
   EXPECT_NE(identified("NVIDIA H100").find("the name tells neither SXM5 nor PCIe nor NVL"),
             std::string::npos);
   EXPECT_EQ(identified("NVIDIA GeForce RTX 4090"),
-            "the device 'NVIDIA GeForce RTX 4090' is none of the bundled GPUs (a100-80gb, h100-80gb, "
-            "h200-141gb); pass --gpu NAME for the closest, or add a GPU file");
+            "the device 'NVIDIA GeForce RTX 4090' is none of the bundled GPUs (a100-80gb, b200-180gb, "
+            "h100-80gb, h200-141gb); pass --gpu NAME for the closest, or add a GPU file");
 }
 
 }  // namespace

@@ -206,6 +206,11 @@ struct RankDigest {
   int64_t compute_union_ns = 0, comm_union_ns = 0, compute_or_comm_union_ns = 0, any_union_ns = 0;
   uint64_t out_of_order_intervals = 0;
   BucketSeries busy{};  // union of GPU activity per bucket, ns
+  // PIPESCOPE_KERNEL_SAMPLE: the intervals in which GPU activity was not recorded, [pause,
+  // resume) on this trace's clock (INT64_MAX: never resumed), and the N of "1 step in N"
+  // (0: every step recorded).
+  std::vector<std::pair<int64_t, int64_t>> gpu_record_pauses;
+  uint32_t kernel_sample_steps = 0;
   // The same unions up to the start of the first NVTX step range, so that the report's GPU
   // figures can leave out what ran before training (model construction, compilation, loading).
   // Known when the scan read that range's start before it had swept GPU work that started later.

@@ -73,6 +73,10 @@ struct GpuBreakdown {
   int64_t comm_wait_ns = 0;             // in NCCL kernels waiting for other ranks: collective_wait + p2p_wait
   double gpu_busy_fraction = 0;         // union of all GPU activity / span (not SM activity)
   uint64_t out_of_order_intervals = 0;  // arrived later than the reorder window; approximate
+  // PIPESCOPE_KERNEL_SAMPLE: GPU activity was recorded in 1 step of `kernel_sample_steps` (0: in
+  // every step); the span above is then only the recorded part, `recorded_fraction` of it all.
+  uint32_t kernel_sample_steps = 0;
+  double recorded_fraction = 1.0;
 };
 
 struct RankReport {

@@ -287,8 +287,8 @@ enum class NoticeCode : uint16_t {
   kWindowOpened = 8,        // capture window / step range began
   kWindowClosed = 9,
   kClockOffsetApplied = 10,  // GPU times mapped onto the trace clock by a measured offset (format 1.1)
-  // PIPESCOPE_KERNEL_SAMPLE (format 1.2): kernel records resume (a sampled step begins) or pause
-  // (an unsampled one begins); count = the step's number, counted from 0 on the step range.
+  // PIPESCOPE_KERNEL_SAMPLE (format 1.2): GPU activity records (kernels, copies, memsets) resume (a
+  // sampled step begins) or pause (an unsampled one begins); count = the step's number, from 0.
   kKernelSamplingResumed = 11,
   kKernelSamplingPaused = 12,
 };
