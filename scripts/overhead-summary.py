@@ -35,14 +35,18 @@ def load_json(path):
         raise Refused(f"{path}: {e}")
 
 
+def named_runs(run_dir, folder, name_pattern):
+    """(path, match, document) of each file in RUN_DIR/folder whose name matches."""
+    for path in sorted(glob.glob(os.path.join(run_dir, folder, "*.json"))):
+        m = name_pattern.match(os.path.basename(path))
+        if m:
+            yield path, m, load_json(path)
+
+
 def train_summary(run_dir):
     """{model: {variant: {...}}} from the training runs; none when there are none."""
     runs = {}
-    for path in sorted(glob.glob(os.path.join(run_dir, "train", "overhead-*-r*.json"))):
-        m = RUN_NAME.match(os.path.basename(path))
-        if not m:
-            continue
-        doc = load_json(path)
+    for path, m, doc in named_runs(run_dir, "train", RUN_NAME):
         steps = doc.get("step_s")
         if not isinstance(steps, list) or not steps:
             raise Refused(f"{path}: no step_s")
@@ -80,11 +84,7 @@ def train_summary(run_dir):
 def floor_summary(run_dir):
     """{variant: {fma: {"kernel_us", "host_launch_us"}}} and what each adds over "none"."""
     per = {}
-    for path in sorted(glob.glob(os.path.join(run_dir, "floor", "floor-*-r*.json"))):
-        m = FLOOR_NAME.match(os.path.basename(path))
-        if not m:
-            continue
-        doc = load_json(path)
+    for _, m, doc in named_runs(run_dir, "floor", FLOOR_NAME):
         for b in doc.get("benchmarks", []):
             if b.get("aggregate_name") != "median":
                 continue
