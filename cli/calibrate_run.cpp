@@ -207,15 +207,23 @@ int check_before_measuring(const CalibrateArgs& a, const std::string& device, co
   return kExitOk;
 }
 
+// Without a GPU: a dry run has checked all it can (exit 0); a run asked for a profile it cannot
+// write, so that `calibrate run && plan --calibration FILE` stops here, not at the plan.
+int without_a_gpu(const CalibrateArgs& a, const std::string& why) {
+  if (a.dry_run) {
+    std::cout << kRun << ": " << why << "; nothing measured\n";
+    return kExitOk;
+  }
+  std::cerr << kRun << ": " << why << "; nothing measured, " << a.output << " not written\n";
+  return kExitFailure;
+}
+
 }  // namespace
 
 int run_calibrate_run(const CalibrateArgs& a) {
   const std::string gpu_program = find_program("gpu_benchmark");
   if (gpu_program.empty()) {
-    if (visible_gpus() == 0) {
-      std::cout << kRun << ": no GPU on this machine; nothing measured\n";
-      return kExitOk;
-    }
+    if (visible_gpus() == 0) return without_a_gpu(a, "no GPU on this machine");
     std::cerr << kRun
               << ": the GPU suite (gpu_benchmark) is not in this build: build pipescope with the CUDA "
                  "compiler (nvcc) present, or set PIPESCOPE_SUITE_DIR\n";
@@ -223,12 +231,8 @@ int run_calibrate_run(const CalibrateArgs& a) {
   }
   const std::string quick = a.quick ? " --quick" : "";
   const Listing gpu_listing = list_benchmarks(quote(gpu_program) + quick + " --benchmark_list_tests=true");
-  if (!gpu_listing.no_gpu.empty() || gpu_listing.names.empty()) {
-    std::cout << kRun << ": "
-              << (gpu_listing.no_gpu.empty() ? "no GPU: the suite lists no benchmark" : gpu_listing.no_gpu)
-              << "; nothing measured\n";
-    return kExitOk;
-  }
+  if (!gpu_listing.no_gpu.empty() || gpu_listing.names.empty())
+    return without_a_gpu(a, gpu_listing.no_gpu.empty() ? "no GPU: the suite lists no benchmark" : gpu_listing.no_gpu);
   std::error_code ec;
   const fs::path work = fs::temp_directory_path(ec) / ("pipescope-calibrate." + std::to_string(getpid()));
   const int ranks = std::max(1, visible_gpus());

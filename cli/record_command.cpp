@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "arg_specs.h"
 #include "child_process.h"
@@ -71,6 +73,38 @@ std::vector<std::string> child_environment(const std::string& library,
   return env;
 }
 
+// The trace files in `dir` (names), to tell this run's from those already there.
+std::set<std::string> trace_files_in(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".pst") names.insert(it->path().filename().string());
+  }
+  return names;
+}
+
+// One line on stderr: what this run wrote, or that no process traced and why that happens.
+void say_what_was_written(const std::filesystem::path& dir, const std::set<std::string>& before) {
+  uint64_t files = 0, bytes = 0;
+  for (const std::string& name : trace_files_in(dir)) {
+    if (before.count(name) != 0) continue;
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(dir / name, ec);
+    ++files;
+    if (!ec) bytes += size;
+  }
+  if (files == 0) {
+    std::fprintf(stderr,
+                 "pipescope record: no process traced, nothing written to %s (a process traces once it initializes "
+                 "CUDA, creates an NCCL communicator or opens an NVTX range; workers started over ssh, srun or a "
+                 "container runtime may not inherit LD_PRELOAD)\n",
+                 dir.c_str());
+    return;
+  }
+  std::fprintf(stderr, "pipescope record: %llu trace%s, %.1f MiB, in %s\n", static_cast<unsigned long long>(files),
+               files == 1 ? "" : "s", static_cast<double>(bytes) / (1 << 20), dir.c_str());
+}
+
 int run_record(const RecordArgs& args, const CLI::App& app) {
   const std::string library = find_injection_library();
   if (library.empty()) {
@@ -95,8 +129,14 @@ int run_record(const RecordArgs& args, const CLI::App& app) {
   if (app.count("--kernel-sample") > 0)
     settings.emplace_back("PIPESCOPE_KERNEL_SAMPLE", std::to_string(args.kernel_sample));
 
+  const std::filesystem::path output = std::filesystem::absolute(args.output_dir);
+  const std::set<std::string> before = trace_files_in(output);
   const ChildEnd end = run_child(args.command, child_environment(library, settings));
   if (!end.started) return kExitFailure;
+  // A command that could not be run (126, 127) has said so in its one line, and traced nothing.
+  const bool never_ran = end.signal == 0 && (end.exit_code == 126 || end.exit_code == 127) &&
+                         trace_files_in(output) == before;
+  if (!never_ran) say_what_was_written(output, before);
   end_like(end);
 }
 

@@ -422,13 +422,22 @@ TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
             "profile describes a100-80gb: the plots put one GPU's points over another's curves\n");
 }
 
-TEST(CalibrateRun, WithoutAGpuSaysSoAndSucceeds) {
+TEST(CalibrateRun, WithoutAGpuTheProfileAskedForIsAFailureAndADryRunSucceeds) {
   if (run_command({"sh", "-c", "nvidia-smi -L 2>/dev/null | grep -q '^GPU'"}).exit_code == 0) {
     GTEST_SKIP() << "this machine has a GPU: calibrate run would measure it (scripts/gpu-calibrate.sh does)";
   }
-  const CommandResult r = run_pipescope({"calibrate", "run", "--quick"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("no GPU"), std::string::npos) << r.out << r.err;
+  // `calibrate run -o cal.json && plan --calibration cal.json` must stop at the first command.
+  Dir dir;
+  const CommandResult r = run_pipescope({"calibrate", "run", "--quick", "-o", dir.file("cal.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cal.json not written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.file("cal.json")));
+  const CommandResult dry = run_pipescope({"calibrate", "run", "--quick", "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("no GPU"), std::string::npos) << dry.out << dry.err;
 }
 
 // A stand-in for the GPU suite: lists benchmarks and names a device, as gpu_benchmark does.

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "run_command.h"
@@ -12,6 +13,7 @@ namespace pipescope::testing {
 namespace {
 
 const std::string kLibrary = PIPESCOPE_INJECT_LIBRARY;
+const std::string kNvtxProgram = PIPESCOPE_NVTX_PROGRAM;  // opens NVTX ranges: a process that traces
 
 std::string temp_dir(const std::string& tag) {
   std::string pattern = ::testing::TempDir() + "pipescope-record-" + tag + "-XXXXXX";
@@ -30,7 +32,7 @@ class RecordCommand : public ::testing::Test {
 TEST_F(RecordCommand, ExitCodeOfTheCommandComesBack) {
   const CommandResult r = run_pipescope({"record", "-o", dir_, "--", "/bin/sh", "-c", "exit 3"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(line_count(r.err), 1) << r.err;  // what it wrote: nothing
 }
 
 TEST_F(RecordCommand, ASignalThatEndsTheCommandEndsRecordToo) {
@@ -43,8 +45,22 @@ TEST_F(RecordCommand, OutputOfAProcessThatNeverTracesIsUntouchedAndNoFileAppears
   const CommandResult r = run_pipescope({"record", "-o", dir_, "--", "/bin/echo", "hello"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "hello\n");
-  EXPECT_EQ(r.err, "");
   EXPECT_TRUE(std::filesystem::is_empty(dir_));
+  // It ends with one line that says nothing was traced, and what usually causes that.
+  EXPECT_EQ(line_count(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("pipescope record: no process traced, nothing written to " + dir_, 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("LD_PRELOAD"), std::string::npos) << r.err;
+}
+
+// A program that opens NVTX ranges traces; the line counts this run's files only, not those an
+// earlier run left in the directory.
+TEST_F(RecordCommand, ItEndsSayingHowManyTracesOfHowManyMiBThisRunWrote) {
+  std::ofstream(dir_ + "/rank-0.1.pst") << "an earlier run's trace";
+  const CommandResult r = run_pipescope({"record", "-o", dir_, "--", kNvtxProgram});
+  ASSERT_EQ(r.exit_code, 3) << r.err;  // the program's own status
+  const std::string last = r.err.substr(r.err.rfind('\n', r.err.size() - 2) + 1);
+  EXPECT_EQ(last.rfind("pipescope record: 1 trace, ", 0), 0u) << r.err;
+  EXPECT_NE(last.find(" MiB, in " + dir_ + "\n"), std::string::npos) << r.err;
 }
 
 TEST_F(RecordCommand, FlagsBecomeTheLibrarysEnvironment) {
