@@ -56,6 +56,12 @@ TEST(ReportCommand, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(doc["stragglers"][0]["rank"], 9);
 }
 
+bool has_text(const nlohmann::json& list, const std::string& part) {
+  for (const auto& item : list)
+    if (item.get<std::string>().find(part) != std::string::npos) return true;
+  return false;
+}
+
 // A real trace from an H200 (tests/data/gpu/README.md): CUPTI's records as the GPU wrote them.
 TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
   const std::string& dir = kH200Trace;
@@ -88,9 +94,15 @@ TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
   EXPECT_LE(gpu["compute_ns"].get<int64_t>(), kernel_ns);
   EXPECT_GE(gpu["compute_ns"].get<double>(), 0.99 * static_cast<double>(kernel_ns));
   EXPECT_NEAR(gpu["gpu_busy_fraction"].get<double>(), 0.87, 0.01);
-  // Eager PyTorch: unfused elementwise kernels take more of the GPU than the GEMMs.
+  // Eager PyTorch: unfused elementwise kernels take more of the GPU than the GEMMs, and the
+  // findings point at that lever, with the numbers.
   EXPECT_NEAR(share["elementwise"], 0.46, 0.01);
   EXPECT_NEAR(share["gemm"], 0.39, 0.01);
+  EXPECT_TRUE(
+      has_text(doc["findings"],
+               "memory-bound (elementwise) kernels take 46% of the GPU's kernel and copy time, more than "
+               "the GEMMs (39%): fusing them (torch.compile, fused kernels) is where time can be won"))
+      << doc["findings"].dump();
   EXPECT_NEAR(share["attention"], 0.075, 0.005);  // cuDNN's fused SDPA kernels
   // The caching allocator's reservations: 28.71 GiB at the peak.
   EXPECT_EQ(doc["ranks"][0]["memory_figure"], "reserved");
@@ -186,12 +198,6 @@ TEST(ReportCommand, TheRealH200TracesGpuTimeStartsAtItsFirstStepInEveryFormat) {
   EXPECT_NE(r.out.find("idle 13% (all ranks, from the first step on)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GPU span from its first step on"), std::string::npos) << r.out;
   EXPECT_NE(slurp(out.file("report.html")).find("From each rank's first step on"), std::string::npos);
-}
-
-bool has_text(const nlohmann::json& list, const std::string& part) {
-  for (const auto& item : list)
-    if (item.get<std::string>().find(part) != std::string::npos) return true;
-  return false;
 }
 
 // A real 1F1B pipeline (tests/data/gpu/README.md): four stage processes that never learned their
@@ -359,6 +365,14 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   EXPECT_EQ(doc["steps"]["source"], "nvtx");  // ProfilerStep#551, #552
   EXPECT_EQ(doc["steps"]["count"], 2);
   EXPECT_TRUE(doc["ranks"][0]["gpu"]["captured"].get<bool>());
+  // The send/recv kernel of the all-to-alls takes most of the GPU's time, waiting included: the
+  // findings say so, and that GEMM and elementwise work is not where this run's time goes.
+  EXPECT_TRUE(has_text(doc["findings"],
+                       "one kernel takes 61% of the GPU's kernel and copy time (nccl, 20 launches; "
+                       "its time includes waiting for the other ranks): ncclKernel_SendRecv"))
+      << doc["findings"].dump();
+  EXPECT_FALSE(has_text(doc["findings"], "memory-bound (elementwise) kernels take"))
+      << doc["findings"].dump();
   EXPECT_FALSE(fs::exists(dir.file("kineto-0.pst")));  // the user's directory is left alone
   // Files are named as the user knows them, not by their temporary conversions.
   EXPECT_EQ(doc["files"][0]["path"], dir.file("rank-0.json.gz"));

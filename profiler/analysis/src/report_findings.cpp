@@ -111,6 +111,36 @@ void warn_of_host_side_stage_times(RunReport& report) {
   }
 }
 
+// Where the GPU's kernel time goes, when one place is the lever: memory-bound (elementwise)
+// kernels outweighing the GEMMs (an unfused framework: fusion, torch.compile), or one kernel
+// taking a large share of it.
+void point_at_the_lever(const RunReport& report, std::vector<std::string>& findings) {
+  double elementwise = 0, gemm = 0;
+  for (const CategoryStat& c : report.categories) {
+    if (c.category == "elementwise") elementwise = c.share;
+    if (c.category == "gemm") gemm = c.share;
+  }
+  constexpr double kWorthSaying = 0.20;
+  if (elementwise >= kWorthSaying && elementwise > gemm) {
+    findings.push_back("memory-bound (elementwise) kernels take " + percent(elementwise) +
+                       " of the GPU's kernel and copy time, more than the GEMMs (" + percent(gemm) +
+                       "): fusing them (torch.compile, fused kernels) is where time can be won");
+  }
+  int64_t all_ns = 0;
+  for (const CategoryStat& c : report.categories) all_ns += c.total_ns;
+  constexpr double kDominant = 0.25;
+  if (!report.kernels.empty() && all_ns > 0) {
+    const KernelStat& top = report.kernels.front();  // sorted by total time
+    const double share = static_cast<double>(top.total_ns) / static_cast<double>(all_ns);
+    if (share >= kDominant) {
+      findings.push_back("one kernel takes " + percent(share) + " of the GPU's kernel and copy time (" +
+                         top.category + ", " + std::to_string(top.count) + " launches" +
+                         (top.category == "nccl" ? "; its time includes waiting for the other ranks" : "") +
+                         "): " + top.name);
+    }
+  }
+}
+
 }  // namespace
 
 void add_findings(RunReport& report) {
@@ -220,6 +250,7 @@ void add_findings(RunReport& report) {
     f.push_back("GPU activity recorded in 1 step of " + std::to_string(sampled_one_in) +
                 " (PIPESCOPE_KERNEL_SAMPLE): GPU shares, per-micro-batch GPU times and kernel statistics are "
                 "those steps'; kernel totals cover only them (record with --kernel-sample 1 for every step)");
+  point_at_the_lever(report, f);
   warn_of_host_side_stage_times(report);
   warn_of_shared_gpus(report);
   if (!report.clock.unaligned_ranks.empty())
