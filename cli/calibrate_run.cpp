@@ -232,7 +232,8 @@ int run_calibrate_run(const CalibrateArgs& a) {
   const std::string quick = a.quick ? " --quick" : "";
   const Listing gpu_listing = list_benchmarks(quote(gpu_program) + quick + " --benchmark_list_tests=true");
   if (!gpu_listing.no_gpu.empty() || gpu_listing.names.empty())
-    return without_a_gpu(a, gpu_listing.no_gpu.empty() ? "no GPU: the suite lists no benchmark" : gpu_listing.no_gpu);
+    return without_a_gpu(
+        a, gpu_listing.no_gpu.empty() ? "no GPU: the suite lists no benchmark" : gpu_listing.no_gpu);
   std::error_code ec;
   const fs::path work = fs::temp_directory_path(ec) / ("pipescope-calibrate." + std::to_string(getpid()));
   const int ranks = std::max(1, visible_gpus());

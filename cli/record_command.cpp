@@ -94,15 +94,17 @@ void say_what_was_written(const std::filesystem::path& dir, const std::set<std::
     if (!ec) bytes += size;
   }
   if (files == 0) {
-    std::fprintf(stderr,
-                 "pipescope record: no process traced, nothing written to %s (a process traces once it initializes "
-                 "CUDA, creates an NCCL communicator or opens an NVTX range; workers started over ssh, srun or a "
-                 "container runtime may not inherit LD_PRELOAD)\n",
-                 dir.c_str());
+    std::fprintf(
+        stderr,
+        "pipescope record: no process traced, nothing written to %s (a process traces once it initializes "
+        "CUDA, creates an NCCL communicator or opens an NVTX range; workers started over ssh, srun or a "
+        "container runtime may not inherit LD_PRELOAD)\n",
+        dir.c_str());
     return;
   }
-  std::fprintf(stderr, "pipescope record: %llu trace%s, %.1f MiB, in %s\n", static_cast<unsigned long long>(files),
-               files == 1 ? "" : "s", static_cast<double>(bytes) / (1 << 20), dir.c_str());
+  std::fprintf(stderr, "pipescope record: %llu trace%s, %.1f MiB, in %s\n",
+               static_cast<unsigned long long>(files), files == 1 ? "" : "s",
+               static_cast<double>(bytes) / (1 << 20), dir.c_str());
 }
 
 int run_record(const RecordArgs& args, const CLI::App& app) {
@@ -134,8 +136,8 @@ int run_record(const RecordArgs& args, const CLI::App& app) {
   const ChildEnd end = run_child(args.command, child_environment(library, settings));
   if (!end.started) return kExitFailure;
   // A command that could not be run (126, 127) has said so in its one line, and traced nothing.
-  const bool never_ran = end.signal == 0 && (end.exit_code == 126 || end.exit_code == 127) &&
-                         trace_files_in(output) == before;
+  const bool never_ran =
+      end.signal == 0 && (end.exit_code == 126 || end.exit_code == 127) && trace_files_in(output) == before;
   if (!never_ran) say_what_was_written(output, before);
   end_like(end);
 }
