@@ -118,9 +118,10 @@ int run_export(const ExportArgs& args) {
 Command add_export_command(CLI::App& root) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* app = root.add_subcommand("export", "Convert traces for Perfetto UI or SQLite");
-  app->add_option("dir", args->dir, "Directory of *.pst traces (or PyTorch profiler JSON traces)")
+  app->add_option("dir", args->dir,
+                  "Directory of *.pst traces (or PyTorch profiler JSON traces), or one such trace file")
       ->required()
-      ->check(CLI::ExistingDirectory);
+      ->check(CLI::ExistingPath);
   app->add_option("--format", args->format, "perfetto or sqlite")
       ->required()
       ->check(CLI::IsMember({"perfetto", "sqlite"}));

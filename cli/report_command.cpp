@@ -107,9 +107,10 @@ int run_report(const ReportArgs& args) {
 Command add_report_command(CLI::App& root) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* app = root.add_subcommand("report", "Merge every rank's trace and show where time and memory go");
-  app->add_option("dir", args->dir, "Directory of *.pst traces (or PyTorch profiler JSON traces)")
+  app->add_option("dir", args->dir,
+                  "Directory of *.pst traces (or PyTorch profiler JSON traces), or one such trace file")
       ->required()
-      ->check(CLI::ExistingDirectory);
+      ->check(CLI::ExistingPath);
   app->add_flag("--json", args->json, "Print the report as JSON");
   app->add_option("--html", args->html_file, "Also write a self-contained HTML report to FILE");
   app->add_option("--plan", args->plan_file, "Compare with a plan (output of 'pipescope plan --json')")

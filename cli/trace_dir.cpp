@@ -17,17 +17,62 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
     text.replace(at, from.size(), to);
 }
 
-// A message about converted traces, reworded to name the user's files and directory.
+// A message about converted traces, reworded to name the user's files and directory: whole paths
+// first (a file given by itself), then file names, then the directory.
 std::string name_user_files(std::string text, const TraceDir& traces) {
+  for (const auto& [converted, original] : traces.original) replace_all(text, converted, original);
   for (const auto& [converted, original] : traces.original)
     replace_all(text, fs::path(converted).filename().string(), fs::path(original).filename().string());
   if (traces.dir != traces.user_dir) replace_all(text, traces.dir, traces.user_dir);
   return text;
 }
 
+// A private directory that is removed when the last copy of `cleanup` goes.
+Expected<std::string> make_private_dir(std::shared_ptr<void>& cleanup) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/pipescope-kineto-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr)
+    return Error("cannot create a temporary directory under " + pattern);
+  cleanup = std::shared_ptr<void>(nullptr, [path = pattern](void*) {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  });
+  return pattern;
+}
+
+// One trace file named by itself (`report rank-3.123.pst`): a private directory holds a link to
+// it, or its conversion; messages and paths name the user's file.
+Expected<TraceDir> prepare_trace_file(const std::string& file) {
+  TraceDir traces;
+  traces.user_dir = file;
+  traces.inputs.push_back(file);
+  const bool pst = fs::path(file).extension() == ".pst";
+  if (!pst && !analysis::looks_like_kineto_trace(file))
+    return Error(file + " is neither a pipescope trace (*.pst) nor a PyTorch profiler (Kineto) JSON trace");
+  auto dir = make_private_dir(traces.cleanup);
+  if (!dir) return dir.error();
+  traces.dir = *dir;
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(file, ec);
+  const std::string inside = *dir + "/" + (pst ? fs::path(file).filename().string() : "kineto-0.pst");
+  if (pst) {
+    fs::create_symlink(absolute, inside, ec);
+    if (ec) return Error("cannot link " + file + " into " + *dir + ": " + ec.message());
+    traces.source_format = "pipescope";
+  } else {
+    if (Status s = analysis::convert_kineto_trace(file, inside); !s) return s.error();
+    traces.source_format = "kineto";
+  }
+  traces.original[inside] = file;
+  return traces;
+}
+
 }  // namespace
 
 Expected<TraceDir> prepare_trace_dir(const std::string& dir) {
+  std::error_code file_ec;
+  if (fs::is_regular_file(dir, file_ec)) return prepare_trace_file(dir);
   std::vector<fs::path> pst, kineto;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
@@ -57,15 +102,9 @@ Expected<TraceDir> prepare_trace_dir(const std::string& dir) {
     return traces;
   }
 
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/pipescope-kineto-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr)
-    return Error("cannot create a temporary directory under " + pattern);
-  traces.cleanup = std::shared_ptr<void>(nullptr, [path = pattern](void*) {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  });
+  auto made = make_private_dir(traces.cleanup);
+  if (!made) return made.error();
+  const std::string& pattern = *made;
   for (size_t i = 0; i < kineto.size(); ++i) {
     const std::string out = pattern + "/kineto-" + std::to_string(i) + ".pst";
     if (Status s = analysis::convert_kineto_trace(kineto[i].string(), out); !s) return s.error();

@@ -411,9 +411,43 @@ TEST(ReportCommand, RefusesADirectoryOfBothKindsOfTrace) {
                    "rank-0.json.gz");
 }
 
+// A trace file named by itself is read as a run of that one trace, as `inspect` reads files.
+TEST(ReportCommand, OneTraceFileIsReadLikeADirectoryOfIt) {
+  const std::string file = kH200Trace + "/rank-x.960.pst";
+  const CommandResult one = run_pipescope({"report", file, "--json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const CommandResult all = run_pipescope({"report", kH200Trace, "--json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  auto a = nlohmann::json::parse(one.out);
+  auto b = nlohmann::json::parse(all.out);
+  EXPECT_EQ(a["files"][0]["path"], file);  // the user's file, not a private link to it
+  EXPECT_EQ(a["dir"], file);
+  EXPECT_EQ(a["ranks"], b["ranks"]);
+  EXPECT_EQ(a["kernel_categories"], b["kernel_categories"]);
+  Dir out;
+  const CommandResult exported =
+      run_pipescope({"export", file, "--format", "perfetto", "-o", out.file("one.json")});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_TRUE(fs::exists(out.file("one.json")));
+}
+
 TEST(ReportCommand, BadInputIsOneLineAndExit2) {
   Dir empty;
   expect_bad_input(run_pipescope({"report", empty.path()}), "no *.pst traces");
+
+  // A process that created its file and was killed before the first flush left 0 bytes.
+  Dir zero;
+  std::ofstream(zero.file("rank-3.4242.pst")).flush();
+  expect_bad_input(
+      run_pipescope({"report", zero.path()}),
+      "holds only empty *.pst traces (1, e.g. rank-3.4242.pst): their processes created the file and "
+      "ended before writing it");
+  // A file that is no trace of either kind.
+  std::ofstream(zero.file("notes.txt")) << "hello\n";
+  expect_bad_input(
+      run_pipescope({"report", zero.file("notes.txt")}),
+      "notes.txt is neither a pipescope trace (*.pst) nor a PyTorch profiler (Kineto) JSON trace");
+  expect_bad_input(run_pipescope({"report", zero.file("missing.pst")}), "missing.pst");
 
   Dir foreign;
   write_run(foreign);

@@ -20,22 +20,29 @@ namespace {
 namespace fs = std::filesystem;
 
 Expected<std::vector<std::string>> list_traces(const std::string& dir, std::vector<std::string>& warnings) {
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, empty;
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
   if (ec) return Error("cannot read " + dir + ": " + ec.message());
   for (const fs::directory_entry& entry : it) {
     if (entry.path().extension() != ".pst") continue;
     std::error_code size_ec;
-    if (!entry.is_regular_file(size_ec)) continue;
+    if (!entry.is_regular_file(size_ec)) continue;  // follows a link to a file
     if (entry.file_size(size_ec) == 0 && !size_ec) {
-      warnings.push_back(entry.path().filename().string() +
-                         " is empty (its process ended before writing); skipped");
+      empty.push_back(entry.path().filename().string());
       continue;
     }
     paths.push_back(entry.path().string());
   }
   std::sort(paths.begin(), paths.end());
+  std::sort(empty.begin(), empty.end());
+  if (paths.empty() && !empty.empty())
+    return Error(dir + " holds only empty *.pst traces (" + std::to_string(empty.size()) + ", e.g. " +
+                 empty.front() +
+                 "): their processes created the file and ended before writing it (killed "
+                 "before the first flush?)");
+  for (const std::string& name : empty)
+    warnings.push_back(name + " is empty (its process ended before writing); skipped");
   if (paths.empty())
     return Error("no *.pst traces in " + dir + " (record a run with 'pipescope record -o " + dir +
                  " -- ...')");
