@@ -113,8 +113,8 @@ calibrate::RunObservation observe(const analysis::RunReport& report, const std::
     s.predicted_memory_bound_s = predicted.memory_bound_s[k];
     s.measured_memory_bound_s = kernels[k].memory_bound_s;
     s.predicted_allocated_bytes = static_cast<double>(p.allocated_bytes);
-    s.predicted_reserved_bytes = static_cast<double>(p.reserved_bytes);  // held, as traces see it
-    s.measured_peak_bytes = static_cast<double>(m.peak_memory_bytes);
+    s.predicted_reserved_bytes = static_cast<double>(p.reserved_bytes);            // held, as traces see it
+    s.measured_peak_bytes = static_cast<double>(m.peak_memory_bytes.value_or(0));  // 0: not measured
     run.stages.push_back(s);
   }
   return run;

@@ -238,6 +238,19 @@ TEST(ReportCommand, TheRealH100PipelineIsFourStagesOfOneRankWithoutItsLauncher) 
         << k;
   }
   EXPECT_TRUE(has_text(doc["findings"], "memory imbalance: stage 0 holds 1.6x the activations of stage 3"));
+  // The four stages shared one GPU and passed activations through gloo: their NVTX ranges take in
+  // the blocking receives and the GPU's busy time takes in the other stages' slices, so the bubble
+  // is not measured (it read 0% in every stage), and no NCCL p2p was there to time (null, not 0).
+  EXPECT_TRUE(has_text(doc["findings"], "pipeline bubble: not measured (stages ran on one GPU"))
+      << doc["findings"].dump();
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_TRUE(doc["stages"][k]["shares_gpu"].get<bool>()) << k;
+    EXPECT_TRUE(doc["stages"][k]["bubble_fraction"].is_null()) << k;
+    EXPECT_TRUE(doc["stages"][k]["p2p_ns"].is_null()) << k;
+    EXPECT_TRUE(doc["stages"][k]["p2p_wait_ns"].is_null()) << k;
+    EXPECT_TRUE(doc["ranks"][k]["p2p_ns"].is_null()) << k;
+    EXPECT_TRUE(doc["ranks"][k]["bubble_fraction"].is_null()) << k;
+  }
 
   const CommandResult text = run_pipescope({"report", kH100Pp4Trace});
   ASSERT_EQ(text.exit_code, 0) << text.err;
@@ -365,6 +378,11 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   EXPECT_EQ(doc["steps"]["source"], "nvtx");  // ProfilerStep#551, #552
   EXPECT_EQ(doc["steps"]["count"], 2);
   EXPECT_TRUE(doc["ranks"][0]["gpu"]["captured"].get<bool>());
+  // No memory records: the peak is not measured (null), not 0; NCCL calls were, p2p time with them.
+  EXPECT_EQ(doc["ranks"][0]["memory_figure"], "none");
+  EXPECT_TRUE(doc["ranks"][0]["peak_memory_bytes"].is_null());
+  EXPECT_TRUE(doc["ranks"][0]["peak_memory_at_ns"].is_null());
+  EXPECT_TRUE(doc["ranks"][0]["p2p_ns"].is_number());
   // The send/recv kernel of the all-to-alls takes most of the GPU's time, waiting included: the
   // findings say so, and that GEMM and elementwise work is not where this run's time goes.
   EXPECT_TRUE(has_text(doc["findings"],

@@ -200,7 +200,7 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
         g.span_ns > 0 ? std::min(1.0, static_cast<double>(any) / static_cast<double>(g.span_ns)) : 0;
     g.out_of_order_intervals = d.out_of_order_intervals;
   }
-  r.p2p_ns = d.p2p_ns;
+  if (!d.comms.empty()) r.p2p_ns = d.p2p_ns;
   r.gpu_uuids = kernel_gpu_uuids(d);
   r.kernel_ns_by_category = d.kernel_ns_by_category;
   const int64_t copy_ns = d.memcpy_totals.time_ns + d.memset_totals.time_ns;

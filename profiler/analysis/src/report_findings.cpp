@@ -202,10 +202,16 @@ void add_findings(RunReport& report) {
       bubbles += (bubbles.empty() ? "" : " ") + (s.bubble_fraction ? percent(*s.bubble_fraction) : "-");
       if (s.source != "none") source = s.source;
     }
+    const bool shared = std::any_of(report.stages.begin(), report.stages.end(),
+                                    [](const StageReport& s) { return s.shares_gpu; });
     if (source.empty()) {
       f.push_back(
           "pipeline bubble: not measured (no NVTX forward/backward ranges, and no p2p kernels "
           "beside compute kernels to read the schedule from)");
+    } else if (shared) {
+      f.push_back(
+          "pipeline bubble: not measured (stages ran on one GPU: a stage waiting for its neighbour "
+          "looks busy, in its NVTX ranges and in the GPU's activity alike)");
     } else {
       f.push_back("pipeline bubble per stage: " + bubbles + " (from " +
                   (source == "nvtx" ? "NVTX ranges" : "the p2p pattern") + ")");

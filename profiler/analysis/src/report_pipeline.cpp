@@ -3,6 +3,7 @@
 // the top kernels by category; the busy and memory time series.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "p2p_pipeline.h"
 #include "parallel_for.h"
@@ -118,7 +119,7 @@ void fill_memory(const ReportContext& ctx, size_t i, const P2pPipelineFigures& p
   const RankDigest& d = ctx.run.ranks[i];
   if (!d.memory_seen) return;
   r.memory_figure = d.memory_from_pool ? "allocated" : "reserved";
-  r.peak_memory_bytes = d.peak_memory_bytes;
+  r.peak_memory_bytes = d.peak_memory_bytes;  // memory records seen: measured, 0 included
   r.peak_memory_at_ns = ctx.aligned(i, d.peak_memory_at_ns);
   int64_t before = nvtx_first_forward_ns(d);
   if (before < 0 && p2p.first_forward_ns >= 0) before = ctx.local(i, p2p.first_forward_ns);
@@ -160,13 +161,26 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
   });
   std::map<int32_t, std::vector<size_t>> by_stage;
   for (size_t i = 0; i < n; ++i) by_stage[report.ranks[i].stage].push_back(i);
+  // Stages whose processes share a GPU: a blocking receive or a time slice of another stage's
+  // kernels reads as work, in NVTX ranges and in GPU activity alike.
+  std::map<std::string, std::set<int32_t>> stages_by_gpu;
+  for (const RankReport& r : report.ranks)
+    for (const std::string& uuid : r.gpu_uuids) stages_by_gpu[uuid].insert(r.stage);
+  auto shares_gpu = [&](const RankReport& r) {
+    return std::any_of(r.gpu_uuids.begin(), r.gpu_uuids.end(),
+                       [&](const std::string& uuid) { return stages_by_gpu[uuid].size() > 1; });
+  };
+  for (RankReport& r : report.ranks)
+    if (shares_gpu(r)) r.bubble_fraction.reset();
   for (const auto& [stage, members] : by_stage) {
     StageReport s;
     s.stage = stage;
+    s.shares_gpu =
+        std::any_of(members.begin(), members.end(), [&](size_t i) { return shares_gpu(report.ranks[i]); });
     s.ranks = static_cast<int32_t>(members.size());
     PipelineFigures sum;
     int64_t p2p = 0, p2p_wait = 0, gpu_ns = 0;
-    uint64_t steps = 0;
+    uint64_t steps = 0, p2p_steps = 0;
     for (size_t i : members) {
       sum.add(figures[i]);
       // Under kernel sampling the kernels cover the recorded steps only: scaled to all of them.
@@ -174,11 +188,17 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
       for (const auto& [category, ns] : report.ranks[i].kernel_ns_by_category)
         if (category != "nccl") gpu_ns += static_cast<int64_t>(static_cast<double>(ns) / recorded);
       if (figures[i].source != "none") s.source = figures[i].source;
-      p2p += report.ranks[i].p2p_ns;
-      p2p_wait += report.ranks[i].p2p_wait_ns;
       // Per step: the rank's NVTX steps, else the run's (from the collectives' rhythm).
-      steps += std::max<uint64_t>(1, report.ranks[i].steps > 0 ? report.ranks[i].steps : report.steps.count);
-      s.peak_memory_bytes = std::max(s.peak_memory_bytes, report.ranks[i].peak_memory_bytes);
+      const uint64_t rank_steps =
+          std::max<uint64_t>(1, report.ranks[i].steps > 0 ? report.ranks[i].steps : report.steps.count);
+      steps += rank_steps;
+      if (const auto& rank_p2p = report.ranks[i].p2p_ns) {
+        p2p += *rank_p2p;
+        p2p_wait += report.ranks[i].p2p_wait_ns;
+        p2p_steps += rank_steps;
+      }
+      if (const auto& peak = report.ranks[i].peak_memory_bytes)
+        s.peak_memory_bytes = std::max(s.peak_memory_bytes.value_or(0), *peak);
       if (const auto& a = report.ranks[i].peak_activation_bytes)
         s.peak_activation_bytes = std::max(s.peak_activation_bytes.value_or(0), *a);
     }
@@ -193,12 +213,14 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     s.warmup_ns = mean_of(sum.warmup_ns, sum.phase_steps);
     s.steady_ns = mean_of(sum.steady_ns, sum.phase_steps);
     s.cooldown_ns = mean_of(sum.cooldown_ns, sum.phase_steps);
-    if (sum.steps > 0) s.bubble_fraction = sum.bubble_sum / static_cast<double>(sum.steps);
+    if (sum.steps > 0 && !s.shares_gpu) s.bubble_fraction = sum.bubble_sum / static_cast<double>(sum.steps);
     if (sum.microbatch_steps > 0)
       s.microbatches_per_step =
           static_cast<double>(sum.microbatches) / static_cast<double>(sum.microbatch_steps);
-    s.p2p_ns = mean(p2p, steps);
-    s.p2p_wait_ns = mean(p2p_wait, steps);
+    if (p2p_steps > 0) {
+      s.p2p_ns = mean(p2p, p2p_steps);
+      s.p2p_wait_ns = mean(p2p_wait, p2p_steps);
+    }
     report.stages.push_back(s);
   }
   if (!report.stages.empty() && report.stages.back().peak_activation_bytes.value_or(0) > 0) {

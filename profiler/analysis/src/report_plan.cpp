@@ -186,8 +186,9 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
     c.stage = measured.stage;
     c.peak_memory_bytes = figure(
         memory == "allocated" ? number(s, "allocated_bytes") : number(s, "peak_memory_bytes") - unseen_bytes,
-        memory == "none" ? std::nullopt
-                         : std::optional<double>(static_cast<double>(measured.peak_memory_bytes)));
+        memory == "none" || !measured.peak_memory_bytes
+            ? std::nullopt
+            : std::optional<double>(static_cast<double>(*measured.peak_memory_bytes)));
     c.forward_s = figure(number(s, "forward_s"), seconds(measured.forward_mean_ns));
     c.backward_s = figure(number(s, "backward_s"), seconds(measured.backward_mean_ns));
     const auto by_kind = [&](std::initializer_list<const char*> kinds, const char* extra,

@@ -67,18 +67,19 @@ std::string breakdown_chart(const RunReport& r) {
 std::string memory_stage_chart(const RunReport& r) {
   std::vector<BarRow> rows;
   for (const StageReport& s : r.stages) {
-    if (s.peak_memory_bytes == 0) continue;
+    if (!s.peak_memory_bytes || *s.peak_memory_bytes == 0) continue;
+    const uint64_t peak = *s.peak_memory_bytes;
     if (!s.peak_activation_bytes) {  // the split is not measured: the peak alone
       rows.push_back(BarRow{"stage " + std::to_string(s.stage),
-                            {{gib(s.peak_memory_bytes), "#bdbdbd"}},
-                            fixed(gib(s.peak_memory_bytes), 2) + " GiB (static / activations not measured)"});
+                            {{gib(peak), "#bdbdbd"}},
+                            fixed(gib(peak), 2) + " GiB (static / activations not measured)"});
       continue;
     }
     const uint64_t activations = *s.peak_activation_bytes;
-    const uint64_t static_bytes = s.peak_memory_bytes - std::min(s.peak_memory_bytes, activations);
+    const uint64_t static_bytes = peak - std::min(peak, activations);
     rows.push_back(BarRow{"stage " + std::to_string(s.stage),
                           {{gib(static_bytes), "#9ecae9"}, {gib(activations), "#3182bd"}},
-                          fixed(gib(s.peak_memory_bytes), 2) + " GiB (activations " +
+                          fixed(gib(peak), 2) + " GiB (activations " +
                               fixed(s.activation_vs_last_stage.value_or(0), 1) + "x last stage)"});
   }
   if (rows.empty()) return "<p>No memory records in the traces.</p>";
@@ -264,8 +265,8 @@ std::string report_html(const RunReport& r) {
               "th");
     for (const StageReport& s : r.stages)
       table_row(out, {std::to_string(s.stage), std::to_string(s.ranks), ms_cell(s.forward_mean_ns, 2),
-                      ms_cell(s.backward_mean_ns, 2), pct(s.bubble_fraction), fixed(ms(s.p2p_ns), 2),
-                      fixed(ms(s.p2p_wait_ns), 2), fixed(gib(s.peak_memory_bytes), 2),
+                      ms_cell(s.backward_mean_ns, 2), pct(s.bubble_fraction), ms_cell(s.p2p_ns, 2),
+                      ms_cell(s.p2p_wait_ns, 2), gib_cell(s.peak_memory_bytes, 2),
                       s.peak_activation_bytes ? fixed(gib(*s.peak_activation_bytes), 2) : "-",
                       s.activation_vs_last_stage ? fixed(*s.activation_vs_last_stage, 2) : "-"});
     out << "</table>\n";

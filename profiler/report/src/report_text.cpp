@@ -59,8 +59,8 @@ void write_stages(std::ostream& out, const RunReport& r) {
     out << "  " << right(std::to_string(s.stage), 5) << right(std::to_string(s.ranks), 6)
         << right(ms_cell(s.forward_mean_ns, 2), 9) << right(ms_cell(s.backward_mean_ns, 2), 9)
         << right(ms_cell(s.gpu_ns_per_microbatch, 2), 9) << right(pct(s.bubble_fraction), 8)
-        << right(fixed(ms(s.p2p_ns), 2), 9) << right(fixed(ms(s.p2p_wait_ns), 2), 9)
-        << right(fixed(gib(s.peak_memory_bytes), 2), 10)
+        << right(ms_cell(s.p2p_ns, 2), 9) << right(ms_cell(s.p2p_wait_ns, 2), 9)
+        << right(gib_cell(s.peak_memory_bytes, 2), 10)
         << right(s.peak_activation_bytes ? fixed(gib(*s.peak_activation_bytes), 2) : "-", 9)
         << right(s.activation_vs_last_stage ? fixed(*s.activation_vs_last_stage, 2) + "x" : "-", 8) << '\n';
 }
@@ -75,7 +75,7 @@ void write_rank_row(std::ostream& out, const RankReport& k) {
       << right(share(g.comm_exposed_ns), 8) << right(share(g.comm_hidden_ns), 8)
       << right(share(g.copy_only_ns), 6) << right(share(g.idle_ns), 6)
       << right(fixed(ms(k.collective_wait_ns + k.p2p_wait_ns), 1), 10)
-      << right(fixed(gib(k.peak_memory_bytes), 2), 9) << '\n';
+      << right(gib_cell(k.peak_memory_bytes, 2), 9) << '\n';
 }
 
 void write_ranks(std::ostream& out, const RunReport& r) {

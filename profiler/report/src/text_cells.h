@@ -23,6 +23,9 @@ inline std::string pct(const std::optional<double>& fraction) { return fraction 
 inline std::string ms_cell(const std::optional<int64_t>& ns, int decimals) {
   return ns ? fixed(static_cast<double>(*ns) / 1e6, decimals) : "-";
 }
+inline std::string gib_cell(const std::optional<uint64_t>& bytes, int decimals) {
+  return bytes ? fixed(gib(*bytes), decimals) : "-";
+}
 // A plan figure's error (PlanFigure::error_percent), "+12%"; "-" without a measurement.
 inline std::string error_pct(const std::optional<double>& percent) {
   if (!percent) return "-";

@@ -87,7 +87,7 @@ struct RankReport {
   // Memory: the figure the trace holds ("reserved": cudaMalloc'ed by the allocator, "allocated":
   // stream-ordered pool allocations, "none": no memory records).
   std::string memory_figure = "none";
-  uint64_t peak_memory_bytes = 0;
+  std::optional<uint64_t> peak_memory_bytes;  // empty: no memory records
   int64_t peak_memory_at_ns = 0;
   // Held before the first forward (NVTX, else the p2p pattern's first forward); empty when
   // nothing shows where the first forward starts.
@@ -100,9 +100,11 @@ struct RankReport {
   std::optional<int64_t> forward_mean_ns, backward_mean_ns;
   // 1 - (forward + backward) / (first forward .. last backward), per step, mean.
   std::optional<double> bubble_fraction;
-  int64_t p2p_ns = 0;              // time in p2p operations (kernels, or blocking host calls)
+  // Time in p2p operations (kernels, or blocking host calls); empty when the trace holds no NCCL
+  // call, so that transfers made another way (gloo, host copies) are not read as none.
+  std::optional<int64_t> p2p_ns;
   int64_t collective_wait_ns = 0;  // waiting for other members in collectives (see GpuBreakdown)
-  int64_t p2p_wait_ns = 0;         // in p2p receives, waiting for the sender to start
+  int64_t p2p_wait_ns = 0;         // in p2p receives, waiting for the sender to start (0 without p2p_ns)
   // Steps seen by this rank.
   uint64_t steps = 0;
   int64_t step_mean_ns = 0;
@@ -129,10 +131,13 @@ struct StageReport {
   std::optional<int64_t> gpu_ns_per_microbatch;
   std::optional<int64_t> warmup_ns, steady_ns, cooldown_ns;  // per step, mean
   std::optional<double> bubble_fraction;
+  // Its ranks ran kernels on a GPU that another stage's ranks used too (stages time-sliced on one
+  // GPU): then a stage that waits looks busy, and the bubble is not measured.
+  bool shares_gpu = false;
   std::optional<double> microbatches_per_step;     // forwards a step (NVTX ranges, or activations passed on)
-  int64_t p2p_ns = 0;                              // per step, mean over the stage's ranks
-  int64_t p2p_wait_ns = 0;                         // of it, receives waiting for their sender; per step, mean
-  uint64_t peak_memory_bytes = 0;                  // max over the stage's ranks
+  std::optional<int64_t> p2p_ns;                   // per step, mean over the stage's ranks that measured it
+  std::optional<int64_t> p2p_wait_ns;              // of it, receives waiting for their sender; per step, mean
+  std::optional<uint64_t> peak_memory_bytes;       // max over the stage's ranks with memory records
   std::optional<uint64_t> peak_activation_bytes;   // max over the stage's ranks; empty: not measured
   std::optional<double> activation_vs_last_stage;  // this stage's peak activations / the last stage's
 };
