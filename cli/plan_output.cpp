@@ -105,7 +105,10 @@ void write_totals(std::ostream& out, const planner::PlanOutcome& o) {
   line("pipeline bubble", percent(u.bubble_fraction), percent(s.bubble_fraction));
   line("tokens/s", thousands(u.tokens_per_s), thousands(s.tokens_per_s));
   line("TFLOP/s per GPU", printf_string("%.1f", u.tflops_per_gpu), printf_string("%.1f", s.tflops_per_gpu));
-  line("MFU", percent(u.mfu), percent(s.mfu));
+  // Two conventions are published: attention's full s x s per layer (Megatron-LM, PaLM), and the
+  // causal half of it (FlashAttention); at long sequences they differ by a third.
+  line("MFU, full s x s attention", percent(u.mfu), percent(s.mfu));
+  line("MFU, causal halved", percent(u.mfu_causal), percent(s.mfu_causal));
   line("peak memory (reserved)", gib(u.peak_memory_bytes) + " GiB", gib(s.peak_memory_bytes) + " GiB");
   if (u.reserved_bytes > u.peak_memory_bytes || s.reserved_bytes > s.peak_memory_bytes)
     line("held after step", gib(u.reserved_bytes) + " GiB", gib(s.reserved_bytes) + " GiB");
@@ -229,6 +232,7 @@ ordered_json report_json(const PlanReport& r, int64_t micro_batches) {
                       {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
                       {"model_flops_per_s_per_gpu", r.tflops_per_gpu * 1e12},
                       {"mfu", r.mfu},
+                      {"mfu_causal", r.mfu_causal},
                       {"busiest_stage", busiest.stage},
                       {"busiest_stage_work_per_step", step_work},
                       {"stages", stages}};

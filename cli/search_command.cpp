@@ -117,6 +117,12 @@ void write_text(std::ostream& out, const planner::SearchRequest& request, const 
     }
   }
   out << "\n";
+  if (!r.ranked.empty()) {
+    out << "note: MFU counts attention over the full s x s per layer, as Megatron-LM and PaLM do; with "
+           "causal "
+           "attention halved, as FlashAttention counts it, the first configuration's is "
+        << printf_string("%.1f%%", r.ranked.front().mfu_causal * 100) << " (--json: mfu_causal)\n";
+  }
   for (const std::string& note : r.notes) out << "note: " << note << "\n";
   if (!r.rejected.empty()) {
     out << "\nrejected (configurations, reason):\n";
@@ -151,6 +157,7 @@ ordered_json plan_json(size_t rank, const planner::RankedPlan& p) {
                       {"tokens_per_s", p.tokens_per_s},
                       {"tflops_per_gpu", p.tflops_per_gpu},
                       {"mfu", p.mfu},
+                      {"mfu_causal", p.mfu_causal},
                       {"peak_memory_bytes", p.peak_memory_bytes},
                       {"fits", p.fits},
                       {"uniform_fits", p.uniform_fits},

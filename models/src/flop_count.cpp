@@ -64,8 +64,11 @@ IterationFlops iteration_flops(const ModelDesc& m, int64_t global_batch_size, in
   whole.recompute = recompute;
   double forward = 0;
   double recomputed = 0;
+  double core = 0;
   for (int64_t layer = 0; layer < m.num_layers; ++layer) {
-    forward += layer_forward_flops(m, layer, whole).forward();
+    const LayerFlops f = layer_forward_flops(m, layer, whole);
+    forward += f.forward();
+    core += f.attention_core;
     recomputed += layer_recompute_flops(m, layer, whole);
   }
   // The published vocabulary, not the padded one: MFU compares against the model's own work.
@@ -74,6 +77,7 @@ IterationFlops iteration_flops(const ModelDesc& m, int64_t global_batch_size, in
   IterationFlops flops;
   flops.model = 3 * forward;
   flops.hardware = flops.model + recomputed;
+  flops.attention_core = 3 * core;
   return flops;
 }
 

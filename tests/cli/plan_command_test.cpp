@@ -143,6 +143,24 @@ TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
 
 // The peak's parts outside the tensors, from the profile: the CUDA context once, NCCL's buffers
 // once per communicator a rank opens (one, one for tp, two for pp, one for dp: five here).
+// Published MFUs come in two conventions; the plan gives both, and says which is which.
+TEST(PlanCommand, MfuIsGivenWithTheFullAndTheCausallyHalvedAttention) {
+  const CommandResult text = run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "h100-80gb", "--gpus", "8",
+                                            "--tp", "8", "--pp", "1", "--seq", "65536", "--gbs", "8"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("MFU, full s x s attention"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("MFU, causal halved"), std::string::npos) << text.out;
+  const CommandResult r = run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "h100-80gb", "--gpus", "8",
+                                         "--tp", "8", "--pp", "1", "--seq", "65536", "--gbs", "8", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json plan = json::parse(r.out)["uniform"];
+  // At 65,536 tokens the attention core is most of a 7B model's FLOPs: halving it takes off about
+  // a third of the MFU (model FLOPs 6·N·s·B-ish plus 12·B·s²·l·h against half of the latter).
+  const double ratio = plan["mfu_causal"].get<double>() / plan["mfu"].get<double>();
+  EXPECT_GT(ratio, 0.6);
+  EXPECT_LT(ratio, 0.75);
+}
+
 TEST(PlanCommand, JsonStatesTheMemoryOverheadsEveryPeakHolds) {
   const json doc = plan_json({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "2",
                               "--pp", "4", "--mbs", "1", "--gbs", "16", "--recompute", "none"});

@@ -59,6 +59,16 @@ TEST(FlopCount, SelectiveRecomputeRedoesTheAttentionCoreForward) {
   EXPECT_EQ(f.hardware - f.model, 4 * B * s * s * h * l);  // Q·K^T and scores·V per layer
 }
 
+TEST(FlopCount, TheAttentionCoreOfModelFlopsAndItsCausalHalf) {
+  const ModelDesc m = small_gpt();
+  const double B = 4, s = 128, l = 3, h = 256;
+  const IterationFlops f = iteration_flops(m, 4, 128, RecomputeMode::kNone);
+  // Korthikanti's 12·B·s²·l·h term: three passes of Q·K^T and scores·V over the full s x s.
+  EXPECT_EQ(f.attention_core, 12 * B * s * s * l * h);
+  // A causal mask computes the lower triangle only: FlashAttention's count halves that term.
+  EXPECT_EQ(f.model_causal(), f.model - 6 * B * s * s * l * h);
+}
+
 TEST(FlopCount, BackwardIsTwiceForward) {
   CostOptions o;
   const LayerFlops f = layer_forward_flops(small_gpt(), 0, o);

@@ -38,6 +38,7 @@ void finalize(const PlanInputs& in, PlanReport& r) {
     r.tflops_per_gpu = flops.model / r.iteration_s / gpus / 1e12;
     r.hardware_tflops_per_gpu = flops.hardware / r.iteration_s / gpus / 1e12;
     r.mfu = flops.model / r.iteration_s / gpus / in.cluster.gpu.peak_dense_bf16_flops_per_s;
+    r.mfu_causal = flops.model_causal() / r.iteration_s / gpus / in.cluster.gpu.peak_dense_bf16_flops_per_s;
   }
 }
 

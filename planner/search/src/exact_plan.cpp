@@ -16,9 +16,10 @@ const char* mode_name(int option) { return option == 0 ? "none" : option == 1 ? 
 ExactPlanner::ExactPlanner(const SearchRequest& request, int64_t seq_length)
     : inputs_{request.model, request.cluster, request.profile, {}} {
   // Model FLOPs do not depend on recomputation (it changes what the GPUs execute, not the model).
-  model_flops_ =
-      models::iteration_flops(request.model, request.global_batch, seq_length, models::RecomputeMode::kNone)
-          .model;
+  const models::IterationFlops flops =
+      models::iteration_flops(request.model, request.global_batch, seq_length, models::RecomputeMode::kNone);
+  model_flops_ = flops.model;
+  model_flops_causal_ = flops.model_causal();
 }
 
 Expected<const CostModel*> ExactPlanner::costs_for(const ParallelConfig& c) {
@@ -40,6 +41,7 @@ void ExactPlanner::set_throughput(RankedPlan& r) const {
   r.tokens_per_s = static_cast<double>(c.global_batch) * static_cast<double>(c.seq_length) / r.iteration_s;
   r.tflops_per_gpu = model_flops_ / r.iteration_s / gpus / 1e12;
   r.mfu = model_flops_ / r.iteration_s / gpus / inputs_.cluster.gpu.peak_dense_bf16_flops_per_s;
+  r.mfu_causal = model_flops_causal_ / r.iteration_s / gpus / inputs_.cluster.gpu.peak_dense_bf16_flops_per_s;
 }
 
 Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std::vector<int>& boundaries,

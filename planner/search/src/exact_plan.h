@@ -33,7 +33,8 @@ class ExactPlanner {
 
   PlanInputs inputs_;
   std::map<Key, CostModel> cache_;
-  double model_flops_ = 0;  // per iteration, all GPUs
+  double model_flops_ = 0;         // per iteration, all GPUs
+  double model_flops_causal_ = 0;  // the same with causal attention halved
   int64_t built_ = 0;
 };
 

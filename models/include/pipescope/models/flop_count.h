@@ -51,6 +51,12 @@ double layer_recompute_flops(const ModelDesc& model, int64_t layer, const CostOp
 struct IterationFlops {
   double model = 0;     // 3 x forward: the FLOPs model FLOPs utilization (MFU) divides by
   double hardware = 0;  // model + what recomputation redoes: the FLOPs the GPUs execute (HFU)
+  // Of `model`, the attention core counted over the full s x s score matrix, as Megatron-LM
+  // (Narayanan et al. 2021) and PaLM (Chowdhery et al. 2022, appendix B) count it.
+  double attention_core = 0;
+  // `model` with the causal attention core halved (only the lower triangle is computed), as the
+  // FlashAttention papers count it: the other convention published MFUs use.
+  double model_causal() const { return model - attention_core / 2; }
 };
 IterationFlops iteration_flops(const ModelDesc& model, int64_t global_batch_size, int64_t seq_length,
                                RecomputeMode recompute);

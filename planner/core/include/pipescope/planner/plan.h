@@ -50,6 +50,7 @@ struct PlanReport {
   double tflops_per_gpu = 0;           // model FLOPs (no recompute) / iteration / GPU, in TFLOP/s
   double hardware_tflops_per_gpu = 0;  // with recomputation, as Narayanan et al. 2021 count
   double mfu = 0;                      // model FLOPs / (iteration x GPUs x peak dense bf16)
+  double mfu_causal = 0;               // the same with causal attention halved (models::IterationFlops)
   int64_t peak_memory_bytes = 0;       // reserved, of the worst stage
   int64_t reserved_bytes = 0;          // held once the first step ran, of the worst stage
   bool fits = false;

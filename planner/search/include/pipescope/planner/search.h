@@ -72,6 +72,7 @@ struct RankedPlan {
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;      // model FLOPs (no recompute) per second and GPU, in TFLOP/s
   double mfu = 0;                 // model FLOPs / (iteration x GPUs x peak dense bf16)
+  double mfu_causal = 0;          // the same with causal attention halved (models::IterationFlops)
   int64_t peak_memory_bytes = 0;  // reserved, of the worst stage
   bool fits = true;
   bool uniform_fits = true;               // false: only the balanced split fits
