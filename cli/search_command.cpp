@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "arg_specs.h"
@@ -27,6 +28,9 @@ struct SearchArgs {
   PlanArgs plan;
   int64_t top = 20;
   bool mbs_given = false;
+  // Dimensions pinned to one value; unset: searched.
+  std::optional<int64_t> tp, pp, vpp, zero;
+  std::string recompute, schedule;
 };
 
 std::string split_name(const planner::RankedPlan& p) { return p.uniform_fits ? "uniform" : "balanced"; }
@@ -218,7 +222,25 @@ int run_search(const SearchArgs& args) {
   request.optimizer =
       planner::parse_optimizer_recipe(a.optimizer).value_or(planner::OptimizerRecipe::kMegatron);
   request.top = args.top;
-  if (args.mbs_given) request.constraints.micro_batches = {a.mbs};
+  planner::SearchConstraints& k = request.constraints;
+  if (args.mbs_given) k.micro_batches = {a.mbs};
+  k.tp = args.tp;
+  k.pp = args.pp;
+  k.vpp = args.vpp;
+  if (args.zero) k.zero_stages = {static_cast<int>(*args.zero)};
+  if (!args.recompute.empty()) {
+    for (planner::RecomputeChoice r : {planner::RecomputeChoice::kNone, planner::RecomputeChoice::kSelective,
+                                       planner::RecomputeChoice::kFull, planner::RecomputeChoice::kAuto})
+      if (planner::to_string(r) == args.recompute) k.recompute = {r};
+  }
+  if (!args.schedule.empty()) {
+    for (planner::ScheduleKind kind : {planner::ScheduleKind::kOneFOneB, planner::ScheduleKind::kInterleaved,
+                                       planner::ScheduleKind::kGPipe})
+      if (planner::to_string(kind) == args.schedule) k.schedules = {kind};
+  }
+  if (args.vpp && *args.vpp > 1 && !args.schedule.empty() && args.schedule != "interleaved")
+    return usage_error(kSearch, "--vpp " + std::to_string(*args.vpp) +
+                                    " needs the interleaved schedule, not --schedule " + args.schedule);
   auto result = planner::search(request);
   if (!result.ok()) return usage_error(kSearch, result.error().message);
   if (a.json) {
@@ -239,7 +261,23 @@ Command add_search_command(CLI::App& root) {
       ->check(CLI::Validator(whole_number_at_least(0), "N"))
       ->capture_default_str();
   CLI::Option* mbs = app->get_option("--mbs");
-  mbs->description("Micro-batch size (default: search 1, 2, 4 and 8)");
+  mbs->description("Micro-batch size, pinned (default: 1, 2, 4 and 8 are searched)")->default_str("");
+  const CLI::Validator count(whole_number_at_least(1), "N");
+  app->add_option("--tp", args->tp,
+                  "Tensor-parallel size, pinned (default: every divisor up to a node's GPUs)")
+      ->check(count);
+  app->add_option("--pp", args->pp, "Pipeline-parallel size, pinned (default: every divisor)")->check(count);
+  app->add_option("--vpp", args->vpp,
+                  "Virtual stages per pipeline rank, pinned; 1: no interleaving (default: 1 and every count "
+                  "that splits the layers evenly)")
+      ->check(count);
+  app->add_option("--zero", args->zero, "ZeRO stage, pinned (default: 0, 1, 2 and 3, with shard groups)")
+      ->check(CLI::Range(0, 3));
+  app->add_option("--recompute", args->recompute,
+                  "none, selective, full or auto, pinned (default: all four; auto not with interleaving)")
+      ->check(CLI::IsMember({"none", "selective", "full", "auto"}));
+  app->add_option("--schedule", args->schedule, "1f1b, interleaved or gpipe, pinned (default: all three)")
+      ->check(CLI::IsMember({"1f1b", "interleaved", "gpipe"}));
   return {app, [args, mbs] {
             args->mbs_given = mbs->count() > 0;
             return run_search(*args);

@@ -145,8 +145,8 @@ TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
 // once per communicator a rank opens (one, one for tp, two for pp, one for dp: five here).
 // Published MFUs come in two conventions; the plan gives both, and says which is which.
 TEST(PlanCommand, MfuIsGivenWithTheFullAndTheCausallyHalvedAttention) {
-  const CommandResult text = run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "h100-80gb", "--gpus", "8",
-                                            "--tp", "8", "--pp", "1", "--seq", "65536", "--gbs", "8"});
+  const CommandResult text = run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "h100-80gb", "--gpus",
+                                            "8", "--tp", "8", "--pp", "1", "--seq", "65536", "--gbs", "8"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("MFU, full s x s attention"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("MFU, causal halved"), std::string::npos) << text.out;

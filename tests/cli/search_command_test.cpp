@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,10 +122,84 @@ TEST(SearchCommand, BadInputIsOneLineAndExitTwo) {
                    "nowhere");
   expect_bad_input({"search", "--model", "llama2-7b", "--gpus", "8", "--gbs", "8"}, "--cluster");
   expect_bad_input(search_args({"--gbs", "8", "--top", "-1"}), "--top");
-  expect_bad_input(search_args({"--gbs", "8", "--tp", "2"}), "--tp");
+  expect_bad_input(search_args({"--gbs", "8", "--tp", "0"}), "--tp");  // --tp pins a value; 0 is none
   expect_bad_input({"search", "--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--gbs", "8",
                     "--inter-node-gbps", "nan"},
                    "--inter-node-gbps");
+}
+
+// Each dimension can be pinned as --mbs can: only that value is searched, and the others go on
+// being searched.
+TEST(SearchCommand, PinnedDimensionsAreTheOnlyValuesSearched) {
+  const CommandResult r =
+      run_pipescope(search_args({"--gbs", "64", "--seq", "4096", "--tp", "4", "--pp", "2", "--zero", "1",
+                                 "--recompute", "selective", "--top", "0", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_FALSE(doc["ranked"].empty());
+  std::set<int> vpps, mbs;
+  for (const json& p : doc["ranked"]) {
+    EXPECT_EQ(p["tp"], 4);
+    EXPECT_EQ(p["pp"], 2);
+    EXPECT_EQ(p["zero_stage"], 1);
+    EXPECT_EQ(p["recompute"], "selective");
+    vpps.insert(p["vpp"].get<int>());
+    mbs.insert(p["micro_batch"].get<int>());
+  }
+  EXPECT_GT(mbs.size(), 1u);  // still searched
+  EXPECT_GT(vpps.size(), 1u);
+  // No refusal for the tp and pp the user left out: they were not in the space asked for.
+  for (const json& j : doc["rejected"])
+    EXPECT_EQ(j["reason"].get<std::string>().find("tp 16"), std::string::npos);
+
+  const CommandResult plain =
+      run_pipescope(search_args({"--gbs", "64", "--seq", "4096", "--pp", "2", "--vpp", "1", "--schedule",
+                                 "gpipe", "--top", "0", "--json"}));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const json plain_doc = json::parse(plain.out);
+  ASSERT_FALSE(plain_doc["ranked"].empty());
+  for (const json& p : plain_doc["ranked"]) {
+    EXPECT_EQ(p["vpp"], 1);
+    EXPECT_EQ(p["schedule"], "gpipe");
+  }
+}
+
+TEST(SearchCommand, APinThatCannotBeIsOneLineAndExit2) {
+  expect_bad_input(search_args({"--gbs", "64", "--tp", "3"}), "--tp 3 does not divide the 16 GPUs");
+  expect_bad_input(search_args({"--gbs", "64", "--tp", "4", "--pp", "8"}),
+                   "--pp 8 does not divide the 4 GPUs");
+  expect_bad_input(search_args({"--gbs", "64", "--vpp", "2", "--schedule", "1f1b"}),
+                   "--vpp 2 needs the interleaved schedule");
+  expect_bad_input(search_args({"--gbs", "64", "--zero", "4"}), "--zero");
+}
+
+// A refusal for memory names the variants it refused, so that it cannot be read as the whole layout.
+TEST(SearchCommand, MemoryRefusalsNameTheVariantsRefused) {
+  const CommandResult r =
+      run_pipescope({"search", "--model", "llama2-70b", "--cluster", "kalos", "--gpus", "256", "--gbs", "512",
+                     "--seq", "4096", "--tp", "8", "--top", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  bool named = false;
+  const json doc = json::parse(r.out);
+  for (const json& j : doc["rejected"]) {
+    const std::string reason = j["reason"];
+    if (reason.find("out of memory") == std::string::npos) continue;
+    EXPECT_NE(reason.find(" with mbs "), std::string::npos) << reason;
+    EXPECT_NE(reason.find(", zero "), std::string::npos) << reason;
+    EXPECT_NE(reason.find(", recompute "), std::string::npos) << reason;
+    named = true;
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST(SearchCommand, HelpSaysWhatIsSearchedUnlessPinned) {
+  const CommandResult r = run_pipescope({"search", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Micro-batch size, pinned (default: 1, 2, 4 and 8 are searched)"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("--mbs INT:N=1"), std::string::npos) << r.out;  // no default of 1 beside it
+  for (const char* flag : {"--tp", "--pp", "--vpp", "--zero", "--recompute", "--schedule"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
 }
 
 }  // namespace

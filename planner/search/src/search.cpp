@@ -52,6 +52,15 @@ Status check_request(const SearchRequest& r) {
     return Error{"--gpus " + std::to_string(r.gpus) + " is not a multiple of --cp " + std::to_string(c.cp)};
   }
   if (c.max_tp < 0) return Error{"the TP limit must not be negative"};
+  const int64_t replica_gpus = r.gpus / c.cp;
+  if (c.tp && (*c.tp < 1 || replica_gpus % *c.tp != 0))
+    return Error{"--tp " + std::to_string(*c.tp) + " does not divide the " + std::to_string(replica_gpus) +
+                 " GPUs of a model replica (--gpus / --cp)"};
+  if (c.pp && (*c.pp < 1 || replica_gpus % (*c.pp * c.tp.value_or(1)) != 0))
+    return Error{"--pp " + std::to_string(*c.pp) + " does not divide the " +
+                 std::to_string(replica_gpus / c.tp.value_or(1)) + " GPUs left for it (--gpus / --cp" +
+                 (c.tp ? " / --tp" : "") + ")"};
+  if (c.vpp && *c.vpp < 1) return Error{"--vpp must be at least 1"};
   if (c.micro_batches.empty() || c.schedules.empty() || c.recompute.empty() || c.zero_stages.empty()) {
     return Error{"the search constraints leave nothing to search: every list needs at least one value"};
   }
@@ -154,6 +163,7 @@ Status Searcher::enumerate() {
   const int64_t replica_gpus = request_.gpus / k.cp;
   const int64_t max_tp = k.max_tp > 0 ? k.max_tp : request_.cluster.gpus_per_node;
   for (int64_t tp : search_detail::divisors(replica_gpus)) {
+    if (k.tp && tp != *k.tp) continue;  // not in the space asked for
     if (tp > max_tp) {
       rejected_.add(k.max_tp > 0
                         ? "tp " + std::to_string(tp) + " exceeds the limit of " + std::to_string(max_tp)
@@ -173,6 +183,7 @@ Status Searcher::enumerate() {
       continue;
     }
     for (int64_t pp : search_detail::divisors(replica_gpus / tp)) {
+      if (k.pp && pp != *k.pp) continue;
       for (int64_t mbs : k.micro_batches) {
         if (Status s = enumerate_layout(tp, pp, mbs); !s.ok()) return s;
       }
@@ -256,7 +267,9 @@ Status Searcher::screen(const Layout& layout, int32_t layout_index, int32_t cost
       initial_.push_back(
           {search_detail::any_split_bound_s(costs, shape, allowed) * kBoundSlack, 0, index, -1});
     } else {
-      rejected_.add_out_of_memory(c.tp, c.pp, interleaved, s.peak_bytes, costs.capacity_bytes);
+      const CostsEntry& e = costs_[static_cast<size_t>(costs_index)];
+      rejected_.add_out_of_memory(c.tp, c.pp, interleaved, s.peak_bytes, costs.capacity_bytes,
+                                  {c.micro_batch, e.zero, std::string(to_string(choice))});
     }
   }
   return Status::Ok();
@@ -313,9 +326,11 @@ Status Searcher::rank(SearchResult& result) {
       ++stats_.exact_plans;
       if (!plan->fits) {
         // Screening and the report round bytes differently; at the very edge the report wins.
-        rejected_.add_out_of_memory(layout.config.tp, layout.config.pp,
-                                    layout.config.schedule == ScheduleKind::kInterleaved,
-                                    plan->peak_memory_bytes, costs.capacity_bytes);
+        const ParallelConfig refused = config_of(cand);
+        rejected_.add_out_of_memory(
+            refused.tp, refused.pp, refused.schedule == ScheduleKind::kInterleaved, plan->peak_memory_bytes,
+            costs.capacity_bytes,
+            {refused.micro_batch, refused.zero_stage, std::string(to_string(refused.recompute))});
         --stats_.feasible;
         continue;
       }

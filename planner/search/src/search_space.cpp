@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <type_traits>
 
 namespace pipescope::planner::search_detail {
 namespace {
@@ -32,14 +33,17 @@ std::vector<int64_t> divisors(int64_t n) {
 std::vector<ScheduleVariant> SearchSpace::schedules(int64_t pp) const {
   std::vector<ScheduleVariant> out;
   const auto& kinds = constraints_.schedules;
-  if (allowed(kinds, ScheduleKind::kOneFOneB)) out.push_back({ScheduleKind::kOneFOneB, 1});
+  const std::optional<int64_t>& vpp = constraints_.vpp;  // pinned: that many chunks only
+  const bool plain = !vpp || *vpp == 1;
+  if (plain && allowed(kinds, ScheduleKind::kOneFOneB)) out.push_back({ScheduleKind::kOneFOneB, 1});
   if (pp > 1 && allowed(kinds, ScheduleKind::kInterleaved)) {
     for (int64_t v = 2; pp * v <= model_.num_layers; ++v) {
+      if (vpp && v != *vpp) continue;
       if (model_.num_layers % (pp * v) == 0) out.push_back({ScheduleKind::kInterleaved, v});
     }
   }
   // A single stage has no pipeline: GPipe and 1F1B are the same plan, searched once.
-  if (allowed(kinds, ScheduleKind::kGPipe) && (pp > 1 || !allowed(kinds, ScheduleKind::kOneFOneB))) {
+  if (plain && allowed(kinds, ScheduleKind::kGPipe) && (pp > 1 || !allowed(kinds, ScheduleKind::kOneFOneB))) {
     out.push_back({ScheduleKind::kGPipe, 1});
   }
   return out;
@@ -89,7 +93,10 @@ int64_t SearchSpace::configs_below_pp(int64_t pp, int64_t dp) const {
 
 int64_t SearchSpace::configs_below_tp(int64_t tp, int64_t gpus_per_replica) const {
   int64_t n = 0;
-  for (int64_t pp : divisors(gpus_per_replica / tp)) n += configs_below_pp(pp, gpus_per_replica / (tp * pp));
+  for (int64_t pp : divisors(gpus_per_replica / tp)) {
+    if (constraints_.pp && pp != *constraints_.pp) continue;
+    n += configs_below_pp(pp, gpus_per_replica / (tp * pp));
+  }
   return n;
 }
 
@@ -100,27 +107,52 @@ void RejectionTally::add(const std::string& reason, int64_t configs) {
 }
 
 void RejectionTally::add_out_of_memory(int64_t tp, int64_t pp, bool interleaved, int64_t peak_bytes,
-                                       int64_t capacity_bytes) {
+                                       int64_t capacity_bytes, const MemoryVariant& variant) {
   MemoryFamily& f = memory_[{tp, pp, interleaved}];
   f.least_peak_bytes = f.configs == 0 ? peak_bytes : std::min(f.least_peak_bytes, peak_bytes);
   f.capacity_bytes = capacity_bytes;
+  f.micro_batches.insert(variant.micro_batch);
+  f.zero_stages.insert(variant.zero_stage);
+  f.recompute.insert(variant.recompute);
   ++f.configs;
   ++total_;
 }
+
+namespace {
+
+template <class Set>
+std::string values_text(const Set& values) {
+  std::string text;
+  for (const auto& v : values) {
+    if (!text.empty()) text += ", ";
+    if constexpr (std::is_same_v<typename Set::value_type, std::string>) {
+      text += v;
+    } else {
+      text += std::to_string(v);
+    }
+  }
+  return text;
+}
+
+}  // namespace
 
 std::vector<Rejection> RejectionTally::sorted() const {
   std::vector<Rejection> out;
   for (const auto& [reason, configs] : reasons_) out.push_back({reason, configs});
   for (const auto& [key, f] : memory_) {
     const auto& [tp, pp, interleaved] = key;
-    const std::string layout = "tp " + std::to_string(tp) + ", pp " + std::to_string(pp);
+    // Which variants of the layout these are (others of it may fit): micro-batch, ZeRO stage and
+    // recompute mode, each value that occurs among them.
+    const std::string layout = "tp " + std::to_string(tp) + ", pp " + std::to_string(pp) +
+                               (interleaved ? ", interleaved" : "") + " with mbs " +
+                               values_text(f.micro_batches) + ", zero " + values_text(f.zero_stages) +
+                               ", recompute " + values_text(f.recompute);
     // The peak quoted is the smallest any refused configuration of the layout reaches on its
     // uniform split (or chunks): how far the leanest of them is from fitting.
-    out.push_back({interleaved
-                       ? layout + ", interleaved: out of memory, the uniform chunks need at least " +
-                             gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) + " usable"
-                       : layout + ": out of memory on every split; the uniform split needs at least " +
-                             gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) + " usable",
+    out.push_back({interleaved ? layout + ": out of memory, the uniform chunks need at least " +
+                                     gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) + " usable"
+                               : layout + ": out of memory on every split; the leanest uniform split needs " +
+                                     gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) + " usable",
                    f.configs});
   }
   std::sort(out.begin(), out.end(), [](const Rejection& a, const Rejection& b) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -52,13 +53,21 @@ class SearchSpace {
   const SearchConstraints& constraints_;
 };
 
+// What set one refused configuration apart from the others of its layout.
+struct MemoryVariant {
+  int64_t micro_batch = 1;
+  int zero_stage = 0;
+  std::string recompute;
+};
+
 // Refused configurations, one entry per distinct reason. Memory refusals are grouped by layout
-// and carry the least peak seen, which goes into their reason when the tally is read.
+// and carry the least peak seen and the variants refused, which go into their reason when the
+// tally is read.
 class RejectionTally {
  public:
   void add(const std::string& reason, int64_t configs);
-  void add_out_of_memory(int64_t tp, int64_t pp, bool interleaved, int64_t peak_bytes,
-                         int64_t capacity_bytes);
+  void add_out_of_memory(int64_t tp, int64_t pp, bool interleaved, int64_t peak_bytes, int64_t capacity_bytes,
+                         const MemoryVariant& variant);
   int64_t total() const { return total_; }
   std::vector<Rejection> sorted() const;  // most configurations first, then by reason
 
@@ -67,6 +76,9 @@ class RejectionTally {
     int64_t configs = 0;
     int64_t least_peak_bytes = 0;
     int64_t capacity_bytes = 0;
+    std::set<int64_t> micro_batches;
+    std::set<int> zero_stages;
+    std::set<std::string> recompute;
   };
   std::map<std::string, int64_t> reasons_;
   std::map<std::tuple<int64_t, int64_t, bool>, MemoryFamily> memory_;

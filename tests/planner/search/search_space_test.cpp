@@ -85,17 +85,19 @@ TEST(RejectionTally, MostConfigurationsFirstAndMemoryGroupedByLayout) {
   tally.add("--pp 128 is more pipeline stages than the model's 80 layers", 2);
   tally.add("tp 16 exceeds the 8 GPUs of a node", 5);
   constexpr int64_t kGiB = 1024LL * 1024 * 1024;
-  tally.add_out_of_memory(1, 2, false, 90 * kGiB, 76 * kGiB);
-  tally.add_out_of_memory(1, 2, false, 80 * kGiB, 76 * kGiB);
-  tally.add_out_of_memory(1, 2, false, 85 * kGiB, 76 * kGiB);
+  tally.add_out_of_memory(1, 2, false, 90 * kGiB, 76 * kGiB, {4, 0, "none"});
+  tally.add_out_of_memory(1, 2, false, 80 * kGiB, 76 * kGiB, {2, 0, "none"});
+  tally.add_out_of_memory(1, 2, false, 85 * kGiB, 76 * kGiB, {4, 1, "selective"});
   EXPECT_EQ(tally.total(), 15);
   const std::vector<Rejection> sorted = tally.sorted();
   ASSERT_EQ(sorted.size(), 3u);
   EXPECT_EQ(sorted[0].configs, 10);
   EXPECT_EQ(sorted[1].configs, 3);
-  EXPECT_EQ(sorted[1].reason,
-            "tp 1, pp 2: out of memory on every split; the uniform split needs at least 80.00 GiB of 76.00 "
-            "GiB usable");
+  // The reason names the variants refused, not the whole layout: others of tp 1 x pp 2 may fit.
+  EXPECT_EQ(
+      sorted[1].reason,
+      "tp 1, pp 2 with mbs 2, 4, zero 0, 1, recompute none, selective: out of memory on every split; the "
+      "leanest uniform split needs 80.00 GiB of 76.00 GiB usable");
   EXPECT_EQ(sorted[2].configs, 2);
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct SearchConstraints {
   int64_t cp = 1;      // context parallelism, fixed
   int64_t ep = 1;      // expert parallelism, fixed (mixture-of-experts models)
   int64_t max_tp = 0;  // 0: the cluster's GPUs per node (tensor parallelism stays on NVLink)
+  // Dimensions the user pinned (`search --tp 8`): only that value is searched. Unset: every one.
+  std::optional<int64_t> tp, pp;
+  std::optional<int64_t> vpp;  // 1: no interleaving; N > 1: the interleaved schedule with N chunks
   std::vector<int64_t> micro_batches = {1, 2, 4, 8};
   std::vector<ScheduleKind> schedules = {ScheduleKind::kOneFOneB, ScheduleKind::kInterleaved,
                                          ScheduleKind::kGPipe};
