@@ -13,6 +13,13 @@ double mlp_flops(const ModelDesc& model, double tokens, int64_t ffn_per_rank) {
 
 }  // namespace
 
+double attention_pairs(double s, int64_t window, bool causal) {
+  const double w = static_cast<double>(window);
+  const bool windowed = window > 0 && w < s;
+  if (!causal) return s * (windowed ? w : s);
+  return windowed ? s * w - w * w / 2 : s * s / 2;
+}
+
 LayerFlops layer_forward_flops(const ModelDesc& m, int64_t layer, const CostOptions& o) {
   const double t = static_cast<double>(o.tensor_parallel);
   const double b = static_cast<double>(o.micro_batch_size);
@@ -27,8 +34,9 @@ LayerFlops layer_forward_flops(const ModelDesc& m, int64_t layer, const CostOpti
 
   LayerFlops f;
   f.attention_linear = matmul(tokens, (heads + 2 * kv_heads) * d, h) + matmul(tokens, h, heads * d);
-  // Per head and sequence: (s x d)·(d x s) scores, then (s x s)·(s x d) values. Full s².
-  f.attention_core = 2 * b * heads * matmul(s, s, d);
+  // Per head and sequence: (s x d)·(d x s) scores, then (s x s)·(s x d) values: 2·2·d FLOPs a
+  // query-key pair. Full s², or s times the layer's window.
+  f.attention_core = 2 * b * heads * 2 * d * attention_pairs(s, m.window_of(layer), false);
   if (!m.is_moe_layer(layer)) {
     f.mlp = mlp_flops(m, tokens, m.ffn_hidden_size / o.tensor_parallel);
     return f;
@@ -64,11 +72,14 @@ IterationFlops iteration_flops(const ModelDesc& m, int64_t global_batch_size, in
   whole.recompute = recompute;
   double forward = 0;
   double recomputed = 0;
-  double core = 0;
+  double core = 0, core_causal = 0;
+  const double b = static_cast<double>(global_batch_size), s = static_cast<double>(seq_length);
+  const double heads = static_cast<double>(m.num_attention_heads), d = static_cast<double>(m.head_dim);
   for (int64_t layer = 0; layer < m.num_layers; ++layer) {
     const LayerFlops f = layer_forward_flops(m, layer, whole);
     forward += f.forward();
     core += f.attention_core;
+    core_causal += 4 * b * heads * d * attention_pairs(s, m.window_of(layer), true);
     recomputed += layer_recompute_flops(m, layer, whole);
   }
   // The published vocabulary, not the padded one: MFU compares against the model's own work.
@@ -78,6 +89,7 @@ IterationFlops iteration_flops(const ModelDesc& m, int64_t global_batch_size, in
   flops.model = 3 * forward;
   flops.hardware = flops.model + recomputed;
   flops.attention_core = 3 * core;
+  flops.attention_core_causal = 3 * core_causal;
   return flops;
 }
 

@@ -1,5 +1,6 @@
 #include "pipescope/models/hf_config.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -88,13 +89,56 @@ constexpr std::string_view kHarmlessFields[] = {
     "layer_norm_epsilon",
 };
 
+// Settings of the training or inference code that real config.json files carry (kernel choices,
+// numerics, context extension): none changes parameters, FLOPs or stored activations. When a
+// file has them, the plan's notes name them.
+constexpr std::string_view kRuntimeFields[] = {
+    "use_flash_attn",
+    "use_flash_attention_2",
+    "_flash_attn_2_enabled",
+    "flash_attn",
+    "fused_bias_fc",
+    "fused_dropout_add_ln",
+    "fused_mlp",
+    "softmax_in_fp32",
+    "bf16",
+    "fp16",
+    "fp32",
+    "residual_in_fp32",
+    "use_dynamic_ntk",
+    "use_logn_attn",
+    "use_cache_kernel",
+    "use_cache_quantization",
+    "rope_type",
+    "partial_rotary_factor",
+    "use_scaled_rope",
+    "original_max_position_embeddings",
+    "seq_length",
+    "max_sequence_length",
+    "gradient_checkpointing",
+};
+
+// Fields that change what a step costs in ways pipescope does not price: refused, naming them,
+// rather than planned as if they were absent.
+struct Unpriced {
+  std::string_view field;
+  std::string_view what;
+};
+constexpr Unpriced kUnpricedFields[] = {
+    {"kv_lora_rank", "multi-head latent attention (DeepSeek-V2/V3)"},
+    {"q_lora_rank", "multi-head latent attention (DeepSeek-V2/V3)"},
+    {"qk_rope_head_dim", "multi-head latent attention (DeepSeek-V2/V3)"},
+    {"num_nextn_predict_layers", "multi-token prediction layers"},
+    {"vision_config", "a vision encoder"},
+    {"cross_attention_layers", "cross-attention layers"},
+    {"n_routed_experts", "routed experts in a dense model type"},
+    {"moe_intermediate_size", "experts in a dense model type"},
+};
+
 // Per family: fields read elsewhere or harmless for this family only.
 constexpr std::string_view kLlamaExtras[] = {"pretraining_tp"};
-constexpr std::string_view kMistralExtras[] = {"sliding_window"};
-constexpr std::string_view kMixtralExtras[] = {"sliding_window", "router_aux_loss_coef",
-                                               "output_router_logits", "router_jitter_noise"};
-constexpr std::string_view kQwen2Extras[] = {"use_sliding_window", "sliding_window", "max_window_layers",
-                                             "layer_types"};
+constexpr std::string_view kMixtralExtras[] = {"router_aux_loss_coef", "output_router_logits",
+                                               "router_jitter_noise"};
 // Partial rotary (rotary_pct) and the parallel residual of GPT-NeoX change neither parameters
 // nor matmul FLOPs; the parallel residual saves one h-sized tensor we do not model.
 constexpr std::string_view kNeoxExtras[] = {"rotary_pct", "rotary_emb_base", "use_parallel_residual",
@@ -110,6 +154,50 @@ void read_common_sizes(JsonFields& f, ModelDesc& m) {
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);  // transformers' default for all six
   m.attention_dropout = f.number_or("attention_dropout", 0.0);
   m.position = PositionKind::kRope;
+}
+
+// Which layers attend within a window, and how wide (ModelDesc::attention_window): transformers'
+// `layer_types` when the file has it, else the family's own switches.
+void read_attention_windows(JsonFields& f, ModelDesc& m, std::string_view family) {
+  const int64_t window = f.integer_or("sliding_window", 0);
+  std::vector<bool> sliding(static_cast<size_t>(std::max<int64_t>(m.num_layers, 0)), false);
+  if (const nlohmann::json* types = f.optional_array("layer_types")) {
+    if (static_cast<int64_t>(types->size()) != m.num_layers) {
+      f.fail("layer_types", "has " + std::to_string(types->size()) + " entries for " +
+                                std::to_string(m.num_layers) + " layers");
+      return;
+    }
+    for (size_t i = 0; i < types->size(); ++i) {
+      const nlohmann::json& t = (*types)[i];
+      if (t == "sliding_attention") {
+        sliding[i] = true;
+      } else if (t != "full_attention") {
+        f.fail("layer_types", "entry " + std::to_string(i) + " is " + detail::describe_json_value(t) +
+                                  "; pipescope knows 'full_attention' and 'sliding_attention'");
+        return;
+      }
+    }
+  } else if (family == "qwen2") {
+    // Qwen2Attention: layers from max_window_layers on use the window, when use_sliding_window.
+    const bool on = f.boolean_or("use_sliding_window", false);
+    const int64_t from = f.integer_or("max_window_layers", m.num_layers);
+    for (int64_t i = std::max<int64_t>(from, 0); on && i < m.num_layers; ++i)
+      sliding[static_cast<size_t>(i)] = true;
+  } else if (family == "mistral" || family == "mixtral") {
+    std::fill(sliding.begin(), sliding.end(), window > 0);  // null or absent: full attention
+  }
+  if (std::none_of(sliding.begin(), sliding.end(), [](bool s) { return s; })) return;
+  if (window <= 0) {
+    f.fail("sliding_window", "must be a positive number of tokens when layers use sliding attention");
+    return;
+  }
+  m.attention_window.assign(sliding.size(), 0);
+  for (size_t i = 0; i < sliding.size(); ++i)
+    if (sliding[i]) m.attention_window[i] = window;
+  const auto count = std::count(sliding.begin(), sliding.end(), true);
+  m.notes.push_back("sliding-window attention priced: " + std::to_string(count) + " of " +
+                    std::to_string(m.num_layers) + " layers attend within " + std::to_string(window) +
+                    " tokens");
 }
 
 // LLaMA and the families that copied its layer: RMSNorm, SwiGLU (hidden_act silu), GQA.
@@ -186,9 +274,9 @@ struct Family {
 
 const std::array<Family, 6> kFamilies = {{
     {"llama", "LlamaForCausalLM", read_llama, kLlamaExtras},
-    {"mistral", "MistralForCausalLM", read_llama_like, kMistralExtras},
+    {"mistral", "MistralForCausalLM", read_llama_like, {}},
     {"mixtral", "MixtralForCausalLM", read_mixtral, kMixtralExtras},
-    {"qwen2", "Qwen2ForCausalLM", read_qwen2, kQwen2Extras},
+    {"qwen2", "Qwen2ForCausalLM", read_qwen2, {}},
     {"internlm2", "InternLM2ForCausalLM", read_internlm2, {}},
     {"gpt_neox", "GPTNeoXForCausalLM", read_gpt_neox, kNeoxExtras},
 }};
@@ -247,10 +335,35 @@ Expected<ModelDesc> model_from_hf_json(const nlohmann::json& config, std::string
   m.architecture = std::string((*family)->model_type);
   m.source = "Hugging Face config.json: " + std::string(origin);
   (*family)->read(fields, m);
+  read_attention_windows(fields, m, (*family)->model_type);
   fields.ignore(kHarmlessFields);
   fields.ignore((*family)->extras);
-  fields.reject_unknown_fields();
+  for (const Unpriced& u : kUnpricedFields) {
+    if (config.contains(u.field) && !config[std::string(u.field)].is_null()) {
+      fields.fail(u.field, "describes " + std::string(u.what) +
+                               ", which changes the model's cost and pipescope does not price; plan a model "
+                               "description without it (docs/planner.md, \"What it does not model\")");
+    }
+  }
+  std::vector<std::string> runtime;
+  for (std::string_view key : kRuntimeFields)
+    if (config.contains(key)) runtime.emplace_back(key);
+  fields.ignore(kRuntimeFields);
+  const std::vector<std::string> unknown = fields.unknown_fields();
   if (Status s = fields.status(); !s) return s.error();
+  auto joined = [](const std::vector<std::string>& keys) {
+    std::string text;
+    for (const std::string& k : keys) text += (text.empty() ? "" : ", ") + k;
+    return text;
+  };
+  if (!runtime.empty())
+    m.notes.push_back(
+        "config.json settings of the training or inference code, which change no parameter, "
+        "FLOP or stored activation, were left out: " +
+        joined(runtime));
+  if (!unknown.empty())
+    m.notes.push_back("config.json fields pipescope does not know were taken as changing nothing: " +
+                      joined(unknown) + " (check that none adds parameters, FLOPs or stored activations)");
   if (Status s = validate(m); !s) return Error{std::string(origin) + ": " + s.error().message};
   return m;
 }

@@ -104,6 +104,21 @@ const nlohmann::json* JsonFields::optional_object(std::string_view key) {
   return nullptr;
 }
 
+const nlohmann::json* JsonFields::optional_array(std::string_view key) {
+  const nlohmann::json* value = find(key);
+  if (value == nullptr) return nullptr;
+  if (value->is_array()) return value;
+  type_error(key, "an array", *value);
+  return nullptr;
+}
+
+std::vector<std::string> JsonFields::unknown_fields() const {
+  std::vector<std::string> unknown;
+  for (const auto& [key, value] : object_.items())
+    if (!known_.contains(key)) unknown.push_back(key_prefix_ + key);
+  return unknown;
+}
+
 void JsonFields::ignore(std::span<const std::string_view> keys) {
   for (std::string_view key : keys) known_.emplace(key);
 }

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,8 +35,9 @@ class JsonFields {
   double number_or(std::string_view key, double fallback);
   bool boolean_or(std::string_view key, bool fallback);
   std::optional<std::string> optional_string(std::string_view key);
-  // The field when it is an object; absent or null gives nullptr.
+  // The field when it is an object (an array); absent or null gives nullptr.
   const nlohmann::json* optional_object(std::string_view key);
+  const nlohmann::json* optional_array(std::string_view key);
 
   // Marks fields as known without reading them (harmless extras such as rms_norm_eps).
   void ignore(std::span<const std::string_view> keys);
@@ -45,6 +47,8 @@ class JsonFields {
   void take_error(const Status& nested);
   // An error naming the first field (in key order) no read or ignore() above has touched.
   void reject_unknown_fields();
+  // The fields (in key order) no read or ignore() above has touched.
+  std::vector<std::string> unknown_fields() const;
 
   bool ok() const { return !error_.has_value(); }
   Status status() const;

@@ -49,6 +49,13 @@ Status validate(const ModelDesc& m) {
         {"hidden_dropout", m.hidden_dropout}}) {
     if (!(p >= 0.0 && p < 1.0)) return bad(field, "must be in [0, 1), got " + std::to_string(p));
   }
+  if (!m.attention_window.empty()) {
+    if (static_cast<int64_t>(m.attention_window.size()) != m.num_layers)
+      return bad("attention_window", "has " + std::to_string(m.attention_window.size()) + " entries for " +
+                                         std::to_string(m.num_layers) + " layers");
+    for (int64_t w : m.attention_window)
+      if (w < 0) return bad("attention_window", "must not be negative, got " + std::to_string(w));
+  }
   const MoeDesc& e = m.moe;
   if (e.num_experts < 0) return bad("moe.num_experts", "must not be negative");
   if (e.num_experts == 0) {

@@ -2,6 +2,7 @@
 // that does not fit (still exit 0, overflow flagged, changes suggested), framework settings, and
 // one clear line with exit code 2 for every kind of bad input.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -159,6 +160,39 @@ TEST(PlanCommand, MfuIsGivenWithTheFullAndTheCausallyHalvedAttention) {
   const double ratio = plan["mfu_causal"].get<double>() / plan["mfu"].get<double>();
   EXPECT_GT(ratio, 0.6);
   EXPECT_LT(ratio, 0.75);
+}
+
+// A 4,096-token window at --seq 65536 takes most of the attention's time away: priced, and said.
+TEST(PlanCommand, SlidingWindowAttentionIsPriced) {
+  std::string pattern = ::testing::TempDir() + "pipescope-window-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::string dir = pattern;
+  auto write_file = [](const std::string& path, const std::string& text) { std::ofstream(path) << text; };
+  const std::string config = R"({"architectures": ["MistralForCausalLM"], "model_type": "mistral",
+    "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 65536,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0, "tie_word_embeddings": false, "vocab_size": 32000, "use_flash_attn": true,
+    "sliding_window": )";
+  write_file(dir + "/windowed.json", config + "4096}");
+  write_file(dir + "/full.json", config + "null}");
+  auto plan = [&](const std::string& model) {
+    const CommandResult r =
+        run_pipescope({"plan", "--model", dir + "/" + model, "--gpu", "h100-80gb", "--gpus", "8", "--tp", "8",
+                       "--pp", "1", "--seq", "65536", "--gbs", "8", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json();
+  };
+  const json windowed = plan("windowed.json");
+  const json full = plan("full.json");
+  ASSERT_FALSE(windowed.is_null() || full.is_null());
+  EXPECT_LT(windowed["uniform"]["iteration_s"].get<double>(),
+            0.6 * full["uniform"]["iteration_s"].get<double>());
+  const std::string notes = windowed["notes"].dump();
+  EXPECT_NE(notes.find("sliding-window attention priced: 32 of 32 layers attend within 4096 tokens"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("use_flash_attn"), std::string::npos) << notes;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PlanCommand, JsonStatesTheMemoryOverheadsEveryPeakHolds) {

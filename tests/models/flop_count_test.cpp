@@ -66,7 +66,23 @@ TEST(FlopCount, TheAttentionCoreOfModelFlopsAndItsCausalHalf) {
   // Korthikanti's 12·B·s²·l·h term: three passes of Q·K^T and scores·V over the full s x s.
   EXPECT_EQ(f.attention_core, 12 * B * s * s * l * h);
   // A causal mask computes the lower triangle only: FlashAttention's count halves that term.
+  EXPECT_EQ(f.attention_core_causal, 6 * B * s * s * l * h);
   EXPECT_EQ(f.model_causal(), f.model - 6 * B * s * s * l * h);
+}
+
+TEST(FlopCount, ASlidingWindowCountsOnlyThePairsInsideIt) {
+  ModelDesc m = small_gpt();
+  const double B = 4, s = 128, l = 3, h = 256, w = 32;
+  m.attention_window = {32, 32, 32};
+  const IterationFlops f = iteration_flops(m, 4, 128, RecomputeMode::kNone);
+  // Full convention: s x w pairs a head instead of s x s; causal: s·w - w²/2 (each query sees w).
+  EXPECT_EQ(f.attention_core, 12 * B * s * w * l * h);
+  EXPECT_EQ(f.attention_core_causal, 12 * B * (s * w - w * w / 2) * l * h);
+  const IterationFlops full = iteration_flops(small_gpt(), 4, 128, RecomputeMode::kNone);
+  EXPECT_EQ(full.model - f.model, 12 * B * s * (s - w) * l * h);
+  // A window at least the sequence is no window.
+  m.attention_window = {128, 0, 4096};
+  EXPECT_EQ(iteration_flops(m, 4, 128, RecomputeMode::kNone).model, full.model);
 }
 
 TEST(FlopCount, BackwardIsTwiceForward) {

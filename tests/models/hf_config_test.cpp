@@ -174,12 +174,81 @@ TEST(HfConfig, ASizeBelowOneIsNamedInTheFilesOwnWords) {
   EXPECT_THAT(parse_error(json), HasSubstr("field 'intermediate_size' must be positive, got -11008"));
 }
 
-TEST(HfConfig, UnknownFieldIsNamed) {
+// Real config.json files carry settings of their training code: those known to change nothing are
+// left out and named in the notes; fields pipescope does not know are taken as changing nothing,
+// and named so that a user can check; those known to change the cost unpriced are refused.
+TEST(HfConfig, FieldsThatChangeNothingAreLeftOutAndNamedInTheNotes) {
   std::string json = kLlama2_7b;
-  json.insert(json.find('{') + 1, R"("moe_layer_freq": 2, )");
+  json.insert(json.find('{') + 1, R"("use_flash_attn": true, "moe_layer_freq": 2, )");
+  const ModelDesc m = parse_ok(json);
+  EXPECT_EQ(model_parameters(m).total(), 6'738'415'616);  // as without them
+  ASSERT_EQ(m.notes.size(), 2u);
+  EXPECT_THAT(m.notes[0], HasSubstr("settings of the training or inference code"));
+  EXPECT_THAT(m.notes[0], HasSubstr("use_flash_attn"));
+  EXPECT_THAT(m.notes[1],
+              HasSubstr("fields pipescope does not know were taken as changing nothing: moe_layer_freq"));
+  EXPECT_TRUE(parse_ok(kLlama2_7b).notes.empty());
+}
+
+TEST(HfConfig, AFieldThatChangesTheCostUnpricedIsRefusedByName) {
+  std::string json = kLlama2_7b;
+  json.insert(json.find('{') + 1, R"("kv_lora_rank": 512, )");
   const std::string message = parse_error(json);
-  EXPECT_THAT(message, HasSubstr("unknown field 'moe_layer_freq'"));
-  EXPECT_THAT(message, HasSubstr("model_type 'llama'"));
+  EXPECT_THAT(message, HasSubstr("field 'kv_lora_rank' describes multi-head latent attention"));
+  EXPECT_THAT(message, HasSubstr("does not price"));
+}
+
+// Sliding-window attention, as each family switches it on.
+std::string with_fields(const std::string& base, const std::string& fields) {
+  std::string json = base;
+  json.insert(json.find('{') + 1, fields + ", ");
+  return json;
+}
+
+TEST(HfConfig, MistralsSlidingWindowCoversEveryLayer) {
+  std::string json = kLlama2_7b;
+  json.replace(json.find(R"("llama")"), 7, R"("mistral")");
+  const std::string llama_only = R"("pretraining_tp": 1, )";
+  json.erase(json.find(llama_only), llama_only.size());
+  const ModelDesc m = parse_ok(with_fields(json, R"("sliding_window": 4096)"));
+  ASSERT_EQ(m.attention_window.size(), 32u);
+  for (int64_t w : m.attention_window) EXPECT_EQ(w, 4096);
+  EXPECT_THAT(m.notes.back(), HasSubstr("32 of 32 layers attend within 4096 tokens"));
+  EXPECT_TRUE(parse_ok(with_fields(json, R"("sliding_window": null)")).attention_window.empty());
+}
+
+TEST(HfConfig, Qwen2SlidesOnlyFromMaxWindowLayersAndOnlyWhenSwitchedOn) {
+  std::string json = kLlama2_7b;
+  json.replace(json.find(R"("llama")"), 7, R"("qwen2")");
+  const std::string llama_only = R"("pretraining_tp": 1, )";
+  json.erase(json.find(llama_only), llama_only.size());
+  EXPECT_TRUE(parse_ok(with_fields(json, R"("sliding_window": 4096, "use_sliding_window": false)"))
+                  .attention_window.empty());
+  const ModelDesc m = parse_ok(
+      with_fields(json, R"("sliding_window": 4096, "use_sliding_window": true, "max_window_layers": 28)"));
+  ASSERT_EQ(m.attention_window.size(), 32u);
+  EXPECT_EQ(m.window_of(27), 0);
+  EXPECT_EQ(m.window_of(28), 4096);
+  EXPECT_EQ(m.window_of(31), 4096);
+}
+
+TEST(HfConfig, LayerTypesNameEachLayersAttention) {
+  std::string types = R"("layer_types": [)";
+  for (int i = 0; i < 32; ++i)
+    types += std::string(i ? ", " : "") + (i % 2 ? R"("full_attention")" : R"("sliding_attention")");
+  types += "]";
+  const ModelDesc m = parse_ok(with_fields(kLlama2_7b, R"("sliding_window": 1024, )" + types));
+  EXPECT_EQ(m.window_of(0), 1024);
+  EXPECT_EQ(m.window_of(1), 0);
+  EXPECT_THAT(
+      parse_error(with_fields(kLlama2_7b, R"("sliding_window": 1024, "layer_types": ["full_attention"])")),
+      HasSubstr("field 'layer_types' has 1 entries for 32 layers"));
+  EXPECT_THAT(parse_error(with_fields(kLlama2_7b, types)),
+              HasSubstr("field 'sliding_window' must be a positive number of tokens"));
+  std::string odd = types;
+  odd.replace(odd.find("sliding_attention"), 17, "chunked_attention");
+  EXPECT_THAT(parse_error(with_fields(kLlama2_7b, R"("sliding_window": 1024, )" + odd)),
+              HasSubstr("entry 0 is the string \"chunked_attention\""));
 }
 
 TEST(HfConfig, AnActivationThisFamilyDoesNotModelIsNamed) {

@@ -198,6 +198,8 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
                           " data-parallel ranks, gradient slices all-reduced across the groups");
   }
   if (c.flash_attention) model.notes.push_back("attention: fused (flash) kernels, causal");
+  // What reading the model's description assumed (config.json fields left out, sliding windows).
+  for (const std::string& note : in.model.notes) model.notes.push_back("model: " + note);
   return model;
 }
 

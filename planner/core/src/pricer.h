@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "pipescope/models/activation_memory.h"
+#include "pipescope/models/flop_count.h"
 #include "pipescope/models/parameter_count.h"
 #include "pipescope/planner/cost_model.h"
 
@@ -92,13 +93,16 @@ class Pricer {
     return ranks * stride <= in_.cluster.gpus_per_node ? LinkTier::kIntraNode : LinkTier::kInterNode;
   }
 
-  Pass attention_core(const CostOptions& o) const {
+  Pass attention_core(int64_t layer, const CostOptions& o) const {
     const ModelDesc& m = in_.model;
     const double heads = static_cast<double>(m.num_attention_heads) / c_.tp;
     const double b = o.micro_batch_size, q = o.seq_length, kv = c_.seq_length, d = m.head_dim;
     if (c_.flash_attention) {
-      // Causal kernels skip the masked half; the profile's efficiency is on this count.
-      const double flops = 4 * b * q * kv * d * heads / 2;
+      // Causal kernels skip the masked half, and blocks outside a sliding window (the share of the
+      // whole sequence's causal pairs its window keeps); the profile's efficiency is on this count.
+      const double window_share =
+          models::attention_pairs(kv, m.window_of(layer), true) / models::attention_pairs(kv, 0, true);
+      const double flops = 4 * b * q * kv * d * heads / 2 * window_share;
       const double peak = gpu_.peak_dense_bf16_flops_per_s;
       return pass_of(
           kAttention,
@@ -153,7 +157,7 @@ class Pricer {
       const double a2a = collective_s(CollectiveKind::kAllToAll, routed_bytes, c_.ep, c_.tp * c_.cp);
       pass += pass_of(kCommunication, 2 * a2a, 2 * a2a);
     }
-    *core = attention_core(o);
+    *core = attention_core(index, o);
     pass += *core;
 
     // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),

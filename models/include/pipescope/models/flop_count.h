@@ -35,6 +35,12 @@ struct LayerFlops {
   double backward() const { return 2 * forward(); }
 };
 
+// Query-key pairs of one head's attention over one sequence of s tokens with a window of `window`
+// tokens (0: none). `causal` false: s x min(s, window), the model-FLOPs convention (the full s x s
+// without a window); true: what a causal kernel computes, s^2/2 without a window and
+// s*w - w^2/2 with one (each query attends to at most w keys).
+double attention_pairs(double s, int64_t window, bool causal);
+
 // Experts: tokens are assumed spread evenly, so each expert-parallel rank computes top_k
 // expert MLPs per local token on average whatever the expert parallel size.
 LayerFlops layer_forward_flops(const ModelDesc& model, int64_t layer, const CostOptions& options);
@@ -51,12 +57,14 @@ double layer_recompute_flops(const ModelDesc& model, int64_t layer, const CostOp
 struct IterationFlops {
   double model = 0;     // 3 x forward: the FLOPs model FLOPs utilization (MFU) divides by
   double hardware = 0;  // model + what recomputation redoes: the FLOPs the GPUs execute (HFU)
-  // Of `model`, the attention core counted over the full s x s score matrix, as Megatron-LM
-  // (Narayanan et al. 2021) and PaLM (Chowdhery et al. 2022, appendix B) count it.
+  // Of `model`, the attention core counted over the full s x s score matrix (within a layer's
+  // window), as Megatron-LM (Narayanan et al. 2021) and PaLM (Chowdhery et al. 2022, appendix B)
+  // count it; and the same core counted over the causal pairs only, as the FlashAttention papers
+  // count it.
   double attention_core = 0;
-  // `model` with the causal attention core halved (only the lower triangle is computed), as the
-  // FlashAttention papers count it: the other convention published MFUs use.
-  double model_causal() const { return model - attention_core / 2; }
+  double attention_core_causal = 0;
+  // `model` in the causal convention: the other one published MFUs use.
+  double model_causal() const { return model - attention_core + attention_core_causal; }
 };
 IterationFlops iteration_flops(const ModelDesc& model, int64_t global_batch_size, int64_t seq_length,
                                RecomputeMode recompute);

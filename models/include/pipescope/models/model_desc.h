@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pipescope/common/expected.h"
 
@@ -56,8 +57,21 @@ struct ModelDesc {
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
   MoeDesc moe;
+  // Sliding-window attention (Mistral's sliding_window, Qwen2's use_sliding_window and
+  // max_window_layers, transformers' layer_types): decoder layer i's window in tokens, 0 for full
+  // attention; empty: every layer attends over the whole sequence.
+  std::vector<int64_t> attention_window;
+  // What reading the description assumed, for the plan's notes (e.g. config.json fields taken as
+  // changing no parameter, FLOP or stored activation).
+  std::vector<std::string> notes;
 
   bool is_moe() const { return moe.num_experts > 0; }
+  // The window of decoder layer `layer`; 0: full attention.
+  int64_t window_of(int64_t layer) const {
+    return layer >= 0 && layer < static_cast<int64_t>(attention_window.size())
+               ? attention_window[static_cast<size_t>(layer)]
+               : 0;
+  }
   // Whether decoder layer `layer` (from 0) has experts instead of the dense MLP.
   bool is_moe_layer(int64_t layer) const { return is_moe() && layer % moe.layer_frequency == 0; }
 };
