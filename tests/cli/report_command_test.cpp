@@ -460,6 +460,11 @@ TEST(ReportCommand, BadInputIsOneLineAndExit2) {
       run_pipescope({"report", zero.path()}),
       "holds only empty *.pst traces (1, e.g. rank-3.4242.pst): their processes created the file and "
       "ended before writing it");
+  // Header-only traces: nothing recorded, which is not "nothing stands out".
+  Dir headers;
+  const std::string whole = slurp(kH200Trace + "/rank-x.960.pst");
+  std::ofstream(headers.file("rank-0.960.pst"), std::ios::binary) << whole.substr(0, 72);
+  expect_bad_input(run_pipescope({"report", headers.path()}), "1 trace(s), none holding a record");
   // A file that is no trace of either kind.
   std::ofstream(zero.file("notes.txt")) << "hello\n";
   expect_bad_input(

@@ -182,6 +182,15 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
     if (first_failure.empty()) first_failure = file_name(path) + ": " + reason;
   }
   if (digests.empty()) return Error("no readable trace in " + dir + " (" + first_failure + ")");
+  // Files that hold a header and nothing after it: processes killed before their first flush. A
+  // run of nothing else has nothing to report, and a report of nothing would read as all clear.
+  if (std::all_of(digests.begin(), digests.end(), [](const RankDigest& d) { return d.records == 0; })) {
+    return Error(dir + ": " + std::to_string(digests.size()) + " trace(s), none holding a record (e.g. " +
+                 file_name(digests.front().path) + ": its header and nothing more, " +
+                 std::to_string(digests.front().valid_bytes) +
+                 " bytes): the processes ended before their first flush (killed? PIPESCOPE_FLUSH_MS is " +
+                 "how often they write)");
+  }
 
   // A process that never learned its rank and recorded nothing is a launcher's (torchrun's
   // agent, mp.spawn's parent: the library is preloaded into it too), not a rank: numbered, it
