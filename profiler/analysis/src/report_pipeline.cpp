@@ -180,7 +180,7 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
     s.ranks = static_cast<int32_t>(members.size());
     PipelineFigures sum;
     int64_t p2p = 0, p2p_wait = 0, gpu_ns = 0;
-    uint64_t steps = 0, p2p_steps = 0;
+    uint64_t p2p_steps = 0;
     for (size_t i : members) {
       sum.add(figures[i]);
       // Under kernel sampling the kernels cover the recorded steps only: scaled to all of them.
@@ -191,7 +191,6 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
       // Per step: the rank's NVTX steps, else the run's (from the collectives' rhythm).
       const uint64_t rank_steps =
           std::max<uint64_t>(1, report.ranks[i].steps > 0 ? report.ranks[i].steps : report.steps.count);
-      steps += rank_steps;
       if (const auto& rank_p2p = report.ranks[i].p2p_ns) {
         p2p += *rank_p2p;
         p2p_wait += report.ranks[i].p2p_wait_ns;
