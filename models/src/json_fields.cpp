@@ -96,20 +96,21 @@ std::optional<std::string> JsonFields::optional_string(std::string_view key) {
   return std::nullopt;
 }
 
-const nlohmann::json* JsonFields::optional_object(std::string_view key) {
+const nlohmann::json* JsonFields::optional_of_type(std::string_view key, bool object,
+                                                   std::string_view expected) {
   const nlohmann::json* value = find(key);
   if (value == nullptr) return nullptr;
-  if (value->is_object()) return value;
-  type_error(key, "an object", *value);
+  if (object ? value->is_object() : value->is_array()) return value;
+  type_error(key, expected, *value);
   return nullptr;
 }
 
+const nlohmann::json* JsonFields::optional_object(std::string_view key) {
+  return optional_of_type(key, true, "an object");
+}
+
 const nlohmann::json* JsonFields::optional_array(std::string_view key) {
-  const nlohmann::json* value = find(key);
-  if (value == nullptr) return nullptr;
-  if (value->is_array()) return value;
-  type_error(key, "an array", *value);
-  return nullptr;
+  return optional_of_type(key, false, "an array");
 }
 
 std::vector<std::string> JsonFields::unknown_fields() const {

@@ -55,6 +55,7 @@ class JsonFields {
 
  private:
   const nlohmann::json* find(std::string_view key);  // marks the key known; null when absent or null
+  const nlohmann::json* optional_of_type(std::string_view key, bool object, std::string_view expected);
   void type_error(std::string_view key, std::string_view expected, const nlohmann::json& value);
 
   const nlohmann::json& object_;
