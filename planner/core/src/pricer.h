@@ -100,8 +100,9 @@ class Pricer {
     if (c_.flash_attention) {
       // Causal kernels skip the masked half, and blocks outside a sliding window (the share of the
       // whole sequence's causal pairs its window keeps); the profile's efficiency is on this count.
+      const int64_t window = m.window_of(layer);
       const double window_share =
-          models::attention_pairs(kv, m.window_of(layer), true) / models::attention_pairs(kv, 0, true);
+          window > 0 ? models::attention_pairs(kv, window, true) / models::attention_pairs(kv, 0, true) : 1.0;
       const double flops = 4 * b * q * kv * d * heads / 2 * window_share;
       const double peak = gpu_.peak_dense_bf16_flops_per_s;
       return pass_of(

@@ -269,7 +269,7 @@ Status Searcher::screen(const Layout& layout, int32_t layout_index, int32_t cost
     } else {
       const CostsEntry& e = costs_[static_cast<size_t>(costs_index)];
       rejected_.add_out_of_memory(c.tp, c.pp, interleaved, s.peak_bytes, costs.capacity_bytes,
-                                  {c.micro_batch, e.zero, std::string(to_string(choice))});
+                                  {c.micro_batch, e.zero, choice});
     }
   }
   return Status::Ok();
@@ -327,10 +327,9 @@ Status Searcher::rank(SearchResult& result) {
       if (!plan->fits) {
         // Screening and the report round bytes differently; at the very edge the report wins.
         const ParallelConfig refused = config_of(cand);
-        rejected_.add_out_of_memory(
-            refused.tp, refused.pp, refused.schedule == ScheduleKind::kInterleaved, plan->peak_memory_bytes,
-            costs.capacity_bytes,
-            {refused.micro_batch, refused.zero_stage, std::string(to_string(refused.recompute))});
+        rejected_.add_out_of_memory(refused.tp, refused.pp, refused.schedule == ScheduleKind::kInterleaved,
+                                    plan->peak_memory_bytes, costs.capacity_bytes,
+                                    {refused.micro_batch, refused.zero_stage, refused.recompute});
         --stats_.feasible;
         continue;
       }

@@ -125,8 +125,8 @@ std::string values_text(const Set& values) {
   std::string text;
   for (const auto& v : values) {
     if (!text.empty()) text += ", ";
-    if constexpr (std::is_same_v<typename Set::value_type, std::string>) {
-      text += v;
+    if constexpr (std::is_same_v<typename Set::value_type, RecomputeChoice>) {
+      text += to_string(v);
     } else {
       text += std::to_string(v);
     }

@@ -57,7 +57,7 @@ class SearchSpace {
 struct MemoryVariant {
   int64_t micro_batch = 1;
   int zero_stage = 0;
-  std::string recompute;
+  RecomputeChoice recompute = RecomputeChoice::kNone;
 };
 
 // Refused configurations, one entry per distinct reason. Memory refusals are grouped by layout
@@ -78,7 +78,7 @@ class RejectionTally {
     int64_t capacity_bytes = 0;
     std::set<int64_t> micro_batches;
     std::set<int> zero_stages;
-    std::set<std::string> recompute;
+    std::set<RecomputeChoice> recompute;
   };
   std::map<std::string, int64_t> reasons_;
   std::map<std::tuple<int64_t, int64_t, bool>, MemoryFamily> memory_;

@@ -85,9 +85,9 @@ TEST(RejectionTally, MostConfigurationsFirstAndMemoryGroupedByLayout) {
   tally.add("--pp 128 is more pipeline stages than the model's 80 layers", 2);
   tally.add("tp 16 exceeds the 8 GPUs of a node", 5);
   constexpr int64_t kGiB = 1024LL * 1024 * 1024;
-  tally.add_out_of_memory(1, 2, false, 90 * kGiB, 76 * kGiB, {4, 0, "none"});
-  tally.add_out_of_memory(1, 2, false, 80 * kGiB, 76 * kGiB, {2, 0, "none"});
-  tally.add_out_of_memory(1, 2, false, 85 * kGiB, 76 * kGiB, {4, 1, "selective"});
+  tally.add_out_of_memory(1, 2, false, 90 * kGiB, 76 * kGiB, {4, 0, RecomputeChoice::kNone});
+  tally.add_out_of_memory(1, 2, false, 80 * kGiB, 76 * kGiB, {2, 0, RecomputeChoice::kNone});
+  tally.add_out_of_memory(1, 2, false, 85 * kGiB, 76 * kGiB, {4, 1, RecomputeChoice::kSelective});
   EXPECT_EQ(tally.total(), 15);
   const std::vector<Rejection> sorted = tally.sorted();
   ASSERT_EQ(sorted.size(), 3u);
