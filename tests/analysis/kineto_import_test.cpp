@@ -65,7 +65,8 @@ TEST(KinetoImport, RealTracesKeepTheirKernelsCopiesStepsAndRank) {
       if (e.value("cat", "") == "user_annotation" && e.value("name", "").rfind("nccl:", 0) == 0)
         ++nccl_annotations;
     EXPECT_EQ(by_kind(trace::RecordKind::kNcclOp), nccl_annotations);
-    EXPECT_EQ(by_kind(trace::RecordKind::kNcclComm), 1u);
+    // The world, and the 64-rank group of the all-gathers (output 64 times the input).
+    EXPECT_EQ(by_kind(trace::RecordKind::kNcclComm), 2u);
     EXPECT_GT(by_kind(trace::RecordKind::kExternalCorrelation), 0u);  // NCCL kernels tied to their calls
     EXPECT_EQ(summary->stop_reason, trace::StopReason::kEndOfData);
   }
@@ -134,6 +135,107 @@ TEST(KinetoImport, HandMadeTraceMapsEachEventKind) {
   EXPECT_EQ(memory.bytes, 2048u);
   EXPECT_EQ(memory.operation, static_cast<uint8_t>(trace::MemoryOperation::kAllocate));
   EXPECT_EQ(memory.flags & trace::kMemoryFlagFromPool, trace::kMemoryFlagFromPool);
+}
+
+struct NcclRecords {
+  std::vector<trace::NcclOpRecord> ops;
+  std::vector<trace::NcclCommRecord> comms;
+};
+
+NcclRecords nccl_records_of(const std::string& pst) {
+  NcclRecords out;
+  auto file = trace::MappedFile::open(pst);
+  EXPECT_TRUE(file.ok());
+  if (!file.ok()) return out;
+  auto decoder = trace::TraceDecoder::open(file->bytes());
+  EXPECT_TRUE(decoder.ok());
+  if (!decoder.ok()) return out;
+  trace::ChunkView chunk;
+  while (decoder->next_chunk(chunk)) {
+    if (chunk.type != trace::ChunkType::kRecords) continue;
+    trace::RecordCursor cursor(chunk.payload);
+    trace::RecordView r;
+    trace::NcclOpRecord op{};
+    trace::NcclCommRecord comm{};
+    while (cursor.next(r)) {
+      if (r.decode(op)) out.ops.push_back(op);
+      if (r.decode(comm)) out.comms.push_back(comm);
+    }
+  }
+  return out;
+}
+
+// A PyTorch 2.x trace of one rank: record_param_comms states counts, dtype and process group.
+std::string param_comms_trace(int rank, const std::string& subgroup_ranks) {
+  return R"JSON({
+    "distributedInfo": {"backend": "nccl", "rank": )JSON" +
+         std::to_string(rank) + R"JSON(, "world_size": 4},
+    "traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1000, "dur": 100,
+       "args": {"Collective name": "reduce_scatter_tensor", "dtype": "Float", "In msg nelems": 4096,
+                "Out msg nelems": 2048, "Group size": 2, "Process Group Name": "3",
+                "Process Group Ranks": ")JSON" +
+         subgroup_ranks + R"JSON("}},
+      {"ph": "X", "cat": "user_annotation", "name": "nccl:_reduce_scatter_base", "pid": 1, "tid": 1, "ts": 1010,
+       "dur": 80, "args": {"Input Dims": [[4096]], "Input type": ["float"]}},
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 2000, "dur": 100,
+       "args": {"Collective name": "all_to_all", "dtype": "BFloat16", "In msg nelems": 1000,
+                "Out msg nelems": 1600, "Group size": 4, "Process Group Name": "0",
+                "Process Group Ranks": "[0, 1, 2, 3]"}},
+      {"ph": "X", "cat": "user_annotation", "name": "nccl:all_to_all", "pid": 1, "tid": 1, "ts": 2010, "dur": 80,
+       "args": {"Input Dims": [[1000]], "Input type": ["c10::BFloat16"]}}
+    ]})JSON";
+}
+
+TEST(KinetoImport, CollectivesFollowNcclTestsSizesOnTheirOwnProcessGroups) {
+  ScratchDir dir;
+  std::vector<NcclRecords> ranks;
+  for (int rank : {0, 2}) {
+    const std::string json =
+        write_json(dir, "r" + std::to_string(rank) + ".json", param_comms_trace(rank, "[0, 2]"));
+    const std::string pst = dir.file("r" + std::to_string(rank) + ".pst");
+    const Status s = convert_kineto_trace(json, pst);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ranks.push_back(nccl_records_of(pst));
+    ASSERT_EQ(ranks.back().ops.size(), 2u);
+    ASSERT_EQ(ranks.back().comms.size(), 2u);
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const NcclRecords& r = ranks[i];
+    const trace::NcclOpRecord& scatter = r.ops[0];
+    const trace::NcclOpRecord& exchange = r.ops[1];
+    EXPECT_EQ(scatter.op, static_cast<uint8_t>(trace::NcclOpType::kReduceScatter));
+    EXPECT_EQ(scatter.bytes, 2048u * 4);  // NCCL's count: this rank's output
+    EXPECT_EQ(exchange.op, static_cast<uint8_t>(trace::NcclOpType::kAllToAll));
+    EXPECT_EQ(exchange.bytes, 1600u * 2 / 4);  // one peer's share of the larger direction
+    EXPECT_NE(scatter.comm_id, exchange.comm_id);
+    EXPECT_EQ(scatter.sequence, 0u);  // numbered per communicator
+    EXPECT_EQ(exchange.sequence, 0u);
+    // Rank 0 is the group's first member, rank 2 its second; both name the same communicator.
+    EXPECT_EQ(r.comms[0].comm_id, scatter.comm_id);
+    EXPECT_EQ(r.comms[0].size, 2);
+    EXPECT_EQ(r.comms[0].rank, static_cast<int32_t>(i));
+    EXPECT_EQ(r.comms[1].size, 4);
+    EXPECT_EQ(r.comms[1].rank, static_cast<int32_t>(2 * i));
+    EXPECT_EQ(scatter.comm_id, ranks[0].ops[0].comm_id);
+    EXPECT_EQ(exchange.comm_id, ranks[0].ops[1].comm_id);
+  }
+
+  // A rank list the profiler cut short: the group's size is known, its members are not, so the
+  // calls are priced on a group of 2 of this rank's own rather than paired with other ranks'.
+  std::vector<uint64_t> cut_ids;
+  for (int rank : {0, 2}) {
+    const std::string json =
+        write_json(dir, "cut" + std::to_string(rank) + ".json", param_comms_trace(rank, "[0, 2, ...]"));
+    const std::string pst = dir.file("cut" + std::to_string(rank) + ".pst");
+    ASSERT_TRUE(convert_kineto_trace(json, pst).ok());
+    const NcclRecords r = nccl_records_of(pst);
+    ASSERT_EQ(r.comms.size(), 2u);
+    EXPECT_EQ(r.comms[0].size, 2);
+    EXPECT_EQ(r.ops[0].bytes, 2048u * 4);
+    cut_ids.push_back(r.comms[0].comm_id);
+  }
+  EXPECT_NE(cut_ids[0], cut_ids[1]);
 }
 
 TEST(KinetoImport, RefusesWhatIsNotADistributedProfilerTrace) {

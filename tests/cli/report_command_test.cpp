@@ -2,6 +2,7 @@
 // directory of PyTorch profiler traces, and every kind of bad input (one line, exit 2).
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -364,6 +365,15 @@ TEST(ReportCommand, HtmlIsOneSelfContainedFile) {
   EXPECT_NE(page.find("&lt;"), std::string::npos);  // kernel names with template brackets, escaped
 }
 
+nlohmann::json read_gz_json(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  std::string text;
+  char buffer[1 << 16];
+  for (int n; (n = gzread(file, buffer, sizeof(buffer))) > 0;) text.append(buffer, static_cast<size_t>(n));
+  gzclose(file);
+  return nlohmann::json::parse(text);
+}
+
 TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   Dir dir;
   for (const char* name : {"rank-0.json.gz", "rank-1.json.gz"})
@@ -391,6 +401,43 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
       << doc["findings"].dump();
   EXPECT_FALSE(has_text(doc["findings"], "memory-bound (elementwise) kernels take"))
       << doc["findings"].dump();
+  // nccl-tests' sizes, counted here from the c10d operators' (output, input) dims: the all-to-all
+  // moves the larger of its two buffers over 128 ranks; the all-gather's output is 64 times its
+  // input, so it ran on a 64-rank group, not the world.
+  const std::map<std::string, double> element_bytes = {
+      {"long", 8}, {"int", 4}, {"unsigned char", 1}, {"signed char", 1}};
+  double all_to_all_bytes = 0, all_gather_bytes = 0;  // the mean over the two ranks
+  for (const char* name : {"rank-0.json.gz", "rank-1.json.gz"}) {
+    const auto trace = read_gz_json(dir.file(name));
+    for (const auto& e : trace["traceEvents"]) {
+      const std::string op = e.value("name", "");
+      if (e.value("cat", "") != "cpu_op" || (op != "c10d::alltoall_base_" && op != "c10d::_allgather_base_"))
+        continue;
+      const double element = element_bytes.at(e["args"]["Input type"][0].get<std::string>());
+      const double out = e["args"]["Input Dims"][0][0].get<double>() * element;
+      const double in = e["args"]["Input Dims"][1][0].get<double>() * element;
+      (op == "c10d::alltoall_base_" ? all_to_all_bytes : all_gather_bytes) += std::max(in, out) / 2;
+    }
+  }
+  int checked = 0;
+  for (const auto& row : doc["nccl"]) {
+    const double algbw = row["algbw_bytes_per_s"].get<double>();
+    const double busbw = row["busbw_bytes_per_s"].get<double>();
+    EXPECT_NEAR(algbw, row["bytes"].get<double>() / (row["time_ns"].get<double>() * 1e-9), algbw * 1e-9);
+    if (row["op"] == "all_to_all") {
+      ++checked;
+      EXPECT_EQ(row["comm_size"], 128);
+      EXPECT_NEAR(row["bytes"].get<double>(), all_to_all_bytes, 4 * 128);  // a share per peer, rounded
+      EXPECT_NEAR(busbw / algbw, 127.0 / 128, 1e-9);
+      EXPECT_LT(busbw, 10e9);                // 4 GB/s; reading the whole buffer as one peer's share gave 492
+    } else if (row["op"] == "all_gather") {  // a row per rank: the trace names no other member
+      ++checked;
+      EXPECT_EQ(row["comm_size"], 64);
+      EXPECT_NEAR(row["bytes"].get<double>(), all_gather_bytes, 64);
+      EXPECT_NEAR(busbw / algbw, 63.0 / 64, 1e-9);
+    }
+  }
+  EXPECT_EQ(checked, 3);
   EXPECT_FALSE(fs::exists(dir.file("kineto-0.pst")));  // the user's directory is left alone
   // Files are named as the user knows them, not by their temporary conversions.
   EXPECT_EQ(doc["files"][0]["path"], dir.file("rank-0.json.gz"));

@@ -144,7 +144,22 @@ TEST(NcclReport, HierarchicalZeroShardGroupsFromTheirTraffic) {
     EXPECT_EQ(r.tp_rank, 0) << r.rank;
     EXPECT_EQ(r.shard_rank, r.rank % 4) << r.rank;
     EXPECT_EQ(r.dp_rank, r.rank) << r.rank;
+  }  // nccl-tests' sizes: an all-gather's whole output and a reduce-scatter's whole input, n = 4 times
+  // the 8192 bf16 and 1024 floats each rank passes to NCCL (nccl_ranks.h).
+  int checked = 0;
+  for (const analysis::NcclOpReport& n : report.nccl) {
+    if (n.comm_size != 4 || n.calls == 0) continue;
+    if (n.op == "all_gather") {
+      EXPECT_EQ(n.bytes, n.calls * 4 * 8192 * 2);
+      ++checked;
+    } else if (n.op == "reduce_scatter") {
+      EXPECT_EQ(n.bytes, n.calls * 4 * 1024 * 4);
+      ++checked;
+    }
+    EXPECT_DOUBLE_EQ(n.algbw_bytes_per_s,
+                     static_cast<double>(n.bytes) / (static_cast<double>(n.time_ns) * 1e-9));
   }
+  EXPECT_EQ(checked, 4);  // both operations on both shard groups
 }
 
 }  // namespace

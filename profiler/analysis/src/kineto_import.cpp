@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kineto_collectives.h"
 #include "pipescope/trace/trace_writer.h"
 
 namespace pipescope::analysis {
@@ -74,13 +75,45 @@ uint32_t dim3_part(const json& args, const char* key, size_t index) {
   return static_cast<uint32_t>((*v)[index].get<double>());
 }
 
+// A collective (or send / receive) call, and the events that enclose one on its thread.
 struct NcclCall {
   trace::NcclOpType op;
   double start_us, end_us;
   uint32_t thread;
   uint64_t external_id;
-  uint64_t bytes;
+  kineto::CollectiveFacts facts;
 };
+
+struct CommEvent {
+  double start_us, end_us;
+  uint32_t thread;
+  bool param_comms;  // record_param_comms (else a c10d:: operator)
+  kineto::CollectiveFacts facts;
+};
+
+// What the events around a call add to its own facts: record_param_comms states counts, dtype
+// and group; the c10d:: operator's dims give output and input; the call's own first input last.
+kineto::CollectiveFacts enclosing_facts(const NcclCall& call, const std::vector<CommEvent>& sorted_events) {
+  const auto after =
+      std::upper_bound(sorted_events.begin(), sorted_events.end(), std::pair(call.thread, call.start_us),
+                       [](const std::pair<uint32_t, double>& key, const CommEvent& e) {
+                         return key.first != e.thread ? key.first < e.thread : key.second < e.start_us;
+                       });
+  const CommEvent* param = nullptr;
+  const CommEvent* c10d = nullptr;
+  // They nest a few deep at most: look back a handful of events on the same thread.
+  int looked = 0;
+  for (auto it = after; it != sorted_events.begin() && looked < 8; ++looked) {
+    --it;
+    if (it->thread != call.thread) break;
+    if (it->end_us < call.end_us) continue;
+    const CommEvent*& slot = it->param_comms ? param : c10d;
+    if (slot == nullptr) slot = &*it;
+  }
+  kineto::CollectiveFacts facts = param != nullptr ? param->facts : kineto::CollectiveFacts{};
+  if (c10d != nullptr) facts = kineto::merged(std::move(facts), c10d->facts);
+  return kineto::merged(std::move(facts), call.facts);
+}
 
 std::optional<trace::NcclOpType> nccl_op_of(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -100,46 +133,6 @@ std::optional<trace::NcclOpType> nccl_op_of(std::string name) {
   if (name.find("gather") != std::string::npos) return T::kGather;
   if (name.find("scatter") != std::string::npos) return T::kScatter;
   return std::nullopt;
-}
-
-uint64_t type_bytes(const std::string& type) {
-  static const std::map<std::string, uint64_t> kSizes = {{"float", 4},
-                                                         {"double", 8},
-                                                         {"int", 4},
-                                                         {"long", 8},
-                                                         {"long int", 8},
-                                                         {"short", 2},
-                                                         {"unsigned char", 1},
-                                                         {"signed char", 1},
-                                                         {"char", 1},
-                                                         {"bool", 1},
-                                                         {"c10::Half", 2},
-                                                         {"c10::BFloat16", 2},
-                                                         {"c10::Float8_e4m3fn", 1},
-                                                         {"c10::Float8_e5m2", 1}};
-  const auto it = kSizes.find(type);
-  return it == kSizes.end() ? 0 : it->second;
-}
-
-// Bytes of the first input: the product of its dims times its element size.
-uint64_t input_bytes(const json& args) {
-  const json* dims = member(args, "Input Dims");
-  const json* types = member(args, "Input type");
-  if (dims == nullptr || types == nullptr || !dims->is_array() || !types->is_array() || dims->empty() ||
-      types->empty() || !(*dims)[0].is_array() || !(*types)[0].is_string())
-    return 0;
-  uint64_t elements = 1;
-  for (const json& d : (*dims)[0]) {
-    if (!d.is_number()) return 0;
-    elements *= static_cast<uint64_t>(std::max(0.0, d.get<double>()));
-  }
-  return (*dims)[0].empty() ? 0 : elements * type_bytes((*types)[0].get<std::string>());
-}
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
 }
 
 struct Converter {
@@ -235,9 +228,10 @@ Status convert_kineto_trace(const std::string& json_path, const std::string& pst
     uint32_t correlation;
   };
   std::vector<Launch> launches;
-  std::vector<NcclCall> calls;
-  std::vector<NcclCall>
-      fallback_calls;  // record_param_comms / c10d ops, used when no nccl: annotation exists
+  std::vector<NcclCall> calls;         // nccl:<op> annotations
+  std::vector<NcclCall> param_calls;   // record_param_comms naming its collective
+  std::vector<NcclCall> c10d_calls;    // c10d:: operators: the last resort
+  std::vector<CommEvent> comm_events;  // record_param_comms and c10d:: operators
   struct Range {
     double start_us, end_us;
     uint32_t thread;
@@ -294,13 +288,22 @@ Status convert_kineto_trace(const std::string& json_path, const std::string& pst
       if (cat == "gpu_user_annotation") continue;
       if (name.rfind("nccl:", 0) == 0) {
         if (auto op = nccl_op_of(name.substr(5)))
-          calls.push_back(
-              NcclCall{*op, ts, ts + dur, id_of(e, "tid"), id_of(args, "External id"), input_bytes(args)});
+          calls.push_back(NcclCall{*op, ts, ts + dur, id_of(e, "tid"), id_of(args, "External id"),
+                                   kineto::facts_of_annotation(args)});
       }
       ranges.push_back(Range{ts, ts + dur, id_of(e, "tid"), name});
+    } else if (cat == "cpu_op" && name == "record_param_comms") {
+      comm_events.push_back(
+          CommEvent{ts, ts + dur, id_of(e, "tid"), true, kineto::facts_of_param_comms(args)});
+      if (auto op = nccl_op_of(string_or(args, "Collective name")))
+        param_calls.push_back(NcclCall{*op, ts, ts + dur, id_of(e, "tid"), id_of(args, "External id"),
+                                       comm_events.back().facts});
     } else if (cat == "cpu_op" && name.rfind("c10d::", 0) == 0) {
+      comm_events.push_back(
+          CommEvent{ts, ts + dur, id_of(e, "tid"), false, kineto::facts_of_c10d(name.substr(6), args)});
       if (auto op = nccl_op_of(name.substr(6)))
-        fallback_calls.push_back(NcclCall{*op, ts, ts + dur, id_of(e, "tid"), id_of(args, "External id"), 0});
+        c10d_calls.push_back(NcclCall{*op, ts, ts + dur, id_of(e, "tid"), id_of(args, "External id"),
+                                      comm_events.back().facts});
     } else if (ph == "i" && name == "[memory]") {
       const double bytes = number_or(args, "Bytes", 0);
       const double device_type = number_or(args, "Device Type", 1);
@@ -318,34 +321,42 @@ Status convert_kineto_trace(const std::string& json_path, const std::string& pst
     }
   }
   if (counts == 0) return Error(json_path + " holds no timed events");
-  if (calls.empty()) calls = std::move(fallback_calls);
-
-  // One world communicator: every collective is numbered in order on this rank.
-  const uint64_t world_comm = fnv1a(info.run_id + ":world");
-  if (!calls.empty()) {
-    auto comm = trace::make_record<trace::NcclCommRecord>();
-    comm.event = static_cast<uint8_t>(trace::NcclCommEvent::kInit);
-    comm.start_ns = comm.end_ns = ns_of(calls.front().start_us) - 1;
-    comm.comm_id = world_comm;
-    comm.comm_handle = 1;
-    comm.rank = rank;
-    comm.size = world;
-    comm.global_rank = rank;
-    comm.color = -1;
-    c.out.append(comm);
-  }
+  if (calls.empty()) calls = std::move(param_calls.empty() ? c10d_calls : param_calls);
+  std::sort(comm_events.begin(), comm_events.end(), [](const CommEvent& a, const CommEvent& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.start_us < b.start_us;
+  });
   std::sort(calls.begin(), calls.end(),
             [](const NcclCall& a, const NcclCall& b) { return a.start_us < b.start_us; });
   std::sort(launches.begin(), launches.end(),
             [](const Launch& a, const Launch& b) { return a.ts_us < b.ts_us; });
-  uint64_t sequence = 0;
+
+  // Each communicator is announced once, before its first call; calls are numbered per
+  // communicator, as the profiler numbers them.
+  std::unordered_map<uint64_t, uint64_t> next_sequence;
+  uint64_t unnumbered = 0;
   for (const NcclCall& call : calls) {
-    const uint64_t external = call.external_id != 0 ? call.external_id : (uint64_t{1} << 40) + sequence;
+    const kineto::CollectiveFacts facts = enclosing_facts(call, comm_events);
+    const int32_t group = kineto::group_size_of(call.op, facts, world);
+    const kineto::CommSlot slot = kineto::comm_slot_of(facts, group, info.run_id, rank, world);
+    auto [sequence, fresh] = next_sequence.try_emplace(slot.comm_id, 0);
+    if (fresh) {
+      auto comm = trace::make_record<trace::NcclCommRecord>();
+      comm.event = static_cast<uint8_t>(trace::NcclCommEvent::kInit);
+      comm.start_ns = comm.end_ns = ns_of(call.start_us) - 1;
+      comm.comm_id = slot.comm_id;
+      comm.comm_handle = next_sequence.size();
+      comm.rank = slot.rank;
+      comm.size = slot.size;
+      comm.global_rank = rank;
+      comm.color = -1;
+      c.out.append(comm);
+    }
+    const uint64_t external = call.external_id != 0 ? call.external_id : (uint64_t{1} << 40) + unnumbered++;
     auto op = trace::make_record<trace::NcclOpRecord>();
     op.device = 0;
-    op.comm_id = world_comm;
-    op.sequence = sequence++;
-    op.bytes = call.bytes;
+    op.comm_id = slot.comm_id;
+    op.sequence = sequence->second++;
+    op.bytes = kineto::recorded_bytes(call.op, facts, slot.size);
     op.host_enter_ns = ns_of(call.start_us);
     op.host_exit_ns = ns_of(call.end_us);
     op.external_correlation_id = external;

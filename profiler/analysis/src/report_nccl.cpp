@@ -93,11 +93,11 @@ std::vector<NcclOpReport> nccl_reports_of(const ReportContext& ctx, const CommIn
     r.op = nccl_op_name(op);
     r.comm_size = comm.size;
     r.calls = sum.calls / static_cast<uint64_t>(members);
-    r.bytes = sum.bytes / static_cast<uint64_t>(members);
+    r.bytes = static_cast<uint64_t>(static_cast<double>(sum.bytes / static_cast<uint64_t>(members)) *
+                                    size_factor(op, comm.size));
     r.time_ns = (sum.kernel_calls > 0 ? sum.kernel_time_ns : sum.time_ns) / members;
     if (r.time_ns > 0) {
-      r.algbw_bytes_per_s =
-          static_cast<double>(r.bytes) * size_factor(op, comm.size) / (static_cast<double>(r.time_ns) * 1e-9);
+      r.algbw_bytes_per_s = static_cast<double>(r.bytes) / (static_cast<double>(r.time_ns) * 1e-9);
       r.busbw_bytes_per_s = r.algbw_bytes_per_s * bus_factor(op, comm.size);
     }
     for (size_t k = 0; k < slowest[op].size(); ++k) {

@@ -7,17 +7,19 @@
 //   cat kernel                          -> kernel records (device, stream, correlation, grid, block,
 //                                         registers, shared memory)
 //   cat gpu_memcpy / gpu_memset         -> memcpy / memset records (copy kind from the name)
-//   user_annotation "nccl:<op>" (else record_param_comms / c10d:: cpu ops) -> nccl_op records on
-//                                         one world communicator, numbered per rank, bytes from
-//                                         the input dims and type; the NCCL kernel launched inside
-//                                         the call (a cuda_runtime launch on the same thread) is
-//                                         linked by an external_correlation record
+//   user_annotation "nccl:<op>" (else record_param_comms naming its collective, else c10d:: cpu
+//                                         ops) -> nccl_op records on the process group's
+//                                         communicator, numbered per communicator, sizes in the
+//                                         profiler's convention (kineto_collectives.h); the NCCL
+//                                         kernel launched inside the call (a cuda_runtime launch
+//                                         on the same thread) is linked by an external_correlation
+//                                         record
 //   user_annotation (incl. ProfilerStep#N) -> NVTX push/pop ranges per thread
 //   "[memory]" instant events           -> memory records (tensor allocations: the "allocated"
 //                                         figure, flagged as pool allocations)
-// Lost: CPU ops (other than the NCCL ones), runtime calls, process-group identities (Kineto
-// traces of this vintage do not name them, so every collective is taken to be on the world
-// communicator and collectives are paired across ranks by their order).
+// Lost: CPU ops (other than the NCCL ones) and runtime calls. Process groups are known where
+// record_param_comms lists their ranks (PyTorch 2.1 and later); docs/kineto.md says what is
+// assumed where it does not.
 #pragma once
 
 #include <string>

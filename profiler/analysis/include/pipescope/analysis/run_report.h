@@ -148,7 +148,7 @@ struct NcclOpReport {
   std::string op;  // "all_reduce", ...
   int32_t comm_size = 0;
   uint64_t calls = 0;            // per member (the mean over members)
-  uint64_t bytes = 0;            // per member, total
+  uint64_t bytes = 0;            // per member, total, as nccl-tests counts an operation's size
   int64_t time_ns = 0;           // per member, total (kernel time, or host time of blocking calls)
   double algbw_bytes_per_s = 0;  // nccl-tests: bytes / time
   double busbw_bytes_per_s = 0;  // nccl-tests: algbw x the op's factor for n ranks
