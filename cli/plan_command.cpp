@@ -36,7 +36,12 @@ int run_plan(const PlanArgs& a, bool schedule_given) {
   if (!a.emit.empty()) {
     const auto framework = planner::parse_framework(a.emit);
     if (!framework) return usage_error(kPlan, "--emit must be megatron, deepspeed or internevo");
-    printout.emit_text = planner::emit_settings(*framework, *model, *outcome).text;
+    // Settings a framework cannot make exact are planned on the suggested split as it runs them.
+    const planner::PlanInputs inputs{run->model, run->cluster, run->profile, outcome->config};
+    const planner::RecomputePricer pricer = [&](const planner::UniformRecompute& setting) {
+      return planner::price_uniform_recompute(inputs, outcome->suggested, setting);
+    };
+    printout.emit_text = planner::emit_settings(*framework, *model, *outcome, &pricer).text;
   }
   if (a.json) {
     std::cout << plan_json(printout);
@@ -65,7 +70,12 @@ Command add_plan_command(CLI::App& root) {
   app->add_flag("--sequence-parallel", a->sequence_parallel, "Megatron-style sequence parallelism");
   auto* schedule = app->add_option("--schedule", a->schedule, "1f1b, interleaved or gpipe")
                        ->check(CLI::IsMember({"1f1b", "interleaved", "gpipe"}));
-  app->add_option("--balance", a->balance, "memory or time")->check(CLI::IsMember({"memory", "time"}));
+  app->add_option(
+         "--balance", a->balance,
+         "memory (default): the least peak within 2% of the fastest fitting split's time; time: the "
+         "fastest split that fits; headroom: the least peak within the larger of 2% over the fastest "
+         "and the uniform split's time")
+      ->check(CLI::IsMember({"memory", "time", "headroom"}));
   app->add_option("--split", a->split,
                   "Compare with the split run today: decoder layers per stage, e.g. 5,6,6,5")
       ->delimiter(',')

@@ -88,7 +88,9 @@ planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
   // Virtual stages only exist in the interleaved schedule (as in Megatron-LM, where giving them
   // turns it on).
   if (a.vpp > 1 && !schedule_given) c.schedule = planner::ScheduleKind::kInterleaved;
-  c.balance = a.balance == "time" ? planner::BalanceGoal::kTime : planner::BalanceGoal::kMemory;
+  c.balance = a.balance == "time"       ? planner::BalanceGoal::kTime
+              : a.balance == "headroom" ? planner::BalanceGoal::kHeadroom
+                                        : planner::BalanceGoal::kMemory;
   c.optimizer = planner::parse_optimizer_recipe(a.optimizer).value_or(planner::OptimizerRecipe::kMegatron);
   return c;
 }
@@ -182,7 +184,7 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
   for (const auto& [key, value, ok] :
        {std::tuple{"recompute", a.recompute, one_of(a.recompute, {"none", "selective", "full", "auto"})},
         {"schedule", a.schedule, one_of(a.schedule, {"1f1b", "interleaved", "gpipe"})},
-        {"balance", a.balance, one_of(a.balance, {"memory", "time"})},
+        {"balance", a.balance, one_of(a.balance, {"memory", "time", "headroom"})},
         {"optimizer", a.optimizer, planner::parse_optimizer_recipe(a.optimizer).has_value()}}) {
     if (!ok) {
       return Error{

@@ -146,14 +146,16 @@ void write_step_work(std::ostream& out, const planner::PlanOutcome& o) {
   out << '\n';
 }
 
-// --balance memory: what the suggested split's time was held to.
+// --balance memory / headroom: what the suggested split's time was held to.
 void write_time_limit(std::ostream& out, const planner::PlanOutcome& o) {
-  if (o.config.balance != planner::BalanceGoal::kMemory || o.time_limit_s == 0) return;
+  if (o.config.balance == planner::BalanceGoal::kTime || o.time_limit_s == 0) return;
   const bool proven_fastest = o.fastest_fitting_lower_s == o.fastest_fitting_s;
-  out << "time limit: pipeline time within " << printf_string("%.3f", o.time_limit_s) << " s, the larger of "
-      << printf_string("%.0f%%", 100 * o.time_slack) << " over the fastest fitting split found ("
-      << printf_string("%.3f", o.fastest_fitting_s) << " s, " << (proven_fastest ? "proven" : "not proven")
-      << " fastest) and the uniform split's time\n";
+  const bool headroom = o.config.balance == planner::BalanceGoal::kHeadroom;
+  out << "time limit: pipeline time within " << printf_string("%.3f", o.time_limit_s) << " s, "
+      << (headroom ? "the larger of " : "") << printf_string("%.0f%%", 100 * o.time_slack)
+      << " over the fastest fitting split found (" << printf_string("%.3f", o.fastest_fitting_s) << " s, "
+      << (proven_fastest ? "proven" : "not proven") << " fastest)"
+      << (headroom ? " and the uniform split's time (--balance headroom)" : "") << '\n';
 }
 
 void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
@@ -255,7 +257,7 @@ ordered_json config_json(const planner::ParallelConfig& c) {
                       {"recompute", std::string(planner::to_string(c.recompute))},
                       {"sequence_parallel", c.sequence_parallel},
                       {"schedule", std::string(planner::to_string(c.schedule))},
-                      {"balance", c.balance == planner::BalanceGoal::kMemory ? "memory" : "time"},
+                      {"balance", std::string(planner::to_string(c.balance))},
                       {"optimizer", std::string(planner::to_string(c.optimizer))},
                       {"description", planner::describe(c)}};
 }
@@ -263,7 +265,7 @@ ordered_json config_json(const planner::ParallelConfig& c) {
 // Whether the suggested split is proven optimal, or how close to it it is proven to be.
 std::string optimality_text(const planner::PlanOutcome& o) {
   if (o.suggested_is_optimal) return "the suggested split is proven optimal";
-  const bool memory = o.config.balance == planner::BalanceGoal::kMemory;
+  const bool memory = o.config.balance != planner::BalanceGoal::kTime;
   if (memory && !o.time_limit_proven) {
     // The limit itself is on the text's "time limit:" line and in the JSON's time_limit_s.
     const std::string peak =
@@ -353,11 +355,11 @@ std::string plan_json(const PlanPrintout& p) {
   doc["suggested"] = report_json(o.suggested, o.config.micro_batches());
   doc["suggested_is_optimal"] = o.suggested_is_optimal;
   // time_limit_s is 0 where there is no limit: --balance time, the interleaved schedule, no fit.
-  const bool within_limit = o.config.balance != planner::BalanceGoal::kMemory || o.time_limit_s == 0 ||
+  const bool within_limit = o.config.balance == planner::BalanceGoal::kTime || o.time_limit_s == 0 ||
                             o.suggested.pipeline_s <= o.time_limit_s * (1 + 1e-9);
   doc["optimality"] = ordered_json{
       {"proven", o.suggested_is_optimal},
-      {"objective", o.config.balance == planner::BalanceGoal::kMemory ? "peak_memory_bytes" : "iteration_s"},
+      {"objective", o.config.balance == planner::BalanceGoal::kTime ? "iteration_s" : "peak_memory_bytes"},
       {"gap_fraction", o.optimality_gap},
       {"meets_time_limit", within_limit},
       {"time_limit_s", o.time_limit_s},

@@ -83,7 +83,7 @@ TEST(PlanCommand, PrintsTheUniformAndTheSuggestedSplitSideBySide) {
                             "time limit: pipeline time within",
                             "(the busiest): GEMM ",
                             "memory-bound ",
-                            "proven fastest) and the uniform split's time"}) {
+                            "% over the fastest fitting split found ("}) {
     EXPECT_NE(r.out.find(piece), std::string::npos) << piece;
   }
   for (int stage = 0; stage < 8; ++stage) {
@@ -256,18 +256,35 @@ TEST(PlanCommand, AnUnprovenTimeLimitIsStatedAgainstTheFastestSplitFound) {
   const double limit_s = o["time_limit_s"].get<double>();
   EXPECT_LT(o["fastest_fitting_lower_bound_s"].get<double>(), fastest_s);
   EXPECT_GT(o["fastest_fitting_lower_bound_s"].get<double>(), 0.8 * fastest_s);
-  EXPECT_NEAR(limit_s, std::max(1.02 * fastest_s, doc["uniform"]["pipeline_s"].get<double>()), 1e-12);
+  EXPECT_NEAR(limit_s, 1.02 * fastest_s, 1e-12);
   EXPECT_LE(doc["suggested"]["pipeline_s"].get<double>(), limit_s);
   EXPECT_NE(o["text"].get<std::string>().find("could not prove fastest"), std::string::npos) << o["text"];
 
   const CommandResult r = run_pipescope(plan_args(args));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("2% over the fastest fitting split found"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("s, not proven fastest) and the uniform split's time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("s, not proven fastest)\n"), std::string::npos) << r.out;
 
-  // A budget spent before T_fit was bounded at all says so, rather than "faster than 0.000 s".
+  // --balance headroom holds the split to the uniform split's time too, and says so.
+  const std::vector<std::string> headroom_args = with(args, {"--balance", "headroom"});
+  const json headroom = plan_json(headroom_args);
+  EXPECT_NEAR(headroom["optimality"]["time_limit_s"].get<double>(),
+              std::max(1.02 * headroom["optimality"]["fastest_fitting_s"].get<double>(),
+                       headroom["uniform"]["pipeline_s"].get<double>()),
+              1e-12);
+  EXPECT_EQ(headroom["inputs"]["config"]["balance"], "headroom");
+  const CommandResult headroom_text = run_pipescope(plan_args(headroom_args));
+  ASSERT_EQ(headroom_text.exit_code, 0) << headroom_text.err;
+  EXPECT_NE(
+      headroom_text.out.find("s, not proven fastest) and the uniform split's time (--balance headroom)"),
+      std::string::npos)
+      << headroom_text.out;
+
+  // A budget spent before T_fit was bounded at all says so, rather than "faster than 0.000 s" (under
+  // headroom, where a split faster than the uniform one may settle the limit without T_fit).
   std::vector<std::string> starved_args = args;
   starved_args.back() = "0.02";  // --search-time's value
+  starved_args.insert(starved_args.end(), {"--balance", "headroom"});
   const json starved = plan_json(starved_args);
   const json& so = starved["optimality"];
   EXPECT_FALSE(so["time_limit_proven"].get<bool>());

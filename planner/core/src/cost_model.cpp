@@ -262,6 +262,7 @@ PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs)
       break;
   }
   problem.balance = c.balance == BalanceGoal::kTime ? Balance::kTime : Balance::kMemory;
+  problem.bound_at_least_uniform = c.balance == BalanceGoal::kHeadroom;
   problem.max_search_work = in.search_work;
   return problem;
 }

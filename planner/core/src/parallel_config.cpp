@@ -32,6 +32,15 @@ std::string_view to_string(RecomputeChoice choice) {
   return "?";
 }
 
+std::string_view to_string(BalanceGoal goal) {
+  switch (goal) {
+    case BalanceGoal::kMemory: return "memory";
+    case BalanceGoal::kTime: return "time";
+    case BalanceGoal::kHeadroom: return "headroom";
+  }
+  return "?";
+}
+
 std::string_view to_string(OptimizerRecipe recipe) {
   switch (recipe) {
     case OptimizerRecipe::kMegatron: return "megatron";

@@ -317,6 +317,44 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   return outcome;
 }
 
+}  // namespace
+
+Expected<PlanReport> price_uniform_recompute(const PlanInputs& in, const PlanReport& split,
+                                             const UniformRecompute& setting) {
+  if (in.config.schedule == ScheduleKind::kInterleaved)
+    return Error{"the interleaved schedule takes one recompute mode on every stage already"};
+  auto costs = build_cost_model(in);
+  if (!costs.ok()) return costs.error();
+  PartitionProblem problem = partition_problem(in, *costs);
+  problem.allowed_options = {};  // every mode, whatever the plan's --recompute allowed
+  problem.partial_option = option_of(RecomputeChoice::kFull);
+  problem.partial_base = option_of(RecomputeChoice::kNone);
+  if (split.stages.size() != static_cast<size_t>(problem.stages))
+    return Error{"the split has another stage count"};
+  PlanChoice choice;
+  choice.boundaries.push_back(0);
+  for (const StageReport& st : split.stages) {
+    choice.boundaries.push_back(st.end_unit);
+    choice.options.push_back(option_of(setting.mode));
+    int partial = 0;
+    if (setting.mode == RecomputeChoice::kFull && setting.block_layers > 0 &&
+        setting.block_layers < st.layers) {
+      // The stage's first units up to and including its block_layers-th decoder layer.
+      int layers = 0;
+      for (int u = st.first_unit; u < st.end_unit && layers < setting.block_layers; ++u) {
+        layers += costs->units[static_cast<size_t>(u)].is_layer ? 1 : 0;
+        partial = u - st.first_unit + 1;
+      }
+    }
+    choice.partial_units.push_back(partial);
+  }
+  auto plan = evaluate_plan(problem, choice);
+  if (!plan.ok()) return plan.error();
+  return report_of(in, *costs, *plan);
+}
+
+namespace {
+
 // Changes that could make a plan fit, each planned for real so the user sees whether it does.
 std::vector<FitSuggestion> fit_suggestions(const PlanInputs& in) {
   std::vector<std::pair<std::string, ParallelConfig>> candidates;

@@ -18,7 +18,8 @@ namespace pipescope::planner {
 
 using detail::num;
 
-FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutcome& outcome) {
+FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutcome& outcome,
+                                 const RecomputePricer* pricer) {
   const ParallelConfig& c = outcome.config;
   const StageSplit split = stage_split(outcome.suggested);
   FrameworkSettings out;
@@ -61,14 +62,21 @@ FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutco
   // Recompute: PipelineModule checkpoints whole layers every `interval` layers, the same on every
   // stage; it has no selective (attention-core) mode.
   const CommonRecompute recompute = common_recompute(split.recompute);
-  const int interval = recompute.mode == "none" ? 0 : 1;
-  if (!recompute.exact) {
-    out.not_expressible.push_back(
-        "Per-stage recompute (" + describe_recompute(split.recompute) +
-        "): activation_checkpoint_interval is one value for every stage. Closest: " +
-        (interval ? std::string("full") : std::string("none")) + " on every stage.");
+  int interval = recompute.mode == "none" ? 0 : 1;
+  const std::string per_stage = "Per-stage recompute (" + describe_recompute(split.recompute) +
+                                "): activation_checkpoint_interval is one value for every stage.";
+  const auto priced = detail::whole_layers_only(split, recompute)
+                          ? std::nullopt
+                          : detail::fastest_expressible(detail::kWholeLayerSettings, pricer);
+  if (priced) {
+    interval = priced->setting.mode == RecomputeChoice::kNone ? 0 : 1;
+    out.not_expressible.push_back(per_stage + " " + detail::planned_instead(*priced, outcome, "DeepSpeed"));
+  } else if (!recompute.exact) {
+    out.not_expressible.push_back(per_stage +
+                                  " Closest: " + (interval ? std::string("full") : std::string("none")) +
+                                  " on every stage.");
   }
-  if (recompute.mode == "selective") {
+  if (recompute.mode == "selective" && !priced) {
     out.not_expressible.push_back(
         "Selective (attention-core) recompute: PipelineModule checkpoints whole layers only. Closest: full "
         "(activation_checkpoint_interval=1), or selective recompute inside your layer's code.");

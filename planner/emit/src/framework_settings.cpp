@@ -1,5 +1,6 @@
 #include "pipescope/planner/framework_settings.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "pipescope/planner/stage_split.h"
@@ -33,11 +34,11 @@ std::string_view display_name(Framework framework) {
 }
 
 FrameworkSettings emit_settings(Framework framework, const models::ModelDesc& model,
-                                const PlanOutcome& outcome) {
+                                const PlanOutcome& outcome, const RecomputePricer* pricer) {
   switch (framework) {
-    case Framework::kMegatron: return emit_megatron(model, outcome);
-    case Framework::kDeepSpeed: return emit_deepspeed(model, outcome);
-    case Framework::kInternEvo: return emit_internevo(model, outcome);
+    case Framework::kMegatron: return emit_megatron(model, outcome, pricer);
+    case Framework::kDeepSpeed: return emit_deepspeed(model, outcome, pricer);
+    case Framework::kInternEvo: return emit_internevo(model, outcome, pricer);
   }
   return {};
 }
@@ -113,6 +114,65 @@ void close_with_limits(FrameworkSettings& settings, Framework framework) {
   }
   settings.text += "# Not expressible in " + std::string(display_name(framework)) + ":\n";
   for (const std::string& limit : settings.not_expressible) settings.text += comment("- " + limit, 2);
+}
+
+std::optional<PricedRecompute> fastest_expressible(const std::vector<UniformRecompute>& candidates,
+                                                   const RecomputePricer* pricer) {
+  if (pricer == nullptr) return std::nullopt;
+  std::optional<PricedRecompute> best;
+  for (const UniformRecompute& setting : candidates) {
+    auto report = (*pricer)(setting);
+    if (!report.ok()) return std::nullopt;
+    const bool better = !best || (report->fits && !best->report.fits) ||
+                        (report->fits == best->report.fits &&
+                         (report->fits ? report->iteration_s < best->report.iteration_s
+                                       : report->peak_memory_bytes < best->report.peak_memory_bytes));
+    if (better) best = PricedRecompute{setting, std::move(*report)};
+  }
+  return best;
+}
+
+bool whole_layers_only(const StageSplit& split, const CommonRecompute& common) {
+  if (!common.exact || common.mode == "selective") return false;
+  if (common.mode == "none") return true;
+  for (size_t s = 0; s < split.layers.size(); ++s)
+    if (s < split.full_recompute_layers.size() && split.full_recompute_layers[s] != split.layers[s])
+      return false;
+  return true;
+}
+
+std::string describe(const UniformRecompute& setting) {
+  switch (setting.mode) {
+    case RecomputeChoice::kNone: return "no recomputation";
+    case RecomputeChoice::kSelective: return "selective recomputation";
+    case RecomputeChoice::kFull:
+      return setting.block_layers > 0 ? "full recomputation of the first " + num(setting.block_layers) +
+                                            " decoder layers of every stage"
+                                      : "full recomputation of every layer";
+    case RecomputeChoice::kAuto: break;
+  }
+  return "?";
+}
+
+std::string planned_instead(const PricedRecompute& chosen, const PlanOutcome& outcome,
+                            std::string_view framework) {
+  auto seconds = [](double s) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f s", s);
+    return std::string(text);
+  };
+  auto gib = [](int64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+    return std::string(text);
+  };
+  const PlanReport& r = chosen.report;
+  return "These settings run " + describe(chosen.setting) + " instead, the " +
+         (r.fits ? "fastest setting " + std::string(framework) + " takes that fits"
+                 : "setting " + std::string(framework) + " takes with the least peak (none fits)") +
+         " on the suggested split, planned: a " + seconds(r.iteration_s) + " step (the plan's " +
+         seconds(outcome.suggested.iteration_s) + "), peak " + gib(r.peak_memory_bytes) + " (the plan's " +
+         gib(outcome.suggested.peak_memory_bytes) + ", usable " + gib(outcome.capacity_bytes) + ").";
 }
 
 }  // namespace detail

@@ -31,7 +31,8 @@ std::vector<int> internevo_split(int64_t layers, int64_t stages) {
 
 }  // namespace
 
-FrameworkSettings emit_internevo(const models::ModelDesc& model, const PlanOutcome& outcome) {
+FrameworkSettings emit_internevo(const models::ModelDesc& model, const PlanOutcome& outcome,
+                                 const RecomputePricer* pricer) {
   const ParallelConfig& c = outcome.config;
   const StageSplit split = stage_split(outcome.suggested);
   FrameworkSettings out;
@@ -48,14 +49,21 @@ FrameworkSettings emit_internevo(const models::ModelDesc& model, const PlanOutco
 
   // model.checkpoint recomputes whole layers (a fraction of each stage's), the same on every stage.
   const CommonRecompute recompute = common_recompute(split.recompute);
-  const bool checkpoint = recompute.mode != "none";
-  if (!recompute.exact) {
-    out.not_expressible.push_back("Per-stage recompute (" + describe_recompute(split.recompute) +
-                                  "): model.checkpoint is one fraction for every stage. Closest: " +
-                                  (checkpoint ? std::string("full") : std::string("none")) +
+  bool checkpoint = recompute.mode != "none";
+  const std::string per_stage = "Per-stage recompute (" + describe_recompute(split.recompute) +
+                                "): model.checkpoint is one fraction for every stage.";
+  const auto priced = detail::whole_layers_only(split, recompute)
+                          ? std::nullopt
+                          : detail::fastest_expressible(detail::kWholeLayerSettings, pricer);
+  if (priced) {
+    checkpoint = priced->setting.mode != RecomputeChoice::kNone;
+    out.not_expressible.push_back(per_stage + " " + detail::planned_instead(*priced, outcome, "InternEvo"));
+  } else if (!recompute.exact) {
+    out.not_expressible.push_back(per_stage +
+                                  " Closest: " + (checkpoint ? std::string("full") : std::string("none")) +
                                   " on every stage.");
   }
-  if (recompute.mode == "selective") {
+  if (recompute.mode == "selective" && !priced) {
     out.not_expressible.push_back(
         "Selective (attention-core) recompute: model.checkpoint recomputes whole layers. Closest: "
         "checkpoint=True (full).");

@@ -22,7 +22,8 @@ namespace pipescope::planner {
 
 using detail::num;
 
-FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcome& outcome) {
+FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcome& outcome,
+                                const RecomputePricer* pricer) {
   const ParallelConfig& c = outcome.config;
   const StageSplit split = stage_split(outcome.suggested);
   FrameworkSettings out;
@@ -101,8 +102,9 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
   // layers on every stage, so a per-stage choice has no flag.
   CommonRecompute recompute = common_recompute(split.recompute);
   // Full recomputation of the same first k layers on every stage is --recompute-method block.
-  // Stages that each keep none or recompute their first k_s layers are held at or below the plan
-  // by block recomputation of the largest k_s everywhere, which costs less than all layers.
+  // Without a pricer, stages that each keep none or recompute their first k_s layers are held at
+  // or below the plan by block recomputation of the largest k_s everywhere, which costs less than
+  // all layers.
   const std::vector<int>& full = split.full_recompute_layers;
   const bool no_selective = std::none_of(split.recompute.begin(), split.recompute.end(),
                                          [](const std::string& mode) { return mode == "selective"; });
@@ -113,32 +115,46 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
   const bool exact_block =
       block && std::all_of(full.begin(), full.end(), [&](int k) { return k == block_layers; });
   if (exact_block) recompute.exact = true;
+  UniformRecompute setting;  // what the flags run
   if (recompute.mode == "selective") {
+    setting.mode = RecomputeChoice::kSelective;
+  } else if (recompute.mode == "full") {
+    setting = UniformRecompute{RecomputeChoice::kFull, block ? block_layers : 0};
+  }
+  std::optional<detail::PricedRecompute> priced;
+  if (!recompute.exact && c.schedule != ScheduleKind::kInterleaved) {
+    std::vector<UniformRecompute> candidates = {{RecomputeChoice::kNone, 0},
+                                                {RecomputeChoice::kSelective, 0}};
+    for (int k = 1; k < most_layers; ++k) candidates.push_back({RecomputeChoice::kFull, k});
+    candidates.push_back({RecomputeChoice::kFull, 0});
+    priced = detail::fastest_expressible(candidates, pricer);
+    if (priced) setting = priced->setting;
+  }
+  if (setting.mode == RecomputeChoice::kSelective) {
     flag("--recompute-granularity", "selective");  // recompute_modules defaults to core_attn
-  } else if (block) {
+  } else if (setting.mode == RecomputeChoice::kFull && setting.block_layers > 0) {
     flag("--recompute-granularity", "full");
     flag("--recompute-method", "block");
-    flag("--recompute-num-layers", num(full.front()));
-  } else if (recompute.mode == "full") {
+    flag("--recompute-num-layers", num(setting.block_layers));
+  } else if (setting.mode == RecomputeChoice::kFull) {
     flag("--recompute-granularity", "full");
     flag("--recompute-method", "uniform");
     flag("--recompute-num-layers", "1");
   }
-  if (!recompute.exact && block) {
+  const std::string per_stage = "Per-stage recompute (" + describe_recompute(split.recompute) +
+                                "): Megatron-LM applies one --recompute-granularity to every stage, and "
+                                "--recompute-num-layers is the same count on every stage.";
+  if (priced) {
+    out.not_expressible.push_back(per_stage + " " + detail::planned_instead(*priced, outcome, "Megatron-LM"));
+  } else if (!recompute.exact && block) {
     out.not_expressible.push_back(
-        "Per-stage recompute (" + describe_recompute(split.recompute) +
-        "): --recompute-num-layers is the same count on every stage. Closest: full recomputation of the "
-        "first " +
-        num(block_layers) +
+        per_stage + " Closest: full recomputation of the first " + num(block_layers) +
         " layers on every stage (the flags above, the largest count planned): no stage keeps more "
         "activations than planned, and the stages planned with fewer run slower than planned; pipescope has "
         "not planned that split of recompute.");
   } else if (!recompute.exact) {
     out.not_expressible.push_back(
-        "Per-stage recompute (" + describe_recompute(split.recompute) +
-        "): Megatron-LM applies one --recompute-granularity to every stage, and --recompute-num-layers "
-        "is the same count on every stage. Closest: " +
-        recompute.mode +
+        per_stage + " Closest: " + recompute.mode +
         " on every stage (the flags above): no stage keeps more activations than planned, and the stages "
         "planned with less recompute run slower than planned; `pipescope plan ... --recompute " +
         recompute.mode + "` predicts it.");

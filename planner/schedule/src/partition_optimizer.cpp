@@ -230,19 +230,22 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
       // a search cut short in the first still balances memory in the second.
       search.grant(problem.max_search_work / 2 - problem.max_search_work / 16);
       const double slack = 1.0 + problem.time_slack;
-      const double uniform_s = result.uniform ? result.uniform->iteration_s : 0.0;
+      // The uniform split's time as a floor under the limit (--balance headroom), or none.
+      const double uniform_s =
+          problem.bound_at_least_uniform && result.uniform ? result.uniform->iteration_s : 0.0;
+      const bool uniform_floor = uniform_fits && uniform_s > 0;
       FoundPlan fastest = seed;
       double limit_s = 0;
       bool decided = false;
       double fit_low_s = 0;  // proven: T_fit >= this
-      // If some fitting plan is `slack` times faster than the uniform one, the limit is T_uniform
+      // If some fitting plan is `slack` times faster than the uniform one, the floor is the limit
       // whatever T_fit is: a decision, far cheaper than finding T_fit. The local moves may have
       // met one; else a short search settles easy problems; otherwise the critical-path bound may
       // show there is no such plan, and the search for T_fit below settles the rest.
-      if (uniform_fits && seed.iteration_s <= uniform_s / slack) {
+      if (uniform_floor && seed.iteration_s <= uniform_s / slack) {
         limit_s = uniform_s;
         decided = true;
-      } else if (uniform_fits) {
+      } else if (uniform_floor) {
         const Outcome quick =
             search.exists(problem.capacity_bytes, uniform_s / slack, search.work_left() / 16);
         if (quick.found) {
@@ -270,15 +273,17 @@ Expected<PartitionResult> optimize_partition(const PartitionProblem& problem) {
         // The search met a plan that much faster (the limit is then the uniform plan's time), or
         // proved its fastest plan is the fastest.
         decided =
-            (uniform_fits && fit.plan.iteration_s <= uniform_s / slack) || fit_low_s == fit.plan.iteration_s;
+            (uniform_floor && fit.plan.iteration_s <= uniform_s / slack) || fit_low_s == fit.plan.iteration_s;
       }
       result.fastest_fitting_s = fastest.iteration_s;
       result.fastest_fitting_lower_s = fit_low_s;
       result.time_bound_s = limit_s;
       result.time_limit_proven = decided;
       search.grant(problem.max_search_work - problem.max_search_work / 2);
-      // A plan within the limit: the uniform one, or the fastest found when its peak is lower.
-      FoundPlan known = uniform_fits ? as_found(*result.uniform) : fastest;
+      // A plan within the limit: the uniform one when it is, or the fastest found when its peak is
+      // lower.
+      FoundPlan known =
+          uniform_fits && result.uniform->iteration_s <= limit_s ? as_found(*result.uniform) : fastest;
       if (fastest.iteration_s <= limit_s && fastest.peak_bytes < known.peak_bytes) known = fastest;
       // Plans with lower peaks near the known one, cheaply: the bisection then starts lower.
       known = local.lower_peak(known, limit_s, std::max<std::int64_t>(search.work_left() / 4, 0), &used);

@@ -6,7 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -354,6 +357,77 @@ TEST(Megatron, LayoutOfARealPlanExpandsToThePlannedSplit) {
       EXPECT_EQ(std::stoi(first[1]), planned.front());
     }
   }
+}
+
+// The README's plan recomputes 2, 2, 1 and 0 of each stage's first layers, which no framework's
+// one setting for every stage expresses. With a pricer the settings are the fastest each framework
+// takes that fits on the suggested split, and say what that costs; without one, the closest.
+TEST(FrameworkSettings, SettingsThatCannotBeExactArePlannedOnTheSuggestedSplit) {
+  auto model = models::load_model("llama2-13b");
+  auto cluster = load_cluster("dgx-a100");
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  auto profile = profile_for_gpu(cluster->gpu);
+  ASSERT_TRUE(profile.ok()) << profile.error().message;
+  ParallelConfig c;
+  c.gpus = 8;
+  c.pp = 8;
+  c.global_batch = 64;
+  c.seq_length = 8192;
+  c.recompute = RecomputeChoice::kAuto;
+  auto resolved = resolve_config(*model, c);
+  ASSERT_TRUE(resolved.ok()) << resolved.error().message;
+  const PlanInputs inputs{*model, *cluster, *profile, *resolved};
+  auto plan = make_plan(inputs);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  std::set<int> counts;
+  for (const auto& st : plan->suggested.stages) counts.insert(st.full_recompute_layers);
+  ASSERT_GT(counts.size(), 1u) << "the plan no longer recomputes per stage";
+
+  const RecomputePricer pricer = [&](const UniformRecompute& setting) {
+    return price_uniform_recompute(inputs, plan->suggested, setting);
+  };
+  // Megatron-LM: none, selective, or full recomputation of every stage's first k layers.
+  std::vector<UniformRecompute> megatron = {{RecomputeChoice::kNone, 0}, {RecomputeChoice::kSelective, 0}};
+  for (int k = 1; k < 6; ++k) megatron.push_back({RecomputeChoice::kFull, k});
+  megatron.push_back({RecomputeChoice::kFull, 0});
+  std::optional<PlanReport> fastest;
+  UniformRecompute fastest_setting;
+  for (const UniformRecompute& setting : megatron) {
+    auto report = pricer(setting);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    if (report->fits && (!fastest || report->iteration_s < fastest->iteration_s)) {
+      fastest = *report;
+      fastest_setting = setting;
+    }
+  }
+  ASSERT_TRUE(fastest.has_value());
+  ASSERT_EQ(fastest_setting.mode, RecomputeChoice::kFull);
+  const auto s = emit_megatron(*model, *plan, &pricer);
+  EXPECT_THAT(s.text, HasSubstr("--recompute-method block\n  --recompute-num-layers " +
+                                std::to_string(fastest_setting.block_layers) + "\n"));
+  char step[32];
+  std::snprintf(step, sizeof(step), "a %.3f s step", fastest->iteration_s);
+  ASSERT_EQ(s.not_expressible.size(), 1u);
+  EXPECT_THAT(s.not_expressible[0], HasSubstr(step));
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("the fastest setting Megatron-LM takes that fits"));
+  EXPECT_THAT(s.not_expressible[0], Not(HasSubstr("not planned")));
+  // The pricer on the plan's own split prices the plan's own choices as the plan does: block
+  // recomputation of the largest count everywhere is never faster than the plan.
+  EXPECT_GE(fastest->iteration_s, plan->suggested.iteration_s);
+  // Without a pricer: the closest setting, said to be unplanned.
+  EXPECT_THAT(emit_megatron(*model, *plan).not_expressible[0], HasSubstr("has not planned"));
+
+  // DeepSpeed and InternEvo recompute all layers of every stage or none.
+  auto none = pricer({RecomputeChoice::kNone, 0});
+  auto all = pricer({RecomputeChoice::kFull, 0});
+  ASSERT_TRUE(none.ok() && all.ok());
+  const bool run_none = none->fits && (!all->fits || none->iteration_s < all->iteration_s);
+  const auto ds = emit_deepspeed(*model, *plan, &pricer);
+  EXPECT_THAT(ds.text,
+              HasSubstr(run_none ? "activation_checkpoint_interval=0" : "activation_checkpoint_interval=1"));
+  EXPECT_THAT(ds.not_expressible[0], HasSubstr("DeepSpeed takes"));
+  const auto ie = emit_internevo(*model, *plan, &pricer);
+  EXPECT_THAT(ie.text, HasSubstr(run_none ? "checkpoint=False" : "checkpoint=True"));
 }
 
 }  // namespace

@@ -16,7 +16,10 @@
 namespace pipescope::planner {
 
 enum class RecomputeChoice { kNone, kSelective, kFull, kAuto };  // kAuto: the optimizer picks per stage
-enum class BalanceGoal { kMemory, kTime };
+// kMemory: the least peak within 2 % of the fastest fitting split's time; kHeadroom: the same
+// within the larger of that and the uniform split's time (lower peaks, slower steps); kTime: the
+// fastest split that fits (planner/schedule/include/pipescope/planner/partition_optimizer.h).
+enum class BalanceGoal { kMemory, kTime, kHeadroom };
 
 // What the mixed-precision Adam optimizer keeps per parameter (cost_model.h has the derivation):
 //   kMegatron       Megatron-LM: bf16 weights, fp32 main gradients, fp32 master weights and Adam
@@ -68,6 +71,7 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute);
 
 std::string_view to_string(RecomputeChoice choice);
+std::string_view to_string(BalanceGoal goal);  // the --balance spellings
 // "megatron", "deepspeed-bf16", "internevo": the --optimizer spellings
 std::string_view to_string(OptimizerRecipe recipe);
 std::optional<OptimizerRecipe> parse_optimizer_recipe(std::string_view name);

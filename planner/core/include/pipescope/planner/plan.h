@@ -105,4 +105,16 @@ struct PlanOutcome {
 
 Expected<PlanOutcome> make_plan(const PlanInputs& inputs);
 
+// One recompute setting on every stage, as the frameworks take it.
+struct UniformRecompute {
+  RecomputeChoice mode = RecomputeChoice::kNone;  // none, selective or full
+  int block_layers = 0;  // full: each stage's first this many decoder layers (0: all of them)
+};
+
+// The stages of `split` (a report make_plan gave for `inputs`) run with `setting` on every
+// stage, priced as the planner prices its own splits: what a framework's settings do when they
+// cannot express a plan's per-stage recomputation.
+Expected<PlanReport> price_uniform_recompute(const PlanInputs& inputs, const PlanReport& split,
+                                             const UniformRecompute& setting);
+
 }  // namespace pipescope::planner

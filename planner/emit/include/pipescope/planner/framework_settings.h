@@ -6,6 +6,7 @@
 // .cpp files name the file and commit.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,12 +31,21 @@ struct FrameworkSettings {
   std::vector<std::string> not_expressible;
 };
 
+// Prices the suggested split with one recompute setting on every stage: price_uniform_recompute
+// bound to the plan's inputs. Given one, settings that cannot express the plan's per-stage
+// recomputation are the fastest setting the framework takes that fits on the suggested split,
+// planned, and say what it costs; without one, the closest setting, unplanned, as such.
+using RecomputePricer = std::function<Expected<PlanReport>(const UniformRecompute&)>;
+
 // `outcome` from make_plan, whose config is resolved; `model` the model it was planned for.
 FrameworkSettings emit_settings(Framework framework, const models::ModelDesc& model,
-                                const PlanOutcome& outcome);
+                                const PlanOutcome& outcome, const RecomputePricer* pricer = nullptr);
 
-FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcome& outcome);
-FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutcome& outcome);
-FrameworkSettings emit_internevo(const models::ModelDesc& model, const PlanOutcome& outcome);
+FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcome& outcome,
+                                const RecomputePricer* pricer = nullptr);
+FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutcome& outcome,
+                                 const RecomputePricer* pricer = nullptr);
+FrameworkSettings emit_internevo(const models::ModelDesc& model, const PlanOutcome& outcome,
+                                 const RecomputePricer* pricer = nullptr);
 
 }  // namespace pipescope::planner

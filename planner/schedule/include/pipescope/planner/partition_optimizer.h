@@ -8,8 +8,9 @@
 //            plans, whichever the search meets first; proving the least peak among them costs
 //            several times the search itself).
 //   kMemory  the least peak stage memory over plans whose iteration time stays within
-//            max((1 + time_slack) * T_fit, T_uniform), T_fit the kTime optimum and T_uniform the
-//            uniform_plan()'s time; ties: least time. Whenever some plan fits, the result fits.
+//            (1 + time_slack) * T_fit, T_fit the kTime optimum; with bound_at_least_uniform,
+//            within max((1 + time_slack) * T_fit, T_uniform), T_uniform the uniform_plan()'s
+//            time. Ties: least time. Whenever some plan fits, the result fits.
 // When no plan fits, both return the plan with the least peak memory (ties: least time), its
 // overflowing stages flagged: a plan that does not fit is still the closest one to fitting.
 // Times within a relative 1e-9 count as equal. Schedules: gpipe and 1f1b (under interleaving a
@@ -41,17 +42,18 @@ struct PartitionSearchStats {
 struct PartitionResult {
   PartitionPlan plan;  // the optimum of the objective, or the best plan the budget allowed
   // uniform_plan(), for comparison; empty when the uniform split leaves a stage without a unit
-  // (then kMemory's bound is (1 + time_slack) * T_fit alone).
+  // (then kMemory's bound is (1 + time_slack) * T_fit alone, whatever bound_at_least_uniform).
   std::optional<PartitionPlan> uniform;
   bool any_fits = false;  // exact: the least peak over all plans is within the capacity
   // T_fit: the fastest fitting plan the search met, and a proven lower bound on T_fit (equal when
-  // proven). Under kMemory the search only learns T_fit as far as the bound needs it: when some
-  // plan is (1 + slack) times faster than the uniform one the bound is T_uniform, and these two
-  // may be apart. 0 when nothing fits.
+  // proven). Under kMemory with bound_at_least_uniform the search only learns T_fit as far as the
+  // bound needs it: when some plan is (1 + slack) times faster than the uniform one the bound is
+  // T_uniform, and these two may be apart. 0 when nothing fits.
   double fastest_fitting_s = 0;
   double fastest_fitting_lower_s = 0;
-  // kMemory: the time limit the plan was held to, max((1 + slack) * fastest_fitting_s, T_uniform)
-  // or T_uniform alone when some plan is (1 + slack) times faster than the uniform one. It is the
+  // kMemory: the time limit the plan was held to, (1 + slack) * fastest_fitting_s; with
+  // bound_at_least_uniform, max((1 + slack) * fastest_fitting_s, T_uniform), or T_uniform alone
+  // when some plan is (1 + slack) times faster than the uniform one. It is the
   // objective's limit when time_limit_proven; otherwise T_fit may be below fastest_fitting_s and
   // the objective's limit with it. 0 for kTime or when nothing fits.
   double time_bound_s = 0;

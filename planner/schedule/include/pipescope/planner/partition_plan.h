@@ -78,7 +78,10 @@ struct PartitionProblem {
   int partial_option = -1;
   int partial_base = 0;
   Balance balance = Balance::kMemory;
-  double time_slack = 0.02;  // kMemory: time bound = max((1 + slack) * fastest fitting, uniform)
+  double time_slack = 0.02;  // kMemory: time bound = (1 + slack) * fastest fitting
+  // kMemory: the time bound is at least the uniform split's time too (more headroom for a slower
+  // step: the rule before 2026-11-27, `--balance headroom`).
+  bool bound_at_least_uniform = false;
   UniformLayout uniform_layout;
   // The exact search's budget in schedule operations timed: a search node times the 2 p m
   // operations of the schedule (plus n for its expansion), about 2.5 ns each on one core, so the
