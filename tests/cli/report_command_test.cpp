@@ -365,6 +365,49 @@ TEST(ReportCommand, HtmlIsOneSelfContainedFile) {
   EXPECT_NE(page.find("&lt;"), std::string::npos);  // kernel names with template brackets, escaped
 }
 
+// A trace cut short (a process killed, a copy interrupted) holds host records up to the cut, but
+// its GPU records reach the file up to the reorder window late: the GPU figures stop that long
+// before the last GPU record, say so, and are not measured when what is left holds no whole step
+// (cut at 100 KB the H200 trace's GPU records end inside its first, warm-up step: "idle 79%").
+TEST(ReportCommand, ATraceNotClosedLeavesItsUnflushedTailOutOfTheGpuFigures) {
+  const std::string whole = slurp(kH200Trace + "/rank-x.960.pst");
+  for (const size_t bytes : {size_t{100'000}, size_t{700'000}}) {
+    Dir dir;
+    std::ofstream(dir.file("rank-x.960.pst"), std::ios::binary) << whole.substr(0, bytes);
+    const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    const auto& gpu = doc["ranks"][0]["gpu"];
+    EXPECT_TRUE(has_text(doc["warnings"], "trace not closed: its GPU figures stop 3 s (the reorder window)"))
+        << doc["warnings"].dump();
+    // Left out: at least the reorder window, from the last host record back.
+    EXPECT_GE(gpu["unflushed_tail_ns"].get<double>(), 3e9);
+    const double host_ns =
+        doc["ranks"][0]["last_event_ns"].get<double>() - doc["ranks"][0]["first_event_ns"].get<double>();
+    EXPECT_LT(gpu["span_ns"].get<double>() + gpu["unflushed_tail_ns"].get<double>(), host_ns + 1);
+    EXPECT_TRUE(doc["stages"][0]["gpu_ns_per_microbatch"].is_null());
+    if (bytes == 100'000) {
+      EXPECT_FALSE(gpu["shares_measured"].get<bool>());
+      EXPECT_TRUE(gpu["idle_ns"].is_null());
+      EXPECT_TRUE(gpu["compute_ns"].is_null());
+      EXPECT_FALSE(has_text(doc["findings"], "GPU time: compute")) << doc["findings"].dump();
+      EXPECT_TRUE(has_text(doc["warnings"], "covers no whole step, so its GPU shares are not measured"));
+      const CommandResult text = run_pipescope({"report", dir.path()});
+      EXPECT_NE(text.out.find("       -       -       -     -     -"), std::string::npos) << text.out;
+    } else {
+      EXPECT_TRUE(gpu["shares_measured"].get<bool>());
+      EXPECT_GT(gpu["compute_ns"].get<double>(), 0);
+      EXPECT_TRUE(has_text(doc["findings"], "GPU time: compute")) << doc["findings"].dump();
+    }
+  }
+  // A closed trace has no tail to leave out.
+  const CommandResult closed = run_pipescope({"report", kH200Trace, "--json"});
+  ASSERT_EQ(closed.exit_code, 0) << closed.err;
+  const auto closed_doc = nlohmann::json::parse(closed.out);
+  EXPECT_EQ(closed_doc["ranks"][0]["gpu"]["unflushed_tail_ns"], 0);
+  EXPECT_TRUE(closed_doc["ranks"][0]["gpu"]["shares_measured"].get<bool>());
+}
+
 nlohmann::json read_gz_json(const std::string& path) {
   gzFile file = gzopen(path.c_str(), "rb");
   std::string text;

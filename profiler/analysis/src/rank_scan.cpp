@@ -265,8 +265,20 @@ class RankScanner {
     b.any_ns = any_.total_before(first_step_ns_);
   }
 
+  void take_unions_before_tail() {
+    tail_pending_ = false;
+    RankDigest::UnionsBefore& b = d_.before_unflushed_tail;
+    b.known = true;
+    b.at_ns = tail_cut_ns_;
+    b.compute_ns = compute_.total_before(tail_cut_ns_);
+    b.comm_ns = comm_.total_before(tail_cut_ns_);
+    b.compute_or_comm_ns = compute_or_comm_.total_before(tail_cut_ns_);
+    b.any_ns = any_.total_before(tail_cut_ns_);
+  }
+
   void sweep(const GpuInterval& i) {
     if (before_first_step_pending_ && i.start_ns >= first_step_ns_) take_unions_before_first_step();
+    if (tail_pending_ && i.start_ns >= tail_cut_ns_) take_unions_before_tail();
     last_swept_start_ns_ = std::max(last_swept_start_ns_, i.start_ns);
     if (i.cls != IntervalClass::kComm) add_to_island(i);
     if (i.cls == IntervalClass::kCompute) compute_.add(i.start_ns, i.end_ns);
@@ -624,8 +636,18 @@ class RankScanner {
   }
 
   void finish() {
+    // Not closed: where the GPU records stop being complete, known only now.
+    if (!d_.end && d_.gpu_captured) {
+      tail_cut_ns_ = std::max(d_.gpu_last_ns - options_.reorder_window_ns, last_swept_start_ns_);
+      if (last_swept_start_ns_ >= tail_cut_ns_) {
+        take_unions_before_tail();
+      } else {
+        tail_pending_ = true;
+      }
+    }
     gpu_window_.drain([this](const GpuInterval& i) { sweep(i); });
     if (before_first_step_pending_) take_unions_before_first_step();
+    if (tail_pending_) take_unions_before_tail();
     close_island();
     // Matched in the join's order, which follows the records' arrival: put in start order.
     std::stable_sort(d_.p2p_kernels.begin(), d_.p2p_kernels.end(),
@@ -669,6 +691,8 @@ class RankScanner {
   bool step_start_seen_ = false, before_first_step_pending_ = false;
   int64_t first_step_ns_ = 0;
   int64_t last_swept_start_ns_ = INT64_MIN;
+  int64_t tail_cut_ns_ = 0;
+  bool tail_pending_ = false;
   int64_t now_ns_ = INT64_MIN;
 
   ReorderWindow<GpuInterval> gpu_window_;

@@ -160,6 +160,13 @@ std::vector<std::string> kernel_gpu_uuids(const RankDigest& d) {
   return uuids;
 }
 
+// Whether some step that started at `from_ns` or later ended (the next one started) by `to_ns`.
+bool covers_a_whole_step(const RankDigest& d, int64_t from_ns, int64_t to_ns) {
+  for (size_t k = 0; k + 1 < d.steps.size(); ++k)
+    if (d.steps[k].start_ns >= from_ns && d.steps[k + 1].start_ns <= to_ns) return true;
+  return false;
+}
+
 void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
   const RankDigest& d = ctx.run.ranks[i];
   r.rank = ctx.run.global_rank[i];
@@ -171,22 +178,27 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
   GpuBreakdown& g = r.gpu;
   g.captured = d.gpu_captured;
   if (d.gpu_captured) {
-    // From the first step on, where the trace tells when it started.
+    // From the first step on, where the trace tells when it started; for a trace not closed, up
+    // to where its GPU records stop being complete.
+    const RankDigest::UnionsBefore& tail = d.before_unflushed_tail;
+    const bool cut = !d.end && tail.known;
+    const int64_t span_end = cut ? tail.at_ns : d.gpu_last_ns;
     const RankDigest::UnionsBefore& b = d.before_first_step;
     g.from_first_step = b.known && b.at_ns > d.gpu_first_ns && b.at_ns < d.gpu_last_ns;
     const RankDigest::UnionsBefore none;
     const RankDigest::UnionsBefore& before = g.from_first_step ? b : none;
-    const int64_t compute = d.compute_union_ns - before.compute_ns;
-    const int64_t comm = d.comm_union_ns - before.comm_ns;
-    const int64_t compute_or_comm = d.compute_or_comm_union_ns - before.compute_or_comm_ns;
-    const int64_t any = d.any_union_ns - before.any_ns;
+    const int64_t compute = (cut ? tail.compute_ns : d.compute_union_ns) - before.compute_ns;
+    const int64_t comm = (cut ? tail.comm_ns : d.comm_union_ns) - before.comm_ns;
+    const int64_t compute_or_comm =
+        (cut ? tail.compute_or_comm_ns : d.compute_or_comm_union_ns) - before.compute_or_comm_ns;
+    const int64_t any = (cut ? tail.any_ns : d.any_union_ns) - before.any_ns;
     const int64_t span_start = g.from_first_step ? b.at_ns : d.gpu_first_ns;
-    const int64_t whole_span = d.gpu_last_ns - span_start;
+    const int64_t whole_span = std::max<int64_t>(0, span_end - span_start);
     // Kernel sampling: only the recorded intervals count (work a paused interval's first kernels
     // finished is counted in it; clamped below).
     int64_t paused = 0;
     for (const auto& [from, to] : d.gpu_record_pauses)
-      paused += std::max<int64_t>(0, std::min(to, d.gpu_last_ns) - std::max(from, span_start));
+      paused += std::max<int64_t>(0, std::min(to, span_end) - std::max(from, span_start));
     g.span_ns = whole_span - paused;
     g.kernel_sample_steps = d.kernel_sample_steps;
     g.recorded_fraction =
@@ -198,6 +210,11 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
     g.idle_ns = std::max<int64_t>(0, g.span_ns - any);
     g.gpu_busy_fraction =
         g.span_ns > 0 ? std::min(1.0, static_cast<double>(any) / static_cast<double>(g.span_ns)) : 0;
+    if (!d.end && d.last_ns > span_end) {
+      g.unflushed_tail_ns = d.last_ns - span_end;
+      g.shares_measured =
+          g.span_ns > 0 && (!g.from_first_step || covers_a_whole_step(d, span_start, span_end));
+    }
     g.out_of_order_intervals = d.out_of_order_intervals;
   }
   if (!d.comms.empty()) r.p2p_ns = d.p2p_ns;

@@ -111,6 +111,25 @@ void warn_of_host_side_stage_times(RunReport& report) {
   }
 }
 
+// Traces not closed: what their GPU figures leave out, and whether they measure anything.
+void warn_of_unflushed_tails(RunReport& report) {
+  const int64_t window_ns = ScanOptions{}.reorder_window_ns;
+  for (const RankReport& r : report.ranks) {
+    const GpuBreakdown& g = r.gpu;
+    if (g.unflushed_tail_ns <= 0) continue;
+    report.warnings.push_back(
+        "rank " + std::to_string(r.rank) + ": trace not closed: its GPU figures stop " +
+        std::to_string(window_ns / 1'000'000'000) +
+        " s (the reorder window) before its last GPU record, as GPU records reach the file up to that "
+        "late, " +
+        ms(g.unflushed_tail_ns) +
+        " before its last host record; that tail is left out, and so is its stage's GPU time per "
+        "micro-batch" +
+        (g.shares_measured ? std::string()
+                           : "; what is left covers no whole step, so its GPU shares are not measured"));
+  }
+}
+
 // Where the GPU's kernel time goes, when one place is the lever: memory-bound (elementwise)
 // kernels outweighing the GEMMs (an unfused framework: fusion, torch.compile), or one kernel
 // taking a large share of it.
@@ -236,6 +255,7 @@ void add_findings(RunReport& report) {
   int64_t compute = 0, exposed = 0, idle = 0, span = 0;
   bool from_first_step = !report.ranks.empty();
   for (const RankReport& r : report.ranks) {
+    if (!r.gpu.shares_measured) continue;
     from_first_step = from_first_step && (r.gpu.from_first_step || !r.gpu.captured);
     compute += r.gpu.compute_ns;
     exposed += r.gpu.comm_exposed_ns;
@@ -256,6 +276,7 @@ void add_findings(RunReport& report) {
     f.push_back("GPU activity recorded in 1 step of " + std::to_string(sampled_one_in) +
                 " (PIPESCOPE_KERNEL_SAMPLE): GPU shares, per-micro-batch GPU times and kernel statistics are "
                 "those steps'; kernel totals cover only them (record with --kernel-sample 1 for every step)");
+  warn_of_unflushed_tails(report);
   point_at_the_lever(report, f);
   warn_of_host_side_stage_times(report);
   warn_of_shared_gpus(report);

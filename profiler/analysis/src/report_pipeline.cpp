@@ -202,7 +202,10 @@ void add_pipeline_reports(const ReportContext& ctx, RunReport& report) {
         s.peak_activation_bytes = std::max(s.peak_activation_bytes.value_or(0), *a);
     }
     s.forward_mean_ns = mean_of(sum.forward_ns, sum.forwards);
-    if (gpu_ns > 0) s.gpu_ns_per_microbatch = mean_of(gpu_ns, sum.forwards);
+    // A trace not closed holds forwards whose kernels never reached the file: not measured.
+    const bool unflushed = std::any_of(members.begin(), members.end(),
+                                       [&](size_t i) { return report.ranks[i].gpu.unflushed_tail_ns > 0; });
+    if (gpu_ns > 0 && !unflushed) s.gpu_ns_per_microbatch = mean_of(gpu_ns, sum.forwards);
     s.backward_mean_ns = mean_of(sum.backward_ns, sum.backwards);
     if (s.forward_mean_ns && s.backward_mean_ns) {
       s.microbatch_ns = *s.forward_mean_ns + *s.backward_mean_ns;

@@ -38,11 +38,12 @@ std::string breakdown_chart(const RunReport& r) {
   std::vector<BarRow> rows;
   if (r.ranks.size() <= 64) {
     for (const RankReport& k : r.ranks)
-      if (k.gpu.captured) rows.push_back(breakdown_row("rank " + std::to_string(k.rank), k.gpu));
+      if (k.gpu.captured && k.gpu.shares_measured)
+        rows.push_back(breakdown_row("rank " + std::to_string(k.rank), k.gpu));
   } else {  // many ranks: one bar per stage, the stage's ranks added up
     std::map<int32_t, GpuBreakdown> stages;
     for (const RankReport& k : r.ranks) {
-      if (!k.gpu.captured) continue;
+      if (!k.gpu.captured || !k.gpu.shares_measured) continue;
       GpuBreakdown& s = stages[k.stage];
       s.captured = true;
       s.span_ns += k.gpu.span_ns;

@@ -47,19 +47,23 @@ ordered_json layout_json(const LayoutReport& l) {
 }
 
 ordered_json gpu_json(const GpuBreakdown& g) {
+  // Shares of a span that covers no whole step are not measured: null, as every figure that was not.
+  auto share = [&](auto value) { return g.shares_measured ? ordered_json(value) : ordered_json(nullptr); };
   return ordered_json{{"captured", g.captured},
                       {"from_first_step", g.from_first_step},
                       {"span_ns", g.span_ns},
-                      {"compute_ns", g.compute_ns},
-                      {"comm_exposed_ns", g.comm_exposed_ns},
-                      {"comm_hidden_ns", g.comm_hidden_ns},
-                      {"copy_only_ns", g.copy_only_ns},
-                      {"idle_ns", g.idle_ns},
+                      {"compute_ns", share(g.compute_ns)},
+                      {"comm_exposed_ns", share(g.comm_exposed_ns)},
+                      {"comm_hidden_ns", share(g.comm_hidden_ns)},
+                      {"copy_only_ns", share(g.copy_only_ns)},
+                      {"idle_ns", share(g.idle_ns)},
                       {"comm_wait_ns", g.comm_wait_ns},
-                      {"gpu_busy_fraction", g.gpu_busy_fraction},
+                      {"gpu_busy_fraction", share(g.gpu_busy_fraction)},
                       {"out_of_order_intervals", g.out_of_order_intervals},
                       {"kernel_sample_steps", g.kernel_sample_steps},
-                      {"recorded_fraction", g.recorded_fraction}};
+                      {"recorded_fraction", g.recorded_fraction},
+                      {"unflushed_tail_ns", g.unflushed_tail_ns},
+                      {"shares_measured", g.shares_measured}};
 }
 
 ordered_json rank_json(const RankReport& r) {

@@ -68,7 +68,7 @@ void write_stages(std::ostream& out, const RunReport& r) {
 void write_rank_row(std::ostream& out, const RankReport& k) {
   const GpuBreakdown& g = k.gpu;
   const double span = g.span_ns > 0 ? static_cast<double>(g.span_ns) : 1.0;
-  auto share = [span](int64_t v) { return pct(static_cast<double>(v) / span); };
+  auto share = [&](int64_t v) { return g.shares_measured ? pct(static_cast<double>(v) / span) : "-"; };
   out << "  " << right(std::to_string(k.rank), 5) << right(std::to_string(k.stage), 6)
       << right(std::to_string(k.tp_rank), 4) << right(std::to_string(k.dp_rank), 5)
       << right(fixed(ms(g.span_ns), 1), 10) << right(share(g.compute_ns), 8)

@@ -219,6 +219,11 @@ struct RankDigest {
     int64_t at_ns = 0;
     int64_t compute_ns = 0, comm_ns = 0, compute_or_comm_ns = 0, any_ns = 0;
   } before_first_step;
+  // A trace not closed (no end chunk): the same unions up to the reorder window before its last
+  // GPU record (or up to the last interval the scan had swept, when that is later). GPU records
+  // reach the file up to that late, so in the time after it some of them are missing; the
+  // report's GPU figures stop there.
+  UnionsBefore before_unflushed_tail;
 
   uint64_t kernel_devices = 0;  // bit k: a kernel ran on device ordinal k (k < 64)
   // One entry per distinct kernel name, in order of first appearance.

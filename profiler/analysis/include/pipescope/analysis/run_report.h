@@ -77,6 +77,13 @@ struct GpuBreakdown {
   // every step); the span above is then only the recorded part, `recorded_fraction` of it all.
   uint32_t kernel_sample_steps = 0;
   double recorded_fraction = 1.0;
+  // A trace not closed (the process died, or the file was cut): the host time after its last GPU
+  // record, whose GPU records never reached the file (they arrive up to the scan's reorder
+  // window late); the span above ends before it. 0 for a closed trace.
+  int64_t unflushed_tail_ns = 0;
+  // False when such a trace's GPU records cover no whole step from the first step on: its shares
+  // would describe a fragment (often warm-up), so they are not measured ("-", null).
+  bool shares_measured = true;
 };
 
 struct RankReport {
