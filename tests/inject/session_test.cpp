@@ -311,6 +311,30 @@ TEST(Session, ADrainInlineThreadNeverDropsEvenWithAFullRing) {
   EXPECT_TRUE(loaded.notices(NoticeCode::kRecordsDropped).empty());
 }
 
+// The flusher thread records notices into a dropping ring first; CUPTI may then hand it buffers
+// during cuptiActivityFlushAll, which must never drop.
+TEST(Session, AThreadThatFirstRecordedIntoADroppingRingNeverDropsOnceItAsksToDrainInline) {
+  const std::string dir = make_temp_dir("upgrade");
+  InjectConfig config = config_in(dir);
+  config.flush_ms = 3'600'000;
+  config.buffer_bytes = size_t{64} << 10;
+  Session session(config, LauncherInfo{});
+  trace::ThreadBuffer* notices = session.thread_buffer(Activation::kNccl);
+  ASSERT_NE(notices, nullptr);
+  ASSERT_TRUE(notices->append(memcpy_record(0)));
+  trace::ThreadBuffer* cupti =
+      session.thread_buffer(Activation::kCuda, trace::FullBufferPolicy::kDrainInline);
+  ASSERT_EQ(cupti, notices);  // one ring per thread
+  for (int i = 1; i < 5000; ++i) ASSERT_TRUE(cupti->append(memcpy_record(i))) << i;
+  // Asking for the dropping policy again does not turn it back.
+  trace::ThreadBuffer* again = session.thread_buffer(Activation::kNccl);
+  for (int i = 5000; i < 10000; ++i) ASSERT_TRUE(again->append(memcpy_record(i))) << i;
+  session.finish();
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  EXPECT_EQ(loaded.all<trace::MemcpyRecord>().size(), 10000u);
+  EXPECT_TRUE(loaded.notices(NoticeCode::kRecordsDropped).empty());
+}
+
 TEST(Session, EmergencyWriteSavesWhatTheRingsHoldWithoutAFlush) {
   const std::string dir = make_temp_dir("emergency");
   InjectConfig config = config_in(dir);

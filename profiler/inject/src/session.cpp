@@ -148,6 +148,7 @@ uint32_t Session::thread_id() noexcept {
 trace::ThreadBuffer* Session::thread_buffer(Activation /*why*/, trace::FullBufferPolicy when_full) noexcept {
   if (t_slot.serial == serial_ && t_slot.generation == generation_.load(std::memory_order_relaxed) &&
       t_slot.buffer != nullptr) [[likely]] {
+    if (when_full == trace::FullBufferPolicy::kDrainInline) t_slot.buffer->drain_inline_when_full();
     return t_slot.buffer;
   }
   State state = state_.load(std::memory_order_acquire);

@@ -63,8 +63,10 @@ class Session {
   trace::ThreadBuffer* thread_buffer(Activation why) noexcept {
     return thread_buffer(why, trace::FullBufferPolicy::kDrop);
   }
-  // The same with the policy of the thread's ring when this call registers it: kDrainInline for
-  // a thread that must not drop and may block on the file (CUPTI's delivery thread).
+  // The same with the policy of the thread's ring: kDrainInline for a thread that must not drop
+  // and may block on the file (CUPTI's delivery thread). A ring registered as kDrop turns
+  // kDrainInline when its thread asks for that (the flusher records notices into a dropping ring
+  // and may be handed CUPTI's buffers during cuptiActivityFlushAll); it never turns back.
   trace::ThreadBuffer* thread_buffer(Activation why, trace::FullBufferPolicy when_full) noexcept;
   // The calling thread's buffer if the trace is already open; never opens it.
   trace::ThreadBuffer* thread_buffer_if_open() noexcept;

@@ -69,6 +69,10 @@ class ThreadBuffer {
 
   uint64_t dropped_records() const { return dropped_.load(std::memory_order_relaxed); }
 
+  // From now on a full ring is written out on this thread rather than dropping records. Called
+  // by the producer thread only (the policy is read in its own full path).
+  void drain_inline_when_full() noexcept { when_full_ = FullBufferPolicy::kDrainInline; }
+
  private:
   friend class TraceWriter;
   ThreadBuffer(TraceWriter* writer, size_t capacity);
