@@ -61,7 +61,8 @@ TEST_P(KillTest, EndsAsWithoutTheLibraryAndLeavesAReadableTrace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CrashModes, KillTest,
-                         ::testing::Values("segv", "abort", "sigterm-self", "sigint-self", "exit3"),
+                         ::testing::Values("segv", "stack-overflow", "segv-two-threads", "abort",
+                                           "sigterm-self", "sigint-self", "exit3"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

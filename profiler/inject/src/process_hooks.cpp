@@ -1,6 +1,8 @@
 #include "process_hooks.h"
 
 #include <signal.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -16,6 +18,10 @@ constexpr int kMaxSignal = 65;
 
 std::atomic<Session*> g_session{nullptr};
 struct sigaction g_previous[kMaxSignal];
+// The fatal path's progress: the first faulting thread saves the trace; others wait for it
+// before they let their signal end the process.
+enum FatalState : int { kNoFault, kSaving, kSaved };
+std::atomic<int> g_fatal_state{kNoFault};
 
 void restore_previous(int sig) noexcept { sigaction(sig, &g_previous[sig], nullptr); }
 
@@ -38,7 +44,16 @@ bool previous_is_default(int sig) noexcept {
 // fault re-executes the faulting instruction; a sent signal (kill, abort) is sent once more.
 void on_fatal_signal(int sig, siginfo_t* info, void* /*context*/) {
   const int saved_errno = errno;
-  if (Session* session = g_session.load(std::memory_order_acquire)) session->emergency_write();
+  int expected = kNoFault;
+  if (g_fatal_state.compare_exchange_strong(expected, kSaving)) {
+    if (Session* session = g_session.load(std::memory_order_acquire)) session->emergency_write();
+    g_fatal_state.store(kSaved);
+  } else {
+    for (int waited = 0; waited < kSecondFaultWaitMs && g_fatal_state.load() == kSaving; ++waited) {
+      const timespec one_ms{0, 1'000'000};
+      nanosleep(&one_ms, nullptr);
+    }
+  }
   restore_previous(sig);
   if (info == nullptr || info->si_code <= 0) raise(sig);
   errno = saved_errno;
@@ -76,7 +91,45 @@ void finish_at_exit() {
   if (Session* session = g_session.load(std::memory_order_acquire)) session->finish();
 }
 
+// The stack this library gave the thread, taken back (disabled first) when the thread ends.
+struct OwnAlternateStack {
+  void* memory = nullptr;
+  size_t bytes = 0;
+  ~OwnAlternateStack() {
+    if (memory == nullptr) return;
+    stack_t current{};
+    if (sigaltstack(nullptr, &current) != 0 || current.ss_sp != memory ||
+        (current.ss_flags & SS_ONSTACK) != 0)
+      return;  // replaced since, or in use: leave it
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    if (sigaltstack(&off, nullptr) == 0) munmap(memory, bytes);
+  }
+};
+thread_local OwnAlternateStack t_alternate_stack;
+
+// Room for the handler and the trace writer's emergency path (no allocation, a few frames).
+constexpr size_t kAlternateStackBytes = size_t{64} << 10;
+
 }  // namespace
+
+void ensure_alternate_signal_stack() noexcept {
+  if (t_alternate_stack.memory != nullptr) return;
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) != 0 || (current.ss_flags & SS_DISABLE) == 0) return;
+  void* memory = mmap(nullptr, kAlternateStackBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (memory == MAP_FAILED) return;
+  stack_t stack{};
+  stack.ss_sp = memory;
+  stack.ss_size = kAlternateStackBytes;
+  if (sigaltstack(&stack, nullptr) != 0) {
+    munmap(memory, kAlternateStackBytes);
+    return;
+  }
+  t_alternate_stack.memory = memory;
+  t_alternate_stack.bytes = kAlternateStackBytes;
+}
 
 void install_process_hooks(Session& session) noexcept {
   Session* expected = nullptr;

@@ -10,6 +10,14 @@ class Session;
 
 void install_process_hooks(Session& session) noexcept;
 
+// Gives the calling thread an alternate signal stack when it has none, so that a stack overflow
+// still runs the fatal-signal handler (which is installed with SA_ONSTACK). A stack the
+// application installed (Python's faulthandler does) is left alone. Freed when the thread ends.
+void ensure_alternate_signal_stack() noexcept;
+
+// How long a second thread that faults while the first saves the trace waits for it (ms).
+inline constexpr int kSecondFaultWaitMs = 2000;
+
 // How long a terminating signal waits for the flusher (ms).
 inline constexpr int kTerminationFlushWaitMs = 500;
 

@@ -185,6 +185,7 @@ trace::ThreadBuffer* Session::buffer_for_this_thread(trace::FullBufferPolicy whe
     }
     return nullptr;
   }
+  ensure_alternate_signal_stack();  // a stack overflow on this thread still saves the trace
   t_slot.serial = serial_;
   t_slot.generation = generation_.load(std::memory_order_relaxed);
   t_slot.buffer = buffer;

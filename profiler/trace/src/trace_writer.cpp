@@ -12,6 +12,30 @@
 namespace pipescope::trace {
 namespace {
 
+constexpr const char* kCrashWriting = "the process is writing its crash trace";
+// How long a fatal-signal handler waits for another thread to finish a chunk, and for one to
+// finish interning a string (the interrupted thread itself never does).
+constexpr int kEmergencyFileWaitMs = 500;
+constexpr int kEmergencyStringsWaitMs = 50;
+
+// intern()'s side of the strings gate: a crash handler writing the string table ends soon (it is
+// bounded), so ordinary threads wait for it rather than lose a string.
+class StringsEntry {
+ public:
+  explicit StringsEntry(EmergencyGate& gate) noexcept : gate_(gate) {
+    while (!gate_.enter()) {
+      const timespec one_ms{0, 1'000'000};
+      nanosleep(&one_ms, nullptr);
+    }
+  }
+  ~StringsEntry() { gate_.leave(); }
+  StringsEntry(const StringsEntry&) = delete;
+  StringsEntry& operator=(const StringsEntry&) = delete;
+
+ private:
+  EmergencyGate& gate_;
+};
+
 constexpr size_t kMinRingBytes = size_t{64} << 10;
 constexpr size_t kMaxRecordsChunkBytes = size_t{16} << 20;
 
@@ -168,6 +192,7 @@ void TraceWriter::retire_thread(ThreadBuffer* buffer) {
 uint32_t TraceWriter::intern(std::string_view text) {
   text = text.substr(0, kMaxStringBytes);
   std::lock_guard lock(strings_mutex_);
+  const StringsEntry entry_guard(strings_gate_);
   auto [it, inserted] = string_ids_.try_emplace(std::string(text), 0);
   if (!inserted) return it->second;
   const auto id = static_cast<uint32_t>(string_ids_.size());
@@ -184,6 +209,7 @@ Status TraceWriter::write_pending_strings_locked() {
   std::vector<std::byte> strings;
   {
     std::lock_guard lock(strings_mutex_);
+    const StringsEntry entry_guard(strings_gate_);
     strings.swap(pending_strings_);
   }
   // Split into chunks at entry boundaries so that no chunk exceeds the payload limit.
@@ -287,6 +313,8 @@ Status TraceWriter::drain_locked(ThreadBuffer& buffer, uint64_t head_snapshot) {
 
 Status TraceWriter::drain_one(ThreadBuffer& buffer) {
   std::lock_guard lock(file_mutex_);
+  const GateEntry gate(file_gate_);
+  if (!gate.entered()) return Error{kCrashWriting};
   if (closed_) return Error{"trace writer is closed"};
   // Head first, strings second: every string a drained record names was interned before
   // the record was published, so it is in the pending set taken after the snapshot.
@@ -297,7 +325,8 @@ Status TraceWriter::drain_one(ThreadBuffer& buffer) {
 
 Status TraceWriter::flush() {
   std::lock_guard lock(file_mutex_);
-  if (closed_) return {};
+  const GateEntry gate(file_gate_);
+  if (!gate.entered() || closed_) return {};
   const size_t count = buffer_count_.load(std::memory_order_acquire);
   std::vector<uint64_t> heads(count);
   for (size_t i = 0; i < count; ++i) heads[i] = buffers_[i]->head_.load(std::memory_order_acquire);
@@ -313,12 +342,16 @@ Status TraceWriter::flush() {
 Status TraceWriter::write_process_info(const ProcessInfo& info) {
   const std::vector<std::byte> payload = encode_process_info(info);
   std::lock_guard lock(file_mutex_);
+  const GateEntry gate(file_gate_);
+  if (!gate.entered()) return Error{kCrashWriting};
   if (closed_) return Error{"trace writer is closed"};
   return write_small_chunk_locked(ChunkType::kProcessInfo, 0, payload);
 }
 
 Status TraceWriter::write_clock_anchor() {
   std::lock_guard lock(file_mutex_);
+  const GateEntry gate(file_gate_);
+  if (!gate.entered()) return Error{kCrashWriting};
   if (closed_) return Error{"trace writer is closed"};
   return write_small_chunk_locked(ChunkType::kClockAnchor, 1, {});
 }
@@ -334,6 +367,8 @@ Status TraceWriter::close() {
   }
   Status result = flush();
   std::lock_guard lock(file_mutex_);
+  const GateEntry gate(file_gate_);
+  if (!gate.entered()) return Error{kCrashWriting};
   if (closed_) return result;
   closed_ = true;
   if (!sink_.failed()) {
@@ -361,13 +396,16 @@ bool TraceWriter::write_chunk_quietly_locked(ChunkType type, uint32_t items,
 }
 
 uint64_t TraceWriter::emergency_write() noexcept {
-  if (!file_mutex_.try_lock()) return 0;
-  std::lock_guard lock(file_mutex_, std::adopt_lock);
+  if (!file_gate_.claim(kEmergencyFileWaitMs)) return 0;
+  struct Release {
+    EmergencyGate& gate;
+    ~Release() { gate.release(); }
+  } release_file{file_gate_};
   if (closed_ || sink_.failed()) return 0;
   // Strings first, so that the records' names resolve. Entries are whole: intern() appends
-  // under strings_mutex_, and a thread interrupted inside it holds that lock.
-  if (strings_mutex_.try_lock()) {
-    std::lock_guard strings_lock(strings_mutex_, std::adopt_lock);
+  // inside strings_gate_, and a thread interrupted inside it never leaves (then no strings).
+  if (strings_gate_.claim(kEmergencyStringsWaitMs)) {
+    const Release release_strings{strings_gate_};
     size_t begin = 0;
     while (begin < pending_strings_.size()) {
       size_t end = begin;

@@ -17,6 +17,7 @@
 
 #include "pipescope/common/expected.h"
 #include "pipescope/trace/chunk_codec.h"
+#include "pipescope/trace/emergency_gate.h"
 #include "pipescope/trace/format.h"
 #include "pipescope/trace/process_info.h"
 #include "pipescope/trace/records.h"
@@ -138,9 +139,10 @@ class TraceWriter {
   // flush(), an end chunk, and the file closed. Later calls do nothing.
   Status close();
   // For a fatal signal handler: writes what the rings and the string table hold, uncompressed,
-  // with no allocation and no blocking lock (async-signal-safe as far as the platform's
-  // pthread_mutex_trylock is). Gives up when a flush on another thread holds the file. Returns
-  // the number of records written.
+  // with no allocation and no lock: async-signal-safe (emergency_gate.h). Waits up to half a
+  // second for a chunk another thread is writing, and gives up when the file stays busy (the
+  // interrupted thread was writing it) or another handler is writing. Ordinary writes that
+  // meet it back off. Returns the number of records written.
   uint64_t emergency_write() noexcept;
 
   uint64_t records_written() const;
@@ -163,6 +165,7 @@ class TraceWriter {
 
   WriterOptions options_;
   mutable std::mutex file_mutex_;  // the sink, the scratch buffer, the counters below
+  EmergencyGate file_gate_;        // the same, between file_mutex_'s holders and a crash handler
   TraceFileSink sink_;
   ZstdCompressor compressor_;
   std::vector<std::byte> compress_scratch_;
@@ -179,6 +182,7 @@ class TraceWriter {
   std::atomic<size_t> buffer_count_{0};
 
   std::mutex strings_mutex_;
+  EmergencyGate strings_gate_;  // pending_strings_, between strings_mutex_'s holders and a crash handler
   std::unordered_map<std::string, uint32_t> string_ids_;
   std::vector<std::byte> pending_strings_;
 };
