@@ -1,4 +1,4 @@
-// Parsers for the value formats of DESIGN.md's shared vocabulary, used as CLI validators now
+// Parsers for the value formats of docs/design.md's shared vocabulary, used as CLI validators now
 // and by the commands that consume the values.
 #pragma once
 
@@ -39,7 +39,7 @@ struct LayoutSpec {
 // "tp=T,pp=P,dp=D" in any order, each at most once, each >= 1; missing ones are 1.
 Expected<LayoutSpec> parse_layout_spec(const std::string& text);
 
-// "kernel,nccl,..." drawn from DESIGN.md's kinds (and nvtx-nccl); "all" and "default" alone.
+// "kernel,nccl,..." drawn from docs/design.md's kinds (and nvtx-nccl); "all" and "default" alone.
 Expected<std::vector<std::string>> parse_kind_list(const std::string& text);
 
 // A regular expression (ECMAScript, case-insensitive) as the NVTX conventions use them.

@@ -10,7 +10,7 @@
 
 namespace pipescope::cli {
 
-// Exit codes of DESIGN.md's command-line contract.
+// Exit codes of docs/design.md's command-line contract.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // the command ran and could not do its job
 inline constexpr int kExitUsage = 2;    // bad usage or bad input

@@ -1,5 +1,5 @@
 // `pipescope record [-o DIR] [--kinds LIST] [...] -- CMD ...`: runs CMD with the injection
-// library preloaded; every flag maps one to one onto a PIPESCOPE_* variable (DESIGN.md), and
+// library preloaded; every flag maps one to one onto a PIPESCOPE_* variable (docs/design.md), and
 // the command ends exactly as CMD did.
 #include <sys/stat.h>
 #include <unistd.h>

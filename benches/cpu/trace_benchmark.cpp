@@ -1,6 +1,6 @@
 // Throughput of the trace format end to end: records appended to per-thread rings, framed into
 // checksummed (optionally zstd) chunks and written to a real file; and a file mapped, checked
-// and decoded record by record. Rates are of uncompressed record bytes (DESIGN.md, "throughput
+// and decoded record by record. Rates are of uncompressed record bytes (docs/design.md, "throughput
 // figures"). docs/benchmarks.md records the results and the command.
 //
 // Trace files go to $PIPESCOPE_BENCH_DIR, default /var/tmp (disk-backed where /tmp may be tmpfs),

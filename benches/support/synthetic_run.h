@@ -63,7 +63,7 @@ struct SyntheticRunSpec {
   // run's clock starts at 1 s).
   int64_t setup_gpu_ns = 0;
   // false: the stages talk through something other than NCCL (no send/recv records), and
-  // `stage_ranges` can declare them with DESIGN.md's NVTX convention (a range "stage=<k>").
+  // `stage_ranges` can declare them with docs/design.md's NVTX convention (a range "stage=<k>").
   bool pipeline_p2p = true;
   bool stage_ranges = false;
   bool nvtx = true;

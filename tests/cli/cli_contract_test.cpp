@@ -1,4 +1,4 @@
-// DESIGN.md's command-line contract: --help and --version exit 0; bad usage exits 2 with one
+// docs/design.md's command-line contract: --help and --version exit 0; bad usage exits 2 with one
 // line on stderr naming what is wrong; nothing on stdout in that case.
 #include <gtest/gtest.h>
 

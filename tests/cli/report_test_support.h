@@ -40,7 +40,7 @@ inline int partial_files(const ScratchDir& dir) {
   return n;
 }
 
-// DESIGN.md's contract for bad input: exit 2, one line on stderr naming the problem, no output.
+// docs/design.md's contract for bad input: exit 2, one line on stderr naming the problem, no output.
 inline void expect_bad_input(const CommandResult& r, const std::string& part) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(line_count(r.err), 1) << r.err;

@@ -251,7 +251,7 @@ TEST(ReportOnSyntheticRun, RangesThatTimeTheGpuAreNotTakenForTheHosts) {
 }
 
 TEST(ReportOnSyntheticRun, NvtxNamesOutsideTheConventionsAreReadWithTheOverrides) {
-  // NeMo-like names none of DESIGN.md's default patterns matches.
+  // NeMo-like names none of docs/design.md's default patterns matches.
   ScratchDir dir;
   SyntheticRunSpec spec;
   spec.step_range = "iter_boundary";

@@ -1,4 +1,4 @@
-// The injection library's configuration: DESIGN.md's PIPESCOPE_* variables, read once. A value
+// The injection library's configuration: docs/design.md's PIPESCOPE_* variables, read once. A value
 // that does not parse gives one warning and the documented default; it never stops the job.
 #pragma once
 
@@ -48,7 +48,7 @@ struct InjectConfig {
   std::optional<StepWindow> steps;                            // PIPESCOPE_STEPS
   std::string nvtx_step_regex = "step|iteration|train_step";  // PIPESCOPE_NVTX_STEP
   // PIPESCOPE_STAGE: the pipeline stage of this process, for runs whose stages do not talk
-  // through NCCL; written into the trace as an NVTX mark "stage=<k>" (DESIGN.md's convention).
+  // through NCCL; written into the trace as an NVTX mark "stage=<k>" (docs/design.md's convention).
   std::optional<int32_t> declared_stage;
   // PIPESCOPE_KERNEL_SAMPLE: GPU activity (kernels, copies, memsets) recorded for one step in N
   // (steps counted on the step range), everything else in every step; 1 records every step.

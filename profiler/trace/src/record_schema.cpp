@@ -130,7 +130,7 @@ constexpr RecordSchema schema(const char* name, const FieldDesc (&fields)[N]) {
   return RecordSchema{RecordTraits<R>::kKind, name, sizeof(R), std::span<const FieldDesc>(fields, N)};
 }
 
-// Names match DESIGN.md's `kinds` vocabulary where a kind maps to one record
+// Names match docs/design.md's `kinds` vocabulary where a kind maps to one record
 // (memory, nvtx, ...); NCCL has two records, so its names say which.
 constexpr RecordSchema kSchemas[] = {
     schema<KernelRecord>("kernel", kKernelFields),

@@ -1,4 +1,4 @@
-// "Numbers the planner uses come from calibration profiles with a stated source" (DESIGN.md).
+// "Numbers the planner uses come from calibration profiles with a stated source" (docs/design.md).
 // This walks every shipped JSON file generically: any number must sit in an object that also has
 // a non-empty "source", so a number added without one fails here whatever field it is in.
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // A plan: for one configuration, every pipeline stage's layers, memory and time, for the
 // uniform split frameworks use by default and for the split the partition optimizer suggests.
-// Memory is given as both figures of DESIGN.md: `allocated` (what tensors use) and `reserved`
+// Memory is given as both figures of docs/design.md: `allocated` (what tensors use) and `reserved`
 // (what the caching allocator holds, plus the CUDA context and NCCL buffers: what runs out), the
 // latter twice when the optimizer step needs working memory: at the fuller phase (what runs
 // out) and as held after the first step (what nvidia-smi shows; see StageMemory).

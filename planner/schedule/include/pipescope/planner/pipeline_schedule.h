@@ -20,7 +20,7 @@ enum class ScheduleKind {
   kInterleaved,  // Megatron's interleaved 1F1B (Narayanan et al., SC'21, section 2.2)
 };
 
-// "gpipe", "1f1b", "interleaved": the --schedule spellings of DESIGN.md.
+// "gpipe", "1f1b", "interleaved": the --schedule spellings of docs/design.md.
 std::string_view to_string(ScheduleKind kind);
 
 struct ScheduleSpec {

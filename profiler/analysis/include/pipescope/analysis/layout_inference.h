@@ -98,7 +98,7 @@ struct LayoutEvidence {
   // partition their stage, and a stage none of whose ranks left a trace takes the others' sizes.
   std::vector<int32_t> untraced;
   // Per global rank, the pipeline stage its trace declares (an NVTX range or mark named
-  // stage=<k>, DESIGN.md), -1 where none does. Used when no p2p flow shows the pipeline; a rank
+  // stage=<k>, docs/design.md), -1 where none does. Used when no p2p flow shows the pipeline; a rank
   // without a declaration takes the stage of the members of its smallest communicator.
   std::vector<int32_t> declared_stage;
 };

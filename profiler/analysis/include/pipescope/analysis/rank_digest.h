@@ -20,7 +20,7 @@
 
 namespace pipescope::analysis {
 
-// The NVTX naming conventions of DESIGN.md, overridable by --nvtx-step/forward/backward.
+// The NVTX naming conventions of docs/design.md, overridable by --nvtx-step/forward/backward.
 struct NvtxConventions {
   std::string step = "step|iteration|train_step";
   std::string forward = "forward|fwd";

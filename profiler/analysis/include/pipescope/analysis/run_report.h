@@ -267,7 +267,7 @@ struct Series {
   std::vector<double> values;
 };
 
-// One rank's memory over the run, per figure the trace holds (DESIGN.md): `reserved` (what
+// One rank's memory over the run, per figure the trace holds (docs/design.md): `reserved` (what
 // allocators took with cudaMalloc) and `allocated` (stream-ordered pool allocations); the highest
 // level per bucket, a bucket without an event holding the level before it.
 struct MemoryTimeline {

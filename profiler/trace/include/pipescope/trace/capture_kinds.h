@@ -1,4 +1,4 @@
-// The capture kinds of DESIGN.md (`--kinds`, PIPESCOPE_KINDS) and the record kinds each one
+// The capture kinds of docs/design.md (`--kinds`, PIPESCOPE_KINDS) and the record kinds each one
 // turns on. The bit set is the one a trace's process info stores: bit k = RecordKind k.
 #pragma once
 
@@ -25,7 +25,7 @@ struct CaptureKinds {
 CaptureKinds default_capture_kinds();
 
 // "kernel,nccl,..." from kernel, memcpy, memset, memory, sync, api, nccl, nvtx, overhead and
-// nvtx-nccl; or "default", or "all" (the nine kinds of DESIGN.md), each alone.
+// nvtx-nccl; or "default", or "all" (the nine kinds of docs/design.md), each alone.
 Expected<CaptureKinds> parse_capture_kinds(std::string_view text);
 
 }  // namespace pipescope::trace
