@@ -254,26 +254,26 @@ class RankScanner {
     before_first_step_pending_ = true;
   }
 
+  // The unions up to `at_ns`, valid while every interval swept so far started before it.
+  RankDigest::UnionsBefore unions_before(int64_t at_ns) const {
+    RankDigest::UnionsBefore b;
+    b.known = true;
+    b.at_ns = at_ns;
+    b.compute_ns = compute_.total_before(at_ns);
+    b.comm_ns = comm_.total_before(at_ns);
+    b.compute_or_comm_ns = compute_or_comm_.total_before(at_ns);
+    b.any_ns = any_.total_before(at_ns);
+    return b;
+  }
+
   void take_unions_before_first_step() {
     before_first_step_pending_ = false;
-    RankDigest::UnionsBefore& b = d_.before_first_step;
-    b.known = true;
-    b.at_ns = first_step_ns_;
-    b.compute_ns = compute_.total_before(first_step_ns_);
-    b.comm_ns = comm_.total_before(first_step_ns_);
-    b.compute_or_comm_ns = compute_or_comm_.total_before(first_step_ns_);
-    b.any_ns = any_.total_before(first_step_ns_);
+    d_.before_first_step = unions_before(first_step_ns_);
   }
 
   void take_unions_before_tail() {
     tail_pending_ = false;
-    RankDigest::UnionsBefore& b = d_.before_unflushed_tail;
-    b.known = true;
-    b.at_ns = tail_cut_ns_;
-    b.compute_ns = compute_.total_before(tail_cut_ns_);
-    b.comm_ns = comm_.total_before(tail_cut_ns_);
-    b.compute_or_comm_ns = compute_or_comm_.total_before(tail_cut_ns_);
-    b.any_ns = any_.total_before(tail_cut_ns_);
+    d_.before_unflushed_tail = unions_before(tail_cut_ns_);
   }
 
   void sweep(const GpuInterval& i) {
