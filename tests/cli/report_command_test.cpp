@@ -750,6 +750,35 @@ TEST(ReportCommand, PlanFromPipescopePlanIsComparedStageByStage) {
             std::string::npos);
 }
 
+// A plan of another schema version, or one missing a figure the comparison needs, is refused
+// naming what is wrong, rather than read as zeros.
+TEST(ReportCommand, APlanOfAnotherVersionOrMissingAFigureIsRefused) {
+  Dir dir;
+  write_run(dir);
+  const CommandResult plan =
+      run_pipescope({"plan", "--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "2",
+                     "--pp", "4", "--mbs", "1", "--gbs", "16", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto good = nlohmann::json::parse(plan.out);
+  const auto refused = [&](const nlohmann::json& doc, const std::string& says) {
+    const std::string file = dir.file("plan.json");
+    std::ofstream(file, std::ios::trunc) << doc.dump();
+    const CommandResult r = run_pipescope({"report", dir.path(), "--plan", file});
+    EXPECT_EQ(r.exit_code, 2) << says << r.out;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  };
+  auto newer = good;
+  newer["schema_version"] = 2;
+  refused(newer, "has plan schema_version 2; this pipescope reads version 1");
+  auto no_forward = good;
+  no_forward["suggested"]["stages"][1].erase("forward_s");
+  refused(no_forward, "suggested.stages[1].forward_s is missing or not a number");
+  auto no_step = good;
+  no_step["suggested"].erase("iteration_s");
+  refused(no_step, "suggested.iteration_s is missing or not a number");
+}
+
 TEST(ExportCommand, PerfettoJsonWithFlowsAndAWindow) {
   Dir dir;
   write_run(dir);

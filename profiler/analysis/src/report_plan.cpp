@@ -12,9 +12,23 @@
 namespace pipescope::analysis {
 namespace {
 
+// The plan document's major version this report reads (`pipescope plan --json`'s
+// schema_version); a newer one may move or rename what is read below.
+constexpr int kPlanSchemaVersion = 1;
+
 double number(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// A figure the comparison cannot do without: a missing one is an incomplete plan, not a 0.
+Expected<double> required_number(const nlohmann::json& j, const char* key, const std::string& where,
+                                 const std::string& path) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number())
+    return Error(where + ": " + path + "." + key +
+                 " is missing or not a number: not a complete 'pipescope plan --json' output");
+  return it->get<double>();
 }
 
 PlanFigure figure(double predicted, std::optional<double> measured) {
@@ -127,6 +141,15 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
       !side->contains("stages") || !(*side)["stages"].is_array())
     return Error(where + " is not the output of 'pipescope plan --json' (no schema_version / " + key +
                  ".stages)");
+  const nlohmann::json& version = doc["schema_version"];
+  if (!version.is_number_integer() || version.get<int64_t>() != kPlanSchemaVersion)
+    return Error(where + " has plan schema_version " + version.dump() + "; this pipescope reads version " +
+                 std::to_string(kPlanSchemaVersion) +
+                 " (plan it again with this build's 'pipescope plan --json')");
+  auto planned_step_s = required_number(*side, "iteration_s", where, key);
+  if (!planned_step_s) return planned_step_s.error();
+  auto planned_bubble = required_number(*side, "bubble_fraction", where, key);
+  if (!planned_bubble) return planned_bubble.error();
   PlanComparison plan;
   plan.plan_path = ctx.options.plan_path;
   plan.side = "suggested";
@@ -181,16 +204,24 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
     const nlohmann::json& s = stages[k];
     if (!s.is_object())
       return Error(where + ": " + key + ".stages[" + std::to_string(k) + "] is not an object");
+    const std::string path = key + ".stages[" + std::to_string(k) + "]";
+    auto forward_s = required_number(s, "forward_s", where, path);
+    if (!forward_s) return forward_s.error();
+    auto backward_s = required_number(s, "backward_s", where, path);
+    if (!backward_s) return backward_s.error();
+    auto peak_bytes =
+        required_number(s, memory == "allocated" ? "allocated_bytes" : "peak_memory_bytes", where, path);
+    if (!peak_bytes) return peak_bytes.error();
     const StageReport& measured = report.stages[k];
     PlanStageComparison c;
     c.stage = measured.stage;
-    c.peak_memory_bytes = figure(
-        memory == "allocated" ? number(s, "allocated_bytes") : number(s, "peak_memory_bytes") - unseen_bytes,
-        memory == "none" || !measured.peak_memory_bytes
-            ? std::nullopt
-            : std::optional<double>(static_cast<double>(*measured.peak_memory_bytes)));
-    c.forward_s = figure(number(s, "forward_s"), seconds(measured.forward_mean_ns));
-    c.backward_s = figure(number(s, "backward_s"), seconds(measured.backward_mean_ns));
+    c.peak_memory_bytes =
+        figure(memory == "allocated" ? *peak_bytes : *peak_bytes - unseen_bytes,
+               memory == "none" || !measured.peak_memory_bytes
+                   ? std::nullopt
+                   : std::optional<double>(static_cast<double>(*measured.peak_memory_bytes)));
+    c.forward_s = figure(*forward_s, seconds(measured.forward_mean_ns));
+    c.backward_s = figure(*backward_s, seconds(measured.backward_mean_ns));
     const auto by_kind = [&](std::initializer_list<const char*> kinds, const char* extra,
                              std::initializer_list<const char*> categories) -> std::optional<PlanFigure> {
       const std::optional<double> planned = planned_per_step_s(s, micro_batches, kinds, extra);
@@ -212,13 +243,13 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
     ++measured_stages;
   }
   plan.bubble_fraction =
-      figure(number(*side, "bubble_fraction"),
-             measured_stages == 0 ? std::nullopt
+      figure(*planned_bubble, measured_stages == 0
+                                  ? std::nullopt
                                   : std::optional<double>(bubble / static_cast<double>(measured_stages)));
   // A relative error of a bubble under 1 % says nothing (one stage: 0 planned, 0.001 % measured).
   if (plan.bubble_fraction.measured && *plan.bubble_fraction.measured < 0.01)
     plan.bubble_fraction.error_percent = std::nullopt;
-  plan.step_s = figure(number(*side, "iteration_s"),
+  plan.step_s = figure(*planned_step_s,
                        report.steps.count == 0
                            ? std::nullopt
                            : std::optional<double>(static_cast<double>(report.steps.median_ns) * 1e-9));
