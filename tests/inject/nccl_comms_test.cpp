@@ -155,8 +155,8 @@ TEST(NcclSequence, SendAndRecvCountPerPeerAndDirection) {
 TEST(NcclSequence, PeersOutsideTheCommunicatorHaveNoSequence) {
   CommRegistry registry;
   Comm* comm = registry.add(init_rank_facts(0x1000, unique_id(1), 0, 2));
-  EXPECT_EQ(comm->next_p2p(2, P2pDirection::kSend), kUnknownSequence);
-  EXPECT_EQ(comm->next_p2p(-1, P2pDirection::kRecv), kUnknownSequence);
+  EXPECT_EQ(comm->next_p2p(2, P2pDirection::kSend), kNcclUnknownSequence);
+  EXPECT_EQ(comm->next_p2p(-1, P2pDirection::kRecv), kNcclUnknownSequence);
   EXPECT_EQ(comm->next_p2p(1, P2pDirection::kSend), 0u);
 }
 
@@ -176,7 +176,7 @@ TEST(NcclDetails, OneThreadAsksAndTheAnswerCompletesTheCommunicator) {
   facts.identity = 42;
   Comm comm(facts);  // a split of an unknown parent: no size, no counters
   EXPECT_TRUE(comm.details_pending());
-  EXPECT_EQ(comm.next_p2p(0, P2pDirection::kSend), kUnknownSequence);
+  EXPECT_EQ(comm.next_p2p(0, P2pDirection::kSend), kNcclUnknownSequence);
   ASSERT_TRUE(comm.claim_details());
   EXPECT_FALSE(comm.claim_details());  // someone is asking
   comm.release_details_claim();        // NCCL said "in progress": try later

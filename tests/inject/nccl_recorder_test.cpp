@@ -609,7 +609,7 @@ TEST_F(NcclRecorderTest, CallsOnAnUnknownCommunicatorAreRecordedUnpaired) {
   const auto ops = finish().all<NcclOpRecord>();
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].comm_id, 0u);
-  EXPECT_EQ(ops[0].sequence, kUnknownSequence);
+  EXPECT_EQ(ops[0].sequence, kNcclUnknownSequence);
   EXPECT_EQ(ops[0].device, trace::kUnknownDevice);
 }
 

@@ -435,7 +435,8 @@ TEST(ReportOnSyntheticRun, PlannedVersusMeasuredSplitsEachStagesGpuTimeByKindOfW
   // A plan from before the split by kind compares no kinds.
   ScratchDir again;
   options.plan_json = R"({"schema_version": 1, "inputs": {"config": {"micro_batches": 8}},
-      "suggested": {"stages": [{"forward_s": 0.002, "backward_s": 0.004}]}})";
+      "suggested": {"bubble_fraction": 0.2, "iteration_s": 0.07,
+                    "stages": [{"forward_s": 0.002, "backward_s": 0.004, "peak_memory_bytes": 1e9}]}})";
   const auto [truth2, older] = report_of(spec, again, options);
   ASSERT_TRUE(older.plan.has_value());
   EXPECT_FALSE(older.plan->stages[0].gemm_s.has_value());

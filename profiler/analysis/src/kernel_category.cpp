@@ -77,13 +77,18 @@ std::string base_name(std::string_view signature, int depth) {
 
 std::string kernel_base_name(std::string_view signature) { return base_name(signature, 0); }
 
+bool is_nccl_kernel(std::string_view name) {
+  return name.starts_with("nccl") || name.find("ncclDevKernel") != std::string_view::npos ||
+         name.find("ncclKernel") != std::string_view::npos;
+}
+
 const char* kernel_category(std::string_view signature) {
+  if (is_nccl_kernel(signature)) return "nccl";
   struct Rule {
     const char* category;
     std::regex pattern;
   };
   static const Rule kRules[] = {
-      {"nccl", std::regex("^nccl", std::regex::icase | std::regex::optimize)},
       {"attention",
        std::regex("flash|fmha|attention|attn|sdpa|softmax", std::regex::icase | std::regex::optimize)},
       {"embedding", std::regex("embedding", std::regex::icase | std::regex::optimize)},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kineto_collectives.h"
+#include "pipescope/analysis/kernel_category.h"
 #include "pipescope/trace/trace_writer.h"
 
 namespace pipescope::analysis {
@@ -269,9 +270,7 @@ Status convert_kineto_trace(const std::string& json_path, const std::string& pst
       k.registers_per_thread = static_cast<uint16_t>(number_or(args, "registers per thread", 0));
       k.dynamic_shared_bytes = static_cast<uint32_t>(number_or(args, "shared memory", 0));
       c.out.append(k);
-      if (name.rfind("nccl", 0) == 0 || name.find("ncclDevKernel") != std::string::npos ||
-          name.find("ncclKernel") != std::string::npos)
-        nccl_kernel_by_correlation[k.correlation_id] = true;
+      if (is_nccl_kernel(name)) nccl_kernel_by_correlation[k.correlation_id] = true;
     } else if (cat == "gpu_memcpy") {
       auto m = gpu_activity<trace::MemcpyRecord>(args, ts, dur);
       m.copy_kind = static_cast<uint8_t>(copy_kind_of(name));

@@ -11,6 +11,7 @@
 #include "memory_level.h"
 #include "nccl_join.h"
 #include "nvtx_steps.h"
+#include "pipescope/analysis/kernel_category.h"
 #include "pipescope/analysis/rank_digest.h"
 #include "pipescope/trace/trace_file.h"
 #include "pipescope/trace/trace_summary.h"
@@ -56,14 +57,8 @@ constexpr size_t kMaxOpenRanges = 100'000;
 constexpr size_t kFirstEnters = 256;
 
 // What the profiler writes when a call's communicator was unknown to it.
-constexpr uint64_t kUnknownSequence = UINT64_MAX;
 
 int64_t as_ns(uint64_t t) { return static_cast<int64_t>(std::min<uint64_t>(t, INT64_MAX)); }
-
-bool is_nccl_kernel(std::string_view name) {
-  return name.starts_with("nccl") || name.find("ncclDevKernel") != std::string_view::npos ||
-         name.find("ncclKernel") != std::string_view::npos;
-}
 
 bool is_p2p(uint8_t op) {
   return op == static_cast<uint8_t>(trace::NcclOpType::kSend) ||
@@ -392,9 +387,9 @@ class RankScanner {
       p.bytes += r.bytes;
       p.time_ns += exit - enter;
       if (p.first_enter_ns < 0 || enter < p.first_enter_ns) p.first_enter_ns = enter;
-      if (!failed && r.sequence != kUnknownSequence)
+      if (!failed && r.sequence != trace::kNcclUnknownSequence)
         add_sample(p.sample_stride, p.samples, r.sequence, enter, exit, op);
-      if (r.sequence != kUnknownSequence) {
+      if (r.sequence != trace::kNcclUnknownSequence) {
         if (r.sequence + 1 >= p.last_entered) {
           p.last_entered = r.sequence + 1;
           p.last_entered_at_ns = enter;
@@ -402,7 +397,7 @@ class RankScanner {
         }
         if (!failed) p.last_completed_host = std::max(p.last_completed_host, r.sequence + 1);
       }
-    } else if (r.sequence != kUnknownSequence) {
+    } else if (r.sequence != trace::kNcclUnknownSequence) {
       ++comm.collectives;
       if (comm.first_enters_ns.size() < kFirstEnters) {
         // Grown to the cap, not reserved at it: most communicators run a few collectives a step.

@@ -145,12 +145,12 @@ std::atomic<uint64_t>* Comm::p2p_counter(int32_t peer, P2pDirection direction) c
 
 uint64_t Comm::next_p2p(int32_t peer, P2pDirection direction) noexcept {
   std::atomic<uint64_t>* counter = p2p_counter(peer, direction);
-  return counter != nullptr ? counter->fetch_add(1, std::memory_order_relaxed) : kUnknownSequence;
+  return counter != nullptr ? counter->fetch_add(1, std::memory_order_relaxed) : kNcclUnknownSequence;
 }
 
 uint64_t Comm::peek_p2p(int32_t peer, P2pDirection direction) const noexcept {
   std::atomic<uint64_t>* counter = p2p_counter(peer, direction);
-  return counter != nullptr ? counter->load(std::memory_order_relaxed) : kUnknownSequence;
+  return counter != nullptr ? counter->load(std::memory_order_relaxed) : kNcclUnknownSequence;
 }
 
 CommRegistry::Table::Table(uint32_t slot_count)

@@ -20,8 +20,7 @@
 
 namespace pipescope::inject::nccl {
 
-// `sequence` of an operation that cannot be paired (an unknown communicator, a peer out of range).
-inline constexpr uint64_t kUnknownSequence = UINT64_MAX;
+using trace::kNcclUnknownSequence;
 
 // Identities. Each kind of derivation hashes a different tag, so an id from one kind never equals
 // one from another by construction of the input; all are nonzero (0 means "no parent").

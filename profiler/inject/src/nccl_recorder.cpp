@@ -157,7 +157,7 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
   // Numbers advance whether or not this call is recorded, so that a later capture window still
   // pairs; a call NCCL refused did not happen on the wire and takes none.
   const bool ok = succeeded(result);
-  uint64_t sequence = kUnknownSequence;
+  uint64_t sequence = kNcclUnknownSequence;
   if (comm != nullptr) {
     if (call.op == NcclOpType::kSend || call.op == NcclOpType::kRecv) {
       const P2pDirection direction = call.op == NcclOpType::kSend ? P2pDirection::kSend : P2pDirection::kRecv;

@@ -21,4 +21,8 @@ std::string kernel_base_name(std::string_view signature);
 // reduce, norm, copy, fill, cat, index, scatter, gather), else other.
 const char* kernel_category(std::string_view signature);
 
+// Whether a kernel name (mangled, demangled or plain, as CUPTI or the PyTorch profiler give it) is
+// an NCCL kernel: the one decision the scan, the Kineto reader and the categories share.
+bool is_nccl_kernel(std::string_view name);
+
 }  // namespace pipescope::analysis

@@ -186,12 +186,17 @@ inline constexpr uint8_t kNcclFlagInGroup = 1u << 0;       // issued between Gro
 inline constexpr uint8_t kNcclFlagGraphCapture = 1u << 1;  // issued while a stream captured
 inline constexpr uint8_t kNcclFlagFailed = 1u << 2;        // the call returned an error
 
+// NcclOpRecord::sequence of an operation that cannot be paired across ranks (an unknown
+// communicator, a peer out of range).
+inline constexpr uint64_t kNcclUnknownSequence = UINT64_MAX;
+
 struct NcclOpRecord {
   RecordHeader header;
   uint32_t device;
   uint64_t comm_id;  // communicator identity, equal on every member
   // Per communicator for collectives; per (communicator, peer, direction) for send/recv,
-  // so that the same operation has the same number on every rank that took part.
+  // so that the same operation has the same number on every rank that took part;
+  // kNcclUnknownSequence when it cannot be paired.
   uint64_t sequence;
   uint64_t count;   // elements, as passed to NCCL
   uint64_t bytes;   // payload bytes of this rank's buffer
