@@ -38,10 +38,9 @@ int run_plan(const PlanArgs& a, bool schedule_given) {
     if (!framework) return usage_error(kPlan, "--emit must be megatron, deepspeed or internevo");
     // Settings a framework cannot make exact are planned on the suggested split as it runs them.
     const planner::PlanInputs inputs{run->model, run->cluster, run->profile, outcome->config};
-    const planner::RecomputePricer pricer = [&](const planner::UniformRecompute& setting) {
-      return planner::price_uniform_recompute(inputs, outcome->suggested, setting);
-    };
-    printout.emit_text = planner::emit_settings(*framework, *model, *outcome, &pricer).text;
+    const auto pricer = planner::uniform_recompute_pricer(inputs, outcome->suggested);
+    printout.emit_text =
+        planner::emit_settings(*framework, *model, *outcome, pricer.ok() ? &*pricer : nullptr).text;
   }
   if (a.json) {
     std::cout << plan_json(printout);

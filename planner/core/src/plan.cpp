@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
+#include <tuple>
 
 #include "pipescope/models/flop_count.h"
 #include "pipescope/planner/partition_optimizer.h"
@@ -319,8 +321,7 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
 
 }  // namespace
 
-Expected<PlanReport> price_uniform_recompute(const PlanInputs& in, const PlanReport& split,
-                                             const UniformRecompute& setting) {
+Expected<RecomputePricer> uniform_recompute_pricer(const PlanInputs& in, const PlanReport& split) {
   if (in.config.schedule == ScheduleKind::kInterleaved)
     return Error{"the interleaved schedule takes one recompute mode on every stage already"};
   auto costs = build_cost_model(in);
@@ -331,26 +332,32 @@ Expected<PlanReport> price_uniform_recompute(const PlanInputs& in, const PlanRep
   problem.partial_base = option_of(RecomputeChoice::kNone);
   if (split.stages.size() != static_cast<size_t>(problem.stages))
     return Error{"the split has another stage count"};
-  PlanChoice choice;
-  choice.boundaries.push_back(0);
-  for (const StageReport& st : split.stages) {
-    choice.boundaries.push_back(st.end_unit);
-    choice.options.push_back(option_of(setting.mode));
-    int partial = 0;
-    if (setting.mode == RecomputeChoice::kFull && setting.block_layers > 0 &&
-        setting.block_layers < st.layers) {
-      // The stage's first units up to and including its block_layers-th decoder layer.
-      int layers = 0;
-      for (int u = st.first_unit; u < st.end_unit && layers < setting.block_layers; ++u) {
-        layers += costs->units[static_cast<size_t>(u)].is_layer ? 1 : 0;
-        partial = u - st.first_unit + 1;
+  // Built once, shared by every setting priced.
+  auto shared = std::make_shared<const std::tuple<PlanInputs, CostModel, PartitionProblem, PlanReport>>(
+      in, std::move(*costs), std::move(problem), split);
+  return RecomputePricer([shared](const UniformRecompute& setting) -> Expected<PlanReport> {
+    const auto& [inputs, model, partition, stages] = *shared;
+    PlanChoice choice;
+    choice.boundaries.push_back(0);
+    for (const StageReport& st : stages.stages) {
+      choice.boundaries.push_back(st.end_unit);
+      choice.options.push_back(option_of(setting.mode));
+      int partial = 0;
+      if (setting.mode == RecomputeChoice::kFull && setting.block_layers > 0 &&
+          setting.block_layers < st.layers) {
+        // The stage's first units up to and including its block_layers-th decoder layer.
+        int layers = 0;
+        for (int u = st.first_unit; u < st.end_unit && layers < setting.block_layers; ++u) {
+          layers += model.units[static_cast<size_t>(u)].is_layer ? 1 : 0;
+          partial = u - st.first_unit + 1;
+        }
       }
+      choice.partial_units.push_back(partial);
     }
-    choice.partial_units.push_back(partial);
-  }
-  auto plan = evaluate_plan(problem, choice);
-  if (!plan.ok()) return plan.error();
-  return report_of(in, *costs, *plan);
+    auto plan = evaluate_plan(partition, choice);
+    if (!plan.ok()) return plan.error();
+    return report_of(inputs, model, *plan);
+  });
 }
 
 namespace {

@@ -385,9 +385,9 @@ TEST(FrameworkSettings, SettingsThatCannotBeExactArePlannedOnTheSuggestedSplit) 
   for (const auto& st : plan->suggested.stages) counts.insert(st.full_recompute_layers);
   ASSERT_GT(counts.size(), 1u) << "the plan no longer recomputes per stage";
 
-  const RecomputePricer pricer = [&](const UniformRecompute& setting) {
-    return price_uniform_recompute(inputs, plan->suggested, setting);
-  };
+  const auto made = uniform_recompute_pricer(inputs, plan->suggested);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  const RecomputePricer& pricer = *made;
   // Megatron-LM: none, selective, or full recomputation of every stage's first k layers.
   std::vector<UniformRecompute> megatron = {{RecomputeChoice::kNone, 0}, {RecomputeChoice::kSelective, 0}};
   for (int k = 1; k < 6; ++k) megatron.push_back({RecomputeChoice::kFull, k});

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -111,10 +112,10 @@ struct UniformRecompute {
   int block_layers = 0;  // full: each stage's first this many decoder layers (0: all of them)
 };
 
-// The stages of `split` (a report make_plan gave for `inputs`) run with `setting` on every
-// stage, priced as the planner prices its own splits: what a framework's settings do when they
-// cannot express a plan's per-stage recomputation.
-Expected<PlanReport> price_uniform_recompute(const PlanInputs& inputs, const PlanReport& split,
-                                             const UniformRecompute& setting);
+// Prices the stages of `split` (a report make_plan gave for `inputs`) run with one setting on
+// every stage, as the planner prices its own splits: what a framework's settings do when they
+// cannot express a plan's per-stage recomputation. The cost model is built once, here.
+using RecomputePricer = std::function<Expected<PlanReport>(const UniformRecompute&)>;
+Expected<RecomputePricer> uniform_recompute_pricer(const PlanInputs& inputs, const PlanReport& split);
 
 }  // namespace pipescope::planner

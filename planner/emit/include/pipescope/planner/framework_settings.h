@@ -6,7 +6,6 @@
 // .cpp files name the file and commit.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,11 +30,10 @@ struct FrameworkSettings {
   std::vector<std::string> not_expressible;
 };
 
-// Prices the suggested split with one recompute setting on every stage: price_uniform_recompute
-// bound to the plan's inputs. Given one, settings that cannot express the plan's per-stage
-// recomputation are the fastest setting the framework takes that fits on the suggested split,
-// planned, and say what it costs; without one, the closest setting, unplanned, as such.
-using RecomputePricer = std::function<Expected<PlanReport>(const UniformRecompute&)>;
+// `pricer` (uniform_recompute_pricer of the plan's inputs and suggested split): with it, settings
+// that cannot express the plan's per-stage recomputation are the fastest setting the framework
+// takes that fits on the suggested split, planned, and say what it costs; without it, the
+// closest setting, unplanned, said as such.
 
 // `outcome` from make_plan, whose config is resolved; `model` the model it was planned for.
 FrameworkSettings emit_settings(Framework framework, const models::ModelDesc& model,
