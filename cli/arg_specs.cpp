@@ -1,5 +1,6 @@
 #include "arg_specs.h"
 
+#include "pipescope/common/range_syntax.h"
 #include "pipescope/trace/capture_kinds.h"
 
 #include <algorithm>
@@ -36,8 +37,6 @@ bool parse_finite(std::string_view text, double& out) {
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(out);
 }
-
-bool parse_seconds(std::string_view text, double& out) { return parse_finite(text, out) && out >= 0; }
 
 }  // namespace
 
@@ -82,22 +81,15 @@ Expected<std::vector<RankRange>> parse_rank_spec(const std::string& text) {
 }
 
 Expected<TimeWindow> parse_time_window(const std::string& text) {
-  const auto parts = split(text, ':');
-  TimeWindow w{0.0, INFINITY};
-  const bool ok = parts.size() == 2 && !(parts[0].empty() && parts[1].empty()) &&
-                  (parts[0].empty() || parse_seconds(parts[0], w.start_s)) &&
-                  (parts[1].empty() || parse_seconds(parts[1], w.end_s)) && w.start_s < w.end_s;
-  if (!ok) return Error{"'" + text + "' is not a window START:END in seconds with START < END"};
-  return w;
+  const auto window = parse_seconds_window(text);
+  if (!window) return Error{"'" + text + "' is not a window START:END in seconds with START < END"};
+  return TimeWindow{window->start_s, window->end_s.value_or(INFINITY)};
 }
 
 Expected<StepRange> parse_step_range(const std::string& text) {
-  const auto parts = split(text, ':');
-  StepRange s{};
-  const bool ok = parts.size() == 2 && parse_count(parts[0], s.first) && parse_count(parts[1], s.last) &&
-                  s.first <= s.last;
-  if (!ok) return Error{"'" + text + "' is not a step range N:M with N <= M"};
-  return s;
+  const auto span = parse_step_span(text);
+  if (!span) return Error{"'" + text + "' is not a step range N:M with N <= M"};
+  return StepRange{span->first, span->last};
 }
 
 Expected<LayoutSpec> parse_layout_spec(const std::string& text) {

@@ -95,8 +95,13 @@ TEST(KernelCategory, NcclKernelsOfEveryNcclVersion) {
        {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "ncclDevKernel_SendRecv",
         "ncclKernel_AllGather_RING_LL_Sum_int8_t",
         "void ncclKernel_ReduceScatter_RING_SIMPLE_Sum_bfloat16(ncclDevComm*, unsigned long, "
-        "ncclWork*)"})
+        "ncclWork*)",
+        // As CUPTI hands many of them over: mangled ("AllReduce" once read as elementwise).
+        "_Z41ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"}) {
     EXPECT_STREQ(kernel_category(name), "nccl") << name;
+    EXPECT_TRUE(is_nccl_kernel(name)) << name;
+  }
+  EXPECT_FALSE(is_nccl_kernel("void at::native::reduce_kernel<512, 1>(...)"));
   EXPECT_STREQ(kernel_category("my_custom_kernel(float*)"), "other");
 }
 

@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "pipescope/common/range_syntax.h"
+
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -21,43 +23,20 @@ std::optional<int64_t> parse_int(std::string_view text) {
   return value;
 }
 
-std::optional<double> parse_seconds(std::string_view text) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || !std::isfinite(value) ||
-      value < 0) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// "START:END", either side may be empty; START < END when both are given.
+// The shared syntaxes (range_syntax.h), in this library's own types.
 std::optional<CaptureWindow> parse_window(std::string_view text) {
-  const size_t colon = text.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  const std::string_view start = text.substr(0, colon);
-  const std::string_view end = text.substr(colon + 1);
-  CaptureWindow window;
-  if (!start.empty()) {
-    auto s = parse_seconds(start);
-    if (!s) return std::nullopt;
-    window.start_s = *s;
-  }
-  if (!end.empty()) {
-    window.end_s = parse_seconds(end);
-    if (!window.end_s || *window.end_s <= window.start_s) return std::nullopt;
-  }
-  if (start.empty() && end.empty()) return std::nullopt;
-  return window;
+  const auto window = parse_seconds_window(text);
+  if (!window) return std::nullopt;
+  CaptureWindow out;
+  out.start_s = window->start_s;
+  out.end_s = window->end_s;
+  return out;
 }
 
 std::optional<StepWindow> parse_steps(std::string_view text) {
-  const size_t colon = text.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  auto first = parse_int(text.substr(0, colon));
-  auto last = parse_int(text.substr(colon + 1));
-  if (!first || !last || *first < 0 || *last < *first) return std::nullopt;
-  return StepWindow{*first, *last};
+  const auto span = parse_step_span(text);
+  if (!span) return std::nullopt;
+  return StepWindow{span->first, span->last};
 }
 
 bool regex_compiles(const std::string& pattern) {
