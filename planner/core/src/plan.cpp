@@ -12,8 +12,6 @@
 namespace pipescope::planner {
 namespace {
 
-const char* mode_name(int option) { return option == 0 ? "none" : option == 1 ? "selective" : "full"; }
-
 // Totals from the stages: the iteration adds the slowest stage's exposed gradient sync and
 // optimizer step to the simulated pipeline; throughput and MFU follow from it.
 void finalize(const PlanInputs& in, PlanReport& r) {
@@ -75,7 +73,7 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
     st.first_unit = sp.first_unit;
     st.end_unit = sp.end_unit;
     st.in_flight = sp.activations_in_flight;
-    st.recompute = mode_name(sp.option);
+    st.recompute = recompute_option_name(sp.option);
     st.forward_s = sp.forward_s;
     st.backward_s = sp.backward_s;
     double dp_sync_s = 0;

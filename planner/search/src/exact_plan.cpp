@@ -7,11 +7,6 @@
 #include "pipescope/planner/plan.h"
 
 namespace pipescope::planner::search_detail {
-namespace {
-
-const char* mode_name(int option) { return option == 0 ? "none" : option == 1 ? "selective" : "full"; }
-
-}  // namespace
 
 ExactPlanner::ExactPlanner(const SearchRequest& request, int64_t seq_length)
     : inputs_{request.model, request.cluster, request.profile, {}} {
@@ -105,7 +100,7 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
     r.fits = r.fits && peak <= cm.capacity_bytes;
     tail_s =
         std::max(tail_s, exposed_sync_s(dp_sync_s, sp.backward_s, cm.sync_overlaps_backward) + optimizer_s);
-    r.stage_recompute.push_back(mode_name(sp.option));
+    r.stage_recompute.push_back(recompute_option_name(sp.option));
     r.stage_layers.push_back(layers);
   }
   r.pipeline_s = plan->iteration_s;

@@ -58,6 +58,11 @@ namespace pipescope::planner {
 inline constexpr std::array<models::RecomputeMode, 3> kRecomputeModes = {
     models::RecomputeMode::kNone, models::RecomputeMode::kSelective, models::RecomputeMode::kFull};
 
+// The name of option `option` (an index into kRecomputeModes): none, selective, full.
+inline const char* recompute_option_name(int option) {
+  return option == 0 ? "none" : option == 1 ? "selective" : "full";
+}
+
 // Work budget of the exact partition search behind `pipescope plan` (PartitionProblem::
 // max_search_work): about a second on one core; `--search-time` changes it.
 inline constexpr int64_t kPlanSearchWork = kSearchWorkPerSecond;
