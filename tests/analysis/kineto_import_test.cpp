@@ -238,6 +238,30 @@ TEST(KinetoImport, CollectivesFollowNcclTestsSizesOnTheirOwnProcessGroups) {
   EXPECT_NE(cut_ids[0], cut_ids[1]);
 }
 
+// Without nccl: annotations, record_param_comms that names its collective is the call; a trace
+// with neither falls back on the c10d:: operators.
+TEST(KinetoImport, RecordParamCommsAloneIsTheCallWhenNoAnnotationNamesIt) {
+  ScratchDir dir;
+  const std::string json = write_json(dir, "p.json", R"JSON({
+    "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 8},
+    "traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1000, "dur": 100,
+       "args": {"Collective name": "allgather_into_tensor", "dtype": "BFloat16", "In msg nelems": 1024,
+                "Out msg nelems": 8192, "Group size": 8}},
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 2000, "dur": 100,
+       "args": {"dtype": "Float"}}
+    ]})JSON");
+  const std::string pst = dir.file("p.pst");
+  ASSERT_TRUE(convert_kineto_trace(json, pst).ok());
+  const NcclRecords r = nccl_records_of(pst);
+  ASSERT_EQ(r.ops.size(), 1u);  // the second names no collective
+  EXPECT_EQ(r.ops[0].op, static_cast<uint8_t>(trace::NcclOpType::kAllGather));
+  EXPECT_EQ(r.ops[0].bytes, 1024u * 2);  // this rank's input
+  ASSERT_EQ(r.comms.size(), 1u);
+  EXPECT_EQ(r.comms[0].size, 8);  // the world
+  EXPECT_EQ(r.comms[0].rank, 1);
+}
+
 TEST(KinetoImport, RefusesWhatIsNotADistributedProfilerTrace) {
   ScratchDir dir;
   const struct {
