@@ -3,12 +3,12 @@
 #include "pipescope/analysis/kineto_import.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "gzip_json.h"
 #include "pipescope/trace/trace_file.h"
 #include "pipescope/trace/trace_summary.h"
 #include "trace_test_support.h"
@@ -16,18 +16,10 @@
 namespace pipescope::analysis {
 namespace {
 
+using trace::test::read_gz_json;
 using trace::test::ScratchDir;
 
 const std::string kData = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/";
-
-nlohmann::json read_gz_json(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  std::string text;
-  char buffer[1 << 16];
-  for (int n; (n = gzread(file, buffer, sizeof(buffer))) > 0;) text.append(buffer, static_cast<size_t>(n));
-  gzclose(file);
-  return nlohmann::json::parse(text);
-}
 
 uint64_t count_cat(const nlohmann::json& doc, const std::string& cat) {
   uint64_t n = 0;

@@ -2,7 +2,6 @@
 // directory of PyTorch profiler traces, and every kind of bad input (one line, exit 2).
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,12 +9,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "gzip_json.h"
 #include "h100_pp4_run.h"
 #include "h200_run.h"
 #include "report_test_support.h"
 
 namespace pipescope::testing {
 namespace {
+
+using pipescope::trace::test::read_gz_json;
 
 namespace fs = std::filesystem;
 using Dir = ScratchDir;
@@ -406,15 +408,6 @@ TEST(ReportCommand, ATraceNotClosedLeavesItsUnflushedTailOutOfTheGpuFigures) {
   const auto closed_doc = nlohmann::json::parse(closed.out);
   EXPECT_EQ(closed_doc["ranks"][0]["gpu"]["unflushed_tail_ns"], 0);
   EXPECT_TRUE(closed_doc["ranks"][0]["gpu"]["shares_measured"].get<bool>());
-}
-
-nlohmann::json read_gz_json(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  std::string text;
-  char buffer[1 << 16];
-  for (int n; (n = gzread(file, buffer, sizeof(buffer))) > 0;) text.append(buffer, static_cast<size_t>(n));
-  gzclose(file);
-  return nlohmann::json::parse(text);
 }
 
 TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
