@@ -18,9 +18,11 @@ ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
 CC=clang-14 CXX=clang++-14 "$repo/scripts/bootstrap.sh" "$repo/build-sanitize" \
   -DCMAKE_BUILD_TYPE=Debug -DPIPESCOPE_WERROR=ON -DPIPESCOPE_BUILD_BENCHES=OFF \
   -DPIPESCOPE_SANITIZE=address,undefined -DPIPESCOPE_FUZZ=ON
-if [[ ! -x $repo/build-sanitize/tests/fuzz/trace_reader_fuzz ]]; then
-  echo "test: the trace reader's libFuzzer target is missing from the sanitizer build" >&2
-  exit 1
-fi
+for target in trace_reader_fuzz json_inputs_fuzz; do
+  if [[ ! -x $repo/build-sanitize/tests/fuzz/$target ]]; then
+    echo "test: the libFuzzer target $target is missing from the sanitizer build" >&2
+    exit 1
+  fi
+done
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$repo/build-sanitize" --output-on-failure -j "$jobs"
