@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path dir = argv[1];
+  std::filesystem::remove_all(dir);  // only this run's seeds
   std::filesystem::create_directories(dir);
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
