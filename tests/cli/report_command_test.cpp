@@ -408,6 +408,12 @@ TEST(ReportCommand, ATraceNotClosedLeavesItsUnflushedTailOutOfTheGpuFigures) {
   const auto closed_doc = nlohmann::json::parse(closed.out);
   EXPECT_EQ(closed_doc["ranks"][0]["gpu"]["unflushed_tail_ns"], 0);
   EXPECT_TRUE(closed_doc["ranks"][0]["gpu"]["shares_measured"].get<bool>());
+  // One rank: no collective to align clocks on, so the skew left after alignment is not measured.
+  EXPECT_EQ(closed_doc["clock"]["source"], "anchors");
+  EXPECT_TRUE(closed_doc["clock"]["residual_median_ns"].is_null());
+  EXPECT_TRUE(closed_doc["clock"]["residual_max_ns"].is_null());
+  const CommandResult closed_text = run_pipescope({"report", kH200Trace});
+  EXPECT_NE(closed_text.out.find("residual skew not measured"), std::string::npos) << closed_text.out;
 }
 
 TEST(ReportCommand, ReadsPyTorchProfilerTraces) {

@@ -138,9 +138,11 @@ RunTimebase align(const ReportContext& ctx) {
   clock.source = a.instances_used == 0 ? "anchors" : base.kernel_mode ? "nccl kernels" : "nccl calls";
   clock.reference_rank = n > 0 ? run.global_rank[a.reference_rank] : 0;
   clock.instances_used = a.instances_used;
-  clock.residual_median_ns = a.residual_median_ns;
-  clock.residual_p99_ns = a.residual_p99_ns;
-  clock.residual_max_ns = a.residual_max_ns;
+  if (a.instances_used > 0) {
+    clock.residual_median_ns = a.residual_median_ns;
+    clock.residual_p99_ns = a.residual_p99_ns;
+    clock.residual_max_ns = a.residual_max_ns;
+  }
   for (size_t i = 0; i < n && n > 1; ++i)  // a trace with no record has no clock to align
     if (!a.refined[i] && run.ranks[i].first_ns != INT64_MAX)
       clock.unaligned_ranks.push_back(run.global_rank[i]);

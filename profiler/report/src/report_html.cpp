@@ -330,9 +330,14 @@ std::string report_html(const RunReport& r) {
                       fixed(k.mean_ns / 1e3, 1), fixed(k.p50_ns / 1e3, 1), fixed(k.p99_ns / 1e3, 1)});
     out << "</table>\n";
   }
-  out << "<h2>Clock alignment</h2>\n<p>" << escape_html(r.clock.source) << ": residual skew median "
-      << fixed(r.clock.residual_median_ns / 1e3, 1) << " us, p99 " << fixed(r.clock.residual_p99_ns / 1e3, 1)
-      << " us over " << r.clock.instances_used << " collective instances.</p>\n";
+  out << "<h2>Clock alignment</h2>\n<p>" << escape_html(r.clock.source) << ": ";
+  if (r.clock.residual_median_ns) {
+    out << "residual skew median " << fixed(*r.clock.residual_median_ns / 1e3, 1) << " us, p99 "
+        << fixed(r.clock.residual_p99_ns.value_or(0) / 1e3, 1) << " us over " << r.clock.instances_used
+        << " collective instances.</p>\n";
+  } else {
+    out << "residual skew not measured (no collective joins two traced ranks).</p>\n";
+  }
   out << "</body></html>\n";
   return out.str();
 }

@@ -207,9 +207,9 @@ std::string report_json(const RunReport& report) {
   doc["clock"] = ordered_json{{"source", c.source},
                               {"reference_rank", c.reference_rank},
                               {"instances_used", c.instances_used},
-                              {"residual_median_ns", c.residual_median_ns},
-                              {"residual_p99_ns", c.residual_p99_ns},
-                              {"residual_max_ns", c.residual_max_ns},
+                              {"residual_median_ns", optional_json(c.residual_median_ns)},
+                              {"residual_p99_ns", optional_json(c.residual_p99_ns)},
+                              {"residual_max_ns", optional_json(c.residual_max_ns)},
                               {"unaligned_ranks", c.unaligned_ranks}};
   const StepReport& s = report.steps;
   doc["steps"] =

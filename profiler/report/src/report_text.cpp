@@ -286,9 +286,14 @@ void write_plan(std::ostream& out, const RunReport& r) {
 void write_clock(std::ostream& out, const RunReport& r) {
   const ClockReport& c = r.clock;
   heading(out, "clock alignment (" + c.source + ")");
-  out << "  reference rank " << c.reference_rank << ", " << c.instances_used
-      << " instances; residual skew median " << fixed(c.residual_median_ns / 1e3, 1) << " us, p99 "
-      << fixed(c.residual_p99_ns / 1e3, 1) << " us, max " << fixed(c.residual_max_ns / 1e3, 1) << " us\n";
+  out << "  reference rank " << c.reference_rank << ", " << c.instances_used << " instances; ";
+  if (!c.residual_median_ns) {
+    out << "residual skew not measured (no collective joins two traced ranks)\n";
+    return;
+  }
+  out << "residual skew median " << fixed(*c.residual_median_ns / 1e3, 1) << " us, p99 "
+      << fixed(c.residual_p99_ns.value_or(0) / 1e3, 1) << " us, max "
+      << fixed(c.residual_max_ns.value_or(0) / 1e3, 1) << " us\n";
 }
 
 }  // namespace

@@ -34,9 +34,10 @@ struct ClockReport {
   std::string source;
   int32_t reference_rank = 0;
   uint64_t instances_used = 0;
-  double residual_median_ns = 0;
-  double residual_p99_ns = 0;
-  double residual_max_ns = 0;
+  // Skew left after alignment, over the instances used; empty when none was (source "anchors").
+  std::optional<double> residual_median_ns;
+  std::optional<double> residual_p99_ns;
+  std::optional<double> residual_max_ns;
   std::vector<int32_t> unaligned_ranks;  // kept on their anchors: no collective reached them
 };
 
