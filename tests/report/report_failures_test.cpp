@@ -27,8 +27,8 @@ TEST(ReportOnSyntheticRun, NamesThePlantedStragglerAndWhatItCost) {
   // the blame counts the last 2 (the first step is warm-up), the wait all 3.
   EXPECT_NEAR(static_cast<double>(report.stragglers[0].cost_ns), 2 * 20e6, 1e5);
   EXPECT_EQ(report.stragglers[0].roles, std::vector<std::string>{"data"});
-  EXPECT_NEAR(static_cast<double>(report.ranks[7].collective_wait_ns), 3 * 20e6, 1e5);
-  EXPECT_EQ(report.ranks[5].collective_wait_ns, 0);
+  EXPECT_NEAR(static_cast<double>(report.ranks[7].collective_wait_ns.value_or(-1)), 3 * 20e6, 1e5);
+  EXPECT_EQ(report.ranks[5].collective_wait_ns, 0);  // measured, and nothing to wait for
 }
 
 TEST(ReportOnSyntheticRun, LatenessInTheFirstStepOnlyIsWarmUpNotAStraggler) {
@@ -39,7 +39,8 @@ TEST(ReportOnSyntheticRun, LatenessInTheFirstStepOnlyIsWarmUpNotAStraggler) {
       20'000'000};  // late at the first reduction only, as a rank that started late
   const auto [truth, report] = report_of(spec, dir);
   EXPECT_TRUE(report.stragglers.empty()) << report.stragglers[0].rank;
-  EXPECT_NEAR(static_cast<double>(report.ranks[7].collective_wait_ns), 20e6, 1e5);  // the wait still counts
+  EXPECT_NEAR(static_cast<double>(report.ranks[7].collective_wait_ns.value_or(-1)), 20e6,
+              1e5);  // the wait still counts
 }
 
 TEST(ReportOnSyntheticRun, OneHiccupIsNoStraggler) {

@@ -199,7 +199,8 @@ TEST(ReportOnSyntheticRun, P2pWaitPerStageIsTheTimeReceivesWaitedForTheirSender)
     EXPECT_NEAR(static_cast<double>(first.p2p_wait_ns), 3.0 * static_cast<double>(truth.p2p_wait_ns[0]),
                 60e3);
     if (gpu) {
-      EXPECT_EQ(first.gpu.comm_wait_ns, first.collective_wait_ns + first.p2p_wait_ns);
+      ASSERT_TRUE(first.collective_wait_ns.has_value());
+      EXPECT_EQ(first.gpu.comm_wait_ns, *first.collective_wait_ns + first.p2p_wait_ns);
     }
   }
 }

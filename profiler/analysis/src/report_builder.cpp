@@ -341,7 +341,7 @@ void fill_steps(const ReportContext& ctx, RunReport& report) {
   steps.median_ns = sorted[sorted.size() / 2];
   steps.min_ns = sorted.front();
   steps.max_ns = sorted.back();
-  steps.stdev_ns = std::sqrt(sq / static_cast<double>(sorted.size()));
+  if (sorted.size() >= 2) steps.stdev_ns = std::sqrt(sq / static_cast<double>(sorted.size()));
 }
 
 }  // namespace

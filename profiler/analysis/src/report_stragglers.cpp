@@ -337,9 +337,12 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
   // Histories hold the waits only: what waited for nothing explains no lateness.
   std::vector<int64_t> waited(n, 0);
   std::vector<size_t> entries(n, 0);
+  std::vector<char> measured(n, 0);  // took part in an instance every member reached
   for (const Instance& instance : instances.list)
-    for (const Member& m : instances.members_of(instance))
+    for (const Member& m : instances.members_of(instance)) {
       entries[static_cast<size_t>(m.rank)] += m.arrive_ns < instance.last_ns;
+      measured[static_cast<size_t>(m.rank)] = 1;
+    }
   std::vector<std::vector<Done>> history(n);
   for (size_t i = 0; i < n; ++i) history[i].reserve(entries[i]);
   for (size_t i = 0; i < instances.list.size(); ++i) {
@@ -399,8 +402,9 @@ void add_stragglers(const ReportContext& ctx, RunReport& report) {
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    report.ranks[i].collective_wait_ns = waited[i];
-    if (ctx.kernel_mode) report.ranks[i].gpu.comm_wait_ns = waited[i] + report.ranks[i].p2p_wait_ns;
+    RankReport& r = report.ranks[i];
+    if (measured[i]) r.collective_wait_ns = waited[i];
+    if (ctx.kernel_mode && (measured[i] || r.p2p_ns)) r.gpu.comm_wait_ns = waited[i] + r.p2p_wait_ns;
     // A rank that spent about as long waiting for others as it made others wait passed a
     // delay on rather than causing it.
     if (!roles[i].empty() && 2 * waited[i] < cost[i])

@@ -57,7 +57,7 @@ ordered_json gpu_json(const GpuBreakdown& g) {
                       {"comm_hidden_ns", share(g.comm_hidden_ns)},
                       {"copy_only_ns", share(g.copy_only_ns)},
                       {"idle_ns", share(g.idle_ns)},
-                      {"comm_wait_ns", g.comm_wait_ns},
+                      {"comm_wait_ns", optional_json(g.comm_wait_ns)},
                       {"gpu_busy_fraction", share(g.gpu_busy_fraction)},
                       {"out_of_order_intervals", g.out_of_order_intervals},
                       {"kernel_sample_steps", g.kernel_sample_steps},
@@ -87,7 +87,7 @@ ordered_json rank_json(const RankReport& r) {
       {"backward_mean_ns", optional_json(r.backward_mean_ns)},
       {"bubble_fraction", optional_json(r.bubble_fraction)},
       {"p2p_ns", optional_json(r.p2p_ns)},
-      {"collective_wait_ns", r.collective_wait_ns},
+      {"collective_wait_ns", optional_json(r.collective_wait_ns)},
       {"p2p_wait_ns", r.p2p_ns ? ordered_json(r.p2p_wait_ns) : ordered_json()},
       {"steps", r.steps},
       {"step_mean_ns", r.step_mean_ns},
@@ -212,10 +212,15 @@ std::string report_json(const RunReport& report) {
                               {"residual_max_ns", optional_json(c.residual_max_ns)},
                               {"unaligned_ranks", c.unaligned_ranks}};
   const StepReport& s = report.steps;
-  doc["steps"] =
-      ordered_json{{"source", s.source},       {"count", s.count},     {"mean_ns", s.mean_ns},
-                   {"median_ns", s.median_ns}, {"min_ns", s.min_ns},   {"max_ns", s.max_ns},
-                   {"stdev_ns", s.stdev_ns},   {"step_ns", s.step_ns}, {"unfinished", s.unfinished}};
+  doc["steps"] = ordered_json{{"source", s.source},
+                              {"count", s.count},
+                              {"mean_ns", s.mean_ns},
+                              {"median_ns", s.median_ns},
+                              {"min_ns", s.min_ns},
+                              {"max_ns", s.max_ns},
+                              {"stdev_ns", optional_json(s.stdev_ns)},
+                              {"step_ns", s.step_ns},
+                              {"unfinished", s.unfinished}};
   ordered_json ranks = ordered_json::array();
   for (const RankReport& r : report.ranks) ranks.push_back(rank_json(r));
   doc["ranks"] = ranks;

@@ -74,7 +74,10 @@ void write_rank_row(std::ostream& out, const RankReport& k) {
       << right(fixed(ms(g.span_ns), 1), 10) << right(share(g.compute_ns), 8)
       << right(share(g.comm_exposed_ns), 8) << right(share(g.comm_hidden_ns), 8)
       << right(share(g.copy_only_ns), 6) << right(share(g.idle_ns), 6)
-      << right(fixed(ms(k.collective_wait_ns + k.p2p_wait_ns), 1), 10)
+      << right(k.collective_wait_ns || k.p2p_ns
+                   ? fixed(ms(k.collective_wait_ns.value_or(0) + (k.p2p_ns ? k.p2p_wait_ns : 0)), 1)
+                   : "-",
+               10)
       << right(gib_cell(k.peak_memory_bytes, 2), 9) << '\n';
 }
 
@@ -108,8 +111,8 @@ void write_ranks(std::ostream& out, const RunReport& r) {
   std::vector<const RankReport*> worst;
   for (const RankReport& k : r.ranks) worst.push_back(&k);
   std::sort(worst.begin(), worst.end(), [](const RankReport* a, const RankReport* b) {
-    return a->gpu.idle_ns + a->collective_wait_ns + a->p2p_wait_ns >
-           b->gpu.idle_ns + b->collective_wait_ns + b->p2p_wait_ns;
+    return a->gpu.idle_ns + a->collective_wait_ns.value_or(0) + a->p2p_wait_ns >
+           b->gpu.idle_ns + b->collective_wait_ns.value_or(0) + b->p2p_wait_ns;
   });
   for (const RankReport* k : worst) {
     if (shown.size() >= 24) break;
@@ -132,7 +135,7 @@ void write_steps(std::ostream& out, const RunReport& r) {
   }
   out << ": median " << fixed(ms(s.median_ns), 2) << " ms, mean " << fixed(ms(s.mean_ns), 2) << " ms, min "
       << fixed(ms(s.min_ns), 2) << " ms, max " << fixed(ms(s.max_ns), 2) << " ms, stdev "
-      << fixed(s.stdev_ns / 1e6, 2) << " ms\n";
+      << (s.stdev_ns ? fixed(*s.stdev_ns / 1e6, 2) + " ms" : std::string("- (one step)")) << '\n';
   if (s.unfinished > 0)
     out << "  " << s.unfinished
         << " step(s) left out: a failed NCCL call cut them short (they never ended)\n";

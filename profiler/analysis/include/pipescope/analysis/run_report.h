@@ -66,12 +66,14 @@ struct GpuBreakdown {
   // read before the first step's start, rank_digest.h).
   bool from_first_step = false;
   int64_t span_ns = 0;
-  int64_t compute_ns = 0;               // union of compute kernels
-  int64_t comm_exposed_ns = 0;          // communication kernels not overlapped by compute
-  int64_t comm_hidden_ns = 0;           // communication kernels overlapped by compute
-  int64_t copy_only_ns = 0;             // copies and memsets with no kernel beside them
-  int64_t idle_ns = 0;                  // nothing on the GPU: waiting on the host
-  int64_t comm_wait_ns = 0;             // in NCCL kernels waiting for other ranks: collective_wait + p2p_wait
+  int64_t compute_ns = 0;       // union of compute kernels
+  int64_t comm_exposed_ns = 0;  // communication kernels not overlapped by compute
+  int64_t comm_hidden_ns = 0;   // communication kernels overlapped by compute
+  int64_t copy_only_ns = 0;     // copies and memsets with no kernel beside them
+  int64_t idle_ns = 0;          // nothing on the GPU: waiting on the host
+  // In NCCL kernels waiting for other ranks: collective_wait + p2p_wait; empty when neither is
+  // measured (no NCCL kernels, or no collective every member reached and no p2p pair traced).
+  std::optional<int64_t> comm_wait_ns;
   double gpu_busy_fraction = 0;         // union of all GPU activity / span (not SM activity)
   uint64_t out_of_order_intervals = 0;  // arrived later than the reorder window; approximate
   // PIPESCOPE_KERNEL_SAMPLE: GPU activity was recorded in 1 step of `kernel_sample_steps` (0: in
@@ -111,8 +113,10 @@ struct RankReport {
   // Time in p2p operations (kernels, or blocking host calls); empty when the trace holds no NCCL
   // call, so that transfers made another way (gloo, host copies) are not read as none.
   std::optional<int64_t> p2p_ns;
-  int64_t collective_wait_ns = 0;  // waiting for other members in collectives (see GpuBreakdown)
-  int64_t p2p_wait_ns = 0;         // in p2p receives, waiting for the sender to start (0 without p2p_ns)
+  // Waiting for other members in collectives (see GpuBreakdown); empty when the rank took part
+  // in no collective instance that every member's trace reached (nothing to measure it on).
+  std::optional<int64_t> collective_wait_ns;
+  int64_t p2p_wait_ns = 0;  // in p2p receives, waiting for the sender to start (0 without p2p_ns)
   // Steps seen by this rank.
   uint64_t steps = 0;
   int64_t step_mean_ns = 0;
@@ -190,9 +194,9 @@ struct StepReport {
   std::string source = "none";  // "nvtx" (step ranges), "collectives" (periodic DP collectives), "none"
   uint64_t count = 0;
   int64_t mean_ns = 0, median_ns = 0, min_ns = 0, max_ns = 0;
-  double stdev_ns = 0;
-  std::vector<int64_t> step_ns;  // per step (median across ranks), at most the first 1,000
-  uint64_t unfinished = 0;       // step ranges an NCCL failure closed (never ended): left out
+  std::optional<double> stdev_ns;  // empty with fewer than two timed steps
+  std::vector<int64_t> step_ns;    // per step (median across ranks), at most the first 1,000
+  uint64_t unfinished = 0;         // step ranges an NCCL failure closed (never ended): left out
 };
 
 // Per communicator, in a run that died or hung: how far every member got.
