@@ -10,12 +10,6 @@ namespace {
 using nlohmann::json;
 using trace::NcclOpType;
 
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
 std::optional<uint64_t> count_of(const json& object, const char* key) {
   const json* v = member(object, key);
   if (v == nullptr || !v->is_number() || v->get<double>() < 0) return std::nullopt;
@@ -98,6 +92,12 @@ uint64_t fnv1a(const std::string& text) {
 }
 
 }  // namespace
+
+const json* member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
 
 std::optional<uint64_t> tensor_bytes(const json& dims, const std::string& type) {
   if (!dims.is_array() || dims.empty()) return std::nullopt;

@@ -18,6 +18,9 @@
 
 namespace pipescope::analysis::kineto {
 
+// `object[key]` when `object` is an object that has it; nullptr otherwise.
+const nlohmann::json* member(const nlohmann::json& object, const char* key);
+
 struct CollectiveFacts {
   std::optional<uint64_t> in_bytes;   // the whole input buffer
   std::optional<uint64_t> out_bytes;  // the whole output buffer

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <vector>
@@ -42,11 +41,7 @@ Expected<std::string> read_maybe_gzip(const std::string& path, size_t limit = SI
   return text;
 }
 
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
+using kineto::member;
 
 double number_or(const json& object, const char* key, double fallback) {
   const json* v = member(object, key);

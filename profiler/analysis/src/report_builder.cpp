@@ -187,11 +187,15 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
     g.from_first_step = b.known && b.at_ns > d.gpu_first_ns && b.at_ns < d.gpu_last_ns;
     const RankDigest::UnionsBefore none;
     const RankDigest::UnionsBefore& before = g.from_first_step ? b : none;
-    const int64_t compute = (cut ? tail.compute_ns : d.compute_union_ns) - before.compute_ns;
-    const int64_t comm = (cut ? tail.comm_ns : d.comm_union_ns) - before.comm_ns;
+    // A first step that starts after the cut leaves nothing (and shares not measured, below).
+    const auto from_first = [](int64_t total, int64_t before_step) {
+      return std::max<int64_t>(0, total - before_step);
+    };
+    const int64_t compute = from_first(cut ? tail.compute_ns : d.compute_union_ns, before.compute_ns);
+    const int64_t comm = from_first(cut ? tail.comm_ns : d.comm_union_ns, before.comm_ns);
     const int64_t compute_or_comm =
-        (cut ? tail.compute_or_comm_ns : d.compute_or_comm_union_ns) - before.compute_or_comm_ns;
-    const int64_t any = (cut ? tail.any_ns : d.any_union_ns) - before.any_ns;
+        from_first(cut ? tail.compute_or_comm_ns : d.compute_or_comm_union_ns, before.compute_or_comm_ns);
+    const int64_t any = from_first(cut ? tail.any_ns : d.any_union_ns, before.any_ns);
     const int64_t span_start = g.from_first_step ? b.at_ns : d.gpu_first_ns;
     const int64_t whole_span = std::max<int64_t>(0, span_end - span_start);
     // Kernel sampling: only the recorded intervals count (work a paused interval's first kernels
