@@ -32,6 +32,7 @@ constexpr ExpectedSchema kEveryKind[] = {
     {RecordKind::kOverhead, "overhead", sizeof(OverheadRecord)},
     {RecordKind::kNotice, "notice", sizeof(NoticeRecord)},
     {RecordKind::kExternalCorrelation, "external_correlation", sizeof(ExternalCorrelationRecord)},
+    {RecordKind::kNcclCall, "nccl_call", sizeof(NcclCallRecord)},
 };
 
 TEST(RecordSchema, OneSchemaPerRecordKind) {

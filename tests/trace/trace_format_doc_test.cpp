@@ -384,7 +384,7 @@ std::vector<EnumTable> enum_tables() {
        {V(RecordKind, kInvalid), V(RecordKind, kKernel), V(RecordKind, kMemcpy), V(RecordKind, kMemset),
         V(RecordKind, kMemory), V(RecordKind, kSync), V(RecordKind, kApi), V(RecordKind, kNcclOp),
         V(RecordKind, kNcclComm), V(RecordKind, kNvtx), V(RecordKind, kOverhead), V(RecordKind, kNotice),
-        V(RecordKind, kExternalCorrelation)}},
+        V(RecordKind, kExternalCorrelation), V(RecordKind, kNcclCall)}},
       {"Enum CopyKind (u8)",
        {V(CopyKind, kUnknown), V(CopyKind, kHostToDevice), V(CopyKind, kDeviceToHost),
         V(CopyKind, kDeviceToDevice), V(CopyKind, kHostToHost), V(CopyKind, kPeerToPeer)}},
@@ -424,8 +424,10 @@ std::vector<EnumTable> enum_tables() {
         V(NoticeCode, kCaptureResumed), V(NoticeCode, kInjectionConflict), V(NoticeCode, kUnsupportedVersion),
         V(NoticeCode, kKindUnavailable), V(NoticeCode, kWindowOpened), V(NoticeCode, kWindowClosed),
         V(NoticeCode, kClockOffsetApplied), V(NoticeCode, kKernelSamplingResumed),
-        V(NoticeCode, kKernelSamplingPaused)}},
+        V(NoticeCode, kKernelSamplingPaused), V(NoticeCode, kProcessSignal), V(NoticeCode, kProcessExit)}},
       {"Enum ExternalCorrelationKind (u8)", {V(ExternalCorrelationKind, kNccl)}},
+      {"Enum NcclCallKind (u8)", {V(NcclCallKind, kOperation), V(NcclCallKind, kCommunicator)}},
+      {"Enum NcclCallState (u8)", {V(NcclCallState, kInFlight), V(NcclCallState, kReturned)}},
   };
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <regex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "interval_sweep.h"
 #include "memory_level.h"
@@ -59,11 +60,6 @@ constexpr size_t kFirstEnters = 256;
 // What the profiler writes when a call's communicator was unknown to it.
 
 int64_t as_ns(uint64_t t) { return static_cast<int64_t>(std::min<uint64_t>(t, INT64_MAX)); }
-
-bool is_p2p(uint8_t op) {
-  return op == static_cast<uint8_t>(trace::NcclOpType::kSend) ||
-         op == static_cast<uint8_t>(trace::NcclOpType::kRecv);
-}
 
 class RankScanner;
 
@@ -171,6 +167,12 @@ class RankScanner {
         trace::NcclCommRecord r;
         record.decode(r);
         on_nccl_comm(r);
+        break;
+      }
+      case RecordKind::kNcclCall: {
+        trace::NcclCallRecord r;
+        record.decode(r);
+        on_nccl_call(r);
         break;
       }
       case RecordKind::kNvtx: {
@@ -365,10 +367,85 @@ class RankScanner {
     return static_cast<uint32_t>(d_.p2p.size() - 1);
   }
 
+  static uint16_t fingerprint_of(const trace::NcclOpRecord& r, bool p2p) {
+    return nccl_fingerprint(r.bytes, r.op, r.datatype, r.peer, p2p);
+  }
+
+  static uint64_t call_key(const trace::NcclCallRecord& r) {
+    return uint64_t{r.thread_id} << 32 | r.call_serial;
+  }
+
+  // In flight and returned records pair by (thread, serial), in either order in the file (they
+  // come from different threads' buffers).
+  void on_nccl_call(const trace::NcclCallRecord& r) {
+    see_time(as_ns(r.at_ns));
+    if (r.global_rank >= 0) d_.global_rank_from_nccl = r.global_rank;
+    const uint64_t key = call_key(r);
+    if (r.state == static_cast<uint8_t>(trace::NcclCallState::kReturned)) {
+      if (open_by_key_.erase(key) == 0) returned_first_.insert(key);
+      if (r.result != 0 && r.result != 7 /* ncclInProgress */ && !d_.first_nccl_error)
+        d_.first_nccl_error = NcclError{
+            r.result, r.what, r.call_kind == static_cast<uint8_t>(trace::NcclCallKind::kCommunicator),
+            as_ns(r.at_ns)};
+      return;
+    }
+    if (r.state != static_cast<uint8_t>(trace::NcclCallState::kInFlight)) return;
+    if (returned_first_.erase(key) != 0) return;
+    OpenCall call;
+    call.kind = static_cast<trace::NcclCallKind>(r.call_kind);
+    call.what = r.what;
+    call.in_group = (r.flags & trace::kNcclFlagInGroup) != 0;
+    call.comm_id = r.comm_id;
+    call.parent_comm_id = r.parent_comm_id;
+    call.sequence = r.sequence;
+    call.bytes = r.bytes;
+    call.enter_ns = as_ns(r.enter_ns);
+    call.seen_ns = as_ns(r.at_ns);
+    call.peer = r.peer;
+    call.rank = r.rank;
+    call.size = r.size;
+    call.datatype = r.datatype;
+    open_by_key_[key] = call;
+  }
+
+  // Calls that never returned count as entered: the hang view sees how far each member got.
+  void apply_open_calls() {
+    for (auto& [key, call] : open_by_key_) d_.open_calls.push_back(call);
+    std::sort(d_.open_calls.begin(), d_.open_calls.end(),
+              [](const OpenCall& a, const OpenCall& b) { return a.enter_ns < b.enter_ns; });
+    for (const OpenCall& call : d_.open_calls) {
+      if (call.kind != trace::NcclCallKind::kOperation || call.sequence == trace::kNcclUnknownSequence ||
+          call.comm_id == 0)
+        continue;
+      const uint8_t op = call.what <= 10 ? call.what : 0;
+      if (is_p2p(op)) {
+        P2pDigest& p =
+            d_.p2p[p2p_index(call.comm_id, call.peer, op == static_cast<uint8_t>(trace::NcclOpType::kSend))];
+        if (call.sequence + 1 >= p.last_entered) {
+          p.last_entered = call.sequence + 1;
+          p.last_entered_at_ns = call.enter_ns;
+          p.last_entered_in_group = call.in_group;
+        }
+      } else {
+        CommDigest& comm = d_.comms[comm_index(call.comm_id)];
+        if (call.sequence + 1 >= comm.last_entered) {
+          comm.last_entered = call.sequence + 1;
+          comm.last_entered_op = op;
+          comm.last_entered_at_ns = call.enter_ns;
+          comm.last_entered_failed = false;
+        }
+      }
+    }
+  }
+
   void on_nccl_op(const trace::NcclOpRecord& r) {
     const int64_t enter = as_ns(r.host_enter_ns), exit = std::max(as_ns(r.host_exit_ns), enter);
     see_time(enter);
     see_time(exit);
+    if (exit >= d_.last_nccl_return_ns) {
+      d_.last_nccl_return_ns = exit;
+      d_.last_nccl_return_op = r.op;
+    }
     const uint8_t op = r.op <= 10 ? r.op : 0;
     const uint32_t ci = comm_index(r.comm_id);
     CommDigest& comm = d_.comms[ci];
@@ -388,7 +465,7 @@ class RankScanner {
       p.time_ns += exit - enter;
       if (p.first_enter_ns < 0 || enter < p.first_enter_ns) p.first_enter_ns = enter;
       if (!failed && r.sequence != trace::kNcclUnknownSequence)
-        add_sample(p.sample_stride, p.samples, r.sequence, enter, exit, op);
+        add_sample(p.sample_stride, p.samples, r.sequence, enter, exit, op, fingerprint_of(r, true));
       if (r.sequence != trace::kNcclUnknownSequence) {
         if (r.sequence + 1 >= p.last_entered) {
           p.last_entered = r.sequence + 1;
@@ -413,14 +490,15 @@ class RankScanner {
         comm.last_entered_failed = failed;
       }
       if (!failed) comm.last_completed_host = std::max(comm.last_completed_host, r.sequence + 1);
-      if (!failed) add_sample(comm.sample_stride, comm.samples, r.sequence, enter, exit, op);
+      if (!failed)
+        add_sample(comm.sample_stride, comm.samples, r.sequence, enter, exit, op, fingerprint_of(r, false));
     }
     host_p2p_ns_ += ref.p2p ? exit - enter : 0;
     if (r.external_correlation_id != 0) join_.add_op(r.external_correlation_id, ref, now_ns_, matched());
   }
 
   void add_sample(uint32_t& stride, std::vector<InstanceSample>& samples, uint64_t sequence, int64_t enter_ns,
-                  int64_t exit_ns, uint8_t op) {
+                  int64_t exit_ns, uint8_t op, uint16_t fingerprint) {
     if (!sampled(sequence, stride) || sequence > InstanceSample::kMaxSequence) return;
     // Exactly the cap (and the one that halves the list), not a doubling vector's slack.
     if (samples.size() == samples.capacity())
@@ -429,6 +507,7 @@ class RankScanner {
     InstanceSample& s = samples.emplace_back();
     s.sequence = sequence;
     s.op = op;
+    s.fingerprint = fingerprint;
     s.enter_ns = enter_ns;
     s.exit_ns = exit_ns;
     if (samples.size() <= options_.instances_per_comm) return;
@@ -557,6 +636,18 @@ class RankScanner {
 
   void on_notice(const trace::NoticeRecord& r) {
     const auto code = static_cast<trace::NoticeCode>(r.code);
+    if (code == trace::NoticeCode::kProcessSignal) {
+      if (d_.ending_signal == 0) {  // the first: a fatal signal's handler may raise it again
+        d_.ending_signal = static_cast<int32_t>(r.count);
+        d_.ending_signal_at_ns = as_ns(r.timestamp_ns);
+      }
+      return;
+    }
+    if (code == trace::NoticeCode::kProcessExit) {
+      d_.exit_status = static_cast<int32_t>(static_cast<uint32_t>(r.count));
+      d_.exit_at_ns = as_ns(r.timestamp_ns);
+      return;
+    }
     if (code == trace::NoticeCode::kKernelSamplingPaused ||
         code == trace::NoticeCode::kKernelSamplingResumed) {
       on_kernel_sampling(code == trace::NoticeCode::kKernelSamplingPaused,
@@ -631,6 +722,7 @@ class RankScanner {
   }
 
   void finish() {
+    apply_open_calls();
     // Not closed: where the GPU records stop being complete, known only now.
     if (!d_.end && d_.gpu_captured) {
       tail_cut_ns_ = std::max(d_.gpu_last_ns - options_.reorder_window_ns, last_swept_start_ns_);
@@ -677,6 +769,9 @@ class RankScanner {
 
   const ScanOptions& options_;
   RankDigest d_;
+  // Flight records not paired yet; a long run writes a few per flush, paired as they come.
+  std::unordered_map<uint64_t, OpenCall> open_by_key_;
+  std::unordered_set<uint64_t> returned_first_;
   trace::StringTable strings_;
   std::regex step_re_, forward_re_, backward_re_;
   std::vector<NameClass> name_classes_;

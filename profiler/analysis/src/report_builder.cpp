@@ -386,6 +386,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   add_nccl_reports(ctx, report);
   add_stragglers(ctx, report);
   add_hang_report(ctx, report);
+  add_failure(ctx, report);
   add_pipeline_reports(ctx, report);
   add_kernel_reports(ctx, report);
   add_series(ctx, report);

@@ -75,7 +75,10 @@ void add_findings(RunReport& report);
 
 // report_nccl.cpp
 void add_nccl_reports(const ReportContext& ctx, RunReport& report);
+// report_hang.cpp
 void add_hang_report(const ReportContext& ctx, RunReport& report);
+// report_failure.cpp: after the hang view.
+void add_failure(const ReportContext& ctx, RunReport& report);
 // report_stragglers.cpp: every rank's waits (in collectives, and for its peer in p2p), and the
 // stragglers.
 void add_stragglers(const ReportContext& ctx, RunReport& report);

@@ -34,9 +34,19 @@ std::string ranks_text(const std::vector<int32_t>& ranks, const std::vector<int3
   return text;
 }
 
-// The headline of a hang: the ranks at the root of the waiting, what they never entered, and
-// how many ranks waited on them.
-std::string root_cause(const HangReport& hang) {
+// Where a root rank is, for the headline.
+std::string whereabouts(const HangRoot& root, int64_t end_ns) {
+  if (root.where == "no trace") return "it left no trace";
+  const std::string since =
+      root.since_ns >= 0 ? " for " + ms(std::max<int64_t>(0, end_ns - root.since_ns)) : "";
+  if (root.where == "in call") return "it is inside " + root.call + since;
+  return "it is in its own code" + since +
+         (root.call.empty() ? "" : ", since its last NCCL call (" + root.call + ") returned");
+}
+
+// The headline of a hang: the ranks at the root of the waiting, what they never entered, where
+// they are, and how many ranks waited on them.
+std::string root_cause(const HangReport& hang, int64_t end_ns) {
   if (hang.root_ranks.empty()) return "";
   const int32_t root = hang.root_ranks.front();
   std::string what;
@@ -48,19 +58,25 @@ std::string root_cause(const HangReport& hang) {
         (direct == nullptr || h.missing.size() < direct->missing.size()))
       direct = &h;
   }
-  if (direct != nullptr)
-    what = "never entered " + (direct->next_op.empty() ? std::string("collective") : direct->next_op) + " #" +
-           std::to_string(direct->last_completed_by_all) + " of a " + direct->role + " communicator";
+  if (direct != nullptr) {
+    what = direct->creation
+               ? "never entered " + direct->next_op + " of a " + direct->role + " communicator"
+               : "never entered " + (direct->next_op.empty() ? std::string("collective") : direct->next_op) +
+                     " #" + std::to_string(direct->last_completed_by_all) + " of a " + direct->role +
+                     " communicator";
+  }
   for (const P2pHang& h : hang.p2p) {  // a p2p wait on it is the more direct evidence
     waited = std::max(waited, h.waited_ns);
     if (h.peer == root) what = "never met rank " + std::to_string(h.rank) + "'s " + h.op;
   }
   std::string status;
-  if (std::find(hang.no_trace.begin(), hang.no_trace.end(), root) != hang.no_trace.end()) {
+  if (!hang.roots.empty()) {
+    status = " (" + whereabouts(hang.roots.front(), end_ns) + ")";
+  } else if (std::find(hang.no_trace.begin(), hang.no_trace.end(), root) != hang.no_trace.end()) {
     status = " (it left no trace)";
-  } else if (std::find(hang.ended_early.begin(), hang.ended_early.end(), root) != hang.ended_early.end()) {
-    status = " (its trace ends early)";
   }
+  if (std::find(hang.ended_early.begin(), hang.ended_early.end(), root) != hang.ended_early.end())
+    status += " (its trace ends early)";
   const bool one = hang.root_ranks.size() == 1;
   return "hang: " + std::string(one ? "rank " : "ranks ") + ranks_text(hang.root_ranks) +
          (one ? " holds" : " hold") + " up the run: " + (one ? "it" : "rank " + std::to_string(root)) + " " +
@@ -172,9 +188,16 @@ void add_findings(RunReport& report) {
     if (l.ep > 1) line += ", ep " + std::to_string(l.ep);
     f.push_back(line + " on " + std::to_string(l.world_size) + " ranks");
   }
+  if (report.failure && report.failure->kind != "hang")
+    f.push_back("failure (" + report.failure->kind + "): " + report.failure->detail);
   if (report.hang.suspected) {
     const HangReport& hang = report.hang;
-    if (const std::string root = root_cause(hang); !root.empty()) f.push_back(root);
+    int64_t end_ns = INT64_MIN;
+    for (const RankReport& r : report.ranks) end_ns = std::max(end_ns, r.last_event_ns);
+    if (const std::string root = root_cause(hang, end_ns); !root.empty()) f.push_back(root);
+    if (report.failure && report.failure->kind == "hang" &&
+        report.failure->detail.find("watchdog") != std::string::npos)
+      f.push_back("failure (hang): " + report.failure->detail);
     // The waits on a root first; a big job has hundreds more, which the hang view lists.
     std::vector<const CommHang*> order;
     for (const CommHang& h : hang.communicators) order.push_back(&h);
@@ -187,10 +210,12 @@ void add_findings(RunReport& report) {
     constexpr size_t kShown = 3;
     for (size_t k = 0; k < order.size() && k < kShown; ++k) {
       const CommHang& h = *order[k];
+      const std::string call = h.creation ? h.next_op
+                                          : (h.next_op.empty() ? std::string("collective") : h.next_op) +
+                                                " #" + std::to_string(h.last_completed_by_all);
       f.push_back("hang: " + std::to_string(h.entered.size()) + " rank(s) of a " + h.role +
-                  " communicator entered " + (h.next_op.empty() ? "collective" : h.next_op) + " #" +
-                  std::to_string(h.last_completed_by_all) + " and waited " + ms(h.waited_ns) +
-                  " for rank(s) " + ranks_text(h.missing, h.untraced) + ", which never entered it");
+                  " communicator entered " + call + " and waited " + ms(h.waited_ns) + " for rank(s) " +
+                  ranks_text(h.missing, h.untraced) + ", which never entered it");
     }
     for (size_t k = 0; k < hang.p2p.size() && k < kShown; ++k) {
       const P2pHang& h = hang.p2p[k];
@@ -203,6 +228,24 @@ void add_findings(RunReport& report) {
     if (more > 0) f.push_back("hang: " + std::to_string(more) + " more wait(s) in the hang view");
     if (!report.hang.ended_early.empty())
       f.push_back("trace ends early on rank(s) " + ranks_text(report.hang.ended_early));
+  }
+  for (size_t k = 0; k < report.hang.desyncs.size() && k < 3; ++k) {
+    const Desync& d = report.hang.desyncs[k];
+    f.push_back("desync: at " + d.role + " communicator collective #" + std::to_string(d.sequence) +
+                " the members ran different operations, sizes, types or roots: " + d.what);
+  }
+  for (size_t k = 0; k < report.hang.p2p_mismatches.size() && k < 3; ++k) {
+    const P2pMismatch& m = report.hang.p2p_mismatches[k];
+    f.push_back("p2p size mismatch: rank " + std::to_string(m.sender) + "'s send #" +
+                std::to_string(m.sequence) + " to rank " + std::to_string(m.receiver) + " (" + m.role +
+                ") differs in size from the receive");
+  }
+  if (const size_t more = report.hang.desyncs.size() - std::min<size_t>(3, report.hang.desyncs.size()) +
+                          report.hang.p2p_mismatches.size() -
+                          std::min<size_t>(3, report.hang.p2p_mismatches.size());
+      more > 0)
+    f.push_back("desync: " + std::to_string(more) + " more in the hang view");
+  if (report.hang.suspected) {
     if (!report.hang.no_trace.empty())
       f.push_back("no trace from rank(s) " + ranks_text(report.hang.no_trace) +
                   " (file missing, empty or header only: killed before its first flush?)");

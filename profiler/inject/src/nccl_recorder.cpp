@@ -148,11 +148,15 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
     }
   }
 
-  // The clock is read only for a record: it is most of the interposer's cost.
-  const uint64_t enter_ns = record ? Session::now_ns() : 0;
+  // The clock is read only for a record or the flight recorder: it is most of the interposer's cost.
+  const bool track = session_.wants(RecordKind::kNcclCall);
+  const uint64_t enter_ns = record || track ? Session::now_ns() : 0;
+  OngoingCalls::Ticket ticket;
+  if (track) ticket = enter_operation(call, comm, flags, group, enter_ns);
   const ncclResult_t result = forward(errno_keeper, group, real_call);
-  const uint64_t exit_ns = record ? Session::now_ns() : 0;
+  const uint64_t exit_ns = record || track ? Session::now_ns() : 0;
   if (pushed) hooks.pop();
+  if (ticket) left(ticket, exit_ns, result);
 
   // Numbers advance whether or not this call is recorded, so that a later capture window still
   // pairs; a call NCCL refused did not happen on the wire and takes none.
@@ -189,6 +193,75 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
   op.group_id = group.group_id();
   buffer->append(op);
   return result;
+}
+
+OngoingCalls::Ticket NcclRecorder::enter_operation(const OpCall& call, const Comm* comm, uint8_t flags,
+                                                   const GroupState& group, uint64_t enter_ns) noexcept {
+  // The trace opens at the first call, so that a rank blocked in it still leaves one.
+  if (session_.thread_buffer(Activation::kNccl) == nullptr) return {};
+  auto record = trace::make_record<trace::NcclCallRecord>();
+  record.call_kind = static_cast<uint8_t>(trace::NcclCallKind::kOperation);
+  record.what = static_cast<uint8_t>(call.op);
+  record.flags = flags;
+  record.comm_id = comm != nullptr ? comm->identity() : 0;
+  if (comm == nullptr) {
+    record.sequence = kNcclUnknownSequence;
+  } else if (call.op == NcclOpType::kSend || call.op == NcclOpType::kRecv) {
+    record.sequence =
+        comm->peek_p2p(call.peer, call.op == NcclOpType::kSend ? P2pDirection::kSend : P2pDirection::kRecv);
+  } else {
+    record.sequence = comm->peek_collective();
+  }
+  record.bytes = static_cast<uint64_t>(call.count) * datatype_bytes(call.datatype);
+  record.enter_ns = enter_ns;
+  record.peer = call.peer;
+  record.rank = comm != nullptr ? comm->rank() : -1;
+  record.size = comm != nullptr ? comm->size() : -1;
+  record.global_rank = global_rank();
+  record.group_id = group.group_id();
+  record.datatype = encode_datatype(call.datatype);
+  record.reduce_op = call.reduce_op;
+  // Grouped operations run at the group's end: they stay open until it returns.
+  return session_.ongoing_calls().enter(record, group.in_group());
+}
+
+OngoingCalls::Ticket NcclRecorder::enter_comm_call(NcclCommEvent event, const CommFacts& facts,
+                                                   uint64_t enter_ns) noexcept {
+  if (event == NcclCommEvent::kInit && facts.identity == 0) return {};  // ncclCommInitAll: waits on nobody
+  if (!session_.wants(RecordKind::kNcclCall) || session_.thread_buffer(Activation::kNccl) == nullptr)
+    return {};
+  auto record = trace::make_record<trace::NcclCallRecord>();
+  record.call_kind = static_cast<uint8_t>(trace::NcclCallKind::kCommunicator);
+  record.what = static_cast<uint8_t>(event);
+  record.comm_id = facts.identity;
+  record.parent_comm_id = facts.parent_identity;
+  record.sequence = facts.split_index;
+  record.enter_ns = enter_ns;
+  record.peer = facts.color;
+  record.rank = facts.rank;
+  record.size = facts.size;
+  record.global_rank = global_rank();
+  record.reduce_op = kNoReduceOp;
+  const GroupState& group = this_thread_group();
+  record.group_id = group.group_id();
+  if (group.in_group()) record.flags = trace::kNcclFlagInGroup;
+  // Communicators made in a group are made at its end.
+  return session_.ongoing_calls().enter(record, group.in_group());
+}
+
+void NcclRecorder::left(OngoingCalls::Ticket ticket, uint64_t exit_ns, ncclResult_t result) noexcept {
+  trace::NcclCallRecord returned;
+  if (session_.ongoing_calls().leave(ticket, returned)) write_returned(returned, exit_ns, result);
+}
+
+void NcclRecorder::write_returned(trace::NcclCallRecord record, uint64_t exit_ns,
+                                  ncclResult_t result) noexcept {
+  trace::ThreadBuffer* buffer = session_.thread_buffer_if_open();
+  if (buffer == nullptr) return;
+  record.state = static_cast<uint8_t>(trace::NcclCallState::kReturned);
+  record.at_ns = exit_ns;
+  record.result = static_cast<int32_t>(result);
+  buffer->append(record);
 }
 
 #define PIPESCOPE_REAL_OR_FAIL(member, name)                \
@@ -313,6 +386,11 @@ ncclResult_t NcclRecorder::group_end() noexcept {
   const ncclResult_t result = forward(errno_keeper, group, function);
   if (push) hooks.pop();
   group.ended();
+  if (outermost && session_.ongoing_calls().holds_calls()) {
+    const uint64_t end_ns = Session::now_ns();
+    session_.ongoing_calls().leave_held(
+        [&](const trace::NcclCallRecord& call) { write_returned(call, end_ns, result); });
+  }
   if (outermost) {
     // Communicators created in the group are complete once it ended (blocking ones); others
     // are asked at their first use.
@@ -328,26 +406,28 @@ ncclResult_t NcclRecorder::group_end() noexcept {
 // Creation
 
 template <class Call, class After>
-ncclResult_t NcclRecorder::record_creation(Call&& real_call, After&& after) noexcept {
+ncclResult_t NcclRecorder::record_creation(CommFacts facts, Call&& real_call, After&& after) noexcept {
   ErrnoKeeper errno_keeper;
   GroupState& group = this_thread_group();
   if (group.forwarding > 0) return forward(errno_keeper, group, real_call);
-  CommFacts facts;
   facts.start_ns = Session::now_ns();
+  const OngoingCalls::Ticket ticket = enter_comm_call(facts.event, facts, facts.start_ns);
   const ncclResult_t result = forward(errno_keeper, group, real_call);
   facts.end_ns = Session::now_ns();
+  if (ticket) left(ticket, facts.end_ns, result);
   after(facts, result);
   return result;
 }
 
 // ncclCommInitRank and its variants: the arguments say rank and size; the ids say which.
-void NcclRecorder::describe_init_rank(CommFacts& facts, std::span<const std::byte> ids, int rank,
-                                      int nranks) noexcept {
+CommFacts NcclRecorder::described_init_rank(std::span<const std::byte> ids, int rank, int nranks) noexcept {
+  CommFacts facts;
   facts.identity = identity_of_unique_ids(ids);
   facts.rank = rank;
   facts.size = nranks;
   facts.peer_capacity = nranks > 0 ? static_cast<uint32_t>(nranks) : 0;
   learn_process_rank(rank, nranks);
+  return facts;
 }
 
 Comm* NcclRecorder::parent_of_new_comm(ncclComm_t handle) noexcept {
@@ -361,58 +441,54 @@ Comm* NcclRecorder::parent_of_new_comm(ncclComm_t handle) noexcept {
 ncclResult_t NcclRecorder::comm_init_rank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
                                           int rank) noexcept {
   PIPESCOPE_REAL_OR_FAIL(comm_init_rank, "ncclCommInitRank");
-  return record_creation([&] { return function(comm, nranks, comm_id, rank); },
-                         [&](CommFacts& facts, ncclResult_t result) {
-                           describe_init_rank(facts, std::as_bytes(std::span(comm_id.internal)), rank,
-                                              nranks);
-                           created(comm, facts, result);
-                         });
+  return record_creation(
+      described_init_rank(std::as_bytes(std::span(comm_id.internal)), rank, nranks),
+      [&] { return function(comm, nranks, comm_id, rank); },
+      [&](CommFacts& facts, ncclResult_t result) { created(comm, facts, result); });
 }
 
 ncclResult_t NcclRecorder::comm_init_rank_config(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank,
                                                  ncclConfig_t* config) noexcept {
   PIPESCOPE_REAL_OR_FAIL(comm_init_rank_config, "ncclCommInitRankConfig");
-  return record_creation([&] { return function(comm, nranks, comm_id, rank, config); },
-                         [&](CommFacts& facts, ncclResult_t result) {
-                           describe_init_rank(facts, std::as_bytes(std::span(comm_id.internal)), rank,
-                                              nranks);
-                           created(comm, facts, result);
-                         });
+  return record_creation(
+      described_init_rank(std::as_bytes(std::span(comm_id.internal)), rank, nranks),
+      [&] { return function(comm, nranks, comm_id, rank, config); },
+      [&](CommFacts& facts, ncclResult_t result) { created(comm, facts, result); });
 }
 
 ncclResult_t NcclRecorder::comm_init_rank_scalable(ncclComm_t* comm, int nranks, int rank, int id_count,
                                                    ncclUniqueId* comm_ids, ncclConfig_t* config) noexcept {
   PIPESCOPE_REAL_OR_FAIL(comm_init_rank_scalable, "ncclCommInitRankScalable");
   const size_t ids = comm_ids != nullptr && id_count > 0 ? static_cast<size_t>(id_count) : 0;
-  return record_creation([&] { return function(comm, nranks, rank, id_count, comm_ids, config); },
-                         [&](CommFacts& facts, ncclResult_t result) {
-                           describe_init_rank(facts, std::as_bytes(std::span(comm_ids, ids)), rank, nranks);
-                           created(comm, facts, result);
-                         });
+  return record_creation(
+      described_init_rank(std::as_bytes(std::span(comm_ids, ids)), rank, nranks),
+      [&] { return function(comm, nranks, rank, id_count, comm_ids, config); },
+      [&](CommFacts& facts, ncclResult_t result) { created(comm, facts, result); });
 }
 
 ncclResult_t NcclRecorder::comm_init_all(ncclComm_t* comms, int ndev, const int* devlist) noexcept {
   PIPESCOPE_REAL_OR_FAIL(comm_init_all, "ncclCommInitAll");
-  return record_creation([&] { return function(comms, ndev, devlist); },
-                         [&](CommFacts& facts, ncclResult_t result) {
-                           char host[256] = {};
-                           if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-                           facts.identity =
-                               identity_of_init_all(host, getpid(), registry_.next_init_all_index());
-                           facts.size = ndev;
-                           facts.peer_capacity = ndev > 0 ? static_cast<uint32_t>(ndev) : 0;
-                           if (!succeeded(result) || comms == nullptr) {
-                             created(comms, facts, result);
-                             return;
-                           }
-                           // One process holds every member: member i is rank i, on devlist[i] (or device i).
-                           for (int i = 0; i < ndev; ++i) {
-                             CommFacts member = facts;
-                             member.rank = i;
-                             member.device = static_cast<uint32_t>(devlist != nullptr ? devlist[i] : i);
-                             created(&comms[i], member, result);
-                           }
-                         });
+  // One process holds every member: it waits on nobody, so no flight record (identity 0).
+  return record_creation(
+      CommFacts{}, [&] { return function(comms, ndev, devlist); },
+      [&](CommFacts& facts, ncclResult_t result) {
+        char host[256] = {};
+        if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+        facts.identity = identity_of_init_all(host, getpid(), registry_.next_init_all_index());
+        facts.size = ndev;
+        facts.peer_capacity = ndev > 0 ? static_cast<uint32_t>(ndev) : 0;
+        if (!succeeded(result) || comms == nullptr) {
+          created(comms, facts, result);
+          return;
+        }
+        // One process holds every member: member i is rank i, on devlist[i] (or device i).
+        for (int i = 0; i < ndev; ++i) {
+          CommFacts member = facts;
+          member.rank = i;
+          member.device = static_cast<uint32_t>(devlist != nullptr ? devlist[i] : i);
+          created(&comms[i], member, result);
+        }
+      });
 }
 
 ncclResult_t NcclRecorder::comm_split(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
@@ -421,17 +497,21 @@ ncclResult_t NcclRecorder::comm_split(ncclComm_t comm, int color, int key, ncclC
   Comm* parent = parent_of_new_comm(comm);
   // Every member calls split on the parent, NOCOLOR members too: all count it.
   const uint32_t split_index = parent != nullptr ? parent->next_split_index() : 0;
-  return record_creation([&] { return function(comm, color, key, newcomm, config); },
-                         [&](CommFacts& facts, ncclResult_t result) {
-                           if (color == NCCL_SPLIT_NOCOLOR) return;  // no communicator in this process
-                           facts.event = NcclCommEvent::kSplit;
-                           facts.parent_identity = parent != nullptr ? parent->identity() : 0;
-                           facts.identity = identity_of_split(facts.parent_identity, color, split_index);
-                           facts.color = color;
-                           facts.split_index = split_index;
-                           facts.peer_capacity = parent != nullptr ? parent->peer_capacity() : 0;
-                           created(newcomm, facts, result);
-                         });
+  CommFacts split;
+  split.event = NcclCommEvent::kSplit;
+  split.parent_identity = parent != nullptr ? parent->identity() : 0;
+  // NOCOLOR members take part in the split but get no communicator: identity 0 in the flight record.
+  split.identity =
+      color == NCCL_SPLIT_NOCOLOR ? 0 : identity_of_split(split.parent_identity, color, split_index);
+  split.color = color == NCCL_SPLIT_NOCOLOR ? -1 : color;
+  split.split_index = split_index;
+  split.peer_capacity = parent != nullptr ? parent->peer_capacity() : 0;
+  return record_creation(
+      split, [&] { return function(comm, color, key, newcomm, config); },
+      [&](CommFacts& facts, ncclResult_t result) {
+        if (color == NCCL_SPLIT_NOCOLOR) return;  // no communicator in this process
+        created(newcomm, facts, result);
+      });
 }
 
 ncclResult_t NcclRecorder::comm_shrink(ncclComm_t comm, int* exclude_ranks, int exclude_count,
@@ -441,17 +521,16 @@ ncclResult_t NcclRecorder::comm_shrink(ncclComm_t comm, int* exclude_ranks, int 
   const uint32_t shrink_index = parent != nullptr ? parent->next_shrink_index() : 0;
   const size_t excluded =
       exclude_ranks != nullptr && exclude_count > 0 ? static_cast<size_t>(exclude_count) : 0;
+  CommFacts shrink;
+  shrink.event = NcclCommEvent::kShrink;
+  shrink.parent_identity = parent != nullptr ? parent->identity() : 0;
+  shrink.identity = identity_of_shrink(shrink.parent_identity,
+                                       std::span<const int32_t>(exclude_ranks, excluded), shrink_index);
+  shrink.split_index = shrink_index;
+  shrink.peer_capacity = parent != nullptr ? parent->peer_capacity() : 0;
   return record_creation(
-      [&] { return function(comm, exclude_ranks, exclude_count, newcomm, config, shrink_flags); },
-      [&](CommFacts& facts, ncclResult_t result) {
-        facts.event = NcclCommEvent::kShrink;
-        facts.parent_identity = parent != nullptr ? parent->identity() : 0;
-        facts.identity = identity_of_shrink(facts.parent_identity,
-                                            std::span<const int32_t>(exclude_ranks, excluded), shrink_index);
-        facts.split_index = shrink_index;
-        facts.peer_capacity = parent != nullptr ? parent->peer_capacity() : 0;
-        created(newcomm, facts, result);
-      });
+      shrink, [&] { return function(comm, exclude_ranks, exclude_count, newcomm, config, shrink_flags); },
+      [&](CommFacts& facts, ncclResult_t result) { created(newcomm, facts, result); });
 }
 
 void NcclRecorder::created(ncclComm_t* out, CommFacts facts, ncclResult_t result) noexcept {
@@ -577,8 +656,17 @@ ncclResult_t NcclRecorder::record_teardown(NcclCommEvent event, ncclComm_t handl
     report_creation(*comm);
   }
   const uint64_t start_ns = Session::now_ns();
+  OngoingCalls::Ticket ticket;
+  if (comm != nullptr) {
+    CommFacts facts;
+    facts.identity = comm->identity();
+    facts.rank = comm->rank();
+    facts.size = comm->size();
+    ticket = enter_comm_call(event, facts, start_ns);
+  }
   const ncclResult_t result = forward(errno_keeper, group, real_call);
   const uint64_t end_ns = Session::now_ns();
+  if (ticket) left(ticket, end_ns, result);
   if (!succeeded(result)) return result;
   if (comm != nullptr) {
     comm->mark(event);

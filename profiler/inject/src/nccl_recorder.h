@@ -106,9 +106,19 @@ class NcclRecorder {
   template <class Call>
   ncclResult_t record_teardown(trace::NcclCommEvent event, ncclComm_t handle, Call&& real_call) noexcept;
   // A creation call; `after(facts, result)` describes and registers what it made.
+  // `facts`: what the arguments say, known before the call (the flight record's identity).
   template <class Call, class After>
-  ncclResult_t record_creation(Call&& real_call, After&& after) noexcept;
-  void describe_init_rank(CommFacts& facts, std::span<const std::byte> ids, int rank, int nranks) noexcept;
+  ncclResult_t record_creation(CommFacts facts, Call&& real_call, After&& after) noexcept;
+  CommFacts described_init_rank(std::span<const std::byte> ids, int rank, int nranks) noexcept;
+
+  // The flight recorder (ongoing_calls.h): a call is published when entered and, if a flush
+  // wrote it in flight meanwhile, completed by a kReturned record when it returns.
+  OngoingCalls::Ticket enter_operation(const OpCall& call, const Comm* comm, uint8_t flags,
+                                       const GroupState& group, uint64_t enter_ns) noexcept;
+  OngoingCalls::Ticket enter_comm_call(trace::NcclCommEvent event, const CommFacts& facts,
+                                       uint64_t enter_ns) noexcept;
+  void left(OngoingCalls::Ticket ticket, uint64_t exit_ns, ncclResult_t result) noexcept;
+  void write_returned(trace::NcclCallRecord record, uint64_t exit_ns, ncclResult_t result) noexcept;
   // The communicator a split or shrink starts from, its details learned if NCCL can say them.
   Comm* parent_of_new_comm(ncclComm_t handle) noexcept;
 

@@ -46,7 +46,7 @@ void on_fatal_signal(int sig, siginfo_t* info, void* /*context*/) {
   const int saved_errno = errno;
   int expected = kNoFault;
   if (g_fatal_state.compare_exchange_strong(expected, kSaving)) {
-    if (Session* session = g_session.load(std::memory_order_acquire)) session->emergency_write();
+    if (Session* session = g_session.load(std::memory_order_acquire)) session->emergency_write(sig);
     g_fatal_state.store(kSaved);
   } else {
     for (int waited = 0; waited < kSecondFaultWaitMs && g_fatal_state.load() == kSaving; ++waited) {
@@ -61,8 +61,9 @@ void on_fatal_signal(int sig, siginfo_t* info, void* /*context*/) {
 
 void on_termination_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
+  // The signal ends the process only when nobody else handles it.
   if (Session* session = g_session.load(std::memory_order_acquire)) {
-    session->flush_from_signal(kTerminationFlushWaitMs);
+    session->flush_from_signal(kTerminationFlushWaitMs, previous_is_default(sig) ? sig : 0);
   }
   const struct sigaction& previous = g_previous[sig];
   if (previous_is_default(sig)) {
@@ -87,8 +88,10 @@ void install(int sig, void (*handler)(int, siginfo_t*, void*)) noexcept {
   sigaction(sig, &action, nullptr);
 }
 
-void finish_at_exit() {
-  if (Session* session = g_session.load(std::memory_order_acquire)) session->finish();
+// on_exit, not atexit: the status tells a failure (a Python exception exits 1 through the same
+// path as a clean run) from success.
+void finish_at_exit(int status, void* /*unused*/) {
+  if (Session* session = g_session.load(std::memory_order_acquire)) session->finish_at_exit(status);
 }
 
 // The stack this library gave the thread, taken back (disabled first) when the thread ends.
@@ -134,7 +137,7 @@ void ensure_alternate_signal_stack() noexcept {
 void install_process_hooks(Session& session) noexcept {
   Session* expected = nullptr;
   if (!g_session.compare_exchange_strong(expected, &session)) return;  // once per process
-  std::atexit(finish_at_exit);
+  on_exit(finish_at_exit, nullptr);
   for (const int sig : kFatalSignals) install(sig, on_fatal_signal);
   for (const int sig : kTerminationSignals) install(sig, on_termination_signal);
 }

@@ -480,10 +480,18 @@ void Session::flusher_main() {
   }
 }
 
+void Session::write_ongoing_calls() noexcept {
+  trace::ThreadBuffer* buffer = thread_buffer_if_open();
+  if (buffer != nullptr) ongoing_calls_.write_unwritten(*buffer, now_ns());
+  if (const int signal = ending_signal_.exchange(0); signal != 0)
+    notice(NoticeCode::kProcessSignal, static_cast<uint64_t>(signal), "ended by a termination signal");
+}
+
 void Session::flush_now() noexcept {
   trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
   if (writer == nullptr) return;
   flush_sources(false);
+  write_ongoing_calls();
   try {
     const Status flushed = writer->flush();
     // A failed write (disk full, I/O error) leaves the file readable up to its last chunk and
@@ -517,6 +525,7 @@ void Session::finish() noexcept {
   }
   stop_flusher();
   flush_sources(true);
+  write_ongoing_calls();  // other threads may still be inside a call
   trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
   if (writer != nullptr) {
     try {
@@ -538,13 +547,35 @@ void Session::finish() noexcept {
   }
 }
 
-void Session::emergency_write() noexcept {
-  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
-  if (writer != nullptr) (void)writer->emergency_write();
+void Session::finish_at_exit(int status) noexcept {
+  if (is_open()) notice(NoticeCode::kProcessExit, static_cast<uint64_t>(static_cast<uint32_t>(status)), "");
+  finish();
 }
 
-void Session::flush_from_signal(int timeout_ms) noexcept {
+void Session::emergency_write(int signal) noexcept {
+  trace::TraceWriter* writer = live_writer_.load(std::memory_order_acquire);
+  if (writer == nullptr) return;
+  // Static: a signal handler allocates nothing, and one fatal signal is handled at a time.
+  alignas(8) static std::byte extra[32 << 10];
+  size_t used = 0;
+  uint32_t records = 0;
+  if (signal != 0) {
+    auto notice = trace::make_record<trace::NoticeRecord>();
+    notice.code = static_cast<uint16_t>(NoticeCode::kProcessSignal);
+    notice.timestamp_ns = now_ns();
+    notice.count = static_cast<uint64_t>(signal);
+    std::memcpy(extra, &notice, sizeof(notice));
+    used = sizeof(notice);
+    records = 1;
+  }
+  uint32_t calls = 0;
+  used += ongoing_calls_.write_unwritten(std::span(extra).subspan(used), now_ns(), calls);
+  (void)writer->emergency_write(std::span<const std::byte>(extra, used), records + calls);
+}
+
+void Session::flush_from_signal(int timeout_ms, int ending_signal) noexcept {
   if (live_writer_.load(std::memory_order_acquire) == nullptr || wake_fd_ < 0) return;
+  if (ending_signal != 0) ending_signal_.store(ending_signal, std::memory_order_release);
   const uint64_t before = flushes_completed_.load(std::memory_order_acquire);
   flush_requested_.store(true, std::memory_order_release);
   const uint64_t one = 1;

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "launcher_env.h"
+#include "ongoing_calls.h"
 #include "pipescope/trace/process_info.h"
 #include "pipescope/trace/records.h"
 #include "pipescope/trace/trace_writer.h"
@@ -107,13 +108,20 @@ class Session {
   // Sources register once (they live until exit). Not for hot paths.
   void add_source(RecordSource* source) noexcept;
 
+  // Calls entered and not returned (the NCCL flight recorder): each flush writes those it has
+  // not written yet.
+  OngoingCalls& ongoing_calls() noexcept { return ongoing_calls_; }
+
   // Flushes rings and sources now (the flusher's work), from any thread but a signal handler.
   void flush_now() noexcept;
   // Flushes everything and closes the file (exit). Later calls do nothing.
   void finish() noexcept;
-  // Async-signal-safe: frames what the rings already hold and writes it, without CUPTI,
-  // locks that may be held, or allocation. For fatal signals.
-  void emergency_write() noexcept;
+  // The same at exit(), with the status the process exits with (a kProcessExit notice).
+  void finish_at_exit(int status) noexcept;
+  // Async-signal-safe: frames what the rings already hold and writes it, with the calls still
+  // in flight and a kProcessSignal notice for `signal` (0: none), without CUPTI, locks that may be
+  // held, or allocation. For fatal signals.
+  void emergency_write(int signal = 0) noexcept;
   // Around fork(): before it, wait (at most about a second) until the flusher is between two
   // flushes and hold it there, so that the child never inherits a flush in progress (an
   // allocator or stdio lock held by the flusher); after it, the parent lets the flusher go on.
@@ -121,9 +129,9 @@ class Session {
   void resume_flusher_after_fork() noexcept;
   // The child of a fork: forget the parent's trace without touching it.
   void abandon_after_fork() noexcept;
-  // Wakes the flusher and waits up to `timeout_ms` for one flush to complete.
-  // Async-signal-safe (SIGTERM/SIGINT).
-  void flush_from_signal(int timeout_ms) noexcept;
+  // Wakes the flusher and waits up to `timeout_ms` for one flush to complete; that flush says
+  // that `ending_signal` (0: none) ends the process. Async-signal-safe (SIGTERM/SIGINT).
+  void flush_from_signal(int timeout_ms, int ending_signal = 0) noexcept;
 
   // The trace clock: CLOCK_MONOTONIC in ns. CUPTI is set to report on it, too.
   static uint64_t now_ns() noexcept;
@@ -156,6 +164,8 @@ class Session {
   // PIPESCOPE_STAGE: an NVTX mark "stage=<k>" at the start of the trace.
   void declare_stage(int32_t stage) noexcept;
   void flush_sources(bool final) noexcept;
+  // The calls still in flight that no flush wrote yet, and a termination signal's notice.
+  void write_ongoing_calls() noexcept;
   void stop_flusher() noexcept;
 
   InjectConfig config_;
@@ -192,6 +202,8 @@ class Session {
   std::thread flusher_;
   std::atomic<uint64_t> flushes_completed_{0};
   std::atomic<bool> flush_requested_{false};
+  std::atomic<int> ending_signal_{0};  // a termination signal's number, for the flusher to record
+  OngoingCalls ongoing_calls_;
   int wake_fd_ = -1;  // eventfd a signal handler writes to wake the flusher
   uint64_t drops_reported_ = 0;
   std::atomic<bool> write_failure_reported_{false};

@@ -280,8 +280,26 @@ std::string report_html(const RunReport& r) {
       table_row(out, {std::to_string(s.rank), std::to_string(s.instances_last), fixed(ms(s.cost_ns), 1)});
     out << "</table>\n";
   }
+  if (r.failure) {
+    out << "<h2>Failure</h2>\n<p><b>" << escape_html(r.failure->kind)
+        << "</b>: " << escape_html(r.failure->detail) << "</p>\n";
+  }
+  if (!r.hang.desyncs.empty() || !r.hang.p2p_mismatches.empty()) {
+    out << "<h2>Desyncs</h2>\n<ul>\n";
+    for (const Desync& d : r.hang.desyncs)
+      out << "<li>" << escape_html(d.role) << " communicator " << hex(d.comm_id) << " collective #"
+          << d.sequence << ": " << escape_html(d.what) << "</li>\n";
+    for (const P2pMismatch& m : r.hang.p2p_mismatches)
+      out << "<li>p2p size mismatch: rank " << m.sender << " send #" << m.sequence << " to rank "
+          << m.receiver << " (" << escape_html(m.role) << ")</li>\n";
+    out << "</ul>\n";
+  }
   if (r.hang.suspected) {
     out << "<h2>Hang / failure view</h2>\n";
+    for (const HangRoot& root : r.hang.roots)
+      out << "<p>Rank " << root.rank << ": " << escape_html(root.where)
+          << (root.call.empty() ? "" : " (" + escape_html(root.call) + ")") << "; " << root.waiting
+          << " rank(s) wait on it.</p>\n";
     if (!r.hang.root_ranks.empty())
       out << "<p><b>Root: rank(s) " << escape_html(rank_list(r.hang.root_ranks, r.hang.no_trace)) << "</b> ("
           << r.hang.blocked << " rank(s) waited on them, directly or through others).</p>\n";

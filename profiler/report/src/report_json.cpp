@@ -140,18 +140,51 @@ ordered_json hang_json(const HangReport& h) {
                                  {"entered", c.entered},
                                  {"missing", c.missing},
                                  {"waited_ns", c.waited_ns},
-                                 {"untraced", c.untraced}});
+                                 {"untraced", c.untraced},
+                                 {"creation", c.creation}});
   ordered_json p2p = ordered_json::array();
   for (const P2pHang& p : h.p2p)
     p2p.push_back(ordered_json{{"rank", p.rank}, {"peer", p.peer}, {"op", p.op}, {"waited_ns", p.waited_ns}});
+  ordered_json roots = ordered_json::array();
+  for (const HangRoot& r : h.roots)
+    roots.push_back(
+        ordered_json{{"rank", r.rank},
+                     {"where", r.where},
+                     {"call", r.call.empty() ? ordered_json(nullptr) : ordered_json(r.call)},
+                     {"since_ns", r.since_ns >= 0 ? ordered_json(r.since_ns) : ordered_json(nullptr)},
+                     {"waiting", r.waiting}});
+  ordered_json desyncs = ordered_json::array();
+  for (const Desync& d : h.desyncs)
+    desyncs.push_back(ordered_json{{"comm_id", comm_id_text(d.comm_id)},
+                                   {"role", d.role},
+                                   {"sequence", d.sequence},
+                                   {"ranks", d.ranks},
+                                   {"what", d.what}});
+  ordered_json mismatches = ordered_json::array();
+  for (const P2pMismatch& m : h.p2p_mismatches)
+    mismatches.push_back(ordered_json{
+        {"sender", m.sender}, {"receiver", m.receiver}, {"role", m.role}, {"sequence", m.sequence}});
   return ordered_json{{"suspected", h.suspected},
                       {"root_ranks", h.root_ranks},
+                      {"roots", roots},
                       {"blocked", h.blocked},
                       {"communicators", comms},
                       {"p2p", p2p},
+                      {"desyncs", desyncs},
+                      {"p2p_size_mismatches", mismatches},
                       {"ended_early", h.ended_early},
                       {"not_closed", h.not_closed},
                       {"no_trace", h.no_trace}};
+}
+
+ordered_json failure_json(const std::optional<FailureReport>& failure) {
+  if (!failure) return nullptr;
+  const FailureReport& f = *failure;
+  const auto known = [](int64_t v) { return v >= 0 ? ordered_json(v) : ordered_json(nullptr); };
+  return ordered_json{
+      {"kind", f.kind},          {"rank", f.rank >= 0 ? ordered_json(f.rank) : ordered_json(nullptr)},
+      {"at_ns", known(f.at_ns)}, {"step", known(f.step)},
+      {"code", f.code},          {"detail", f.detail}};
 }
 
 // predicted_<name>, measured_<name>, <error_name>_error_percent; bytes as integers.
@@ -255,6 +288,7 @@ std::string report_json(const RunReport& report) {
         {"category", k.category}, {"count", k.count}, {"total_ns", k.total_ns}, {"share", k.share}});
   doc["kernel_categories"] = categories;
   doc["hang"] = hang_json(report.hang);
+  doc["failure"] = failure_json(report.failure);
   doc["plan"] = report.plan ? plan_json(*report.plan) : ordered_json(nullptr);
   doc["gpu_busy"] = series_json(report.gpu_busy);
   ordered_json memory = ordered_json::array();

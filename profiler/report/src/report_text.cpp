@@ -228,18 +228,39 @@ void write_kernels(std::ostream& out, const RunReport& r) {
 
 void write_hang(std::ostream& out, const RunReport& r) {
   const HangReport& h = r.hang;
-  if (!h.suspected) return;
+  if (!h.suspected && !r.failure && h.desyncs.empty() && h.p2p_mismatches.empty()) return;
   heading(out, "hang / failure view");
+  if (r.failure) wrapped(out, "  ", "failure (" + r.failure->kind + "): " + r.failure->detail);
   if (!h.root_ranks.empty())
     out << "  root: rank(s) " << rank_list(h.root_ranks, h.no_trace) << " (" << h.blocked
         << " rank(s) waited on them, directly or through others)\n";
+  for (const HangRoot& root : h.roots) {
+    std::string where =
+        root.where == "in call" ? "inside " + root.call
+        : root.where == "host code"
+            ? "in its own code" + (root.call.empty() ? "" : " after its last NCCL call (" + root.call + ")")
+            : root.where;
+    if (root.since_ns >= 0) where += " since " + fixed(ms(root.since_ns), 1) + " ms";
+    out << "  rank " << root.rank << ": " << where << "; " << root.waiting << " rank(s) wait on it\n";
+  }
   for (const CommHang& c : h.communicators)
     wrapped(out, "  ",
-            c.role + " communicator " + hex(c.comm_id) + ": all completed " +
-                std::to_string(c.last_completed_by_all) + "; entered " +
-                (c.next_op.empty() ? std::string("the next") : c.next_op) + " #" +
-                std::to_string(c.last_completed_by_all) + ": " + rank_list(c.entered) + "; never entered: " +
-                rank_list(c.missing, c.untraced) + "; waited " + fixed(ms(c.waited_ns), 1) + " ms");
+            c.creation ? c.role + " communicator " + hex(c.comm_id) + ": " + c.next_op + " entered by " +
+                             rank_list(c.entered) + "; never entered: " + rank_list(c.missing, c.untraced) +
+                             "; waited " + fixed(ms(c.waited_ns), 1) + " ms"
+                       : c.role + " communicator " + hex(c.comm_id) + ": all completed " +
+                             std::to_string(c.last_completed_by_all) + "; entered " +
+                             (c.next_op.empty() ? std::string("the next") : c.next_op) + " #" +
+                             std::to_string(c.last_completed_by_all) + ": " + rank_list(c.entered) +
+                             "; never entered: " + rank_list(c.missing, c.untraced) + "; waited " +
+                             fixed(ms(c.waited_ns), 1) + " ms");
+  for (const Desync& d : h.desyncs)
+    wrapped(out, "  ",
+            "desync: " + d.role + " communicator " + hex(d.comm_id) + " collective #" +
+                std::to_string(d.sequence) + ": " + d.what);
+  for (const P2pMismatch& m : h.p2p_mismatches)
+    out << "  p2p size mismatch: rank " << m.sender << " send #" << m.sequence << " to rank " << m.receiver
+        << " (" << m.role << ")\n";
   for (const P2pHang& p : h.p2p)
     out << "  rank " << p.rank << ": " << p.op << (p.op == "send" ? " to rank " : " from rank ")
         << rank_list({p.peer}, h.no_trace) << " never completed; waited " << fixed(ms(p.waited_ns), 1)

@@ -18,9 +18,10 @@ constexpr std::array<KindName, 9> kKinds = {{
     {"memory", record_bit(RecordKind::kMemory)},
     {"sync", record_bit(RecordKind::kSync)},
     {"api", record_bit(RecordKind::kApi)},
-    // External correlations tie NCCL calls to the kernels they launched.
+    // External correlations tie NCCL calls to the kernels they launched; nccl_call records show
+    // the calls that have not returned.
     {"nccl", record_bit(RecordKind::kNcclOp) | record_bit(RecordKind::kNcclComm) |
-                 record_bit(RecordKind::kExternalCorrelation)},
+                 record_bit(RecordKind::kExternalCorrelation) | record_bit(RecordKind::kNcclCall)},
     {"nvtx", record_bit(RecordKind::kNvtx)},
     {"overhead", record_bit(RecordKind::kOverhead)},
 }};

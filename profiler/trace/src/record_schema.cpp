@@ -122,6 +122,31 @@ constexpr FieldDesc kExternalCorrelationFields[] = {
     F(ExternalCorrelationRecord, reserved2),
     F(ExternalCorrelationRecord, external_id),
 };
+constexpr FieldDesc kNcclCallFields[] = {
+    HEADER(NcclCallRecord),
+    F(NcclCallRecord, call_kind),
+    F(NcclCallRecord, what),
+    F(NcclCallRecord, state),
+    F(NcclCallRecord, flags),
+    F(NcclCallRecord, comm_id),
+    F(NcclCallRecord, parent_comm_id),
+    F(NcclCallRecord, sequence),
+    F(NcclCallRecord, bytes),
+    F(NcclCallRecord, enter_ns),
+    F(NcclCallRecord, at_ns),
+    F(NcclCallRecord, call_serial),
+    F(NcclCallRecord, thread_id),
+    F(NcclCallRecord, peer),
+    F(NcclCallRecord, rank),
+    F(NcclCallRecord, size),
+    F(NcclCallRecord, global_rank),
+    F(NcclCallRecord, group_id),
+    F(NcclCallRecord, result),
+    F(NcclCallRecord, datatype),
+    F(NcclCallRecord, reduce_op),
+    F(NcclCallRecord, reserved0),
+    F(NcclCallRecord, reserved1),
+};
 #undef F
 #undef HEADER
 
@@ -145,6 +170,7 @@ constexpr RecordSchema kSchemas[] = {
     schema<OverheadRecord>("overhead", kOverheadFields),
     schema<NoticeRecord>("notice", kNoticeFields),
     schema<ExternalCorrelationRecord>("external_correlation", kExternalCorrelationFields),
+    schema<NcclCallRecord>("nccl_call", kNcclCallFields),
 };
 
 }  // namespace

@@ -395,7 +395,8 @@ bool TraceWriter::write_chunk_quietly_locked(ChunkType type, uint32_t items,
   return true;
 }
 
-uint64_t TraceWriter::emergency_write() noexcept {
+uint64_t TraceWriter::emergency_write(std::span<const std::byte> extra_records,
+                                      uint32_t extra_count) noexcept {
   if (!file_gate_.claim(kEmergencyFileWaitMs)) return 0;
   struct Release {
     EmergencyGate& gate;
@@ -458,6 +459,11 @@ uint64_t TraceWriter::emergency_write() noexcept {
       tail += used + skipped;
     }
     buffer.tail_.store(tail, std::memory_order_release);
+  }
+  if (extra_count > 0 && !extra_records.empty() && extra_records.size() <= options_.max_chunk_bytes &&
+      write_chunk_quietly_locked(ChunkType::kRecords, extra_count, extra_records)) {
+    written += extra_count;
+    records_written_ += extra_count;
   }
   const ClockAnchorPayload anchor = read_clock_anchor();
   (void)write_chunk_quietly_locked(ChunkType::kClockAnchor, 1, bytes_of(&anchor, sizeof(anchor)));

@@ -45,7 +45,13 @@ ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId* ids, in
     return fail(ncclInvalidArgument, "rank " + std::to_string(rank) + " of " + std::to_string(nranks));
   }
   *comm = make_comm(world_name(ids, nids), rank, nranks, current_device());
-  return ncclSuccess;
+  if (!waiting_enabled() || nranks == 1) return ncclSuccess;
+  const ncclResult_t rc = arrive_creation(*comm, "ncclCommInitRank");
+  if (rc != ncclSuccess) {
+    forget_comm(*comm);
+    *comm = nullptr;
+  }
+  return rc;
 }
 
 struct PendingSplit {

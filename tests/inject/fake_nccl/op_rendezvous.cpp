@@ -50,7 +50,8 @@ ncclResult_t wait_for(const Wait& wait) {
       }
     }
     if (missing == 0) return ncclSuccess;
-    if (std::chrono::steady_clock::now() >= deadline) break;
+    if (timeout_ms > 0 && std::chrono::steady_clock::now() >= deadline)
+      break;  // 0: wait for ever, as NCCL does
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(1000));
   }
@@ -95,6 +96,18 @@ ncclResult_t arrive_p2p(ncclComm* comm, bool send, int peer, const char* functio
     return fail(ncclSystemError, std::string(function) + ": cannot post " + base);
   return wait_or_defer(Wait{
       {base + (send ? ".recv" : ".send")}, {peer}, std::string(function) + " #" + std::to_string(sequence)});
+}
+
+ncclResult_t arrive_creation(ncclComm* comm, const char* function) {
+  const std::string base = meeting_dir() + "/init-" + comm_key(comm) + ".";
+  if (!post(base + std::to_string(comm->rank)))
+    return fail(ncclSystemError, std::string(function) + ": cannot post " + base);
+  Wait wait{{}, {}, std::string(function)};
+  for (int member = 0; member < comm->size; ++member) {
+    wait.markers.push_back(base + std::to_string(member));
+    wait.ranks.push_back(member);
+  }
+  return wait_or_defer(std::move(wait));
 }
 
 ncclResult_t finish_group_waits() {

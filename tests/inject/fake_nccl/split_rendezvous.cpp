@@ -57,7 +57,7 @@ bool gather_split(const SplitMeeting& meeting, int size, int timeout_ms, std::ve
       }
     }
     if (missing == 0) return true;
-    if (std::chrono::steady_clock::now() >= deadline) break;
+    if (timeout_ms > 0 && std::chrono::steady_clock::now() >= deadline) break;  // 0: wait for ever
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   error = "split " + std::to_string(meeting.split_index) + " of communicator " + meeting.comm_name +

@@ -36,6 +36,14 @@ struct Options {
   int hang_step = -1;
   bool hang_in_pipeline = false;  // --hang-p2p R:STEP: before step STEP's pipeline exchange instead
   int zero_shard = 0;             // --zero K: hierarchical ZeRO over shard groups of K ranks instead of 3D
+  int no_comms_rank = -1;         // --no-comms R: R never creates its communicators
+  int desync_rank = -1;           // --desync R:STEP: R's data-parallel all-reduce count differs at STEP
+  int desync_step = -1;
+  int p2p_size_rank = -1;  // --p2p-size R:STEP: R's ungrouped send to the next stage is short at STEP
+  int p2p_size_step = -1;
+  int fail_rank = -1;  // --exit R:STEP / --abort R:STEP: R exits with status 3, or aborts, at STEP
+  int fail_step = -1;
+  bool fail_abort = false;
 };
 
 struct Layout {
@@ -84,16 +92,31 @@ Options parse_options(int argc, char** argv) {
       options.pp = parse_int(value(), "--pp");
     } else if (arg == "--zero") {
       options.zero_shard = parse_int(value(), "--zero");
-    } else if (arg == "--straggler" || arg == "--hang" || arg == "--hang-p2p") {
+    } else if (arg == "--no-comms") {
+      options.no_comms_rank = parse_int(value(), "--no-comms");
+    } else if (arg == "--straggler" || arg == "--hang" || arg == "--hang-p2p" || arg == "--desync" ||
+               arg == "--p2p-size" || arg == "--exit" || arg == "--abort") {
       const std::string pair = value();
       const size_t colon = pair.find(':');
       if (colon == std::string::npos) throw UsageError{arg + " needs R:N, got '" + pair + "'"};
       const int first = parse_int(pair.substr(0, colon).c_str(), arg.c_str());
       const int second = parse_int(pair.substr(colon + 1).c_str(), arg.c_str());
-      const bool hang = arg != "--straggler";
-      (hang ? options.hang_rank : options.straggler_rank) = first;
-      (hang ? options.hang_step : options.straggler_ms) = second;
-      options.hang_in_pipeline = arg == "--hang-p2p";
+      if (arg == "--desync") {
+        options.desync_rank = first;
+        options.desync_step = second;
+      } else if (arg == "--p2p-size") {
+        options.p2p_size_rank = first;
+        options.p2p_size_step = second;
+      } else if (arg == "--exit" || arg == "--abort") {
+        options.fail_rank = first;
+        options.fail_step = second;
+        options.fail_abort = arg == "--abort";
+      } else {
+        const bool hang = arg != "--straggler";
+        (hang ? options.hang_rank : options.straggler_rank) = first;
+        (hang ? options.hang_step : options.straggler_ms) = second;
+        options.hang_in_pipeline = arg == "--hang-p2p";
+      }
     } else {
       throw UsageError{"unknown argument " + arg};
     }
@@ -323,11 +346,14 @@ void pipeline_exchange(Nccl& nccl, const Comms& comms, const Layout& layout, Buf
 }
 
 // A rank that stops answering: it sleeps, then ends the way a scheduler ends a hung job, by
-// SIGTERM, once the others have given up on it (FAKE_NCCL_TIMEOUT_MS).
+// SIGTERM, once the others have given up on it (FAKE_NCCL_TIMEOUT_MS). When they never give up
+// (FAKE_NCCL_TIMEOUT_MS=0) it sleeps until whoever runs the job ends it.
 [[noreturn]] void hang_until_killed() {
-  const int wait_ms =
-      2 * std::max(1, std::atoi(std::getenv("FAKE_NCCL_TIMEOUT_MS") ? std::getenv("FAKE_NCCL_TIMEOUT_MS")
-                                                                    : "1000"));
+  const char* timeout = std::getenv("FAKE_NCCL_TIMEOUT_MS");
+  if (timeout != nullptr && std::string(timeout) == "0") {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
+  }
+  const int wait_ms = 2 * std::max(1, std::atoi(timeout != nullptr ? timeout : "1000"));
   std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
   std::raise(SIGTERM);
   std::this_thread::sleep_for(std::chrono::seconds(60));
@@ -362,13 +388,20 @@ void one_step(Nccl& nccl, const Comms& comms, const Layout& layout, Buffers& buf
   {
     NvtxRange backward(nvtx, "backward");
     tensor_parallel_layers(nccl, comms, send, recv, stream);
-    if (stage + 1 < layout.pp) nccl.send(send, 128, ncclFloat32, stage + 1, comms.pp, stream);
+    const bool short_send = layout.rank == options.p2p_size_rank && step == options.p2p_size_step;
+    if (stage + 1 < layout.pp)
+      nccl.send(send, short_send ? 64 : 128, ncclFloat32, stage + 1, comms.pp, stream);
     if (stage > 0) nccl.recv(recv, 128, ncclFloat32, stage - 1, comms.pp, stream);
     if (!options.hang_in_pipeline && layout.rank == options.hang_rank && step == options.hang_step)
       hang_until_killed();
     if (layout.rank == options.straggler_rank)
       std::this_thread::sleep_for(std::chrono::milliseconds(options.straggler_ms));
-    nccl.all_reduce(send, recv, 4096, ncclFloat32, ncclSum, comms.dp, stream);
+    if (layout.rank == options.fail_rank && step == options.fail_step) {
+      if (options.fail_abort) std::abort();
+      std::exit(3);  // as a Python exception ends the interpreter: through exit, with a status
+    }
+    const bool desync = layout.rank == options.desync_rank && step == options.desync_step;
+    nccl.all_reduce(send, recv, desync ? 2048 : 4096, ncclFloat32, ncclSum, comms.dp, stream);
     nccl.all_gather(send, recv, 512, ncclBfloat16, comms.dp, stream);
     nccl.reduce_scatter(send, recv, 256, ncclFloat32, ncclSum, comms.dp, stream);
     if (comms.stage != nullptr) nccl.all_reduce(send, recv, 32, ncclFloat32, ncclMax, comms.stage, stream);
@@ -431,6 +464,7 @@ int run(const Options& options) {
   const ncclUniqueId id = share_unique_id(nccl, options, layout);
   if (options.zero_shard > 0) return run_zero(options, layout, nccl, id);
 
+  if (layout.rank == options.no_comms_rank) hang_until_killed();
   Comms comms;
   comms.world = nccl.init_rank(layout.world, id, layout.rank);
   const int tp_group = layout.rank / layout.tp;

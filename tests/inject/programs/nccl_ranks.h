@@ -5,6 +5,7 @@
 //
 //   nccl_ranks_program --id-dir DIR [--nvtx] [--steps N] [--tp T] [--pp P] [--call-log FILE]
 //                      [--straggler R:MS] [--hang R:STEP] [--hang-p2p R:STEP] [--zero K]
+//                      [--no-comms R] [--desync R:STEP] [--p2p-size R:STEP] [--exit|--abort R:STEP]
 //
 // Reads RANK, WORLD_SIZE and LOCAL_RANK as torchrun sets them. Rank 0 makes the unique id and
 // hands it over in DIR/nccl-id; everyone builds the world communicator and splits it, in this
@@ -32,6 +33,12 @@
 // FAKE_NCCL_TIMEOUT_MS. Under FAKE_NCCL_WAIT=1 the others wait for it (and time out).
 // --hang-p2p R:STEP: the same, but before step STEP's pipeline exchange (its neighbour stage
 // then waits in a send/receive group).
+// --no-comms R: rank R stops before it creates any communicator (the others block in creation).
+// --desync R:STEP: rank R's data-parallel ncclAllReduce of step STEP has 2048 elements, not 4096.
+// --p2p-size R:STEP: rank R's ungrouped send to the next stage at step STEP has 64, not 128.
+// --exit R:STEP / --abort R:STEP: rank R calls exit(3) / abort() before step STEP's
+// data-parallel ncclAllReduce. With FAKE_NCCL_TIMEOUT_MS=0 nothing times out, as in real NCCL:
+// --hang and --no-comms ranks then sleep until the job is ended from outside.
 // --zero K: hierarchical ZeRO instead (no tp/pp): world split into shard groups of K consecutive
 // ranks and replica groups (equal rank % K); per step on the shard group 2 ncclAllGather 8192
 // bf16 in "forward", 2 more and a ncclReduceScatter 1024 float in "backward", then ncclAllReduce

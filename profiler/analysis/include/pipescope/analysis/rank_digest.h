@@ -66,17 +66,38 @@ struct P2pKernel {
 };
 
 // One member's view of one collective (or of one p2p operation in P2pDigest). 40 bytes: at
-// 1,024 ranks the samples are most of the digests' memory. A sequence number beyond 2^56 (only
+// 1,024 ranks the samples are most of the digests' memory. A sequence number beyond 2^40 (only
 // a damaged record holds one) is not sampled.
 struct InstanceSample {
-  static constexpr uint64_t kMaxSequence = (uint64_t{1} << 56) - 1;
-  uint64_t sequence : 56 = 0;
-  uint64_t op : 8 = 0;   // NcclOpType
+  static constexpr uint64_t kMaxSequence = (uint64_t{1} << 40) - 1;
+  uint64_t sequence : 40 = 0;
+  uint64_t op : 8 = 0;  // NcclOpType
+  // What members must agree on at one sequence number (collectives: op, bytes, type, root;
+  // p2p: bytes), hashed: unequal between members means a desync.
+  uint64_t fingerprint : 16 = 0;
   int64_t enter_ns = 0;  // host call
   int64_t exit_ns = 0;
   int64_t start_ns = -1;  // the NCCL kernel; -1 when none was captured
   int64_t end_ns = -1;
 };
+
+inline bool is_p2p(uint8_t op) {
+  return op == static_cast<uint8_t>(trace::NcclOpType::kSend) ||
+         op == static_cast<uint8_t>(trace::NcclOpType::kRecv);
+}
+
+// InstanceSample::fingerprint: collectives hash op, bytes, type and root (`peer`); a send and
+// its receive hash bytes alone.
+inline uint16_t nccl_fingerprint(uint64_t bytes, uint8_t op, uint8_t datatype, int32_t peer, bool p2p) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ bytes;
+  if (!p2p)
+    h ^= (uint64_t{op} << 56) ^ (uint64_t{datatype} << 48) ^
+         (static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 16);
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 31;
+  h *= 0x94D049BB133111EBull;
+  return static_cast<uint16_t>(h >> 48);
+}
 
 // Whether a sampling stride keeps `sequence`. Strides are powers of two (they start at 1 and
 // double), so every member of a communicator keeps the sequences the largest stride keeps.
@@ -88,6 +109,31 @@ struct OpTotals {
   int64_t time_ns = 0;         // host time of the calls (blocking calls: their whole duration)
   uint64_t kernel_calls = 0;   // calls whose kernel was found
   int64_t kernel_time_ns = 0;  // the kernels' time
+};
+
+// An NCCL call the trace shows entered and never returned (nccl_call records, format 1.3).
+struct OpenCall {
+  trace::NcclCallKind kind = trace::NcclCallKind::kOperation;
+  uint8_t what = 0;  // NcclOpType or NcclCommEvent
+  bool in_group = false;
+  uint64_t comm_id = 0;
+  uint64_t parent_comm_id = 0;
+  uint64_t sequence = 0;  // operations: as nccl_op; split / shrink: the split index
+  uint64_t bytes = 0;
+  int64_t enter_ns = 0;
+  int64_t seen_ns = 0;  // the last time a flush saw it running
+  int32_t peer = -1;    // operations: peer or root; split: color
+  int32_t rank = -1;    // in the communicator
+  int32_t size = -1;
+  uint8_t datatype = 0;
+};
+
+// The last NCCL call that failed (the first one's code is usually the cause; later ones follow).
+struct NcclError {
+  int32_t result = 0;  // ncclResult_t
+  uint8_t what = 0;    // NcclOpType, or NcclCommEvent for a communicator call
+  bool communicator = false;
+  int64_t at_ns = 0;
 };
 
 // A point-to-point direction through one communicator, as this rank saw it.
@@ -233,8 +279,19 @@ struct RankDigest {
   std::vector<std::string> kernel_names;  // of kernels[i]
   OpTotals memcpy_totals, memset_totals;
 
+  // How the process ended, when the trace says (format 1.3): the signal that ended it, the
+  // status it exited with.
+  int32_t ending_signal = 0;
+  int64_t ending_signal_at_ns = 0;
+  std::optional<int32_t> exit_status;
+  int64_t exit_at_ns = 0;
+
   // NCCL.
   std::vector<CommDigest> comms;
+  std::vector<OpenCall> open_calls;           // entered, never returned (by enter time)
+  std::optional<NcclError> first_nccl_error;  // from nccl_call records, which keep the code
+  int64_t last_nccl_return_ns = INT64_MIN;    // the latest return of any NCCL operation
+  uint8_t last_nccl_return_op = 0;
   std::vector<P2pDigest> p2p;
   bool nccl_kernels_seen = false;
   uint64_t ops_without_kernel = 0;  // calls whose kernel was not found

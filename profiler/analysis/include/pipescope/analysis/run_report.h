@@ -209,6 +209,39 @@ struct CommHang {
   std::vector<int32_t> missing;        // members that never entered it: the ranks waited on
   int64_t waited_ns = 0;               // longest wait of an entered member, until its trace ended
   std::vector<int32_t> untraced;       // of `missing`, those that left no trace (-1: rank unknown)
+  // The communicator's creation (next_op ncclCommInitRank / ncclCommSplit / ncclCommShrink):
+  // comm_id is the new communicator's (init) or the parent's (split, shrink), and
+  // last_completed_by_all means nothing.
+  bool creation = false;
+};
+
+// A rank at the root of a hang, and where it is.
+struct HangRoot {
+  int32_t rank = -1;
+  // "no trace"; "in call": inside `call` since since_ns (it never returned); "host code": in
+  // its own code since its last NCCL operation (`call`) returned at since_ns.
+  std::string where;
+  std::string call;
+  int64_t since_ns = -1;  // on the run's clock; -1 when unknown
+  size_t waiting = 0;     // ranks that wait on it, directly or through others
+};
+
+// Members of a communicator that disagree at one sequence number: another operation, or the
+// same one on another size, type or root.
+struct Desync {
+  uint64_t comm_id = 0;
+  std::string role;
+  uint64_t sequence = 0;
+  std::vector<int32_t> ranks;
+  std::string what;  // "rank 4 all_reduce, rank 6 all_reduce"
+};
+
+// A send and its receive (same communicator and sequence) of different sizes.
+struct P2pMismatch {
+  int32_t sender = -1;
+  int32_t receiver = -1;
+  std::string role;
+  uint64_t sequence = 0;
 };
 
 // A rank whose last NCCL operation was a send or receive that never completed.
@@ -225,12 +258,26 @@ struct HangReport {
   // those on to whom they wait for, the ranks at the end (none of whose own operations is
   // stuck). `blocked` counts the ranks that wait on them, directly or through others.
   std::vector<int32_t> root_ranks;
+  std::vector<HangRoot> roots;  // one per root rank, in the same order
   size_t blocked = 0;
   std::vector<CommHang> communicators;
   std::vector<P2pHang> p2p;
   std::vector<int32_t> ended_early;  // traces that stop well before the others
   std::vector<int32_t> no_trace;     // ranks without a trace, or whose trace holds no record
   std::vector<int32_t> not_closed;   // traces without an end chunk (killed, crashed)
+  std::vector<Desync> desyncs;
+  std::vector<P2pMismatch> p2p_mismatches;
+};
+
+// How a failed run failed, as the study's taxonomy has it, from the earliest event the traces
+// show ("fatal signal", "exit status", "nccl error", "hang", "terminated").
+struct FailureReport {
+  std::string kind;
+  int32_t rank = -1;   // where it happened first; -1 when not one rank's
+  int64_t at_ns = -1;  // on the run's clock; -1 when unknown
+  int64_t step = -1;   // the step it happened in (from 0), when NVTX marks steps
+  int32_t code = 0;    // the signal, the exit status, or the ncclResult_t
+  std::string detail;  // one line
 };
 
 // One figure as the plan predicts it and the traces measure it; `error_percent` is
@@ -312,6 +359,7 @@ struct RunReport {
   std::vector<KernelStat> kernels;    // top by total time
   std::vector<CategoryStat> categories;
   HangReport hang;
+  std::optional<FailureReport> failure;  // empty for a run the traces show no failure in
   std::optional<PlanComparison> plan;
   Series gpu_busy;                               // mean over ranks of the union of GPU activity
   std::vector<MemoryTimeline> memory_timelines;  // every rank with memory records, by rank

@@ -17,8 +17,9 @@ inline constexpr char kFileMagic[8] = {'P', 'S', 'T', 'R', 'A', 'C', 'E', '\0'};
 // kinds, chunk types, process-info fields or bytes at the end of a record, all of which an
 // older reader of the same major version skips.
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor =
-    2;  // 1.1: external_correlation records; 1.2: kernel sampling notices
+// 1.1: external_correlation records; 1.2: kernel sampling notices; 1.3: nccl_call records and
+// the process-end notices.
+inline constexpr uint16_t kFormatMinor = 3;
 
 // Which clock the timestamps inside records are on; clock anchors map it to wall time.
 enum class TraceClock : uint32_t {

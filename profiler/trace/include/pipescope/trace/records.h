@@ -22,8 +22,9 @@ enum class RecordKind : uint16_t {
   kOverhead = 10,             // time the profiling machinery itself took (CUPTI buffer flushes, ...)
   kNotice = 11,               // what the profiler wants the report to know: drops, lost capture, ...
   kExternalCorrelation = 12,  // ties a CUPTI correlation id to an id pipescope pushed (format 1.1)
+  kNcclCall = 13,  // an NCCL call still running when the trace was written, and its return (format 1.3)
 };
-inline constexpr uint16_t kLastRecordKind = 12;
+inline constexpr uint16_t kLastRecordKind = 13;
 
 struct RecordHeader {
   uint16_t kind;        // RecordKind
@@ -296,6 +297,11 @@ enum class NoticeCode : uint16_t {
   // sampled step begins) or pause (an unsampled one begins); count = the step's number, from 0.
   kKernelSamplingResumed = 11,
   kKernelSamplingPaused = 12,
+  // How the process ended (format 1.3). kProcessSignal: count = the signal that ended it (a fatal
+  // one, caught as it struck, or a termination signal the process did not handle itself).
+  // kProcessExit: count = the status passed to exit() or returned from main.
+  kProcessSignal = 13,
+  kProcessExit = 14,
 };
 
 struct NoticeRecord {
@@ -325,6 +331,51 @@ struct ExternalCorrelationRecord {
   uint64_t external_id;
 };
 
+// The NCCL flight recorder (format 1.3). A call that is still inside NCCL when the trace is
+// written (a periodic flush, a termination or fatal signal, exit) is written as kInFlight with
+// what was known when it was entered; when such a call returns, a kReturned record with the same
+// (thread_id, call_serial) follows, whatever the capture window. A call with a kInFlight record
+// and no kReturned one never returned. Calls that return between two flushes leave no nccl_call
+// record (their nccl_op / nccl_comm records say everything). Grouped operations stay in flight
+// until their outermost ncclGroupEnd returns.
+enum class NcclCallKind : uint8_t {
+  kOperation = 1,     // `what` is an NcclOpType
+  kCommunicator = 2,  // `what` is an NcclCommEvent: creation, split, shrink, teardown
+};
+enum class NcclCallState : uint8_t {
+  kInFlight = 1,  // entered at enter_ns and not yet returned at at_ns
+  kReturned = 2,  // returned at at_ns with `result`
+};
+
+struct NcclCallRecord {
+  RecordHeader header;
+  uint8_t call_kind;  // NcclCallKind
+  uint8_t what;       // NcclOpType or NcclCommEvent
+  uint8_t state;      // NcclCallState
+  uint8_t flags;      // kNcclFlagInGroup, kNcclFlagGraphCapture
+  // Operations and teardown: the communicator; creation: the new communicator's identity (as
+  // its nccl_comm record will have it), 0 for a split member that passed NCCL_SPLIT_NOCOLOR.
+  uint64_t comm_id;
+  uint64_t parent_comm_id;  // split / shrink: the communicator split; 0 otherwise
+  // Operations: as NcclOpRecord::sequence; split / shrink: how many came before on the parent.
+  uint64_t sequence;
+  uint64_t bytes;        // operations: payload bytes of this rank's buffer; 0 otherwise
+  uint64_t enter_ns;     // when the call was entered
+  uint64_t at_ns;        // kInFlight: when it was seen still running; kReturned: when it returned
+  uint32_t call_serial;  // per thread, from 1: (thread_id, call_serial) pairs the two states
+  uint32_t thread_id;
+  int32_t peer;         // operations: as NcclOpRecord::peer; split: the color (-1 NOCOLOR)
+  int32_t rank;         // the caller's rank in the communicator; -1 when not known yet
+  int32_t size;         // the communicator's size; -1 when not known yet
+  int32_t global_rank;  // the process's rank in the job; -1 when unknown
+  uint32_t group_id;    // as NcclOpRecord::group_id
+  int32_t result;       // kReturned: the ncclResult_t; 0 otherwise
+  uint8_t datatype;     // operations: ncclDataType_t value
+  uint8_t reduce_op;    // operations: ncclRedOp_t value; 0xFF when the op does not reduce
+  uint16_t reserved0;
+  uint32_t reserved1;
+};
+
 template <class R>
 struct RecordTraits;
 #define PIPESCOPE_RECORD_TRAITS(Type, Kind)                                  \
@@ -346,6 +397,7 @@ PIPESCOPE_RECORD_TRAITS(NvtxRecord, kNvtx);
 PIPESCOPE_RECORD_TRAITS(OverheadRecord, kOverhead);
 PIPESCOPE_RECORD_TRAITS(NoticeRecord, kNotice);
 PIPESCOPE_RECORD_TRAITS(ExternalCorrelationRecord, kExternalCorrelation);
+PIPESCOPE_RECORD_TRAITS(NcclCallRecord, kNcclCall);
 #undef PIPESCOPE_RECORD_TRAITS
 
 // The sizes docs/trace-format.md states; a change here is a format change.
@@ -361,6 +413,7 @@ static_assert(sizeof(NvtxRecord) == 48);
 static_assert(sizeof(OverheadRecord) == 32);
 static_assert(sizeof(NoticeRecord) == 32);
 static_assert(sizeof(ExternalCorrelationRecord) == 24);
+static_assert(sizeof(NcclCallRecord) == 96);
 
 // Builds a record with its header filled in; fields are set by the caller.
 template <class R>

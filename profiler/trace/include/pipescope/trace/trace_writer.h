@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -142,8 +143,9 @@ class TraceWriter {
   // with no allocation and no lock: async-signal-safe (emergency_gate.h). Waits up to half a
   // second for a chunk another thread is writing, and gives up when the file stays busy (the
   // interrupted thread was writing it) or another handler is writing. Ordinary writes that
-  // meet it back off. Returns the number of records written.
-  uint64_t emergency_write() noexcept;
+  // meet it back off. `extra_records` (whole records, `extra_count` of them, made by the caller
+  // in memory of its own) are written after the rings. Returns the number of records written.
+  uint64_t emergency_write(std::span<const std::byte> extra_records = {}, uint32_t extra_count = 0) noexcept;
 
   uint64_t records_written() const;
   uint64_t records_dropped() const;

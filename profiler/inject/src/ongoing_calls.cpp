@@ -1,0 +1,189 @@
+#include "ongoing_calls.h"
+
+#include <cstring>
+#include <new>
+
+#include "session.h"
+
+namespace pipescope::inject {
+namespace {
+
+using trace::NcclCallRecord;
+
+// The calling thread's table in the OngoingCalls it used last (tables are found by kernel thread
+// id: a thread that ended leaves its table, with no call open, to a later thread of the same id).
+struct CachedTable {
+  uint32_t owner = 0;
+  void* calls = nullptr;
+};
+thread_local CachedTable t_cached;
+
+uint64_t status_of(uint64_t state) { return state & 3; }
+
+}  // namespace
+
+OngoingCalls::~OngoingCalls() {
+  const size_t count = thread_count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i) delete threads_[i].load(std::memory_order_acquire);
+}
+
+OngoingCalls::ThreadCalls* OngoingCalls::this_thread() noexcept {
+  if (t_cached.owner == id_) return static_cast<ThreadCalls*>(t_cached.calls);
+  const uint32_t tid = Session::thread_id();
+  ThreadCalls* found = nullptr;
+  const size_t count = thread_count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count && found == nullptr; ++i) {
+    ThreadCalls* calls = threads_[i].load(std::memory_order_acquire);
+    if (calls != nullptr && calls->tid.load(std::memory_order_relaxed) == tid) found = calls;
+  }
+  if (found == nullptr) {
+    auto* fresh = new (std::nothrow) ThreadCalls;
+    if (fresh == nullptr) return nullptr;
+    fresh->tid.store(tid, std::memory_order_relaxed);
+    size_t index = thread_count_.load(std::memory_order_relaxed);
+    while (true) {
+      if (index >= kMaxThreads) {
+        delete fresh;
+        return nullptr;
+      }
+      ThreadCalls* expected = nullptr;
+      if (threads_[index].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) break;
+      ++index;
+    }
+    // Publish [0, index]: a reader walks only entries below the count, all set.
+    size_t published = thread_count_.load(std::memory_order_relaxed);
+    while (published < index + 1 &&
+           !thread_count_.compare_exchange_weak(published, index + 1, std::memory_order_acq_rel)) {
+    }
+    found = fresh;
+  }
+  t_cached = CachedTable{id_, found};
+  return found;
+}
+
+OngoingCalls::Ticket OngoingCalls::enter(const NcclCallRecord& call, bool held) noexcept {
+  ThreadCalls* calls = this_thread();
+  if (calls == nullptr) {
+    untracked_.fetch_add(1, std::memory_order_relaxed);
+    return {};
+  }
+  uint32_t index = 0;
+  while (index < kCallsPerThread &&
+         status_of(calls->slots[index].state.load(std::memory_order_relaxed)) != kFree)
+    ++index;
+  if (index == kCallsPerThread) {
+    untracked_.fetch_add(1, std::memory_order_relaxed);
+    return {};
+  }
+  Slot& slot = calls->slots[index];
+  const uint32_t serial = ++calls->next_serial;
+  NcclCallRecord record = call;
+  record.state = static_cast<uint8_t>(trace::NcclCallState::kInFlight);
+  record.call_serial = serial;
+  record.thread_id = Session::thread_id();
+  uint64_t words[kWords];
+  std::memcpy(words, &record, sizeof(record));
+  // The slot is free (state kFree): readers that copied its old words fail their claim, and the
+  // fence orders those words' new values after the state they saw.
+  std::atomic_thread_fence(std::memory_order_release);
+  for (size_t w = 0; w < kWords; ++w) slot.words[w].store(words[w], std::memory_order_relaxed);
+  slot.state.store(uint64_t{serial} << 2 | kOpen, std::memory_order_release);
+  if (held) {
+    calls->held[index] = true;
+    ++calls->held_count;
+  }
+  return Ticket{index + 1, serial};
+}
+
+bool OngoingCalls::close_slot(ThreadCalls& calls, uint32_t index, NcclCallRecord& returned) noexcept {
+  Slot& slot = calls.slots[index];
+  const uint64_t before = slot.state.exchange(kFree, std::memory_order_acq_rel);
+  if (status_of(before) != kWritten) return false;
+  uint64_t words[kWords];
+  for (size_t w = 0; w < kWords; ++w) words[w] = slot.words[w].load(std::memory_order_relaxed);
+  std::memcpy(&returned, words, sizeof(returned));
+  return true;
+}
+
+bool OngoingCalls::leave(Ticket ticket, NcclCallRecord& returned) noexcept {
+  if (!ticket) return false;
+  ThreadCalls* calls = this_thread();
+  if (calls == nullptr) return false;
+  const uint32_t index = ticket.slot - 1;
+  if (calls->held[index]) return false;  // closes at the group's end
+  const uint64_t state = calls->slots[index].state.load(std::memory_order_relaxed);
+  if (state >> 2 != ticket.serial) return false;
+  return close_slot(*calls, index, returned);
+}
+
+void OngoingCalls::hold(Ticket ticket) noexcept {
+  if (!ticket) return;
+  ThreadCalls* calls = this_thread();
+  if (calls == nullptr || calls->held[ticket.slot - 1]) return;
+  calls->held[ticket.slot - 1] = true;
+  ++calls->held_count;
+}
+
+bool OngoingCalls::holds_calls() const noexcept {
+  if (t_cached.owner != id_ || t_cached.calls == nullptr) return false;
+  return static_cast<const ThreadCalls*>(t_cached.calls)->held_count > 0;
+}
+
+bool OngoingCalls::claim(const Slot& slot, uint64_t state, NcclCallRecord& copy) noexcept {
+  uint64_t words[kWords];
+  for (size_t w = 0; w < kWords; ++w) words[w] = slot.words[w].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  uint64_t expected = state;
+  if (!const_cast<Slot&>(slot).state.compare_exchange_strong(expected, (state & ~uint64_t{3}) | kWritten,
+                                                             std::memory_order_acq_rel))
+    return false;
+  std::memcpy(&copy, words, sizeof(copy));
+  return true;
+}
+
+template <class Emit>
+size_t OngoingCalls::for_each_unwritten(uint64_t now_ns, Emit& emit) noexcept {
+  size_t written = 0;
+  const size_t count = thread_count_.load(std::memory_order_acquire);
+  for (size_t t = 0; t < count; ++t) {
+    ThreadCalls* calls = threads_[t].load(std::memory_order_acquire);
+    if (calls == nullptr) continue;
+    for (Slot& slot : calls->slots) {
+      const uint64_t state = slot.state.load(std::memory_order_acquire);
+      if (status_of(state) != kOpen) continue;
+      if (!emit.has_room()) return written;
+      NcclCallRecord record;
+      if (!claim(slot, state, record)) continue;
+      record.at_ns = now_ns;
+      emit.put(record);
+      ++written;
+    }
+  }
+  return written;
+}
+
+size_t OngoingCalls::write_unwritten(trace::ThreadBuffer& buffer, uint64_t now_ns) noexcept {
+  struct IntoBuffer {
+    trace::ThreadBuffer& buffer;
+    bool has_room() const { return true; }
+    void put(const NcclCallRecord& record) { buffer.append(record); }
+  };
+  IntoBuffer into{buffer};
+  return for_each_unwritten(now_ns, into);
+}
+
+size_t OngoingCalls::write_unwritten(std::span<std::byte> out, uint64_t now_ns, uint32_t& records) noexcept {
+  struct IntoBytes {
+    std::span<std::byte> out;
+    size_t used = 0;
+    bool has_room() const { return out.size() - used >= sizeof(NcclCallRecord); }
+    void put(const NcclCallRecord& record) {
+      std::memcpy(out.data() + used, &record, sizeof(record));
+      used += sizeof(record);
+    }
+  } into{out};
+  records = static_cast<uint32_t>(for_each_unwritten(now_ns, into));
+  return into.used;
+}
+
+}  // namespace pipescope::inject

@@ -1,0 +1,109 @@
+// The flight recorder's table: calls (NCCL's, today) that have been entered and not yet returned,
+// so that a trace written while a rank is blocked inside one shows it (trace format 1.3,
+// nccl_call records). Each thread owns its own slots; entering and leaving a call is a few
+// stores and one atomic exchange, no lock, no allocation after the thread's first call.
+//
+// The flusher (or a fatal-signal handler) writes each call once, as kInFlight, and marks it
+// written; the thread that leaves a written call learns so and writes the kReturned record that
+// completes it. A slot is a seqlock: the owner publishes a call with a release store of its state
+// word, a reader copies the record and claims it with a compare-and-swap on that word, which fails
+// when the owner freed or reused the slot meanwhile.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "pipescope/trace/records.h"
+#include "pipescope/trace/trace_writer.h"
+
+namespace pipescope::inject {
+
+class OngoingCalls {
+ public:
+  static constexpr size_t kMaxThreads = 256;
+  // Calls one thread can have open at once: ungrouped calls hold one; a group holds its calls
+  // until its outermost ncclGroupEnd returns. Calls beyond it are not tracked (counted).
+  static constexpr size_t kCallsPerThread = 256;
+
+  // A call as entered: its slot, 0 when it is not tracked.
+  struct Ticket {
+    uint32_t slot = 0;  // index + 1
+    uint32_t serial = 0;
+    explicit operator bool() const { return slot != 0; }
+  };
+
+  OngoingCalls() = default;
+  ~OngoingCalls();
+  OngoingCalls(const OngoingCalls&) = delete;
+  OngoingCalls& operator=(const OngoingCalls&) = delete;
+
+  // Publishes `call` (state kInFlight, call_serial and thread_id filled here) for the calling
+  // thread. `held` calls stay open after they return, until leave_held() (grouped calls).
+  Ticket enter(const trace::NcclCallRecord& call, bool held = false) noexcept;
+  // The call returned. True when it had been written in flight: then `returned` receives its
+  // record (state and times to be completed by the caller) and the caller writes it.
+  bool leave(Ticket ticket, trace::NcclCallRecord& returned) noexcept;
+  // Whether the thread holds calls for a group (so that a group end must release them).
+  bool holds_calls() const noexcept;
+  // Closes the calling thread's held calls; for each that was written in flight, `on_written`
+  // gets its record, as leave() gives it.
+  template <class OnWritten>
+  void leave_held(OnWritten&& on_written) noexcept;
+  // Marks the ticket's call as one to hold until leave_held() (a call that turned out to be part
+  // of a group only once it returned).
+  void hold(Ticket ticket) noexcept;
+
+  // Appends a kInFlight record (at_ns = now_ns) for every open call not written yet, into
+  // `buffer`. Returns how many. From the flusher.
+  size_t write_unwritten(trace::ThreadBuffer& buffer, uint64_t now_ns) noexcept;
+  // The same into `out` (whole records), for a fatal-signal handler: async-signal-safe. Returns
+  // the bytes used; `records` receives the count.
+  size_t write_unwritten(std::span<std::byte> out, uint64_t now_ns, uint32_t& records) noexcept;
+
+  uint64_t untracked() const noexcept { return untracked_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr size_t kWords = sizeof(trace::NcclCallRecord) / sizeof(uint64_t);
+  // state = serial << 2 | status.
+  enum Status : uint64_t { kFree = 0, kOpen = 1, kWritten = 2 };
+  struct Slot {
+    std::atomic<uint64_t> state{0};
+    std::atomic<uint64_t> words[kWords];
+  };
+  struct ThreadCalls {
+    std::atomic<uint32_t> tid{0};  // the kernel id of the thread that uses it
+    uint32_t next_serial = 0;
+    uint32_t held_count = 0;
+    bool held[kCallsPerThread] = {};
+    Slot slots[kCallsPerThread];
+  };
+
+  ThreadCalls* this_thread() noexcept;
+  bool claim(const Slot& slot, uint64_t state, trace::NcclCallRecord& copy) noexcept;
+  template <class Emit>
+  size_t for_each_unwritten(uint64_t now_ns, Emit& emit) noexcept;
+  bool close_slot(ThreadCalls& calls, uint32_t index, trace::NcclCallRecord& returned) noexcept;
+
+  std::atomic<ThreadCalls*> threads_[kMaxThreads] = {};
+  std::atomic<size_t> thread_count_{0};
+  std::atomic<uint64_t> untracked_{0};
+  const uint32_t id_ = next_id_.fetch_add(1, std::memory_order_relaxed);
+  static inline std::atomic<uint32_t> next_id_{1};
+};
+
+template <class OnWritten>
+void OngoingCalls::leave_held(OnWritten&& on_written) noexcept {
+  ThreadCalls* calls = this_thread();
+  if (calls == nullptr || calls->held_count == 0) return;
+  for (uint32_t i = 0; i < kCallsPerThread && calls->held_count > 0; ++i) {
+    if (!calls->held[i]) continue;
+    calls->held[i] = false;
+    --calls->held_count;
+    trace::NcclCallRecord returned;
+    if (close_slot(*calls, i, returned)) on_written(returned);
+  }
+}
+
+}  // namespace pipescope::inject
