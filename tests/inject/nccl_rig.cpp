@@ -7,9 +7,12 @@
 
 #include <nccl.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "loaded_trace.h"
 
@@ -61,7 +64,24 @@ RigRun run_nccl_ranks(const RigOptions& options) {
                 {"FAKE_NCCL_LOG", run.calls_dir},
                 {"PIPESCOPE_OUTPUT", run.trace_dir}};
   launch.env.insert(launch.env.end(), options.env.begin(), options.env.end());
-  run.result = launch_ranks(launch);
+  launch.rank_env = options.rank_env;
+  if (options.signals.empty()) {
+    run.result = launch_ranks(launch);
+    return run;
+  }
+  RankProcesses job(launch);
+  if (!job.start()) return run;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<RigOptions::Signal> signals = options.signals;
+  std::stable_sort(
+      signals.begin(), signals.end(),
+      [](const RigOptions::Signal& a, const RigOptions::Signal& b) { return a.at_ms < b.at_ms; });
+  for (const RigOptions::Signal& s : signals) {
+    std::this_thread::sleep_until(start + std::chrono::milliseconds(s.at_ms));
+    for (int rank = 0; rank < options.world_size; ++rank)
+      if (s.rank < 0 || s.rank == rank) job.send_signal(rank, s.signal);
+  }
+  run.result = job.wait();
   return run;
 }
 

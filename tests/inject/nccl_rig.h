@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,6 +29,16 @@ struct RigOptions {
   int world_size = 8;
   std::vector<std::pair<std::string, std::string>> env;  // more variables for every rank
   std::vector<std::string> program_args;                 // more arguments for every rank
+  // More variables for one rank (after `env`).
+  std::function<std::vector<std::pair<std::string, std::string>>(int rank)> rank_env;
+  // Signals sent while the job runs, as a scheduler or launcher ends a job: at `at_ms` after the
+  // start, `signal` to `rank` (-1: every rank still running).
+  struct Signal {
+    int at_ms = 0;
+    int rank = -1;
+    int signal = 0;
+  };
+  std::vector<Signal> signals;
 };
 
 struct RigRun {

@@ -375,14 +375,15 @@ class RankScanner {
     return uint64_t{r.thread_id} << 32 | r.call_serial;
   }
 
-  // In flight and returned records pair by (thread, serial), in either order in the file (they
-  // come from different threads' buffers).
+  // In flight and returned records pair by (thread, serial), in any order in the file (they
+  // come from different threads' buffers, and a call is written in flight at each flush).
   void on_nccl_call(const trace::NcclCallRecord& r) {
     see_time(as_ns(r.at_ns));
     if (r.global_rank >= 0) d_.global_rank_from_nccl = r.global_rank;
     const uint64_t key = call_key(r);
     if (r.state == static_cast<uint8_t>(trace::NcclCallState::kReturned)) {
-      if (open_by_key_.erase(key) == 0) returned_first_.insert(key);
+      open_by_key_.erase(key);
+      returned_.insert(key);
       if (r.result != 0 && r.result != 7 /* ncclInProgress */ && !d_.first_nccl_error)
         d_.first_nccl_error = NcclError{
             r.result, r.what, r.call_kind == static_cast<uint8_t>(trace::NcclCallKind::kCommunicator),
@@ -390,7 +391,7 @@ class RankScanner {
       return;
     }
     if (r.state != static_cast<uint8_t>(trace::NcclCallState::kInFlight)) return;
-    if (returned_first_.erase(key) != 0) return;
+    if (returned_.count(key) != 0) return;
     OpenCall call;
     call.kind = static_cast<trace::NcclCallKind>(r.call_kind);
     call.what = r.what;
@@ -769,9 +770,10 @@ class RankScanner {
 
   const ScanOptions& options_;
   RankDigest d_;
-  // Flight records not paired yet; a long run writes a few per flush, paired as they come.
+  // Flight records: calls seen in flight and not returned (the latest sighting), and calls that
+  // returned (8 bytes per call a flush caught running).
   std::unordered_map<uint64_t, OpenCall> open_by_key_;
-  std::unordered_set<uint64_t> returned_first_;
+  std::unordered_set<uint64_t> returned_;
   trace::StringTable strings_;
   std::regex step_re_, forward_re_, backward_re_;
   std::vector<NameClass> name_classes_;

@@ -117,40 +117,52 @@ void add_failure(const ReportContext& ctx, RunReport& report) {
   }
   const HangReport& hang = report.hang;
   if (hang.suspected && !hang.roots.empty()) {
+    // The others' errors, timeouts and watchdog aborts follow from the hang: what failed is the
+    // root's own failure when its trace shows one, else the hang itself.
+    std::string roots;
+    for (const HangRoot& r : hang.roots) roots += (roots.empty() ? "" : ", ") + root_text(r);
+    const std::string waited = "; " + std::to_string(hang.blocked) + " rank(s) then waited on " +
+                               (hang.roots.size() == 1 ? "it" : "them") + " (hang: " + roots + ")";
+    const Candidate* own = nullptr;
+    for (const Candidate& f : found) {
+      const bool is_root = std::any_of(hang.roots.begin(), hang.roots.end(),
+                                       [&](const HangRoot& r) { return r.rank == f.failure.rank; });
+      if (is_root && (own == nullptr || f.order_ns < own->order_ns)) own = &f;
+    }
+    if (own != nullptr) {
+      report.failure = own->failure;
+      report.failure->detail += waited;
+      return;
+    }
     Candidate c;
     c.failure.kind = "hang";
     const HangRoot& root = hang.roots.front();
     c.failure.rank = root.rank;
-    // The hang began when the first rank started waiting on a root (or the root stopped).
+    // The hang began when the root stopped, else when the first rank started waiting on it.
     int64_t began = root.since_ns >= 0 ? root.since_ns : INT64_MAX;
-    for (const CommHang& h : hang.communicators) {
-      for (int32_t e : h.entered) {
-        const auto it = ctx.index_of_rank.find(e);
-        if (it == ctx.index_of_rank.end()) continue;
-        began = std::min(began, report.ranks[it->second].last_event_ns - h.waited_ns);
-      }
-    }
+    if (began == INT64_MAX)
+      for (const CommHang& h : hang.communicators)
+        for (int32_t e : h.entered)
+          if (const auto it = ctx.index_of_rank.find(e); it != ctx.index_of_rank.end())
+            began = std::min(began, report.ranks[it->second].last_event_ns - h.waited_ns);
     c.failure.at_ns = began == INT64_MAX ? -1 : began;
-    c.order_ns = began;
     if (const auto it = ctx.index_of_rank.find(root.rank);
         it != ctx.index_of_rank.end() && root.since_ns >= 0)
       c.failure.step = step_at(ctx.run.ranks[it->second], ctx.local(it->second, root.since_ns));
-    std::string roots;
-    for (const HangRoot& r : hang.roots) roots += (roots.empty() ? "" : ", ") + root_text(r);
-    c.failure.detail = "hang: " + roots + "; " + std::to_string(hang.blocked) + " rank(s) waited";
+    c.failure.detail = "root " + roots + "; " + std::to_string(hang.blocked) + " rank(s) waited";
     // A watchdog ends a rank that waited past its timeout with SIGABRT: a consequence, said as such.
     for (const Candidate& f : found) {
       if (f.failure.kind != "fatal signal" || f.failure.code != SIGABRT) continue;
-      const bool waited =
+      const bool waiting =
           std::any_of(hang.communicators.begin(), hang.communicators.end(), [&](const CommHang& h) {
             return std::find(h.entered.begin(), h.entered.end(), f.failure.rank) != h.entered.end();
           });
-      if (waited)
-        c.failure.detail += "; rank " + std::to_string(f.failure.rank) +
-                            " was then ended by SIGABRT after waiting " + ms_text(f.failure.at_ns - began) +
-                            " (a watchdog's timeout)";
+      if (waiting && began != INT64_MAX)
+        c.failure.detail += "; rank " + std::to_string(f.failure.rank) + " was then ended by SIGABRT " +
+                            ms_text(f.failure.at_ns - began) + " later, while waiting (a watchdog's timeout)";
     }
-    found.push_back(std::move(c));
+    report.failure = std::move(c.failure);
+    return;
   }
   if (found.empty()) found = std::move(terminated);
   if (found.empty()) {

@@ -133,6 +133,7 @@ bool OngoingCalls::claim(const Slot& slot, uint64_t state, NcclCallRecord& copy)
   uint64_t words[kWords];
   for (size_t w = 0; w < kWords; ++w) words[w] = slot.words[w].load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
+  // Unchanged since `state` was read: the copy is that call's (and marked written, if not yet).
   uint64_t expected = state;
   if (!const_cast<Slot&>(slot).state.compare_exchange_strong(expected, (state & ~uint64_t{3}) | kWritten,
                                                              std::memory_order_acq_rel))
@@ -142,7 +143,7 @@ bool OngoingCalls::claim(const Slot& slot, uint64_t state, NcclCallRecord& copy)
 }
 
 template <class Emit>
-size_t OngoingCalls::for_each_unwritten(uint64_t now_ns, Emit& emit) noexcept {
+size_t OngoingCalls::for_each_open(uint64_t now_ns, Emit& emit) noexcept {
   size_t written = 0;
   const size_t count = thread_count_.load(std::memory_order_acquire);
   for (size_t t = 0; t < count; ++t) {
@@ -150,7 +151,7 @@ size_t OngoingCalls::for_each_unwritten(uint64_t now_ns, Emit& emit) noexcept {
     if (calls == nullptr) continue;
     for (Slot& slot : calls->slots) {
       const uint64_t state = slot.state.load(std::memory_order_acquire);
-      if (status_of(state) != kOpen) continue;
+      if (status_of(state) == kFree) continue;
       if (!emit.has_room()) return written;
       NcclCallRecord record;
       if (!claim(slot, state, record)) continue;
@@ -162,17 +163,17 @@ size_t OngoingCalls::for_each_unwritten(uint64_t now_ns, Emit& emit) noexcept {
   return written;
 }
 
-size_t OngoingCalls::write_unwritten(trace::ThreadBuffer& buffer, uint64_t now_ns) noexcept {
+size_t OngoingCalls::write_open(trace::ThreadBuffer& buffer, uint64_t now_ns) noexcept {
   struct IntoBuffer {
     trace::ThreadBuffer& buffer;
     bool has_room() const { return true; }
     void put(const NcclCallRecord& record) { buffer.append(record); }
   };
   IntoBuffer into{buffer};
-  return for_each_unwritten(now_ns, into);
+  return for_each_open(now_ns, into);
 }
 
-size_t OngoingCalls::write_unwritten(std::span<std::byte> out, uint64_t now_ns, uint32_t& records) noexcept {
+size_t OngoingCalls::write_open(std::span<std::byte> out, uint64_t now_ns, uint32_t& records) noexcept {
   struct IntoBytes {
     std::span<std::byte> out;
     size_t used = 0;
@@ -182,7 +183,7 @@ size_t OngoingCalls::write_unwritten(std::span<std::byte> out, uint64_t now_ns, 
       used += sizeof(record);
     }
   } into{out};
-  records = static_cast<uint32_t>(for_each_unwritten(now_ns, into));
+  records = static_cast<uint32_t>(for_each_open(now_ns, into));
   return into.used;
 }
 

@@ -3,10 +3,10 @@
 // nccl_call records). Each thread owns its own slots; entering and leaving a call is a few
 // stores and one atomic exchange, no lock, no allocation after the thread's first call.
 //
-// The flusher (or a fatal-signal handler) writes each call once, as kInFlight, and marks it
-// written; the thread that leaves a written call learns so and writes the kReturned record that
-// completes it. A slot is a seqlock: the owner publishes a call with a release store of its state
-// word, a reader copies the record and claims it with a compare-and-swap on that word, which fails
+// Each flush (and a fatal-signal handler) writes every open call as kInFlight, seen running at
+// that time, and marks it written; the thread that leaves a written call learns so and writes the
+// kReturned record that completes it. A slot is a seqlock: the owner publishes a call with a release store of
+// its state word, a reader copies the record and claims it with a compare-and-swap on that word, which fails
 // when the owner freed or reused the slot meanwhile.
 #pragma once
 
@@ -55,12 +55,13 @@ class OngoingCalls {
   // of a group only once it returned).
   void hold(Ticket ticket) noexcept;
 
-  // Appends a kInFlight record (at_ns = now_ns) for every open call not written yet, into
-  // `buffer`. Returns how many. From the flusher.
-  size_t write_unwritten(trace::ThreadBuffer& buffer, uint64_t now_ns) noexcept;
+  // Appends a kInFlight record (at_ns = now_ns) for every open call into `buffer`: a call that
+  // stays blocked is written again at each flush, so that its trace says how long it ran.
+  // Returns how many. From the flusher.
+  size_t write_open(trace::ThreadBuffer& buffer, uint64_t now_ns) noexcept;
   // The same into `out` (whole records), for a fatal-signal handler: async-signal-safe. Returns
   // the bytes used; `records` receives the count.
-  size_t write_unwritten(std::span<std::byte> out, uint64_t now_ns, uint32_t& records) noexcept;
+  size_t write_open(std::span<std::byte> out, uint64_t now_ns, uint32_t& records) noexcept;
 
   uint64_t untracked() const noexcept { return untracked_.load(std::memory_order_relaxed); }
 
@@ -83,7 +84,7 @@ class OngoingCalls {
   ThreadCalls* this_thread() noexcept;
   bool claim(const Slot& slot, uint64_t state, trace::NcclCallRecord& copy) noexcept;
   template <class Emit>
-  size_t for_each_unwritten(uint64_t now_ns, Emit& emit) noexcept;
+  size_t for_each_open(uint64_t now_ns, Emit& emit) noexcept;
   bool close_slot(ThreadCalls& calls, uint32_t index, trace::NcclCallRecord& returned) noexcept;
 
   std::atomic<ThreadCalls*> threads_[kMaxThreads] = {};

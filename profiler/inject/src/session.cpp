@@ -482,7 +482,7 @@ void Session::flusher_main() {
 
 void Session::write_ongoing_calls() noexcept {
   trace::ThreadBuffer* buffer = thread_buffer_if_open();
-  if (buffer != nullptr) ongoing_calls_.write_unwritten(*buffer, now_ns());
+  if (buffer != nullptr) ongoing_calls_.write_open(*buffer, now_ns());
   if (const int signal = ending_signal_.exchange(0); signal != 0)
     notice(NoticeCode::kProcessSignal, static_cast<uint64_t>(signal), "ended by a termination signal");
 }
@@ -569,7 +569,7 @@ void Session::emergency_write(int signal) noexcept {
     records = 1;
   }
   uint32_t calls = 0;
-  used += ongoing_calls_.write_unwritten(std::span(extra).subspan(used), now_ns(), calls);
+  used += ongoing_calls_.write_open(std::span(extra).subspan(used), now_ns(), calls);
   (void)writer->emergency_write(std::span<const std::byte>(extra, used), records + calls);
 }
 

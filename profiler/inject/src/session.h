@@ -108,8 +108,7 @@ class Session {
   // Sources register once (they live until exit). Not for hot paths.
   void add_source(RecordSource* source) noexcept;
 
-  // Calls entered and not returned (the NCCL flight recorder): each flush writes those it has
-  // not written yet.
+  // Calls entered and not returned (the NCCL flight recorder): each flush writes them.
   OngoingCalls& ongoing_calls() noexcept { return ongoing_calls_; }
 
   // Flushes rings and sources now (the flusher's work), from any thread but a signal handler.
@@ -164,7 +163,7 @@ class Session {
   // PIPESCOPE_STAGE: an NVTX mark "stage=<k>" at the start of the trace.
   void declare_stage(int32_t stage) noexcept;
   void flush_sources(bool final) noexcept;
-  // The calls still in flight that no flush wrote yet, and a termination signal's notice.
+  // The calls still in flight, and a termination signal's notice.
   void write_ongoing_calls() noexcept;
   void stop_flusher() noexcept;
 

@@ -333,8 +333,9 @@ struct ExternalCorrelationRecord {
 
 // The NCCL flight recorder (format 1.3). A call that is still inside NCCL when the trace is
 // written (a periodic flush, a termination or fatal signal, exit) is written as kInFlight with
-// what was known when it was entered; when such a call returns, a kReturned record with the same
-// (thread_id, call_serial) follows, whatever the capture window. A call with a kInFlight record
+// what was known when it was entered, again at each write while it runs; when such a call
+// returns, a kReturned record with the same (thread_id, call_serial) follows, whatever the
+// capture window. A call with a kInFlight record
 // and no kReturned one never returned. Calls that return between two flushes leave no nccl_call
 // record (their nccl_op / nccl_comm records say everything). Grouped operations stay in flight
 // until their outermost ncclGroupEnd returns.
