@@ -84,13 +84,16 @@ decltype(&stand_in_all_reduce) volatile g_direct_all_reduce = stand_in_all_reduc
 
 // A recorder over the stand-in NCCL, a session writing a real trace file, one communicator.
 struct Rig {
-  explicit Rig(bool window_open) {
+  // `flight_recorder`: false leaves nccl_call records (the calls in flight) out, for comparison.
+  explicit Rig(bool window_open, bool flight_recorder = true) {
     // A directory per rig: each session writes its own rank-x.<pid>.pst.
     static int rigs = 0;
     pin::InjectConfig config;
     config.output_dir = g_bench_dir + "/rig-" + std::to_string(rigs++);
     config.compress = false;
     if (!window_open) config.steps = pin::StepWindow{1'000'000, 1'000'000};  // never reached
+    if (!flight_recorder)
+      config.kinds.record_bits &= ~pipescope::trace::record_bit(pipescope::trace::RecordKind::kNcclCall);
     session = std::make_unique<pin::Session>(config, pin::LauncherInfo{});
     library = pnccl::NcclLibrary::with_functions(stand_in_functions());
     recorder = std::make_unique<pnccl::NcclRecorder>(*session, *library, registry, 0);
@@ -138,6 +141,15 @@ void BM_AllReduceIntercepted(benchmark::State& state) {
 }
 BENCHMARK(BM_AllReduceIntercepted);
 
+// The same without the flight recorder (publishing each call as it is entered, nccl_call records).
+void BM_AllReduceInterceptedWithoutFlightRecorder(benchmark::State& state) {
+  Rig rig(/*window_open=*/true, /*flight_recorder=*/false);
+  run_recorded(state, rig, [&] {
+    return rig.recorder->all_reduce(nullptr, nullptr, 1024, ncclBfloat16, ncclSum, rig.comm, nullptr);
+  });
+}
+BENCHMARK(BM_AllReduceInterceptedWithoutFlightRecorder);
+
 // Send: the per-(peer, direction) counter instead of the communicator's.
 void BM_SendIntercepted(benchmark::State& state) {
   Rig rig(/*window_open=*/true);
@@ -158,6 +170,15 @@ void BM_AllReduceInterceptedOutsideWindow(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AllReduceInterceptedOutsideWindow);
+
+void BM_AllReduceInterceptedOutsideWindowWithoutFlightRecorder(benchmark::State& state) {
+  Rig rig(/*window_open=*/false, /*flight_recorder=*/false);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        rig.recorder->all_reduce(nullptr, nullptr, 1024, ncclBfloat16, ncclSum, rig.comm, nullptr));
+  }
+}
+BENCHMARK(BM_AllReduceInterceptedOutsideWindowWithoutFlightRecorder);
 
 }  // namespace
 

@@ -182,8 +182,9 @@ TEST(NcclFailure, DesyncNamesTheCommunicatorSequenceAndMembers) {
   EXPECT_EQ(d.role, "data");
   EXPECT_EQ(d.sequence, 3u);  // all-reduce, all-gather, reduce-scatter a step: step 1's first
   EXPECT_EQ(d.ranks, (std::vector<int32_t>{5, 7}));
-  EXPECT_TRUE(std::any_of(report.findings.begin(), report.findings.end(),
-                          [](const std::string& f) { return f.starts_with("desync: at data communicator"); }));
+  EXPECT_TRUE(std::any_of(report.findings.begin(), report.findings.end(), [](const std::string& f) {
+    return f.starts_with("desync: at data communicator");
+  }));
 }
 
 // Rank 1 (stage 0) sends 64 floats where stage 1's rank 5 receives 128, at step 1.

@@ -406,7 +406,12 @@ class RankScanner {
     call.rank = r.rank;
     call.size = r.size;
     call.datatype = r.datatype;
-    open_by_key_[key] = call;
+    // Written again at each flush: the latest sighting counts; an entry time of 0 (entered
+    // outside a capture window, the clock not read) is bounded by the first.
+    const auto [it, fresh] = open_by_key_.try_emplace(key, call);
+    if (call.enter_ns == 0)
+      it->second.enter_ns = fresh ? call.seen_ns : std::min(it->second.enter_ns, call.seen_ns);
+    it->second.seen_ns = std::max(it->second.seen_ns, call.seen_ns);
   }
 
   // Calls that never returned count as entered: the hang view sees how far each member got.

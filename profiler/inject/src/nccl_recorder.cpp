@@ -97,7 +97,9 @@ NcclRecorder& NcclRecorder::instance() noexcept {
 
 NcclRecorder::NcclRecorder(Session& session, NcclLibrary& library, CommRegistry& registry,
                            std::optional<int32_t> launcher_rank) noexcept
-    : session_(session), library_(library), registry_(registry), launcher_rank_(launcher_rank) {}
+    : session_(session), library_(library), registry_(registry), launcher_rank_(launcher_rank) {
+  if (launcher_rank_) session_.ongoing_calls().set_global_rank(*launcher_rank_);
+}
 
 template <class Fn>
 Fn NcclRecorder::real(Fn NcclFunctions::*member, const char* name) noexcept {
@@ -148,13 +150,13 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
     }
   }
 
-  // The clock is read only for a record or the flight recorder: it is most of the interposer's cost.
-  const bool track = session_.wants(RecordKind::kNcclCall);
-  const uint64_t enter_ns = record || track ? Session::now_ns() : 0;
+  // The clock is read only for a record: it is most of the interposer's cost. Outside one the
+  // flight recorder leaves the entry time 0: its first sighting by a flush bounds it.
+  const uint64_t enter_ns = record ? Session::now_ns() : 0;
   OngoingCalls::Ticket ticket;
-  if (track) ticket = enter_operation(call, comm, flags, group, enter_ns);
+  if (session_.wants(RecordKind::kNcclCall)) ticket = enter_operation(call, comm, flags, group, enter_ns);
   const ncclResult_t result = forward(errno_keeper, group, real_call);
-  const uint64_t exit_ns = record || track ? Session::now_ns() : 0;
+  const uint64_t exit_ns = record ? Session::now_ns() : 0;
   if (pushed) hooks.pop();
   if (ticket) left(ticket, exit_ns, result);
 
@@ -198,60 +200,61 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
 OngoingCalls::Ticket NcclRecorder::enter_operation(const OpCall& call, const Comm* comm, uint8_t flags,
                                                    const GroupState& group, uint64_t enter_ns) noexcept {
   // The trace opens at the first call, so that a rank blocked in it still leaves one.
-  if (session_.thread_buffer(Activation::kNccl) == nullptr) return {};
-  auto record = trace::make_record<trace::NcclCallRecord>();
-  record.call_kind = static_cast<uint8_t>(trace::NcclCallKind::kOperation);
-  record.what = static_cast<uint8_t>(call.op);
-  record.flags = flags;
-  record.comm_id = comm != nullptr ? comm->identity() : 0;
+  if (!session_.is_open() && session_.thread_buffer(Activation::kNccl) == nullptr) return {};
+  CallFacts facts;
+  facts.kind = trace::NcclCallKind::kOperation;
+  facts.what = static_cast<uint8_t>(call.op);
+  facts.flags = flags;
   if (comm == nullptr) {
-    record.sequence = kNcclUnknownSequence;
-  } else if (call.op == NcclOpType::kSend || call.op == NcclOpType::kRecv) {
-    record.sequence =
-        comm->peek_p2p(call.peer, call.op == NcclOpType::kSend ? P2pDirection::kSend : P2pDirection::kRecv);
+    facts.sequence = kNcclUnknownSequence;
   } else {
-    record.sequence = comm->peek_collective();
+    facts.comm_id = comm->identity();
+    facts.rank = comm->rank();
+    facts.size = comm->size();
+    if (call.op == NcclOpType::kSend || call.op == NcclOpType::kRecv) {
+      facts.sequence =
+          comm->peek_p2p(call.peer, call.op == NcclOpType::kSend ? P2pDirection::kSend : P2pDirection::kRecv);
+    } else {
+      facts.sequence = comm->peek_collective();
+    }
   }
-  record.bytes = static_cast<uint64_t>(call.count) * datatype_bytes(call.datatype);
-  record.enter_ns = enter_ns;
-  record.peer = call.peer;
-  record.rank = comm != nullptr ? comm->rank() : -1;
-  record.size = comm != nullptr ? comm->size() : -1;
-  record.global_rank = global_rank();
-  record.group_id = group.group_id();
-  record.datatype = encode_datatype(call.datatype);
-  record.reduce_op = call.reduce_op;
+  facts.bytes = static_cast<uint64_t>(call.count) * datatype_bytes(call.datatype);
+  facts.enter_ns = enter_ns;
+  facts.peer = call.peer;
+  facts.group_id = group.group_id();
+  facts.datatype = encode_datatype(call.datatype);
+  facts.reduce_op = call.reduce_op;
   // Grouped operations run at the group's end: they stay open until it returns.
-  return session_.ongoing_calls().enter(record, group.in_group());
+  return session_.ongoing_calls().enter(facts, group.in_group());
 }
 
-OngoingCalls::Ticket NcclRecorder::enter_comm_call(NcclCommEvent event, const CommFacts& facts,
+OngoingCalls::Ticket NcclRecorder::enter_comm_call(NcclCommEvent event, const CommFacts& comm,
                                                    uint64_t enter_ns) noexcept {
-  if (event == NcclCommEvent::kInit && facts.identity == 0) return {};  // ncclCommInitAll: waits on nobody
+  if (event == NcclCommEvent::kInit && comm.identity == 0) return {};  // ncclCommInitAll: waits on nobody
   if (!session_.wants(RecordKind::kNcclCall) || session_.thread_buffer(Activation::kNccl) == nullptr)
     return {};
-  auto record = trace::make_record<trace::NcclCallRecord>();
-  record.call_kind = static_cast<uint8_t>(trace::NcclCallKind::kCommunicator);
-  record.what = static_cast<uint8_t>(event);
-  record.comm_id = facts.identity;
-  record.parent_comm_id = facts.parent_identity;
-  record.sequence = facts.split_index;
-  record.enter_ns = enter_ns;
-  record.peer = facts.color;
-  record.rank = facts.rank;
-  record.size = facts.size;
-  record.global_rank = global_rank();
-  record.reduce_op = kNoReduceOp;
+  CallFacts facts;
+  facts.kind = trace::NcclCallKind::kCommunicator;
+  facts.what = static_cast<uint8_t>(event);
+  facts.comm_id = comm.identity;
+  facts.parent_comm_id = comm.parent_identity;
+  facts.sequence = comm.split_index;
+  facts.enter_ns = enter_ns;
+  facts.peer = comm.color;
+  facts.rank = comm.rank;
+  facts.size = comm.size;
   const GroupState& group = this_thread_group();
-  record.group_id = group.group_id();
-  if (group.in_group()) record.flags = trace::kNcclFlagInGroup;
+  facts.group_id = group.group_id();
+  if (group.in_group()) facts.flags = trace::kNcclFlagInGroup;
   // Communicators made in a group are made at its end.
-  return session_.ongoing_calls().enter(record, group.in_group());
+  return session_.ongoing_calls().enter(facts, group.in_group());
 }
 
+// `exit_ns`: when the call returned, 0 when the clock was not read (it is read only if needed).
 void NcclRecorder::left(OngoingCalls::Ticket ticket, uint64_t exit_ns, ncclResult_t result) noexcept {
   trace::NcclCallRecord returned;
-  if (session_.ongoing_calls().leave(ticket, returned)) write_returned(returned, exit_ns, result);
+  if (session_.ongoing_calls().leave(ticket, returned))
+    write_returned(returned, exit_ns != 0 ? exit_ns : Session::now_ns(), result);
 }
 
 void NcclRecorder::write_returned(trace::NcclCallRecord record, uint64_t exit_ns,
@@ -633,6 +636,7 @@ void NcclRecorder::learn_process_rank(int32_t rank, int32_t size) noexcept {
   if (launcher_rank_ || rank < 0 || size <= 0) return;
   if (rank_learned_.exchange(true)) return;  // the first communicator's rank stands for the process
   learned_rank_.store(rank, std::memory_order_relaxed);
+  session_.ongoing_calls().set_global_rank(rank);
   session_.learn_rank_from_nccl(rank, size);
 }
 

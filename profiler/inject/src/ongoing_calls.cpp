@@ -61,13 +61,23 @@ OngoingCalls::ThreadCalls* OngoingCalls::this_thread() noexcept {
   return found;
 }
 
-OngoingCalls::Ticket OngoingCalls::enter(const NcclCallRecord& call, bool held) noexcept {
+namespace {
+
+uint64_t pack32(int32_t low, int32_t high) {
+  return uint64_t{static_cast<uint32_t>(low)} | uint64_t{static_cast<uint32_t>(high)} << 32;
+}
+int32_t low32(uint64_t word) { return static_cast<int32_t>(static_cast<uint32_t>(word)); }
+int32_t high32(uint64_t word) { return static_cast<int32_t>(static_cast<uint32_t>(word >> 32)); }
+
+}  // namespace
+
+OngoingCalls::Ticket OngoingCalls::enter(const CallFacts& call, bool held) noexcept {
   ThreadCalls* calls = this_thread();
   if (calls == nullptr) {
     untracked_.fetch_add(1, std::memory_order_relaxed);
     return {};
   }
-  uint32_t index = 0;
+  uint32_t index = calls->next_free;
   while (index < kCallsPerThread &&
          status_of(calls->slots[index].state.load(std::memory_order_relaxed)) != kFree)
     ++index;
@@ -75,71 +85,74 @@ OngoingCalls::Ticket OngoingCalls::enter(const NcclCallRecord& call, bool held) 
     untracked_.fetch_add(1, std::memory_order_relaxed);
     return {};
   }
+  calls->next_free = index + 1;
   Slot& slot = calls->slots[index];
   const uint32_t serial = ++calls->next_serial;
-  NcclCallRecord record = call;
-  record.state = static_cast<uint8_t>(trace::NcclCallState::kInFlight);
-  record.call_serial = serial;
-  record.thread_id = Session::thread_id();
-  uint64_t words[kWords];
-  std::memcpy(words, &record, sizeof(record));
   // The slot is free (state kFree): readers that copied its old words fail their claim, and the
   // fence orders those words' new values after the state they saw.
   std::atomic_thread_fence(std::memory_order_release);
-  for (size_t w = 0; w < kWords; ++w) slot.words[w].store(words[w], std::memory_order_relaxed);
+  slot.words[0].store(call.comm_id, std::memory_order_relaxed);
+  slot.words[1].store(call.parent_comm_id, std::memory_order_relaxed);
+  slot.words[2].store(call.sequence, std::memory_order_relaxed);
+  slot.words[3].store(call.bytes, std::memory_order_relaxed);
+  slot.words[4].store(call.enter_ns, std::memory_order_relaxed);
+  slot.words[5].store(pack32(call.peer, static_cast<int32_t>(call.group_id)), std::memory_order_relaxed);
+  slot.words[6].store(pack32(call.rank, call.size), std::memory_order_relaxed);
+  slot.words[7].store(uint64_t{static_cast<uint8_t>(call.kind)} | uint64_t{call.what} << 8 |
+                          uint64_t{call.flags} << 16 | uint64_t{call.datatype} << 24 |
+                          uint64_t{call.reduce_op} << 32,
+                      std::memory_order_relaxed);
   slot.state.store(uint64_t{serial} << 2 | kOpen, std::memory_order_release);
   if (held) {
     calls->held[index] = true;
     ++calls->held_count;
   }
-  return Ticket{index + 1, serial};
+  return Ticket{calls, index, serial};
+}
+
+trace::NcclCallRecord OngoingCalls::record_of(const uint64_t (&words)[kWords], uint64_t state,
+                                              uint32_t tid) const noexcept {
+  auto record = trace::make_record<NcclCallRecord>();
+  record.comm_id = words[0];
+  record.parent_comm_id = words[1];
+  record.sequence = words[2];
+  record.bytes = words[3];
+  record.enter_ns = words[4];
+  record.peer = low32(words[5]);
+  record.group_id = static_cast<uint32_t>(high32(words[5]));
+  record.rank = low32(words[6]);
+  record.size = high32(words[6]);
+  record.call_kind = static_cast<uint8_t>(words[7]);
+  record.what = static_cast<uint8_t>(words[7] >> 8);
+  record.flags = static_cast<uint8_t>(words[7] >> 16);
+  record.datatype = static_cast<uint8_t>(words[7] >> 24);
+  record.reduce_op = static_cast<uint8_t>(words[7] >> 32);
+  record.state = static_cast<uint8_t>(trace::NcclCallState::kInFlight);
+  record.call_serial = static_cast<uint32_t>(state >> 2);
+  record.thread_id = tid;
+  record.global_rank = global_rank_.load(std::memory_order_relaxed);
+  return record;
 }
 
 bool OngoingCalls::close_slot(ThreadCalls& calls, uint32_t index, NcclCallRecord& returned) noexcept {
   Slot& slot = calls.slots[index];
   const uint64_t before = slot.state.exchange(kFree, std::memory_order_acq_rel);
+  if (index < calls.next_free) calls.next_free = index;
   if (status_of(before) != kWritten) return false;
   uint64_t words[kWords];
   for (size_t w = 0; w < kWords; ++w) words[w] = slot.words[w].load(std::memory_order_relaxed);
-  std::memcpy(&returned, words, sizeof(returned));
+  returned = record_of(words, before, calls.tid.load(std::memory_order_relaxed));
   return true;
 }
 
 bool OngoingCalls::leave(Ticket ticket, NcclCallRecord& returned) noexcept {
-  if (!ticket) return false;
-  ThreadCalls* calls = this_thread();
-  if (calls == nullptr) return false;
-  const uint32_t index = ticket.slot - 1;
-  if (calls->held[index]) return false;  // closes at the group's end
-  const uint64_t state = calls->slots[index].state.load(std::memory_order_relaxed);
-  if (state >> 2 != ticket.serial) return false;
-  return close_slot(*calls, index, returned);
-}
-
-void OngoingCalls::hold(Ticket ticket) noexcept {
-  if (!ticket) return;
-  ThreadCalls* calls = this_thread();
-  if (calls == nullptr || calls->held[ticket.slot - 1]) return;
-  calls->held[ticket.slot - 1] = true;
-  ++calls->held_count;
+  if (!ticket || ticket.calls->held[ticket.index]) return false;  // held: closes at the group's end
+  return close_slot(*ticket.calls, ticket.index, returned);
 }
 
 bool OngoingCalls::holds_calls() const noexcept {
   if (t_cached.owner != id_ || t_cached.calls == nullptr) return false;
   return static_cast<const ThreadCalls*>(t_cached.calls)->held_count > 0;
-}
-
-bool OngoingCalls::claim(const Slot& slot, uint64_t state, NcclCallRecord& copy) noexcept {
-  uint64_t words[kWords];
-  for (size_t w = 0; w < kWords; ++w) words[w] = slot.words[w].load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  // Unchanged since `state` was read: the copy is that call's (and marked written, if not yet).
-  uint64_t expected = state;
-  if (!const_cast<Slot&>(slot).state.compare_exchange_strong(expected, (state & ~uint64_t{3}) | kWritten,
-                                                             std::memory_order_acq_rel))
-    return false;
-  std::memcpy(&copy, words, sizeof(copy));
-  return true;
 }
 
 template <class Emit>
@@ -153,8 +166,15 @@ size_t OngoingCalls::for_each_open(uint64_t now_ns, Emit& emit) noexcept {
       const uint64_t state = slot.state.load(std::memory_order_acquire);
       if (status_of(state) == kFree) continue;
       if (!emit.has_room()) return written;
-      NcclCallRecord record;
-      if (!claim(slot, state, record)) continue;
+      uint64_t words[kWords];
+      for (size_t w = 0; w < kWords; ++w) words[w] = slot.words[w].load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      // Unchanged since `state` was read: the copy is that call's (and marked written, if not yet).
+      uint64_t expected = state;
+      if (!slot.state.compare_exchange_strong(expected, (state & ~uint64_t{3}) | kWritten,
+                                              std::memory_order_acq_rel))
+        continue;
+      NcclCallRecord record = record_of(words, state, calls->tid.load(std::memory_order_relaxed));
       record.at_ns = now_ns;
       emit.put(record);
       ++written;

@@ -20,18 +20,40 @@
 
 namespace pipescope::inject {
 
+// What is known of a call when it is entered (the fields of its nccl_call record that the
+// caller fills; the table adds state, times, serial, thread and process rank).
+struct CallFacts {
+  uint64_t comm_id = 0;
+  uint64_t parent_comm_id = 0;
+  uint64_t sequence = 0;
+  uint64_t bytes = 0;
+  uint64_t enter_ns = 0;
+  int32_t peer = -1;
+  uint32_t group_id = 0;
+  int32_t rank = -1;
+  int32_t size = -1;
+  trace::NcclCallKind kind = trace::NcclCallKind::kOperation;
+  uint8_t what = 0;
+  uint8_t flags = 0;
+  uint8_t datatype = 0;
+  uint8_t reduce_op = 0xFF;
+};
+
 class OngoingCalls {
+  struct ThreadCalls;
+
  public:
   static constexpr size_t kMaxThreads = 256;
   // Calls one thread can have open at once: ungrouped calls hold one; a group holds its calls
   // until its outermost ncclGroupEnd returns. Calls beyond it are not tracked (counted).
   static constexpr size_t kCallsPerThread = 256;
 
-  // A call as entered: its slot, 0 when it is not tracked.
+  // A call as entered; false when it is not tracked.
   struct Ticket {
-    uint32_t slot = 0;  // index + 1
+    ThreadCalls* calls = nullptr;
+    uint32_t index = 0;
     uint32_t serial = 0;
-    explicit operator bool() const { return slot != 0; }
+    explicit operator bool() const { return calls != nullptr; }
   };
 
   OngoingCalls() = default;
@@ -39,21 +61,21 @@ class OngoingCalls {
   OngoingCalls(const OngoingCalls&) = delete;
   OngoingCalls& operator=(const OngoingCalls&) = delete;
 
-  // Publishes `call` (state kInFlight, call_serial and thread_id filled here) for the calling
-  // thread. `held` calls stay open after they return, until leave_held() (grouped calls).
-  Ticket enter(const trace::NcclCallRecord& call, bool held = false) noexcept;
+  // The process's rank in the job, for the records (-1 until known).
+  void set_global_rank(int32_t rank) noexcept { global_rank_.store(rank, std::memory_order_relaxed); }
+
+  // Publishes a call of the calling thread. `held` calls stay open after they return, until
+  // leave_held() (grouped calls).
+  Ticket enter(const CallFacts& call, bool held = false) noexcept;
   // The call returned. True when it had been written in flight: then `returned` receives its
-  // record (state and times to be completed by the caller) and the caller writes it.
+  // record (state kInFlight; the caller sets state, at_ns and result) and the caller writes it.
   bool leave(Ticket ticket, trace::NcclCallRecord& returned) noexcept;
-  // Whether the thread holds calls for a group (so that a group end must release them).
+  // Whether the calling thread holds calls for a group (so that a group end must release them).
   bool holds_calls() const noexcept;
   // Closes the calling thread's held calls; for each that was written in flight, `on_written`
   // gets its record, as leave() gives it.
   template <class OnWritten>
   void leave_held(OnWritten&& on_written) noexcept;
-  // Marks the ticket's call as one to hold until leave_held() (a call that turned out to be part
-  // of a group only once it returned).
-  void hold(Ticket ticket) noexcept;
 
   // Appends a kInFlight record (at_ns = now_ns) for every open call into `buffer`: a call that
   // stays blocked is written again at each flush, so that its trace says how long it ran.
@@ -66,7 +88,7 @@ class OngoingCalls {
   uint64_t untracked() const noexcept { return untracked_.load(std::memory_order_relaxed); }
 
  private:
-  static constexpr size_t kWords = sizeof(trace::NcclCallRecord) / sizeof(uint64_t);
+  static constexpr size_t kWords = 8;  // CallFacts, packed
   // state = serial << 2 | status.
   enum Status : uint64_t { kFree = 0, kOpen = 1, kWritten = 2 };
   struct Slot {
@@ -77,12 +99,15 @@ class OngoingCalls {
     std::atomic<uint32_t> tid{0};  // the kernel id of the thread that uses it
     uint32_t next_serial = 0;
     uint32_t held_count = 0;
+    uint32_t next_free = 0;  // a hint: slots below it were in use when last looked at
     bool held[kCallsPerThread] = {};
     Slot slots[kCallsPerThread];
   };
 
   ThreadCalls* this_thread() noexcept;
-  bool claim(const Slot& slot, uint64_t state, trace::NcclCallRecord& copy) noexcept;
+  // The record of the call in `slot` as last published (its words read by the caller).
+  trace::NcclCallRecord record_of(const uint64_t (&words)[kWords], uint64_t state,
+                                  uint32_t tid) const noexcept;
   template <class Emit>
   size_t for_each_open(uint64_t now_ns, Emit& emit) noexcept;
   bool close_slot(ThreadCalls& calls, uint32_t index, trace::NcclCallRecord& returned) noexcept;
@@ -90,6 +115,7 @@ class OngoingCalls {
   std::atomic<ThreadCalls*> threads_[kMaxThreads] = {};
   std::atomic<size_t> thread_count_{0};
   std::atomic<uint64_t> untracked_{0};
+  std::atomic<int32_t> global_rank_{-1};
   const uint32_t id_ = next_id_.fetch_add(1, std::memory_order_relaxed);
   static inline std::atomic<uint32_t> next_id_{1};
 };
@@ -105,6 +131,7 @@ void OngoingCalls::leave_held(OnWritten&& on_written) noexcept {
     trace::NcclCallRecord returned;
     if (close_slot(*calls, i, returned)) on_written(returned);
   }
+  calls->next_free = 0;
 }
 
 }  // namespace pipescope::inject

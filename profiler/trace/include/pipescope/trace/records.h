@@ -361,7 +361,7 @@ struct NcclCallRecord {
   // Operations: as NcclOpRecord::sequence; split / shrink: how many came before on the parent.
   uint64_t sequence;
   uint64_t bytes;        // operations: payload bytes of this rank's buffer; 0 otherwise
-  uint64_t enter_ns;     // when the call was entered
+  uint64_t enter_ns;     // when the call was entered; 0 outside a capture window (clock not read)
   uint64_t at_ns;        // kInFlight: when it was seen still running; kReturned: when it returned
   uint32_t call_serial;  // per thread, from 1: (thread_id, call_serial) pairs the two states
   uint32_t thread_id;
