@@ -19,6 +19,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "pipescope/analysis/report_builder.h"
 #include "pipescope/analysis/run_loader.h"
@@ -38,13 +39,15 @@ struct Fixture {
 // 64 ranks: tp 8 x pp 4 x dp 2, about 4 MB per rank at 3 steps; 1,024 ranks: tp 8 x pp 8 x
 // dp 16, about 256 KB per rank; 8 ranks (the CI smoke run): tp 2 x pp 2 x dp 2. `steps`
 // stretches the traces without changing their shape.
-const Fixture& fixture(int ranks, int steps) {
-  static std::map<std::pair<int, int>, Fixture> made;
-  auto [it, fresh] = made.try_emplace({ranks, steps});
+// `hang`: rank 5 stops before the last step's gradient reduction and the others block in it
+// (their flight recorders show the call in flight), as a job with one stopped rank.
+const Fixture& fixture(int ranks, int steps, bool hang = false) {
+  static std::map<std::tuple<int, int, bool>, Fixture> made;
+  auto [it, fresh] = made.try_emplace({ranks, steps, hang});
   if (!fresh) return it->second;
   const char* base = std::getenv("PIPESCOPE_BENCH_DIR");
   it->second.dir = std::string(base != nullptr ? base : "/var/tmp") + "/pipescope-report-bench-" +
-                   std::to_string(ranks) + "x" + std::to_string(steps);
+                   std::to_string(ranks) + "x" + std::to_string(steps) + (hang ? "-hang" : "");
   fs::remove_all(it->second.dir);
   fs::create_directories(it->second.dir);
   SyntheticRunSpec spec;
@@ -53,6 +56,11 @@ const Fixture& fixture(int ranks, int steps) {
   spec.dp = ranks / (spec.tp * spec.pp);
   spec.steps = steps;
   spec.kernels_per_microbatch = ranks >= 1024 ? 12 : ranks >= 64 ? 200 : 50;
+  if (hang) {
+    spec.hang_rank = 5;
+    spec.hang_step = steps - 1;
+    spec.hang_blocking = true;
+  }
   auto truth = pipescope::synthetic::write_synthetic_run(spec, it->second.dir);
   if (!truth) {
     std::fprintf(stderr, "report_benchmark: %s\n", truth.error().message.c_str());
@@ -131,7 +139,8 @@ void BM_Report(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const int steps = static_cast<int>(state.range(1));
   const unsigned threads = state.range(2) == 0 ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
-  const Fixture& f = fixture(ranks, steps);
+  const bool hang = state.range(3) != 0;
+  const Fixture& f = fixture(ranks, steps, hang);
   pipescope::analysis::LoadOptions options;
   options.threads = threads;
   pipescope::analysis::ReportOptions report_options;
@@ -195,22 +204,25 @@ BENCHMARK(BM_ReportBuild)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// {ranks, steps, one_thread (1: one thread, 0: every core)}. Throughput: 64 and 1,024 ranks.
+// {ranks, steps, one_thread (1: one thread, 0: every core), hang}. Throughput: 64 and 1,024 ranks.
 // Memory against trace length: 8 ranks, 100 to 1,600 steps (68 MB to 1.1 GB of trace), and
 // 1,024 ranks, 12 and 48 steps (354 MB and 1.4 GB), long enough for the per-rank caps of the
 // digest to be reached (all of them but the 1,000 steps kept one by one).
+// `hang` 1: the same run with one rank stopped before the last step and the others blocked
+// waiting for it, diagnosed by the hang view (docs/benchmarks.md: it adds under 10 %).
 BENCHMARK(BM_Report)
-    ->ArgNames({"ranks", "steps", "one_thread"})
-    ->Args({8, 3, 1})
-    ->Args({64, 3, 1})
-    ->Args({64, 3, 0})
-    ->Args({1024, 3, 1})
-    ->Args({1024, 3, 0})
-    ->Args({1024, 12, 0})
-    ->Args({1024, 48, 0})
-    ->Args({8, 100, 0})
-    ->Args({8, 400, 0})
-    ->Args({8, 1600, 0})
+    ->ArgNames({"ranks", "steps", "one_thread", "hang"})
+    ->Args({8, 3, 1, 0})
+    ->Args({64, 3, 1, 0})
+    ->Args({64, 3, 0, 0})
+    ->Args({1024, 3, 1, 0})
+    ->Args({1024, 3, 0, 0})
+    ->Args({1024, 12, 0, 0})
+    ->Args({1024, 48, 0, 0})
+    ->Args({1024, 48, 0, 1})
+    ->Args({8, 100, 0, 0})
+    ->Args({8, 400, 0, 0})
+    ->Args({8, 1600, 0, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

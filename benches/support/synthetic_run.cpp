@@ -17,6 +17,7 @@ constexpr int64_t kRunStartNs = 1'000'000'000;
 constexpr uint32_t kComputeStream = 7;
 constexpr uint32_t kCommStream = 13;
 constexpr uint32_t kHostThread = 4242;
+constexpr int64_t kHangSeenNs = 10'000'000'000;  // how long a blocked rank's calls were seen running
 // With memory_pool, what NCCL and cuBLAS take with cudaMalloc beside the pool's tensors.
 constexpr uint64_t kWorkspaceBytes = 1ull << 30;
 
@@ -208,6 +209,55 @@ class RankWriter {
     if (kernel_end >= 0) kernel(kernel_start, kernel_end, kCommStream, kernel_name, correlation);
   }
 
+  // A call that never returned, as the flight recorder writes it at each flush until `seen`.
+  void nccl_in_flight(const CommView& comm, NcclOpType op, uint64_t sequence, uint64_t bytes, int64_t enter,
+                      int64_t seen, int32_t global_rank) {
+    auto r = make_record<NcclCallRecord>();
+    r.call_kind = static_cast<uint8_t>(NcclCallKind::kOperation);
+    r.what = static_cast<uint8_t>(op);
+    r.state = static_cast<uint8_t>(NcclCallState::kInFlight);
+    r.comm_id = comm.id;
+    r.sequence = sequence;
+    r.bytes = bytes;
+    r.enter_ns = static_cast<uint64_t>(local(enter));
+    r.call_serial = static_cast<uint32_t>(++calls_);
+    r.thread_id = kHostThread;
+    r.peer = kNoPeer;
+    r.rank = comm.rank;
+    r.size = comm.size;
+    r.global_rank = global_rank;
+    r.datatype = 9;
+    r.reduce_op = 0;
+    for (int64_t at = enter + 1'000'000'000; at <= seen; at += 1'000'000'000) {  // one flush a second
+      r.at_ns = static_cast<uint64_t>(local(at));
+      host(at, r);
+    }
+  }
+
+  void ending(const SyntheticRunSpec::RankEnding& e, int64_t at) {
+    if (e.nccl_error != 0) {
+      auto r = make_record<NcclCallRecord>();
+      r.call_kind = static_cast<uint8_t>(NcclCallKind::kOperation);
+      r.what = static_cast<uint8_t>(NcclOpType::kAllReduce);
+      r.state = static_cast<uint8_t>(NcclCallState::kReturned);
+      r.call_serial = static_cast<uint32_t>(++calls_);
+      r.thread_id = kHostThread;
+      r.enter_ns = static_cast<uint64_t>(local(at - 2'000'000));
+      r.at_ns = static_cast<uint64_t>(local(at - 1'000'000));
+      r.result = e.nccl_error;
+      host(at - 1'000'000, r);
+    }
+    auto notice = [&](NoticeCode code, uint64_t count) {
+      auto n = make_record<NoticeRecord>();
+      n.code = static_cast<uint16_t>(code);
+      n.timestamp_ns = static_cast<uint64_t>(local(at));
+      n.count = count;
+      host(at, n);
+    };
+    if (e.signal != 0) notice(NoticeCode::kProcessSignal, static_cast<uint64_t>(e.signal));
+    if (e.exit_status >= 0) notice(NoticeCode::kProcessExit, static_cast<uint64_t>(e.exit_status));
+  }
+
   void memory(int64_t at, MemoryOperation op, uint64_t address, uint64_t bytes, bool from_pool = false) {
     auto m = make_record<MemoryRecord>();
     m.flags = from_pool ? kMemoryFlagFromPool : 0;
@@ -277,6 +327,7 @@ class RankWriter {
   Names names_{};
   uint32_t correlation_ = 0;
   uint64_t external_ = 0;
+  uint64_t calls_ = 0;
   std::vector<Timed> host_;
   std::vector<Bytes> gpu_;
 };
@@ -551,7 +602,10 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       }
       const int64_t a = arrival[static_cast<size_t>(s)][static_cast<size_t>(r)];
       const int64_t red_end = reduction_end[static_cast<size_t>(s)][comms.dp.id];
-      if (comms.dp.size > 1)
+      if (comms.dp.size > 1 && hang_here && spec.hang_blocking)
+        w.nccl_in_flight(comms.dp, NcclOpType::kAllReduce, seq_dp++, 256 << 20, a - 10'000, a + kHangSeenNs,
+                         r);
+      else if (comms.dp.size > 1)
         w.nccl(comms.dp, NcclOpType::kAllReduce, seq_dp++, kNoPeer, 256 << 20, a - 10'000, a, a,
                hang_here ? -1 : red_end, n.allreduce, spec.gpu);
       if (hang_here) {
@@ -561,6 +615,8 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
       if (spec.nvtx) w.nvtx(NvtxEvent::kPop, step_start[static_cast<size_t>(s) + 1], 0);
       w.flush_step(truth.records, truth.record_bytes);
     }
+    for (const SyntheticRunSpec::RankEnding& e : spec.endings)
+      if (e.rank == r) w.ending(e, step_start[static_cast<size_t>(completed_steps)] + e.delay_ns);
     w.flush_step(truth.records, truth.record_bytes);
     if (Status st = (*writer)->close(); !st) return st.error();
     if (spec.hang_step >= 0)

@@ -55,9 +55,24 @@ struct SyntheticRunSpec {
   // none of them closed (no end chunk), as when a job is killed at a NCCL timeout.
   int hang_rank = -1;
   int hang_step = -1;
+  // The reduction blocks the host, as NCCL calls that wait for their peers do: the others'
+  // reduction is written by the flight recorder (nccl_call in flight, seen once a second for
+  // 10 s), not as an nccl_op.
+  bool hang_blocking = false;
   // Ranks killed before their first flush (SIGKILL, an out-of-memory kill): their files hold the
   // header and process info only, no end chunk. The others' traces are as if they took part.
   std::vector<int> silent_ranks;
+  // How ranks end, as format 1.3 records after their last step (on the true clock: the end of
+  // the last completed step + delay_ns): a failed NCCL call's code (1 ms before), the signal
+  // that ended the process, the status it exited with.
+  struct RankEnding {
+    int rank = 0;
+    int64_t delay_ns = 0;
+    int nccl_error = 0;    // a returned nccl_call with this ncclResult_t; 0: none
+    int signal = 0;        // kProcessSignal; 0: none
+    int exit_status = -1;  // kProcessExit when >= 0
+  };
+  std::vector<RankEnding> endings;
   bool gpu = true;  // kernel, memcpy-free GPU records (CUPTI); false: host records only
   // Compute kernels this long before the first step (model construction); under 0.99 s (the
   // run's clock starts at 1 s).

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "external_correlation.h"
@@ -18,6 +19,8 @@ namespace {
 using testing::load_trace;
 using testing::make_temp_dir;
 using testing::trace_files_in;
+using trace::NcclCallRecord;
+using trace::NcclCallState;
 using trace::NcclCommEvent;
 using trace::NcclCommRecord;
 using trace::NcclOpRecord;
@@ -51,10 +54,12 @@ struct FakeNccl {
   cudaStream_t stream = nullptr;
   int calls = 0;
   NcclRecorder* recorder = nullptr;  // where the fake's own API calls go (as through NCCL's PLT)
+  std::function<void()> during;      // runs inside every call, as a flush would while it blocks
 };
 FakeNccl g_fake;
 
 ncclResult_t finish_call() {
+  if (g_fake.during) g_fake.during();
   ++g_fake.calls;
   if (g_fake.errno_to_set != 0) errno = g_fake.errno_to_set;
   return g_fake.result;
@@ -611,6 +616,102 @@ TEST_F(NcclRecorderTest, CallsOnAnUnknownCommunicatorAreRecordedUnpaired) {
   EXPECT_EQ(ops[0].comm_id, 0u);
   EXPECT_EQ(ops[0].sequence, kNcclUnknownSequence);
   EXPECT_EQ(ops[0].device, trace::kUnknownDevice);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The flight recorder: a flush while a call is inside NCCL writes it in flight; its return
+// completes it.
+
+std::vector<NcclCallRecord> in_state(const std::vector<NcclCallRecord>& calls, NcclCallState state) {
+  std::vector<NcclCallRecord> out;
+  for (const NcclCallRecord& c : calls)
+    if (c.state == static_cast<uint8_t>(state)) out.push_back(c);
+  return out;
+}
+
+TEST_F(NcclRecorderTest, ACallAFlushSeesRunningIsWrittenInFlightThenReturned) {
+  ncclComm_t comm = init(1, 4);
+  EXPECT_EQ(recorder_->all_reduce(nullptr, nullptr, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  g_fake.during = [&] { session_->flush_now(); };
+  g_fake.result = ncclRemoteError;
+  EXPECT_EQ(recorder_->all_reduce(nullptr, nullptr, 16, ncclBfloat16, ncclMax, comm, nullptr),
+            ncclRemoteError);
+  g_fake.during = nullptr;
+  g_fake.result = ncclSuccess;
+  EXPECT_EQ(recorder_->all_reduce(nullptr, nullptr, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  const testing::LoadedTrace trace = finish();
+  const auto calls = trace.all<NcclCallRecord>();
+  const auto in_flight = in_state(calls, NcclCallState::kInFlight);
+  const auto returned = in_state(calls, NcclCallState::kReturned);
+  ASSERT_EQ(in_flight.size(), 1u);  // the calls no flush saw running leave none
+  ASSERT_EQ(returned.size(), 1u);
+  const NcclCallRecord& c = in_flight[0];
+  EXPECT_EQ(c.call_kind, static_cast<uint8_t>(trace::NcclCallKind::kOperation));
+  EXPECT_EQ(c.what, static_cast<uint8_t>(NcclOpType::kAllReduce));
+  EXPECT_EQ(c.comm_id, identity_of(unique_id(1)));
+  EXPECT_EQ(c.sequence, 1u);  // the second all-reduce
+  EXPECT_EQ(c.bytes, 32u);
+  EXPECT_EQ(c.rank, 1);
+  EXPECT_EQ(c.size, 4);
+  EXPECT_EQ(c.datatype, ncclBfloat16);
+  EXPECT_EQ(c.reduce_op, ncclMax);
+  EXPECT_GT(c.enter_ns, 0u);
+  EXPECT_GE(c.at_ns, c.enter_ns);
+  EXPECT_EQ(returned[0].call_serial, c.call_serial);
+  EXPECT_EQ(returned[0].thread_id, c.thread_id);
+  EXPECT_EQ(returned[0].result, ncclRemoteError);
+  EXPECT_GE(returned[0].at_ns, c.at_ns);
+  // The operation's own record is there as before, and says it failed.
+  const auto ops = trace.all<NcclOpRecord>();
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_NE(ops[1].flags & trace::kNcclFlagFailed, 0);
+}
+
+TEST_F(NcclRecorderTest, GroupedCallsStayInFlightUntilTheGroupEnds) {
+  ncclComm_t comm = init(0, 2);
+  ASSERT_EQ(recorder_->group_start(), ncclSuccess);
+  ASSERT_EQ(recorder_->send(nullptr, 4, ncclInt32, 1, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(recorder_->recv(nullptr, 4, ncclInt32, 1, comm, nullptr), ncclSuccess);
+  g_fake.during = [&] { session_->flush_now(); };  // inside ncclGroupEnd, where grouped p2p waits
+  ASSERT_EQ(recorder_->group_end(), ncclSuccess);
+  g_fake.during = nullptr;
+  const auto calls = finish().all<NcclCallRecord>();
+  const auto in_flight = in_state(calls, NcclCallState::kInFlight);
+  ASSERT_EQ(in_flight.size(), 2u);
+  for (const NcclCallRecord& c : in_flight) EXPECT_NE(c.flags & trace::kNcclFlagInGroup, 0);
+  EXPECT_EQ(in_state(calls, NcclCallState::kReturned).size(), 2u);
+}
+
+TEST_F(NcclRecorderTest, CreationInFlightNamesTheCommunicatorItMakes) {
+  g_fake.during = [&] { session_->flush_now(); };
+  ncclComm_t comm = init(3, 8, 5);
+  g_fake.during = nullptr;
+  ASSERT_NE(comm, nullptr);
+  const auto in_flight = in_state(finish().all<NcclCallRecord>(), NcclCallState::kInFlight);
+  ASSERT_EQ(in_flight.size(), 1u);
+  EXPECT_EQ(in_flight[0].call_kind, static_cast<uint8_t>(trace::NcclCallKind::kCommunicator));
+  EXPECT_EQ(in_flight[0].what, static_cast<uint8_t>(NcclCommEvent::kInit));
+  EXPECT_EQ(in_flight[0].comm_id, identity_of(unique_id(5)));
+  EXPECT_EQ(in_flight[0].rank, 3);
+  EXPECT_EQ(in_flight[0].size, 8);
+}
+
+TEST_F(NcclRecorderTest, OutsideTheCaptureWindowCallsAreStillTrackedWithoutTheClock) {
+  InjectConfig config;
+  config.steps = StepWindow{1000, 1000};  // never reached
+  start(config);
+  ncclComm_t comm = init(0, 2);
+  g_fake.during = [&] { session_->flush_now(); };
+  ASSERT_EQ(recorder_->all_reduce(nullptr, nullptr, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  g_fake.during = nullptr;
+  const testing::LoadedTrace trace = finish();
+  EXPECT_TRUE(trace.all<NcclOpRecord>().empty());
+  const auto calls = trace.all<NcclCallRecord>();
+  const auto in_flight = in_state(calls, NcclCallState::kInFlight);
+  ASSERT_EQ(in_flight.size(), 1u);
+  EXPECT_EQ(in_flight[0].enter_ns, 0u);  // not read outside a window: the sighting bounds it
+  EXPECT_GT(in_flight[0].at_ns, 0u);
+  EXPECT_EQ(in_state(calls, NcclCallState::kReturned).size(), 1u);
 }
 
 TEST(NcclRecorderWithoutNccl, AFunctionTheLoadedNcclLacksReturnsSystemError) {

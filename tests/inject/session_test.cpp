@@ -353,6 +353,49 @@ TEST(Session, EmergencyWriteSavesWhatTheRingsHoldWithoutAFlush) {
   session.finish();
 }
 
+// A fatal signal's handler saves the calls still inside NCCL and which signal it was.
+TEST(Session, EmergencyWriteSavesTheSignalAndTheCallsInFlight) {
+  const std::string dir = make_temp_dir("emergency-calls");
+  InjectConfig config = config_in(dir);
+  config.flush_ms = 3'600'000;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNccl), nullptr);
+  CallFacts call;
+  call.comm_id = 77;
+  call.sequence = 5;
+  call.what = static_cast<uint8_t>(trace::NcclOpType::kAllGather);
+  call.enter_ns = Session::now_ns();
+  const OngoingCalls::Ticket ticket = session.ongoing_calls().enter(call);
+  ASSERT_TRUE(ticket);
+  session.emergency_write(SIGSEGV);
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  const auto signals = loaded.notices(NoticeCode::kProcessSignal);
+  ASSERT_EQ(signals.size(), 1u);
+  EXPECT_EQ(signals[0].count, static_cast<uint64_t>(SIGSEGV));
+  const auto calls = loaded.all<trace::NcclCallRecord>();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].comm_id, 77u);
+  EXPECT_EQ(calls[0].sequence, 5u);
+  EXPECT_EQ(calls[0].state, static_cast<uint8_t>(trace::NcclCallState::kInFlight));
+  EXPECT_EQ(calls[0].thread_id, Session::thread_id());
+  trace::NcclCallRecord returned;
+  EXPECT_TRUE(session.ongoing_calls().leave(ticket, returned));  // written: the caller completes it
+  EXPECT_EQ(returned.call_serial, calls[0].call_serial);
+  session.finish();
+}
+
+TEST(Session, ExitRecordsTheStatusTheProcessExitsWith) {
+  const std::string dir = make_temp_dir("exit-status");
+  Session session(config_in(dir), LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  session.finish_at_exit(3);
+  const auto loaded = load_trace(trace_files_in(dir).at(0));
+  const auto exits = loaded.notices(NoticeCode::kProcessExit);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].count, 3u);
+  EXPECT_TRUE(loaded.ended_cleanly);
+}
+
 TEST(Session, AForkedChildNeverWritesTheParentsTrace) {
   const std::string dir = make_temp_dir("fork");
   Session session(config_in(dir), LauncherInfo{});

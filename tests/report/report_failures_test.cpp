@@ -229,5 +229,103 @@ TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOnWhenItLeftNoTrace
           "rank(s) 6 (no trace), which never entered it"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Calls that block the host (the flight recorder's records) and how ranks ended (format 1.3).
+
+using Ending = SyntheticRunSpec::RankEnding;
+
+TEST(ReportOnSyntheticRun, BlockedReductionsSeenInFlightNameTheRootAndWhereItIs) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.hang_rank = 5;
+  spec.hang_step = 2;
+  spec.hang_blocking = true;
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_TRUE(report.hang.suspected);
+  EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{5});
+  ASSERT_EQ(report.hang.roots.size(), 1u);
+  EXPECT_EQ(report.hang.roots[0].where, "host code");  // its last NCCL call had returned
+  EXPECT_EQ(report.hang.roots[0].waiting, 1u);         // its data-parallel peer, rank 7
+  const auto h = std::find_if(report.hang.communicators.begin(), report.hang.communicators.end(),
+                              [](const CommHang& c) { return c.missing == std::vector<int32_t>{5}; });
+  ASSERT_NE(h, report.hang.communicators.end());
+  EXPECT_EQ(h->entered, std::vector<int32_t>{7});
+  EXPECT_EQ(h->next_op, "all_reduce");
+  EXPECT_GE(h->waited_ns, 9'000'000'000);  // seen in flight for 10 s
+  ASSERT_TRUE(report.failure.has_value());
+  EXPECT_EQ(report.failure->kind, "hang");
+  EXPECT_EQ(report.failure->rank, 5);
+  EXPECT_EQ(report.failure->step, 2);
+}
+
+TEST(ReportOnSyntheticRun, AFatalSignalBeforeTheLaunchersSigtermIsTheFailure) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.endings.push_back(Ending{3, 0, 0, 11 /* SIGSEGV */, -1});
+  for (int r = 0; r < 16; ++r)
+    if (r != 3) spec.endings.push_back(Ending{r, 1'000'000'000, 0, 15 /* SIGTERM */, -1});
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_TRUE(report.failure.has_value());
+  EXPECT_EQ(report.failure->kind, "fatal signal");
+  EXPECT_EQ(report.failure->rank, 3);
+  EXPECT_EQ(report.failure->code, 11);
+  EXPECT_EQ(report.failure->step, 3);  // after the 3 steps (0, 1, 2) it completed
+  EXPECT_NE(report.failure->detail.find("SIGSEGV"), std::string::npos);
+  EXPECT_EQ(
+      std::count_if(report.findings.begin(), report.findings.end(),
+                    [](const std::string& f) { return f.starts_with("failure (fatal signal): rank 3"); }),
+      1);
+}
+
+TEST(ReportOnSyntheticRun, TheEarliestEventWinsAndAnNcclErrorKeepsItsCode) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.endings.push_back(Ending{2, 0, 6 /* ncclRemoteError */, 0, 1});
+  spec.endings.push_back(Ending{9, 500'000'000, 0, 0, 1});  // exits with 1 later
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_TRUE(report.failure.has_value());
+  EXPECT_EQ(report.failure->kind, "nccl error");
+  EXPECT_EQ(report.failure->rank, 2);
+  EXPECT_EQ(report.failure->code, 6);
+  EXPECT_NE(report.failure->detail.find("ncclRemoteError"), std::string::npos);
+  // Without the error, rank 2's exit status is the first failure.
+  spec.endings[0].nccl_error = 0;
+  ScratchDir again;
+  const auto [truth2, report2] = report_of(spec, again);
+  ASSERT_TRUE(report2.failure.has_value());
+  EXPECT_EQ(report2.failure->kind, "exit status");
+  EXPECT_EQ(report2.failure->rank, 2);
+  EXPECT_EQ(report2.failure->code, 1);
+}
+
+TEST(ReportOnSyntheticRun, AWatchdogsAbortOfAWaitingRankIsAConsequenceOfTheHang) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.hang_rank = 5;
+  spec.hang_step = 2;
+  spec.hang_blocking = true;
+  spec.endings.push_back(Ending{7, 10'000'000'000, 0, 6 /* SIGABRT */, -1});
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_TRUE(report.failure.has_value());
+  EXPECT_EQ(report.failure->kind, "hang");
+  EXPECT_EQ(report.failure->rank, 5);
+  EXPECT_NE(report.failure->detail.find("rank 7 was then ended by SIGABRT"), std::string::npos)
+      << report.failure->detail;
+}
+
+TEST(ReportOnSyntheticRun, RanksEndedByTheLauncherAloneAreTerminatedAndACleanRunHasNoFailure) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.endings.push_back(Ending{4, 0, 0, 15, -1});
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_TRUE(report.failure.has_value());
+  EXPECT_EQ(report.failure->kind, "terminated");
+  EXPECT_EQ(report.failure->rank, 4);
+  ScratchDir clean;
+  spec.endings = {Ending{4, 0, 0, 0, 0}};  // exit 0
+  const auto [truth2, report2] = report_of(spec, clean);
+  EXPECT_FALSE(report2.failure.has_value());
+}
+
 }  // namespace
 }  // namespace pipescope::analysis
