@@ -146,6 +146,9 @@ TEST(NcclFailure, ExitWithAStatusIsTheFailureOfTheRankTheOthersWaitedOn) {
   EXPECT_EQ(report.failure->code, 3);
   EXPECT_EQ(report.failure->step, 1);
   EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{2});
+  ASSERT_EQ(report.hang.roots.size(), 1u);
+  EXPECT_EQ(report.hang.roots[0].where, "exited");
+  EXPECT_EQ(report.hang.roots[0].code, 3);
 }
 
 TEST(NcclFailure, FatalSignalIsRecordedWithItsRankAndStep) {
@@ -159,6 +162,9 @@ TEST(NcclFailure, FatalSignalIsRecordedWithItsRankAndStep) {
   EXPECT_EQ(report.failure->code, SIGABRT);
   EXPECT_EQ(report.failure->step, 2);
   EXPECT_NE(report.failure->detail.find("SIGABRT"), std::string::npos);
+  ASSERT_EQ(report.hang.roots.size(), 1u);
+  EXPECT_EQ(report.hang.roots[0].where, "signal");
+  EXPECT_EQ(report.hang.roots[0].code, SIGABRT);
 }
 
 TEST(NcclFailure, CleanJobHasNoFailure) {

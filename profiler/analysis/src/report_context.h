@@ -79,6 +79,8 @@ void add_nccl_reports(const ReportContext& ctx, RunReport& report);
 void add_hang_report(const ReportContext& ctx, RunReport& report);
 // report_failure.cpp: after the hang view.
 void add_failure(const ReportContext& ctx, RunReport& report);
+// A signal the profiler's fatal-signal handler records (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL).
+bool is_fatal_signal(int32_t signal);
 // report_stragglers.cpp: every rank's waits (in collectives, and for its peer in p2p), and the
 // stragglers.
 void add_stragglers(const ReportContext& ctx, RunReport& report);

@@ -11,11 +11,12 @@
 #include "report_context.h"
 
 namespace pipescope::analysis {
-namespace {
 
 bool is_fatal_signal(int32_t signal) {
   return signal == SIGSEGV || signal == SIGBUS || signal == SIGABRT || signal == SIGFPE || signal == SIGILL;
 }
+
+namespace {
 
 std::string signal_name(int32_t signal) {
   switch (signal) {
@@ -81,6 +82,8 @@ std::string root_text(const HangRoot& root) {
   std::string text = "rank " + std::to_string(root.rank);
   if (root.where == "no trace") return text + " (no trace)";
   if (root.where == "in call") return text + " (inside " + root.call + ")";
+  if (root.where == "exited") return text + " (exited with status " + std::to_string(root.code) + ")";
+  if (root.where == "signal") return text + " (ended by signal " + std::to_string(root.code) + ")";
   return text + " (in its own code" + (root.call.empty() ? "" : ", after its last NCCL call, " + root.call) +
          ")";
 }

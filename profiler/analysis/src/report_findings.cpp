@@ -40,6 +40,8 @@ std::string whereabouts(const HangRoot& root, int64_t end_ns) {
   const std::string since =
       root.since_ns >= 0 ? " for " + ms(std::max<int64_t>(0, end_ns - root.since_ns)) : "";
   if (root.where == "in call") return "it is inside " + root.call + since;
+  if (root.where == "exited") return "it exited with status " + std::to_string(root.code);
+  if (root.where == "signal") return "it was ended by signal " + std::to_string(root.code);
   return "it is in its own code" + since +
          (root.call.empty() ? "" : ", since its last NCCL call (" + root.call + ") returned");
 }

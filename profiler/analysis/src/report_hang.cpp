@@ -125,6 +125,14 @@ void describe_root(const ReportContext& ctx, const RunReport& report, HangRoot& 
   }
   const auto i = static_cast<size_t>(it - ctx.run.global_rank.begin());
   const RankDigest& d = ctx.run.ranks[i];
+  // It is no more: how it ended (a termination signal ends it where it was, said below).
+  if (is_fatal_signal(d.ending_signal) || d.exit_status) {
+    const bool crashed = is_fatal_signal(d.ending_signal);
+    root.where = crashed ? "signal" : "exited";
+    root.code = crashed ? d.ending_signal : *d.exit_status;
+    root.since_ns = ctx.aligned(i, crashed ? d.ending_signal_at_ns : d.exit_at_ns);
+    return;
+  }
   if (!d.open_calls.empty()) {
     const OpenCall& call = d.open_calls.back();
     root.where = "in call";
@@ -147,13 +155,16 @@ struct SeenAt {
   uint16_t fingerprint;
 };
 
+// "rank 4 all_reduce, rank 6 all_gather"; when they ran the same operation, what differs.
 std::string desync_text(const std::vector<SeenAt>& seen) {
   std::string text;
   for (const SeenAt& s : seen) {
     text += text.empty() ? "" : ", ";
     text += "rank " + std::to_string(s.rank) + " " + nccl_op_name(s.op);
   }
-  return text;
+  const bool same_op =
+      std::all_of(seen.begin(), seen.end(), [&](const SeenAt& s) { return s.op == seen.front().op; });
+  return text + (same_op ? " (the same operation on another size, type or root)" : "");
 }
 
 // Members of a communicator that ran different things at the same sequence number: another
@@ -200,7 +211,9 @@ void add_desyncs(const ReportContext& ctx, RunReport& report) {
                 SeenAt{ctx.run.global_rank[static_cast<size_t>(m)], call.what,
                        nccl_fingerprint(call.bytes, call.what, call.datatype, call.peer, false)});
       }
-      for (const auto& [sequence, seen] : in_flight) {
+      for (const auto& entry : in_flight) {
+        const uint64_t sequence = entry.first;
+        const std::vector<SeenAt>& seen = entry.second;
         if (std::all_of(seen.begin(), seen.end(),
                         [&](const SeenAt& s) { return s.fingerprint == seen.front().fingerprint; }))
           continue;

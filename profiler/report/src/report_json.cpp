@@ -147,12 +147,13 @@ ordered_json hang_json(const HangReport& h) {
     p2p.push_back(ordered_json{{"rank", p.rank}, {"peer", p.peer}, {"op", p.op}, {"waited_ns", p.waited_ns}});
   ordered_json roots = ordered_json::array();
   for (const HangRoot& r : h.roots)
-    roots.push_back(
-        ordered_json{{"rank", r.rank},
-                     {"where", r.where},
-                     {"call", r.call.empty() ? ordered_json(nullptr) : ordered_json(r.call)},
-                     {"since_ns", r.since_ns >= 0 ? ordered_json(r.since_ns) : ordered_json(nullptr)},
-                     {"waiting", r.waiting}});
+    roots.push_back(ordered_json{
+        {"rank", r.rank},
+        {"where", r.where},
+        {"call", r.call.empty() ? ordered_json(nullptr) : ordered_json(r.call)},
+        {"since_ns", r.since_ns >= 0 ? ordered_json(r.since_ns) : ordered_json(nullptr)},
+        {"code", r.where == "exited" || r.where == "signal" ? ordered_json(r.code) : ordered_json(nullptr)},
+        {"waiting", r.waiting}});
   ordered_json desyncs = ordered_json::array();
   for (const Desync& d : h.desyncs)
     desyncs.push_back(ordered_json{{"comm_id", comm_id_text(d.comm_id)},

@@ -239,7 +239,9 @@ void write_hang(std::ostream& out, const RunReport& r) {
         root.where == "in call" ? "inside " + root.call
         : root.where == "host code"
             ? "in its own code" + (root.call.empty() ? "" : " after its last NCCL call (" + root.call + ")")
-            : root.where;
+        : root.where == "exited" ? "exited with status " + std::to_string(root.code)
+        : root.where == "signal" ? "ended by signal " + std::to_string(root.code)
+                                 : root.where;
     if (root.since_ns >= 0) where += " since " + fixed(ms(root.since_ns), 1) + " ms";
     out << "  rank " << root.rank << ": " << where << "; " << root.waiting << " rank(s) wait on it\n";
   }

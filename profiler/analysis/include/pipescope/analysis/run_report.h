@@ -219,9 +219,11 @@ struct CommHang {
 struct HangRoot {
   int32_t rank = -1;
   // "no trace"; "in call": inside `call` since since_ns (it never returned); "host code": in
-  // its own code since its last NCCL operation (`call`) returned at since_ns.
+  // its own code since its last NCCL operation (`call`) returned at since_ns; "exited" (with
+  // status `code`) or "signal" (ended by signal `code`) at since_ns.
   std::string where;
   std::string call;
+  int32_t code = 0;
   int64_t since_ns = -1;  // on the run's clock; -1 when unknown
   size_t waiting = 0;     // ranks that wait on it, directly or through others
 };
