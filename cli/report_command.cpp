@@ -16,6 +16,30 @@
 namespace pipescope::cli {
 namespace {
 
+// Each earlier attempt of the run, diagnosed on its own: its failure class leads the findings.
+Status add_earlier_attempts(const ChosenRun& chosen, analysis::LoadOptions load,
+                            analysis::RunReport& report) {
+  std::vector<std::string> lines;
+  for (const int32_t attempt : chosen.run.other_attempts) {
+    load.run_id = chosen.run.run_id;
+    load.attempt = attempt;
+    load.latest_attempt = false;
+    auto run = analysis::load_run(chosen.traces.dir, load);
+    if (!run) return run.error();
+    auto earlier = analysis::build_run_report(*run, {});
+    if (!earlier) return earlier.error();
+    report.earlier_attempts.push_back({attempt, earlier->failure});
+    lines.push_back("attempt " + std::to_string(attempt) + " (before this one, attempt " +
+                    std::to_string(report.attempt) + "): " +
+                    (earlier->failure
+                         ? "failure (" + earlier->failure->kind + "): " + earlier->failure->detail
+                         : std::string("the traces show no failure")) +
+                    "; pipescope report --attempt " + std::to_string(attempt) + " for its report");
+  }
+  report.findings.insert(report.findings.begin(), lines.begin(), lines.end());
+  return {};
+}
+
 const CLI::Validator kIndex(whole_number_at_least(0), "N");
 
 struct ReportArgs {
@@ -65,6 +89,7 @@ int run_report(const ReportArgs& args) {
     if (Status s = check_output(args.html_file, inputs, "--html"); !s)
       return usage_error(command, s.error().message);
   }
+  load.latest_attempt = true;  // a failed attempt and its restart: the restart, with the failure before it
   auto chosen = load_chosen_run(std::move(*traces), load, args.run_id, args.attempt);
   if (!chosen) return usage_error(command, chosen.error().message);
   const analysis::LoadedRun& run = chosen->run;
@@ -86,6 +111,8 @@ int run_report(const ReportArgs& args) {
   auto report = analysis::build_run_report(run, options);
   if (!report) return usage_error(command, report.error().message);
   report->source_format = chosen->traces.source_format;
+  if (Status s = add_earlier_attempts(*chosen, load, *report); !s)
+    return usage_error(command, s.error().message);
 
   if (!args.html_file.empty()) {
     if (Status s = write_html(args.html_file, report::report_html(*report)); !s) {

@@ -662,10 +662,20 @@ TEST(ReportCommand, AttemptPicksOneRestartOfTheRun) {
   for (const auto& entry : fs::directory_iterator(restart.path()))
     fs::copy_file(entry.path(), dir.file("restart-" + entry.path().filename().string()));
 
-  const CommandResult both = run_pipescope({"report", dir.path()});
-  expect_bad_input(both, "--attempt N");
-  EXPECT_NE(both.err.find("run 'synthetic' attempt 0"), std::string::npos) << both.err;
-  EXPECT_NE(both.err.find("run 'synthetic' attempt 1"), std::string::npos) << both.err;
+  // Without --attempt: the latest attempt, with the earlier one's failure class first (none here).
+  const CommandResult both = run_pipescope({"report", dir.path(), "--json"});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  const auto latest = nlohmann::json::parse(both.out);
+  EXPECT_EQ(latest["attempt"], 1);
+  ASSERT_EQ(latest["earlier_attempts"].size(), 1u);
+  EXPECT_EQ(latest["earlier_attempts"][0]["attempt"], 0);
+  EXPECT_TRUE(latest["earlier_attempts"][0]["failure"].is_null());
+  EXPECT_TRUE(latest["findings"][0].get<std::string>().starts_with(
+      "attempt 0 (before this one, attempt 1): the traces show no failure"))
+      << latest["findings"][0];
+  // export still asks which.
+  expect_bad_input(run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", dir.file("both.json")}),
+                   "--attempt N");
   for (const int attempt : {0, 1}) {
     const CommandResult r =
         run_pipescope({"report", dir.path(), "--attempt", std::to_string(attempt), "--json"});
@@ -681,6 +691,36 @@ TEST(ReportCommand, AttemptPicksOneRestartOfTheRun) {
   const CommandResult exported = run_pipescope(
       {"export", dir.path(), "--format", "perfetto", "--attempt", "1", "-o", dir.file("a1.json")});
   EXPECT_EQ(exported.exit_code, 0) << exported.err;
+}
+
+// A failed attempt and its restart in one directory: each attempt diagnosed on its own.
+TEST(ReportCommand, AFailedAttemptBeforeTheRestartLeadsTheFindings) {
+  Dir dir, restart;
+  synthetic::SyntheticRunSpec first = synthetic::with_layout(1, 2, 2);
+  first.endings.push_back(synthetic::SyntheticRunSpec::RankEnding{1, 0, 0, 11 /* SIGSEGV */, -1});
+  write_run(dir, first);
+  synthetic::SyntheticRunSpec second = synthetic::with_layout(1, 2, 2);
+  second.attempt = 1;
+  write_run(restart, second);
+  for (const auto& entry : fs::directory_iterator(restart.path()))
+    fs::copy_file(entry.path(), dir.file("restart-" + entry.path().filename().string()));
+  const CommandResult r = run_pipescope({"report", dir.path(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["attempt"], 1);
+  EXPECT_TRUE(doc["failure"].is_null());
+  ASSERT_EQ(doc["earlier_attempts"].size(), 1u);
+  EXPECT_EQ(doc["earlier_attempts"][0]["failure"]["kind"], "fatal signal");
+  EXPECT_EQ(doc["earlier_attempts"][0]["failure"]["rank"], 1);
+  EXPECT_EQ(doc["earlier_attempts"][0]["failure"]["code"], 11);
+  const CommandResult text = run_pipescope({"report", dir.path()});
+  EXPECT_NE(text.out.find(
+                "attempt 0 (before this one, attempt 1): failure (fatal signal): rank 1 ended by SIGSEGV"),
+            std::string::npos)
+      << text.out;
+  const CommandResult alone = run_pipescope({"report", dir.path(), "--attempt", "0", "--json"});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(nlohmann::json::parse(alone.out)["failure"]["kind"], "fatal signal");
 }
 
 TEST(ReportCommand, ACorruptChunkInTheMiddleIsUsedUpToItAndSaidSo) {

@@ -239,6 +239,13 @@ Expected<LoadedRun> load_run(const std::string& dir, const LoadOptions& options)
                  (options.run_id ? " --run '" + *options.run_id + "'" : "") +
                  (options.attempt ? " --attempt " + std::to_string(*options.attempt) : "") + "; it holds " +
                  list_groups());
+  const bool one_run = std::all_of(chosen.begin(), chosen.end(),
+                                   [&](const auto& key) { return key.first == chosen.front().first; });
+  if (chosen.size() > 1 && options.latest_attempt && !options.attempt && one_run) {
+    // `chosen` is in (run, attempt) order: the last is the latest attempt.
+    for (size_t k = 0; k + 1 < chosen.size(); ++k) run.other_attempts.push_back(chosen[k].second);
+    chosen.erase(chosen.begin(), chosen.end() - 1);
+  }
   if (chosen.size() > 1)
     return Error(dir + " holds traces of " + std::to_string(chosen.size()) +
                  " runs or attempts: " + list_groups() + "; choose one with --run ID and/or --attempt N");

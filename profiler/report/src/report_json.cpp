@@ -290,6 +290,10 @@ std::string report_json(const RunReport& report) {
   doc["kernel_categories"] = categories;
   doc["hang"] = hang_json(report.hang);
   doc["failure"] = failure_json(report.failure);
+  ordered_json earlier = ordered_json::array();
+  for (const RunReport::EarlierAttempt& a : report.earlier_attempts)
+    earlier.push_back(ordered_json{{"attempt", a.attempt}, {"failure", failure_json(a.failure)}});
+  doc["earlier_attempts"] = earlier;
   doc["plan"] = report.plan ? plan_json(*report.plan) : ordered_json(nullptr);
   doc["gpu_busy"] = series_json(report.gpu_busy);
   ordered_json memory = ordered_json::array();

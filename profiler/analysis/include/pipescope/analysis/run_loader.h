@@ -21,6 +21,9 @@ struct LoadOptions {
   std::optional<std::string> run_id;  // --run ("" chooses a run whose traces state no id)
   std::optional<int32_t> attempt;     // --attempt
   unsigned threads = 0;               // 0: one per core
+  // Several attempts of one run and no `attempt`: choose the latest (and list the others in
+  // LoadedRun::other_attempts) instead of failing.
+  bool latest_attempt = false;
 };
 
 // A kernel name's statistics over every rank of the run.
@@ -44,7 +47,8 @@ struct LoadedRun {
   std::vector<MergedKernel> kernels;  // every kernel name of the run
   uint64_t record_bytes = 0;
   uint64_t records = 0;
-  std::vector<std::string> warnings;  // skipped empty files, numbered ranks, ...
+  std::vector<std::string> warnings;    // skipped empty files, numbered ranks, ...
+  std::vector<int32_t> other_attempts;  // of the same run, when the latest was chosen
 };
 
 // Fails (a message naming the files involved) when DIR holds no readable trace, when a `*.pst`

@@ -362,6 +362,13 @@ struct RunReport {
   std::vector<CategoryStat> categories;
   HangReport hang;
   std::optional<FailureReport> failure;  // empty for a run the traces show no failure in
+  // Earlier attempts of the run in the same directory (the report is of the latest), each with
+  // its own failure class.
+  struct EarlierAttempt {
+    int32_t attempt = 0;
+    std::optional<FailureReport> failure;
+  };
+  std::vector<EarlierAttempt> earlier_attempts;
   std::optional<PlanComparison> plan;
   Series gpu_busy;                               // mean over ranks of the union of GPU activity
   std::vector<MemoryTimeline> memory_timelines;  // every rank with memory records, by rank
