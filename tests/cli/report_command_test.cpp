@@ -428,6 +428,8 @@ TEST(ReportCommand, ReadsPyTorchProfilerTraces) {
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["source_format"], "kineto");
   EXPECT_EQ(doc["run_id"], "kineto:nccl:128");
+  // Its uneven all-to-all (split sizes) is no desync: an all-to-all's sizes may differ.
+  EXPECT_TRUE(doc["hang"]["desyncs"].empty()) << doc["hang"]["desyncs"];
   ASSERT_EQ(doc["ranks"].size(), 2u);
   EXPECT_EQ(doc["missing_ranks"].size(), 126u);
   EXPECT_EQ(doc["steps"]["source"], "nvtx");  // ProfilerStep#551, #552

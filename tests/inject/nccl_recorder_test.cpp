@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "external_correlation.h"
@@ -712,6 +713,32 @@ TEST_F(NcclRecorderTest, OutsideTheCaptureWindowCallsAreStillTrackedWithoutTheCl
   EXPECT_EQ(in_flight[0].enter_ns, 0u);  // not read outside a window: the sighting bounds it
   EXPECT_GT(in_flight[0].at_ns, 0u);
   EXPECT_EQ(in_state(calls, NcclCallState::kReturned).size(), 1u);
+}
+
+// A nonblocking communicator's operation returns ncclInProgress and runs on: it stays in flight
+// until ncclCommGetAsyncError, asked on any thread, says it is done.
+TEST_F(NcclRecorderTest, NonblockingOperationsStayInFlightUntilTheAsyncStateSettles) {
+  ncclComm_t comm = init(0, 2);
+  g_fake.result = ncclInProgress;
+  ASSERT_EQ(recorder_->all_reduce(nullptr, nullptr, 8, ncclFloat32, ncclSum, comm, nullptr), ncclInProgress);
+  g_fake.result = ncclSuccess;
+  session_->flush_now();  // returned, but running: written in flight
+  fake(comm).async_state = ncclInProgress;
+  ncclResult_t state = ncclSuccess;
+  ASSERT_EQ(recorder_->comm_get_async_error(comm, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress);
+  session_->flush_now();  // still running
+  fake(comm).async_state = ncclSuccess;
+  std::thread([&] { ASSERT_EQ(recorder_->comm_get_async_error(comm, &state), ncclSuccess); }).join();
+  session_->flush_now();  // done: nothing more in flight
+  const auto calls = finish().all<NcclCallRecord>();
+  const auto in_flight = in_state(calls, NcclCallState::kInFlight);
+  const auto returned = in_state(calls, NcclCallState::kReturned);
+  ASSERT_EQ(in_flight.size(), 2u);
+  ASSERT_EQ(returned.size(), 1u);
+  EXPECT_EQ(returned[0].call_serial, in_flight[0].call_serial);
+  EXPECT_EQ(returned[0].result, ncclSuccess);
+  EXPECT_GE(returned[0].at_ns, in_flight[1].at_ns);
 }
 
 TEST(NcclRecorderWithoutNccl, AFunctionTheLoadedNcclLacksReturnsSystemError) {

@@ -79,7 +79,8 @@ TEST(NcclSymbols, TheLibraryInterposesExactlyTheRecordedApi) {
                                           "ncclSend",
                                           "ncclRecv",
                                           "ncclGroupStart",
-                                          "ncclGroupEnd"};
+                                          "ncclGroupEnd",
+                                          "ncclCommGetAsyncError"};
   EXPECT_EQ(nccl_functions_of_pipescope(), expected);
 }
 

@@ -167,6 +167,12 @@ std::string desync_text(const std::vector<SeenAt>& seen) {
   return text + (same_op ? " (the same operation on another size, type or root)" : "");
 }
 
+// A PyTorch profiler trace numbers a communicator's calls from its own window's start, not from
+// the communicator's: members' numbers need not match, and no desync can be told.
+bool numbers_match_across_ranks(const RankDigest& d) {
+  return !(d.process && d.process->launcher == "kineto");
+}
+
 // Members of a communicator that ran different things at the same sequence number: another
 // operation, or the same one on another size, type or root. The first such number per
 // communicator (later ones follow from it).
@@ -176,6 +182,10 @@ void add_desyncs(const ReportContext& ctx, RunReport& report) {
   std::vector<size_t> at;
   for (const CommInfo& comm : ctx.comms) {
     if (comm.size < 2 || report.hang.desyncs.size() >= kMaxDesyncs) continue;
+    if (std::any_of(comm.members.begin(), comm.members.end(), [&](int32_t m) {
+          return m >= 0 && !numbers_match_across_ranks(ctx.run.ranks[static_cast<size_t>(m)]);
+        }))
+      continue;
     const std::vector<MemberSamples> lists = traced_member_samples(ctx.run, comm, nullptr);
     if (lists.size() < 2) continue;
     std::optional<Desync> found;
@@ -237,6 +247,7 @@ void add_p2p_mismatches(const ReportContext& ctx, RunReport& report) {
   constexpr size_t kMaxMismatches = 16;
   for (size_t i = 0; i < ctx.run.ranks.size(); ++i) {
     const RankDigest& d = ctx.run.ranks[i];
+    if (!numbers_match_across_ranks(d)) continue;
     for (const P2pDigest& send : d.p2p) {
       if (!send.send || report.hang.p2p_mismatches.size() >= kMaxMismatches) continue;
       const auto it = ctx.comm_by_id.find(send.comm_id);

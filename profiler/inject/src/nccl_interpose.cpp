@@ -118,3 +118,7 @@ PIPESCOPE_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataTyp
 PIPESCOPE_EXPORT ncclResult_t ncclGroupStart() { return recorder().group_start(); }
 
 PIPESCOPE_EXPORT ncclResult_t ncclGroupEnd() { return recorder().group_end(); }
+
+PIPESCOPE_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return recorder().comm_get_async_error(comm, asyncError);
+}

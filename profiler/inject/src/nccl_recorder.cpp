@@ -158,7 +158,13 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
   const ncclResult_t result = forward(errno_keeper, group, real_call);
   const uint64_t exit_ns = record ? Session::now_ns() : 0;
   if (pushed) hooks.pop();
-  if (ticket) left(ticket, exit_ns, result);
+  if (ticket) {
+    if (result == ncclInProgress && !group.in_group()) {
+      keep_pending(call.comm, ticket);  // a nonblocking communicator's: still running
+    } else {
+      left(ticket, exit_ns, result);
+    }
+  }
 
   // Numbers advance whether or not this call is recorded, so that a later capture window still
   // pairs; a call NCCL refused did not happen on the wire and takes none.
@@ -248,6 +254,47 @@ OngoingCalls::Ticket NcclRecorder::enter_comm_call(NcclCommEvent event, const Co
   if (group.in_group()) facts.flags = trace::kNcclFlagInGroup;
   // Communicators made in a group are made at its end.
   return session_.ongoing_calls().enter(facts, group.in_group());
+}
+
+void NcclRecorder::keep_pending(ncclComm_t comm, OngoingCalls::Ticket ticket) noexcept {
+  try {
+    std::lock_guard lock(pending_mutex_);
+    pending_.push_back(PendingCall{handle_value(comm), ticket});
+    any_pending_.store(true, std::memory_order_release);
+  } catch (...) {
+    left(ticket, 0, ncclInProgress);  // out of memory: closed now, as a call that returned
+  }
+}
+
+void NcclRecorder::complete_pending(ncclComm_t comm, ncclResult_t result) noexcept {
+  if (!any_pending_.load(std::memory_order_acquire)) return;
+  std::vector<OngoingCalls::Ticket> done;
+  {
+    std::lock_guard lock(pending_mutex_);
+    const uint64_t handle = handle_value(comm);
+    for (const PendingCall& p : pending_)
+      if (p.comm == handle) done.push_back(p.ticket);
+    std::erase_if(pending_, [&](const PendingCall& p) { return p.comm == handle; });
+    any_pending_.store(!pending_.empty(), std::memory_order_release);
+  }
+  const uint64_t now = Session::now_ns();
+  for (const OngoingCalls::Ticket& ticket : done) {
+    trace::NcclCallRecord returned;
+    if (session_.ongoing_calls().release(ticket, returned)) write_returned(returned, now, result);
+  }
+}
+
+ncclResult_t NcclRecorder::comm_get_async_error(ncclComm_t comm, ncclResult_t* async_error) noexcept {
+  const NcclFunctions* functions = library_.functions();
+  if (functions == nullptr || functions->comm_get_async_error == nullptr) return ncclSystemError;
+  ErrnoKeeper errno_keeper;
+  GroupState& group = this_thread_group();
+  const ncclResult_t result =
+      forward(errno_keeper, group, [&] { return functions->comm_get_async_error(comm, async_error); });
+  if (group.forwarding == 0 && result == ncclSuccess && async_error != nullptr &&
+      *async_error != ncclInProgress)
+    complete_pending(comm, *async_error);
+  return result;
 }
 
 // `exit_ns`: when the call returned, 0 when the clock was not read (it is read only if needed).
@@ -671,6 +718,7 @@ ncclResult_t NcclRecorder::record_teardown(NcclCommEvent event, ncclComm_t handl
   const ncclResult_t result = forward(errno_keeper, group, real_call);
   const uint64_t end_ns = Session::now_ns();
   if (ticket) left(ticket, end_ns, result);
+  complete_pending(handle, result);  // what was still running on it ends with it
   if (!succeeded(result)) return result;
   if (comm != nullptr) {
     comm->mark(event);

@@ -19,8 +19,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "nccl_comms.h"
 #include "nccl_real.h"
@@ -87,6 +89,10 @@ class NcclRecorder {
   ncclResult_t group_start() noexcept;
   ncclResult_t group_end() noexcept;
 
+  // A nonblocking communicator's state: operations that returned ncclInProgress on it stay in
+  // flight until this says they completed or failed.
+  ncclResult_t comm_get_async_error(ncclComm_t comm, ncclResult_t* async_error) noexcept;
+
   const CommRegistry& registry() const noexcept { return registry_; }
 
  private:
@@ -118,6 +124,10 @@ class NcclRecorder {
   OngoingCalls::Ticket enter_comm_call(trace::NcclCommEvent event, const CommFacts& facts,
                                        uint64_t enter_ns) noexcept;
   void left(OngoingCalls::Ticket ticket, uint64_t exit_ns, ncclResult_t result) noexcept;
+  // Calls on nonblocking communicators that returned ncclInProgress: open until their
+  // communicator's async state settles (or it is torn down). Rare: a lock is fine here.
+  void keep_pending(ncclComm_t comm, OngoingCalls::Ticket ticket) noexcept;
+  void complete_pending(ncclComm_t comm, ncclResult_t result) noexcept;
   void write_returned(trace::NcclCallRecord record, uint64_t exit_ns, ncclResult_t result) noexcept;
   // The communicator a split or shrink starts from, its details learned if NCCL can say them.
   Comm* parent_of_new_comm(ncclComm_t handle) noexcept;
@@ -137,6 +147,13 @@ class NcclRecorder {
   NcclLibrary& library_;
   CommRegistry& registry_;
   const std::optional<int32_t> launcher_rank_;
+  struct PendingCall {
+    uint64_t comm;
+    OngoingCalls::Ticket ticket;
+  };
+  std::mutex pending_mutex_;
+  std::vector<PendingCall> pending_;
+  std::atomic<bool> any_pending_{false};
   std::atomic<int32_t> learned_rank_{-1};
   std::atomic<bool> rank_learned_{false};
 };

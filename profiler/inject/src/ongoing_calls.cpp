@@ -77,10 +77,16 @@ OngoingCalls::Ticket OngoingCalls::enter(const CallFacts& call, bool held) noexc
     untracked_.fetch_add(1, std::memory_order_relaxed);
     return {};
   }
-  uint32_t index = calls->next_free;
-  while (index < kCallsPerThread &&
-         status_of(calls->slots[index].state.load(std::memory_order_relaxed)) != kFree)
-    ++index;
+  // From the hint, then once from the start: another thread may have released a slot below it.
+  const auto free_from = [&](uint32_t from, uint32_t to) {
+    while (from < to && status_of(calls->slots[from].state.load(std::memory_order_relaxed)) != kFree) ++from;
+    return from;
+  };
+  uint32_t index = free_from(calls->next_free, kCallsPerThread);
+  if (index == kCallsPerThread) {
+    const uint32_t below = free_from(0, calls->next_free);
+    if (below < calls->next_free) index = below;
+  }
   if (index == kCallsPerThread) {
     untracked_.fetch_add(1, std::memory_order_relaxed);
     return {};
@@ -142,6 +148,20 @@ bool OngoingCalls::close_slot(ThreadCalls& calls, uint32_t index, NcclCallRecord
   uint64_t words[kWords];
   for (size_t w = 0; w < kWords; ++w) words[w] = slot.words[w].load(std::memory_order_relaxed);
   returned = record_of(words, before, calls.tid.load(std::memory_order_relaxed));
+  return true;
+}
+
+bool OngoingCalls::release(Ticket ticket, NcclCallRecord& returned) noexcept {
+  if (!ticket) return false;
+  Slot& slot = ticket.calls->slots[ticket.index];
+  uint64_t state = slot.state.load(std::memory_order_acquire);
+  do {
+    if (status_of(state) == kFree || state >> 2 != ticket.serial) return false;  // closed, or reused
+  } while (!slot.state.compare_exchange_weak(state, kFree, std::memory_order_acq_rel));
+  if (status_of(state) != kWritten) return false;
+  uint64_t words[kWords];
+  for (size_t w = 0; w < kWords; ++w) words[w] = slot.words[w].load(std::memory_order_relaxed);
+  returned = record_of(words, state, ticket.calls->tid.load(std::memory_order_relaxed));
   return true;
 }
 

@@ -70,6 +70,10 @@ class OngoingCalls {
   // The call returned. True when it had been written in flight: then `returned` receives its
   // record (state kInFlight; the caller sets state, at_ns and result) and the caller writes it.
   bool leave(Ticket ticket, trace::NcclCallRecord& returned) noexcept;
+  // The same from any thread (a call on a nonblocking communicator completes when
+  // ncclCommGetAsyncError says so, on whichever thread asks). False when the ticket's call is no
+  // longer open, or was not written in flight.
+  bool release(Ticket ticket, trace::NcclCallRecord& returned) noexcept;
   // Whether the calling thread holds calls for a group (so that a group end must release them).
   bool holds_calls() const noexcept;
   // Closes the calling thread's held calls; for each that was written in flight, `on_written`

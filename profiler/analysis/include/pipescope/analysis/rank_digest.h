@@ -87,8 +87,11 @@ inline bool is_p2p(uint8_t op) {
 }
 
 // InstanceSample::fingerprint: collectives hash op, bytes, type and root (`peer`); a send and
-// its receive hash bytes alone.
+// its receive hash bytes alone. An all-to-all's bytes may differ between members (PyTorch's
+// all_to_all_single with split sizes; the profiler-trace reader counts the larger of in and out):
+// not hashed.
 inline uint16_t nccl_fingerprint(uint64_t bytes, uint8_t op, uint8_t datatype, int32_t peer, bool p2p) {
+  if (!p2p && op == static_cast<uint8_t>(trace::NcclOpType::kAllToAll)) bytes = 0;
   uint64_t h = 0x9E3779B97F4A7C15ull ^ bytes;
   if (!p2p)
     h ^= (uint64_t{op} << 56) ^ (uint64_t{datatype} << 48) ^
