@@ -25,7 +25,7 @@ std::vector<NcclCallRecord> open_calls(OngoingCalls& calls, uint64_t now_ns) {
   const size_t used = calls.write_open(bytes, now_ns, count);
   EXPECT_EQ(used, count * sizeof(NcclCallRecord));
   std::vector<NcclCallRecord> out(count);
-  std::memcpy(out.data(), bytes.data(), used);
+  if (used > 0) std::memcpy(out.data(), bytes.data(), used);
   return out;
 }
 
