@@ -10,9 +10,7 @@
 
 #include <algorithm>
 
-#include "nccl_rig.h"
-#include "pipescope/analysis/report_builder.h"
-#include "pipescope/analysis/run_loader.h"
+#include "rig_report.h"
 
 #ifndef PIPESCOPE_INJECT_SO
 #error "PIPESCOPE_INJECT_SO must name libpipescope.so"
@@ -35,15 +33,7 @@ RigOptions blocking_job(std::vector<std::string> program_args, int timeout_ms = 
   return options;
 }
 
-analysis::RunReport report_of(const RigOptions& options, RigRun& run) {
-  run = run_nccl_ranks(options);
-  auto loaded = analysis::load_run(run.trace_dir, {});
-  EXPECT_TRUE(loaded.ok()) << loaded.error().message;
-  if (!loaded.ok()) return {};
-  auto report = analysis::build_run_report(*loaded, {});
-  EXPECT_TRUE(report.ok()) << report.error().message;
-  return report.ok() ? std::move(*report) : analysis::RunReport{};
-}
+analysis::RunReport report_of(const RigOptions& options, RigRun& run) { return run_and_report(options, run); }
 
 std::string headline(const analysis::RunReport& report) {
   const auto it = std::find_if(report.findings.begin(), report.findings.end(),

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "nccl_rig.h"
-#include "pipescope/analysis/report_builder.h"
-#include "pipescope/analysis/run_loader.h"
+#include "rig_report.h"
 
 #ifndef PIPESCOPE_INJECT_SO
 #error "PIPESCOPE_INJECT_SO must name libpipescope.so"
@@ -23,13 +21,7 @@ analysis::RunReport report_of(const std::vector<std::string>& program_args, RigR
   options.env.emplace_back("FAKE_NCCL_WAIT", "1");
   options.env.emplace_back("FAKE_NCCL_TIMEOUT_MS", "1500");
   options.program_args = program_args;
-  run = run_nccl_ranks(options);
-  auto loaded = analysis::load_run(run.trace_dir, {});
-  EXPECT_TRUE(loaded.ok()) << loaded.error().message;
-  if (!loaded.ok()) return {};
-  auto report = analysis::build_run_report(*loaded, {});
-  EXPECT_TRUE(report.ok()) << report.error().message;
-  return report.ok() ? std::move(*report) : analysis::RunReport{};
+  return run_and_report(options, run);
 }
 
 TEST(NcclReport, LayoutAndStageOrderOfAWaitingJob) {
