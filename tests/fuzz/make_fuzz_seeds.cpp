@@ -54,6 +54,25 @@ bool write_seed(const std::string& path, bool compress, int rounds) {
     buffer->append(nvtx);
     buffer->append(make_record<OverheadRecord>());
     buffer->append(make_record<NoticeRecord>());
+    // A call in flight and, for every other one, its return (the flight recorder's pair).
+    auto call = make_record<NcclCallRecord>();
+    call.call_kind =
+        static_cast<uint8_t>(i % 2 == 0 ? NcclCallKind::kOperation : NcclCallKind::kCommunicator);
+    call.what = 1;
+    call.state = static_cast<uint8_t>(NcclCallState::kInFlight);
+    call.sequence = static_cast<uint64_t>(i);
+    call.call_serial = static_cast<uint32_t>(i + 1);
+    call.size = 8;
+    buffer->append(call);
+    if (i % 2 == 1) {
+      call.state = static_cast<uint8_t>(NcclCallState::kReturned);
+      call.result = 2;
+      buffer->append(call);
+    }
+    auto ending = make_record<NoticeRecord>();
+    ending.code = static_cast<uint16_t>(i % 2 == 0 ? NoticeCode::kProcessSignal : NoticeCode::kProcessExit);
+    ending.count = 6;
+    buffer->append(ending);
     if (i % 4 == 3) (void)(*writer)->flush();
   }
   return (*writer)->close().ok();

@@ -1,9 +1,11 @@
 // libFuzzer target for the trace reader: any bytes must decode without a crash, a hang, an
-// out-of-bounds read or a huge allocation, however damaged.
+// out-of-bounds read or a huge allocation, however damaged; and the report's scan of one rank
+// (rank_scan.cpp: NCCL pairing, the flight recorder's records, steps, memory) must take them too.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "pipescope/analysis/rank_digest.h"
 #include "pipescope/trace/process_info.h"
 #include "pipescope/trace/record_schema.h"
 #include "pipescope/trace/trace_decoder.h"
@@ -14,6 +16,7 @@ using namespace pipescope::trace;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   (void)summarize_trace(bytes);
+  (void)pipescope::analysis::scan_rank_bytes(bytes, pipescope::analysis::ScanOptions{});
 
   auto decoder = TraceDecoder::open(bytes);
   if (!decoder.ok()) return 0;
