@@ -105,5 +105,39 @@ TEST(KernelCategory, NcclKernelsOfEveryNcclVersion) {
   EXPECT_STREQ(kernel_category("my_custom_kernel(float*)"), "other");
 }
 
+// CUPTI names many kernels by their mangled symbol: shown demangled and shortened, categorized on
+// the demangled name.
+TEST(KernelCategory, MangledSymbolsReadAsNsightShowsThem) {
+  constexpr const char* kFill =
+      "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_"
+      "T1_";
+  EXPECT_EQ(
+      demangled_kernel_name(kFill),
+      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+      "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)");
+  // 99 characters without return type and parameters: over the limit, cut to the first argument.
+  EXPECT_EQ(readable_kernel_name(kFill), "at::native::vectorized_elementwise_kernel<4, ...>");
+  EXPECT_EQ(kernel_category(kFill), std::string("elementwise"));
+  // Not mangled: as it is, less its return type and parameters.
+  EXPECT_EQ(readable_kernel_name(
+                "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)"),
+            "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t");
+  EXPECT_EQ(
+      readable_kernel_name("void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long>(int)"),
+      "at::native::(anonymous namespace)::indexSelectLargeIndex<float, long>");
+  EXPECT_EQ(readable_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"),
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64");
+  // Long template arguments are cut to the first, then to "<...>".
+  const std::string long_args = "void ns::kernel<8, " + std::string(120, 'x') + ">(int)";
+  EXPECT_EQ(readable_kernel_name(long_args), "ns::kernel<8, ...>");
+  const std::string long_first = "void ns::kernel<" + std::string(120, 'y') + ", 2>(int)";
+  EXPECT_EQ(readable_kernel_name(long_first), "ns::kernel<...>");
+  // Not a valid symbol: kept.
+  EXPECT_EQ(readable_kernel_name("_Znot_a_symbol"), "_Znot_a_symbol");
+  // PyTorch's fused and foreach optimizer kernels are memory-bound.
+  EXPECT_EQ(kernel_category("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+                            "(anonymous namespace)::TensorListMetadata<4> >(int)"),
+            std::string("elementwise"));
+}
 }  // namespace
 }  // namespace pipescope::analysis

@@ -40,7 +40,8 @@ RunReport two_stage_run() {
     r.stages.push_back(s);
   }
   r.stragglers = {Straggler{3, 6, 120'000'000, {"data"}}};
-  r.kernels = {KernelStat{"void gemm<float, 128>(Params<a&b>)", "gemm", 10, 1000, 100, 90, 120, 130, 140}};
+  r.kernels = {KernelStat{"void gemm<float, 128>(Params<a&b>)", "_Z4gemmIfLi128EEv6ParamsIaE", "gemm", 10,
+                          1000, 100, 90, 120, 130, 140}};
   r.hang.suspected = true;
   r.hang.communicators = {CommHang{42, "data", 17, "all_reduce", {1}, {3}, 1'500'000'000, {}}};
   r.findings = {"layout (inferred): tp 1 x pp 2 x dp 2 on 4 ranks", "straggler: rank 3"};

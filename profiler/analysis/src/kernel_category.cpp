@@ -1,7 +1,11 @@
 #include "pipescope/analysis/kernel_category.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <memory>
 #include <regex>
 
 namespace pipescope::analysis {
@@ -73,7 +77,86 @@ std::string base_name(std::string_view signature, int depth) {
   return base;
 }
 
+// Where the parameter list starts: the first '(' outside template arguments that is not part of
+// "(anonymous namespace)"; npos when there is none.
+size_t parameters_at(std::string_view text) {
+  int angle = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '(' && text.substr(i).starts_with("(anonymous namespace)")) {
+      i += std::string_view("(anonymous namespace)").size() - 1;
+    } else if (c == '<') {
+      ++angle;
+    } else if (c == '>' && angle > 0) {
+      --angle;
+    } else if (c == '(' && angle == 0) {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Where the name starts after a return type ("void ", "static __global__ void "): past the last
+// space outside template arguments and "(anonymous namespace)".
+size_t name_at(std::string_view text) {
+  int angle = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '(' && text.substr(i).starts_with("(anonymous namespace)")) {
+      i += std::string_view("(anonymous namespace)").size() - 1;
+    } else if (c == '<') {
+      ++angle;
+    } else if (c == '>' && angle > 0) {
+      --angle;
+    } else if (c == ' ' && angle == 0) {
+      start = i + 1;
+    }
+  }
+  return start;
+}
+
+// The outermost template argument list cut to its first argument ("<4, ...>"), or to "<...>"
+// when even that is long.
+std::string shorten_templates(const std::string& name, size_t limit) {
+  const size_t open = name.find('<');
+  if (name.size() <= limit || open == std::string::npos) return name;
+  int depth = 0;
+  size_t first_end = std::string::npos, close = std::string::npos;
+  for (size_t i = open; i < name.size() && close == std::string::npos; ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>' && --depth == 0) close = i;
+    if (name[i] == ',' && depth == 1 && first_end == std::string::npos) first_end = i;
+  }
+  if (close == std::string::npos) return name.substr(0, limit) + "...";
+  const std::string head = name.substr(0, open + 1), tail = name.substr(close);
+  if (first_end != std::string::npos && first_end - open <= limit / 2) {
+    const std::string cut = head + name.substr(open + 1, first_end - open - 1) + ", ..." + tail;
+    if (cut.size() <= limit) return cut;
+  }
+  return head + "..." + tail;
+}
+
 }  // namespace
+
+std::string demangled_kernel_name(std::string_view name) {
+  if (!name.starts_with("_Z")) return std::string(name);
+  int status = 0;
+  const std::string symbol(name);
+  const std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && demangled != nullptr ? std::string(demangled.get()) : symbol;
+}
+
+std::string readable_kernel_name(std::string_view name) {
+  constexpr size_t kLimit = 96;
+  const std::string full = demangled_kernel_name(name);
+  std::string_view view = full;
+  if (const size_t params = parameters_at(view); params != std::string_view::npos && params > 0)
+    view = view.substr(0, params);
+  view = view.substr(name_at(view));
+  return shorten_templates(std::string(view), kLimit);
+}
 
 std::string kernel_base_name(std::string_view signature) { return base_name(signature, 0); }
 
@@ -95,10 +178,11 @@ const char* kernel_category(std::string_view signature) {
       {"gemm", std::regex("gemm|gemv|cutlass|xmma|cublas|matmul|wgmma|^nvjet",
                           std::regex::icase | std::regex::optimize)},
       {"elementwise",
-       std::regex("elementwise|vectorized|unrolled|reduce|norm|copy|fill|cat|index|scatter|gather",
+       std::regex("elementwise|vectorized|unrolled|reduce|norm|copy|fill|cat|index|scatter|gather|"
+                  "multi_tensor_apply|foreach",
                   std::regex::icase | std::regex::optimize)},
   };
-  const std::string base = kernel_base_name(signature);
+  const std::string base = kernel_base_name(demangled_kernel_name(signature));
   for (const Rule& rule : kRules)
     if (std::regex_search(base, rule.pattern)) return rule.category;
   return "other";

@@ -248,7 +248,8 @@ void add_kernel_reports(const ReportContext& ctx, RunReport& report) {
     c.total_ns += k->total_ns;
     all += k->total_ns;
     if (report.kernels.size() >= ctx.options.top_kernels) continue;
-    KernelStat s{k->name, category, k->count, k->total_ns, 0, 0, 0, 0, k->max_ns};
+    KernelStat s{
+        readable_kernel_name(k->name), k->name, category, k->count, k->total_ns, 0, 0, 0, 0, k->max_ns};
     s.mean_ns = mean(k->total_ns, k->count);
     s.p50_ns = percentile_ns(*k, 0.5);
     s.p90_ns = percentile_ns(*k, 0.9);

@@ -274,6 +274,7 @@ std::string report_json(const RunReport& report) {
   ordered_json kernels = ordered_json::array();
   for (const KernelStat& k : report.kernels)
     kernels.push_back(ordered_json{{"name", k.name},
+                                   {"symbol", k.symbol},
                                    {"category", k.category},
                                    {"count", k.count},
                                    {"total_ns", k.total_ns},

@@ -176,7 +176,8 @@ struct Straggler {
 };
 
 struct KernelStat {
-  std::string name;
+  std::string name;      // readable_kernel_name(): demangled, shortened
+  std::string symbol;    // as the trace has it (CUPTI's mangled symbol, or the profiler's name)
   std::string category;  // kernel_category(): gemm, attention, embedding, elementwise, nccl, other
   uint64_t count = 0;
   int64_t total_ns = 0;
