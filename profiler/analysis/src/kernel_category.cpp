@@ -77,30 +77,17 @@ std::string base_name(std::string_view signature, int depth) {
   return base;
 }
 
-// Where the parameter list starts: the first '(' outside template arguments that is not part of
-// "(anonymous namespace)"; npos when there is none.
-size_t parameters_at(std::string_view text) {
-  int angle = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '(' && text.substr(i).starts_with("(anonymous namespace)")) {
-      i += std::string_view("(anonymous namespace)").size() - 1;
-    } else if (c == '<') {
-      ++angle;
-    } else if (c == '>' && angle > 0) {
-      --angle;
-    } else if (c == '(' && angle == 0) {
-      return i;
-    }
-  }
-  return std::string_view::npos;
-}
+// Where the name starts after a return type ("void ", "static __global__ void ": past the last
+// space outside template arguments) and where its parameter list starts (the first '(' outside
+// template arguments; npos when there is none), "(anonymous namespace)" being part of the name.
+struct SignatureParts {
+  size_t name = 0;
+  size_t parameters = std::string_view::npos;
+};
 
-// Where the name starts after a return type ("void ", "static __global__ void "): past the last
-// space outside template arguments and "(anonymous namespace)".
-size_t name_at(std::string_view text) {
+SignatureParts signature_parts(std::string_view text) {
+  SignatureParts parts;
   int angle = 0;
-  size_t start = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '(' && text.substr(i).starts_with("(anonymous namespace)")) {
@@ -110,10 +97,13 @@ size_t name_at(std::string_view text) {
     } else if (c == '>' && angle > 0) {
       --angle;
     } else if (c == ' ' && angle == 0) {
-      start = i + 1;
+      parts.name = i + 1;
+    } else if (c == '(' && angle == 0) {
+      parts.parameters = i;
+      break;
     }
   }
-  return start;
+  return parts;
 }
 
 // The outermost template argument list cut to its first argument ("<4, ...>"), or to "<...>"
@@ -151,11 +141,11 @@ std::string demangled_kernel_name(std::string_view name) {
 std::string readable_kernel_name(std::string_view name) {
   constexpr size_t kLimit = 96;
   const std::string full = demangled_kernel_name(name);
-  std::string_view view = full;
-  if (const size_t params = parameters_at(view); params != std::string_view::npos && params > 0)
-    view = view.substr(0, params);
-  view = view.substr(name_at(view));
-  return shorten_templates(std::string(view), kLimit);
+  const SignatureParts parts = signature_parts(full);
+  const size_t end = parts.parameters != std::string_view::npos && parts.parameters > parts.name
+                         ? parts.parameters
+                         : full.size();
+  return shorten_templates(full.substr(parts.name, end - parts.name), kLimit);
 }
 
 std::string kernel_base_name(std::string_view signature) { return base_name(signature, 0); }
