@@ -216,5 +216,57 @@ TEST(ReportOutputs, AnEmptyReportStillRenders) {
   EXPECT_NE(report_html(empty).find("</html>"), std::string::npos);
 }
 
+// A failed run: the failure class, where the hang's root is, a creation hang, a desync and a p2p
+// size mismatch, in each output.
+RunReport failed_run() {
+  RunReport r = two_stage_run();
+  r.failure = FailureReport{"fatal signal", 3, 2'000'000, 1, 11, "rank 3 ended by SIGSEGV in step 1"};
+  r.hang.root_ranks = {3};
+  r.hang.roots = {HangRoot{3, "signal", "", 11, 2'000'000, 3}};
+  CommHang creation{7, "world", 0, "ncclCommInitRank", {0, 1, 2}, {3}, 900'000'000, {3}};
+  creation.creation = true;
+  r.hang.communicators.push_back(creation);
+  r.hang.desyncs = {Desync{42, "data", 5, {1, 3}, "rank 1 all_reduce, rank 3 all_gather"}};
+  r.hang.p2p_mismatches = {P2pMismatch{0, 2, "pipeline", 4}};
+  r.earlier_attempts = {
+      RunReport::EarlierAttempt{0, FailureReport{"exit status", 1, -1, -1, 1, "rank 1 exited"}}};
+  return r;
+}
+
+TEST(ReportOutputs, AFailedRunSaysHowItFailedInEveryFormat) {
+  const RunReport r = failed_run();
+  const auto doc = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(doc["failure"]["kind"], "fatal signal");
+  EXPECT_EQ(doc["failure"]["rank"], 3);
+  EXPECT_EQ(doc["failure"]["step"], 1);
+  EXPECT_EQ(doc["failure"]["code"], 11);
+  EXPECT_EQ(doc["hang"]["roots"][0]["where"], "signal");
+  EXPECT_EQ(doc["hang"]["roots"][0]["code"], 11);
+  EXPECT_TRUE(doc["hang"]["roots"][0]["call"].is_null());
+  EXPECT_EQ(doc["hang"]["roots"][0]["waiting"], 3);
+  EXPECT_TRUE(doc["hang"]["communicators"][1]["creation"].get<bool>());
+  EXPECT_EQ(doc["hang"]["desyncs"][0]["ranks"], nlohmann::json::array({1, 3}));
+  EXPECT_EQ(doc["hang"]["p2p_size_mismatches"][0]["receiver"], 2);
+  EXPECT_EQ(doc["earlier_attempts"][0]["failure"]["kind"], "exit status");
+  EXPECT_TRUE(doc["earlier_attempts"][0]["failure"]["at_ns"].is_null());
+  EXPECT_TRUE(nlohmann::json::parse(report_json(two_stage_run()))["failure"].is_null());
+
+  std::ostringstream out;
+  write_report_text(out, r);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("failure (fatal signal): rank 3 ended by SIGSEGV in step 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 3: ended by signal 11 since 2.0 ms; 3 rank(s) wait on it"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ncclCommInitRank entered by 0,1,2; never entered: 3 (no trace)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("desync: data communicator"), std::string::npos) << text;
+  EXPECT_NE(text.find("p2p size mismatch: rank 0 send #4 to rank 2 (pipeline)"), std::string::npos) << text;
+
+  const std::string html = report_html(r);
+  EXPECT_NE(html.find("<h2>Failure</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Desyncs</h2>"), std::string::npos);
+  EXPECT_NE(html.find("Rank 3: signal"), std::string::npos);
+}
 }  // namespace
 }  // namespace pipescope::report
