@@ -425,6 +425,42 @@ TEST(Session, AForkedChildNeverWritesTheParentsTrace) {
   EXPECT_EQ(child_trace.all<trace::MemcpyRecord>()[0].bytes, 999u);
 }
 
+// A call the parent has in flight (on another thread, say) is not the child's: its trace never
+// shows it.
+TEST(Session, AForkedChildDoesNotInheritTheParentsCallsInFlight) {
+  const std::string dir = make_temp_dir("fork-calls");
+  Session session(config_in(dir), LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNccl), nullptr);
+  CallFacts call;
+  call.comm_id = 5;
+  const OngoingCalls::Ticket ticket = session.ongoing_calls().enter(call);
+  ASSERT_TRUE(ticket);
+  session.pause_flusher_for_fork();
+  const pid_t child = fork();
+  if (child != 0) session.resume_flusher_after_fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    session.abandon_after_fork();
+    const bool traced = session.thread_buffer(Activation::kNvtx) != nullptr;
+    CallFacts own;
+    own.comm_id = 6;
+    (void)session.ongoing_calls().enter(own);  // the child's own call, in flight at its exit
+    session.finish();
+    _exit(traced ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const auto child_calls =
+      load_trace(dir + "/rank-x." + std::to_string(child) + ".pst").all<trace::NcclCallRecord>();
+  ASSERT_EQ(child_calls.size(), 1u);
+  EXPECT_EQ(child_calls[0].comm_id, 6u);
+  EXPECT_EQ(child_calls[0].thread_id, static_cast<uint32_t>(child));  // its main thread's id is its pid
+  trace::NcclCallRecord returned;
+  (void)session.ongoing_calls().leave(ticket, returned);
+  session.finish();
+}
+
 TEST(Session, NoFlushRunsWhileAForkIsUnderWayAndFlushesGoOnAfterIt) {
   const std::string dir = make_temp_dir("fork-gate");
   InjectConfig config = config_in(dir);

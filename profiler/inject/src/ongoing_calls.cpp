@@ -170,6 +170,22 @@ bool OngoingCalls::leave(Ticket ticket, NcclCallRecord& returned) noexcept {
   return close_slot(*ticket.calls, ticket.index, returned);
 }
 
+void OngoingCalls::abandon_after_fork() noexcept {
+  const size_t count = thread_count_.load(std::memory_order_acquire);
+  for (size_t t = 0; t < count; ++t) {
+    ThreadCalls* calls = threads_[t].load(std::memory_order_acquire);
+    if (calls == nullptr) continue;
+    for (uint32_t i = 0; i < kCallsPerThread; ++i) {
+      calls->slots[i].state.store(kFree, std::memory_order_relaxed);
+      calls->held[i] = false;
+    }
+    calls->held_count = 0;
+    calls->next_free = 0;
+  }
+  if (t_cached.owner == id_ && t_cached.calls != nullptr)
+    static_cast<ThreadCalls*>(t_cached.calls)->tid.store(Session::thread_id(), std::memory_order_relaxed);
+}
+
 bool OngoingCalls::holds_calls() const noexcept {
   if (t_cached.owner != id_ || t_cached.calls == nullptr) return false;
   return static_cast<const ThreadCalls*>(t_cached.calls)->held_count > 0;

@@ -91,6 +91,10 @@ class OngoingCalls {
 
   uint64_t untracked() const noexcept { return untracked_.load(std::memory_order_relaxed); }
 
+  // The child of a fork: the parent's calls are not its own (its other threads do not exist
+  // here). Every slot is freed; the calling thread keeps its table, under its new thread id.
+  void abandon_after_fork() noexcept;
+
  private:
   static constexpr size_t kWords = 8;  // CallFacts, packed
   // state = serial << 2 | status.

@@ -616,6 +616,7 @@ void Session::abandon_after_fork() noexcept {
   process_info_ = trace::ProcessInfo{};
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_release);
   t_thread_id = 0;  // the forking thread has a new kernel id in the child
+  ongoing_calls_.abandon_after_fork();
   const State state = state_.load(std::memory_order_acquire);
   if (state == State::kOpen || state == State::kOpening)
     state_.store(State::kIdle, std::memory_order_release);
