@@ -597,6 +597,10 @@ Expected<SyntheticRunTruth> write_synthetic_run(const SyntheticRunSpec& spec, co
                  base + start_of(r, stage - 1, false, op.microbatch), n.sendrecv, spec.gpu);
       }
       if (hang_here && r == spec.hang_rank) {
+        if (spec.hang_inside_call)
+          w.nccl_in_flight(CommView{0, 0, 1, false}, NcclOpType::kAllReduce, kNcclUnknownSequence, 4096,
+                           arrival[static_cast<size_t>(s)][static_cast<size_t>(r)] - 20'000,
+                           arrival[static_cast<size_t>(s)][static_cast<size_t>(r)] + kHangSeenNs, r);
         stopped = true;  // blocks before the reduction: nothing more from this rank
         break;
       }

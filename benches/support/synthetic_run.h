@@ -59,6 +59,9 @@ struct SyntheticRunSpec {
   // reduction is written by the flight recorder (nccl_call in flight, seen once a second for
   // 10 s), not as an nccl_op.
   bool hang_blocking = false;
+  // The hang rank stops inside an NCCL call of its own that never returns (on a communicator no
+  // other trace knows) rather than in its own code.
+  bool hang_inside_call = false;
   // Ranks killed before their first flush (SIGKILL, an out-of-memory kill): their files hold the
   // header and process info only, no end chunk. The others' traces are as if they took part.
   std::vector<int> silent_ranks;

@@ -258,6 +258,36 @@ TEST(ReportOnSyntheticRun, BlockedReductionsSeenInFlightNameTheRootAndWhereItIs)
   EXPECT_EQ(report.failure->step, 2);
 }
 
+TEST(ReportOnSyntheticRun, ARootBlockedInsideACallOfItsOwnIsSaidToBeInIt) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.hang_rank = 5;
+  spec.hang_step = 2;
+  spec.hang_blocking = true;
+  spec.hang_inside_call = true;
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_EQ(report.hang.roots.size(), 1u);
+  EXPECT_EQ(report.hang.roots[0].rank, 5);
+  EXPECT_EQ(report.hang.roots[0].where, "in call");
+  EXPECT_EQ(report.hang.roots[0].call, "all_reduce");
+  EXPECT_GE(report.hang.roots[0].since_ns, 0);
+  const auto headline = std::find_if(report.findings.begin(), report.findings.end(),
+                                     [](const std::string& f) { return f.starts_with("hang: rank 5"); });
+  ASSERT_NE(headline, report.findings.end());
+  EXPECT_NE(headline->find("it is inside all_reduce for"), std::string::npos) << *headline;
+}
+
+TEST(ReportOnSyntheticRun, RanksCutShortWithNoSignalOrExitWereKilled) {
+  ScratchDir dir;
+  SyntheticRunSpec spec;
+  spec.silent_ranks = {3};  // killed before its first flush: no end chunk, nothing recorded
+  const auto [truth, report] = report_of(spec, dir);
+  ASSERT_TRUE(report.failure.has_value());
+  EXPECT_EQ(report.failure->kind, "killed");
+  EXPECT_EQ(report.failure->rank, 3);
+  EXPECT_NE(report.failure->detail.find("SIGKILL"), std::string::npos) << report.failure->detail;
+}
+
 TEST(ReportOnSyntheticRun, AFatalSignalBeforeTheLaunchersSigtermIsTheFailure) {
   ScratchDir dir;
   SyntheticRunSpec spec;

@@ -63,7 +63,8 @@ void add_creation_hangs(const ReportContext& ctx, RunReport& report) {
     h.comm_id = id;
     h.creation = true;
     h.next_op = creation_call_name(event);
-    std::vector<int32_t> members;  // global ranks, -1 unknown
+    constexpr int32_t kEntered = INT32_MIN;  // a member that entered the creation
+    std::vector<int32_t> members;            // global ranks, -1 unknown, or kEntered
     if (init) {
       int32_t size = 0;
       bool world_numbering = true;
@@ -74,13 +75,13 @@ void add_creation_hangs(const ReportContext& ctx, RunReport& report) {
       for (int32_t r = 0; r < size; ++r) members.push_back(world_numbering ? r : -1);
       h.role = size == ctx.run.world_size ? "world" : "new";
       for (const Entry& e : entries)
-        if (e.call->rank >= 0 && e.call->rank < size) members[static_cast<size_t>(e.call->rank)] = INT32_MIN;
+        if (e.call->rank >= 0 && e.call->rank < size) members[static_cast<size_t>(e.call->rank)] = kEntered;
     } else if (const auto parent = ctx.comm_by_id.find(id); parent != ctx.comm_by_id.end()) {
       const CommInfo& comm = ctx.comms[parent->second];
       h.role = comm.role;
       members = comm.ranks;
       for (const Entry& e : entries)
-        std::replace(members.begin(), members.end(), ctx.run.global_rank[e.member], INT32_MIN);
+        std::replace(members.begin(), members.end(), ctx.run.global_rank[e.member], kEntered);
     } else {
       h.role = "other";
     }
@@ -90,10 +91,9 @@ void add_creation_hangs(const ReportContext& ctx, RunReport& report) {
       h.waited_ns = std::max(h.waited_ns, report.ranks[e.member].last_event_ns - since);
     }
     for (int32_t m : members) {
-      if (m == INT32_MIN) continue;
+      if (m == kEntered) continue;
       h.missing.push_back(m);
-      if (m < 0 ||
-          std::find(ctx.run.global_rank.begin(), ctx.run.global_rank.end(), m) == ctx.run.global_rank.end() ||
+      if (m < 0 || ctx.index_of_rank.count(m) == 0 ||
           std::find(report.hang.no_trace.begin(), report.hang.no_trace.end(), m) !=
               report.hang.no_trace.end())
         h.untraced.push_back(m);
@@ -116,14 +116,14 @@ std::string op_call_text(const ReportContext& ctx, const OpenCall& call) {
 // Where a root rank is: without a trace; inside an NCCL call that never returned (the latest
 // one); or in its own code since its last NCCL call returned.
 void describe_root(const ReportContext& ctx, const RunReport& report, HangRoot& root) {
-  const auto it = std::find(ctx.run.global_rank.begin(), ctx.run.global_rank.end(), root.rank);
+  const auto it = ctx.index_of_rank.find(root.rank);
   const bool no_trace = std::find(report.hang.no_trace.begin(), report.hang.no_trace.end(), root.rank) !=
                         report.hang.no_trace.end();
-  if (it == ctx.run.global_rank.end() || no_trace) {
+  if (it == ctx.index_of_rank.end() || no_trace) {
     root.where = "no trace";
     return;
   }
-  const auto i = static_cast<size_t>(it - ctx.run.global_rank.begin());
+  const size_t i = it->second;
   const RankDigest& d = ctx.run.ranks[i];
   // It is no more: how it ended (a termination signal ends it where it was, said below).
   if (is_fatal_signal(d.ending_signal) || d.exit_status) {

@@ -153,8 +153,12 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
   // The clock is read only for a record: it is most of the interposer's cost. Outside one the
   // flight recorder leaves the entry time 0: its first sighting by a flush bounds it.
   const uint64_t enter_ns = record ? Session::now_ns() : 0;
+  // What both the flight record and the nccl_op record say of the call.
+  const uint64_t bytes = static_cast<uint64_t>(call.count) * datatype_bytes(call.datatype);
+  const uint8_t datatype = encode_datatype(call.datatype);
   OngoingCalls::Ticket ticket;
-  if (session_.wants(RecordKind::kNcclCall)) ticket = enter_operation(call, comm, flags, group, enter_ns);
+  if (session_.wants(RecordKind::kNcclCall))
+    ticket = enter_operation(call, comm, flags, group, enter_ns, bytes, datatype);
   const ncclResult_t result = forward(errno_keeper, group, real_call);
   const uint64_t exit_ns = record ? Session::now_ns() : 0;
   if (pushed) hooks.pop();
@@ -187,7 +191,7 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
   op.comm_id = comm != nullptr ? comm->identity() : 0;
   op.sequence = sequence;
   op.count = call.count;
-  op.bytes = static_cast<uint64_t>(call.count) * datatype_bytes(call.datatype);
+  op.bytes = bytes;
   op.stream = reinterpret_cast<uintptr_t>(call.stream);
   op.host_enter_ns = enter_ns;
   op.host_exit_ns = exit_ns;
@@ -195,7 +199,7 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
   op.peer = call.peer;
   op.thread_id = Session::thread_id();
   op.op = static_cast<uint8_t>(call.op);
-  op.datatype = encode_datatype(call.datatype);
+  op.datatype = datatype;
   op.reduce_op = call.reduce_op;
   op.flags = static_cast<uint8_t>(flags | (ok ? 0 : trace::kNcclFlagFailed));
   op.group_id = group.group_id();
@@ -204,7 +208,8 @@ ncclResult_t NcclRecorder::record_op(const OpCall& call, Call&& real_call) noexc
 }
 
 OngoingCalls::Ticket NcclRecorder::enter_operation(const OpCall& call, const Comm* comm, uint8_t flags,
-                                                   const GroupState& group, uint64_t enter_ns) noexcept {
+                                                   const GroupState& group, uint64_t enter_ns, uint64_t bytes,
+                                                   uint8_t datatype) noexcept {
   // The trace opens at the first call, so that a rank blocked in it still leaves one.
   if (!session_.is_open() && session_.thread_buffer(Activation::kNccl) == nullptr) return {};
   CallFacts facts;
@@ -224,11 +229,11 @@ OngoingCalls::Ticket NcclRecorder::enter_operation(const OpCall& call, const Com
       facts.sequence = comm->peek_collective();
     }
   }
-  facts.bytes = static_cast<uint64_t>(call.count) * datatype_bytes(call.datatype);
+  facts.bytes = bytes;
   facts.enter_ns = enter_ns;
   facts.peer = call.peer;
   facts.group_id = group.group_id();
-  facts.datatype = encode_datatype(call.datatype);
+  facts.datatype = datatype;
   facts.reduce_op = call.reduce_op;
   // Grouped operations run at the group's end: they stay open until it returns.
   return session_.ongoing_calls().enter(facts, group.in_group());

@@ -120,7 +120,8 @@ class NcclRecorder {
   // The flight recorder (ongoing_calls.h): a call is published when entered and, if a flush
   // wrote it in flight meanwhile, completed by a kReturned record when it returns.
   OngoingCalls::Ticket enter_operation(const OpCall& call, const Comm* comm, uint8_t flags,
-                                       const GroupState& group, uint64_t enter_ns) noexcept;
+                                       const GroupState& group, uint64_t enter_ns, uint64_t bytes,
+                                       uint8_t datatype) noexcept;
   OngoingCalls::Ticket enter_comm_call(trace::NcclCommEvent event, const CommFacts& facts,
                                        uint64_t enter_ns) noexcept;
   void left(OngoingCalls::Ticket ticket, uint64_t exit_ns, ncclResult_t result) noexcept;
