@@ -234,12 +234,18 @@ TEST(ReportOnSyntheticRun, HangViewNamesTheRankEveryoneWaitedOnWhenItLeftNoTrace
 
 using Ending = SyntheticRunSpec::RankEnding;
 
-TEST(ReportOnSyntheticRun, BlockedReductionsSeenInFlightNameTheRootAndWhereItIs) {
-  ScratchDir dir;
+// Rank 5 stops before step 2's gradient reduction; the others block in it (seen in flight).
+SyntheticRunSpec blocked_at_rank_5() {
   SyntheticRunSpec spec;
   spec.hang_rank = 5;
   spec.hang_step = 2;
   spec.hang_blocking = true;
+  return spec;
+}
+
+TEST(ReportOnSyntheticRun, BlockedReductionsSeenInFlightNameTheRootAndWhereItIs) {
+  ScratchDir dir;
+  SyntheticRunSpec spec = blocked_at_rank_5();
   const auto [truth, report] = report_of(spec, dir);
   ASSERT_TRUE(report.hang.suspected);
   EXPECT_EQ(report.hang.root_ranks, std::vector<int32_t>{5});
@@ -260,10 +266,7 @@ TEST(ReportOnSyntheticRun, BlockedReductionsSeenInFlightNameTheRootAndWhereItIs)
 
 TEST(ReportOnSyntheticRun, ARootBlockedInsideACallOfItsOwnIsSaidToBeInIt) {
   ScratchDir dir;
-  SyntheticRunSpec spec;
-  spec.hang_rank = 5;
-  spec.hang_step = 2;
-  spec.hang_blocking = true;
+  SyntheticRunSpec spec = blocked_at_rank_5();
   spec.hang_inside_call = true;
   const auto [truth, report] = report_of(spec, dir);
   ASSERT_EQ(report.hang.roots.size(), 1u);
@@ -330,10 +333,7 @@ TEST(ReportOnSyntheticRun, TheEarliestEventWinsAndAnNcclErrorKeepsItsCode) {
 
 TEST(ReportOnSyntheticRun, AWatchdogsAbortOfAWaitingRankIsAConsequenceOfTheHang) {
   ScratchDir dir;
-  SyntheticRunSpec spec;
-  spec.hang_rank = 5;
-  spec.hang_step = 2;
-  spec.hang_blocking = true;
+  SyntheticRunSpec spec = blocked_at_rank_5();
   spec.endings.push_back(Ending{7, 10'000'000'000, 0, 6 /* SIGABRT */, -1});
   const auto [truth, report] = report_of(spec, dir);
   ASSERT_TRUE(report.failure.has_value());
