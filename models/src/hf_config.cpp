@@ -159,8 +159,9 @@ void read_common_sizes(JsonFields& f, ModelDesc& m) {
 // Which layers attend within a window, and how wide (ModelDesc::attention_window): transformers'
 // `layer_types` when the file has it, else the family's own switches.
 void read_attention_windows(JsonFields& f, ModelDesc& m, std::string_view family) {
+  if (m.num_layers <= 0 || m.num_layers > kMostLayers) return;  // validate() names the field
   const int64_t window = f.integer_or("sliding_window", 0);
-  std::vector<bool> sliding(static_cast<size_t>(std::max<int64_t>(m.num_layers, 0)), false);
+  std::vector<bool> sliding(static_cast<size_t>(m.num_layers), false);
   if (const nlohmann::json* types = f.optional_array("layer_types")) {
     if (static_cast<int64_t>(types->size()) != m.num_layers) {
       f.fail("layer_types", "has " + std::to_string(types->size()) + " entries for " +

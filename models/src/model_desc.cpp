@@ -28,7 +28,7 @@ Status validate(const ModelDesc& m) {
   };
   for (const Limit& f :
        {Limit{"vocab_size", m.vocab_size, int64_t{1} << 24},
-        Limit{"hidden_size", m.hidden_size, int64_t{1} << 18}, Limit{"num_layers", m.num_layers, 1024},
+        Limit{"hidden_size", m.hidden_size, int64_t{1} << 18}, Limit{"num_layers", m.num_layers, kMostLayers},
         Limit{"num_attention_heads", m.num_attention_heads, 16384},
         Limit{"num_kv_heads", m.num_kv_heads, 16384}, Limit{"head_dim", m.head_dim, 16384},
         Limit{"ffn_hidden_size", m.ffn_hidden_size, kMostFfn}}) {

@@ -76,6 +76,10 @@ struct ModelDesc {
   bool is_moe_layer(int64_t layer) const { return is_moe() && layer % moe.layer_frequency == 0; }
 };
 
+// The most decoder layers pipescope plans for: the largest published models have ~130, and a
+// value far past that is a typo that would make per-layer work run for minutes.
+inline constexpr int64_t kMostLayers = 1024;
+
 // Fails with a message naming the first field that is out of range or inconsistent, e.g.
 // "num_attention_heads (32) is not divisible by num_kv_heads (6)".
 Status validate(const ModelDesc& model);
