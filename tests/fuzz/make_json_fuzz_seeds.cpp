@@ -1,5 +1,6 @@
-// The JSON fuzz target's seeds: each KIND=FILE argument becomes one seed, the parser's number
-// (json_inputs_fuzz.cpp) followed by the file's text. Usage: make_json_fuzz_seeds DIR KIND=FILE...
+// The JSON fuzz targets' seeds: each KIND=FILE argument becomes one seed, a digit's value (the
+// parser of json_inputs_fuzz.cpp, the split of plan_json_fuzz.cpp) as its first byte, followed by
+// the file's text. Usage: make_json_fuzz_seeds DIR KIND=FILE...
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,8 +18,8 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const size_t eq = arg.find('=');
-    if (eq != 1 || arg[0] < '0' || arg[0] > '4') {
-      std::fprintf(stderr, "make_json_fuzz_seeds: '%s' is not KIND=FILE with KIND 0-4\n", arg.c_str());
+    if (eq != 1 || arg[0] < '0' || arg[0] > '9') {
+      std::fprintf(stderr, "make_json_fuzz_seeds: '%s' is not KIND=FILE with KIND a digit\n", arg.c_str());
       return 2;
     }
     std::ifstream in(arg.substr(2), std::ios::binary);
