@@ -226,6 +226,49 @@ StageMemory stage_memory(const CostModel& costs, int64_t static_bytes, int64_t p
   return m;
 }
 
+void StageUnitTotals::add_unit(const CostModel& costs, int unit, int option) {
+  const UnitCost& u = costs.units[static_cast<size_t>(unit)];
+  const UnitOptionCost& cost = u.by_mode[static_cast<size_t>(option)];
+  layers += u.is_layer ? 1 : 0;
+  full_recompute_layers += u.is_layer && option == kFullRecomputeOption ? 1 : 0;
+  has_embedding = has_embedding || unit == 0;
+  has_head = has_head || unit + 1 == static_cast<int>(costs.units.size());
+  parameters += u.parameters;
+  static_bytes += u.static_bytes;
+  step_bytes += u.step_bytes;
+  activation_bytes += cost.activation_bytes;
+  transient_bytes = std::max(transient_bytes, cost.transient_bytes);
+  work += u.work_by_mode[static_cast<size_t>(option)];
+  dp_sync_s += u.dp_sync_s;
+  optimizer_s += u.optimizer_s;
+}
+
+StageUnitTotals& StageUnitTotals::operator+=(const StageUnitTotals& chunk) {
+  layers += chunk.layers;
+  has_embedding = has_embedding || chunk.has_embedding;
+  has_head = has_head || chunk.has_head;
+  full_recompute_layers += chunk.full_recompute_layers;
+  parameters += chunk.parameters;
+  static_bytes += chunk.static_bytes;
+  step_bytes += chunk.step_bytes;
+  activation_bytes += chunk.activation_bytes;
+  transient_bytes = std::max(transient_bytes, chunk.transient_bytes);
+  work += chunk.work;
+  dp_sync_s += chunk.dp_sync_s;
+  optimizer_s += chunk.optimizer_s;
+  return *this;
+}
+
+StageUnitTotals stage_unit_totals(const CostModel& costs, const StagePlan& stage) {
+  constexpr int kNone = 0;
+  StageUnitTotals totals;
+  for (int u = stage.first_unit; u < stage.end_unit; ++u) {
+    const bool runs_stage_option = stage.partial_units == 0 || u < stage.first_unit + stage.partial_units;
+    totals.add_unit(costs, u, runs_stage_option ? stage.option : kNone);
+  }
+  return totals;
+}
+
 PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs) {
   const ParallelConfig& c = in.config;
   const double scale = 1 + costs.reserve_fraction;

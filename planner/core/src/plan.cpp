@@ -25,21 +25,18 @@ void finalize(const PlanInputs& in, PlanReport& r) {
   }
   r.iteration_s = r.pipeline_s + tail_s;
   r.fits = std::none_of(r.stages.begin(), r.stages.end(), [](const StageReport& s) { return s.overflows; });
-  const double tokens = static_cast<double>(c.global_batch) * static_cast<double>(c.seq_length);
   const models::RecomputeMode executed = c.recompute == RecomputeChoice::kFull ? models::RecomputeMode::kFull
                                          : c.recompute == RecomputeChoice::kNone
                                              ? models::RecomputeMode::kNone
                                              : models::RecomputeMode::kSelective;
-  const models::IterationFlops flops =
-      models::iteration_flops(in.model, c.global_batch, c.seq_length, executed);
-  if (r.iteration_s > 0) {
-    const double gpus = static_cast<double>(c.gpus);
-    r.tokens_per_s = tokens / r.iteration_s;
-    r.tflops_per_gpu = flops.model / r.iteration_s / gpus / 1e12;
-    r.hardware_tflops_per_gpu = flops.hardware / r.iteration_s / gpus / 1e12;
-    r.mfu = flops.model / r.iteration_s / gpus / in.cluster.gpu.peak_dense_bf16_flops_per_s;
-    r.mfu_causal = flops.model_causal() / r.iteration_s / gpus / in.cluster.gpu.peak_dense_bf16_flops_per_s;
-  }
+  const Throughput t =
+      throughput_of(models::iteration_flops(in.model, c.global_batch, c.seq_length, executed), c,
+                    in.cluster.gpu, r.iteration_s);
+  r.tokens_per_s = t.tokens_per_s;
+  r.tflops_per_gpu = t.tflops_per_gpu;
+  r.hardware_tflops_per_gpu = t.hardware_tflops_per_gpu;
+  r.mfu = t.mfu;
+  r.mfu_causal = t.mfu_causal;
 }
 
 void set_memory(const CostModel& costs, StageReport& st) {
@@ -51,13 +48,18 @@ void set_memory(const CostModel& costs, StageReport& st) {
   st.overflows = st.peak_memory_bytes > costs.capacity_bytes;
 }
 
-// The option a unit runs under: its stage's, except that a stage on full recomputation with a
-// partial count recomputes only its first units (Megatron-LM's --recompute-method block
-// --recompute-num-layers) and keeps everything of the others.
-int unit_option(const StagePlan& stage, int unit) {
-  constexpr int kNone = 0;
-  if (stage.partial_units == 0 || unit < stage.first_unit + stage.partial_units) return stage.option;
-  return kNone;
+// What a stage's report takes from its units' totals (activations in flight and time aside).
+void set_totals(const CostModel& costs, const StageUnitTotals& totals, StageReport& st) {
+  st.layers = totals.layers;
+  st.has_embedding = totals.has_embedding;
+  st.has_head = totals.has_head;
+  st.full_recompute_layers = totals.full_recompute_layers;
+  st.parameters = totals.parameters;
+  st.static_bytes = totals.static_bytes;
+  st.step_bytes = totals.step_bytes;
+  st.transient_bytes = totals.transient_bytes;
+  st.work = totals.work;
+  st.optimizer_s = costs.step_fixed_s + totals.optimizer_s;
 }
 
 // Stage boundaries and options -> the user-facing report, with both memory figures.
@@ -76,33 +78,12 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
     st.recompute = recompute_option_name(sp.option);
     st.forward_s = sp.forward_s;
     st.backward_s = sp.backward_s;
-    double dp_sync_s = 0;
-    st.optimizer_s = costs.step_fixed_s;
-    int64_t activation_per_microbatch = 0;
-    for (int u = sp.first_unit; u < sp.end_unit; ++u) {
-      const UnitCost& unit = costs.units[static_cast<size_t>(u)];
-      const UnitOptionCost& option = unit.by_mode[static_cast<size_t>(unit_option(sp, u))];
-      st.layers += unit.is_layer ? 1 : 0;
-      st.has_embedding = st.has_embedding || u == 0;
-      st.has_head = st.has_head || u + 1 == static_cast<int>(costs.units.size());
-      st.parameters += unit.parameters;
-      st.static_bytes += unit.static_bytes;
-      st.step_bytes += unit.step_bytes;
-      activation_per_microbatch += option.activation_bytes;
-      st.work += unit.work_by_mode[static_cast<size_t>(unit_option(sp, u))];
-      st.transient_bytes = std::max(st.transient_bytes, option.transient_bytes);
-      dp_sync_s += unit.dp_sync_s;
-      st.optimizer_s += unit.optimizer_s;
-    }
-    st.activation_bytes = activation_per_microbatch * st.in_flight;
-    if (sp.option == 2) {
-      for (int u = sp.first_unit; u < sp.end_unit; ++u) {
-        st.full_recompute_layers += costs.units[static_cast<size_t>(u)].is_layer && unit_option(sp, u) == 2;
-      }
-    }
+    const StageUnitTotals totals = stage_unit_totals(costs, sp);
+    set_totals(costs, totals, st);
+    st.activation_bytes = totals.activation_bytes * st.in_flight;
     set_memory(costs, st);
     // The recipe's gradient sync overlaps the last micro-batch's backward, or follows it.
-    st.dp_sync_exposed_s = exposed_sync_s(dp_sync_s, sp.backward_s, costs.sync_overlaps_backward);
+    st.dp_sync_exposed_s = exposed_sync_s(totals.dp_sync_s, sp.backward_s, costs.sync_overlaps_backward);
     st.idle_s = std::max(
         0.0, plan.iteration_s - static_cast<double>(c.micro_batches()) * (sp.forward_s + sp.backward_s));
     r.stages.push_back(st);
@@ -166,41 +147,40 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   // report_of summed contiguous units; a stage's units are its v chunks, so recount them.
   for (int s = 0; s < p; ++s) {
     StageReport& st = r.stages[static_cast<size_t>(s)];
-    st.layers = 0;
-    st.has_embedding = st.has_head = false;
-    st.parameters = st.static_bytes = st.transient_bytes = st.step_bytes = 0;
-    st.work = {};
-    std::vector<int64_t> chunk_activation(static_cast<size_t>(v), 0);
-    double dp_sync_s = 0, optimizer_s = costs.step_fixed_s;
+    StageUnitTotals totals;
+    std::vector<int64_t> chunk_activation;
     for (int k = 0; k < v; ++k) {
-      int64_t& activation = chunk_activation[static_cast<size_t>(k)];
-      for (int u : chunk_units[static_cast<size_t>(k * p + s)]) {
-        const UnitCost& unit = costs.units[static_cast<size_t>(u)];
-        st.layers += unit.is_layer ? 1 : 0;
-        st.has_embedding = st.has_embedding || u == 0;
-        st.has_head = st.has_head || u + 1 == static_cast<int>(costs.units.size());
-        st.parameters += unit.parameters;
-        st.static_bytes += unit.static_bytes;
-        st.step_bytes += unit.step_bytes;
-        activation += unit.by_mode[static_cast<size_t>(option)].activation_bytes;
-        st.work += unit.work_by_mode[static_cast<size_t>(option)];
-        st.transient_bytes =
-            std::max(st.transient_bytes, unit.by_mode[static_cast<size_t>(option)].transient_bytes);
-        dp_sync_s += unit.dp_sync_s;
-        optimizer_s += unit.optimizer_s;
-      }
+      StageUnitTotals chunk;
+      for (int u : chunk_units[static_cast<size_t>(k * p + s)]) chunk.add_unit(costs, u, option);
+      chunk_activation.push_back(chunk.activation_bytes);
+      totals += chunk;
     }
+    set_totals(costs, totals, st);
     st.in_flight = in_flight[static_cast<size_t>(s)];
     st.activation_bytes = peak_activation_bytes((*mixes)[static_cast<size_t>(s)], chunk_activation);
     set_memory(costs, st);
-    st.dp_sync_exposed_s = exposed_sync_s(dp_sync_s, st.backward_s / v, costs.sync_overlaps_backward);
-    st.optimizer_s = optimizer_s;
+    st.dp_sync_exposed_s = exposed_sync_s(totals.dp_sync_s, st.backward_s / v, costs.sync_overlaps_backward);
   }
   finalize(in, r);
   return r;
 }
 
 }  // namespace
+
+Throughput throughput_of(const models::IterationFlops& flops, const ParallelConfig& config, const Gpu& gpu,
+                         double iteration_s) {
+  Throughput t;
+  if (iteration_s <= 0) return t;
+  const double gpus = static_cast<double>(config.gpus);
+  const double peak = gpu.peak_dense_bf16_flops_per_s;
+  t.tokens_per_s =
+      static_cast<double>(config.global_batch) * static_cast<double>(config.seq_length) / iteration_s;
+  t.tflops_per_gpu = flops.model / iteration_s / gpus / 1e12;
+  t.hardware_tflops_per_gpu = flops.hardware / iteration_s / gpus / 1e12;
+  t.mfu = flops.model / iteration_s / gpus / peak;
+  t.mfu_causal = flops.model_causal() / iteration_s / gpus / peak;
+  return t;
+}
 
 StageStepWork busiest_stage_work(const PlanReport& report, int64_t micro_batches) {
   StageStepWork busiest;

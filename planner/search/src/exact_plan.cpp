@@ -1,7 +1,6 @@
 #include "exact_plan.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "pipescope/models/flop_count.h"
 #include "pipescope/planner/plan.h"
@@ -9,13 +8,10 @@
 namespace pipescope::planner::search_detail {
 
 ExactPlanner::ExactPlanner(const SearchRequest& request, int64_t seq_length)
-    : inputs_{request.model, request.cluster, request.profile, {}} {
-  // Model FLOPs do not depend on recomputation (it changes what the GPUs execute, not the model).
-  const models::IterationFlops flops =
-      models::iteration_flops(request.model, request.global_batch, seq_length, models::RecomputeMode::kNone);
-  model_flops_ = flops.model;
-  model_flops_causal_ = flops.model_causal();
-}
+    : inputs_{request.model, request.cluster, request.profile, {}},
+      // Model FLOPs do not depend on recomputation (it changes what the GPUs execute, not the model).
+      flops_(models::iteration_flops(request.model, request.global_batch, seq_length,
+                                     models::RecomputeMode::kNone)) {}
 
 Expected<const CostModel*> ExactPlanner::costs_for(const ParallelConfig& c) {
   // What build_cost_model() reads of a resolved configuration: the layout, the micro-batch and
@@ -30,13 +26,11 @@ Expected<const CostModel*> ExactPlanner::costs_for(const ParallelConfig& c) {
 }
 
 void ExactPlanner::set_throughput(RankedPlan& r) const {
-  const ParallelConfig& c = r.config;
-  if (r.iteration_s <= 0) return;
-  const double gpus = static_cast<double>(c.gpus);
-  r.tokens_per_s = static_cast<double>(c.global_batch) * static_cast<double>(c.seq_length) / r.iteration_s;
-  r.tflops_per_gpu = model_flops_ / r.iteration_s / gpus / 1e12;
-  r.mfu = model_flops_ / r.iteration_s / gpus / inputs_.cluster.gpu.peak_dense_bf16_flops_per_s;
-  r.mfu_causal = model_flops_causal_ / r.iteration_s / gpus / inputs_.cluster.gpu.peak_dense_bf16_flops_per_s;
+  const Throughput t = throughput_of(flops_, r.config, inputs_.cluster.gpu, r.iteration_s);
+  r.tokens_per_s = t.tokens_per_s;
+  r.tflops_per_gpu = t.tflops_per_gpu;
+  r.mfu = t.mfu;
+  r.mfu_causal = t.mfu_causal;
 }
 
 Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std::vector<int>& boundaries,
@@ -76,32 +70,18 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
   // exposed sync and optimizer step added to the simulated pipeline.
   double tail_s = 0;
   r.fits = true;
-  for (size_t s = 0; s < plan->stages.size(); ++s) {
-    const StagePlan& sp = plan->stages[s];
-    int64_t static_bytes = 0, activation_bytes = 0, transient_bytes = 0, step_bytes = 0;
-    double dp_sync_s = 0, optimizer_s = cm.step_fixed_s;
-    int layers = 0;
-    for (int u = sp.first_unit; u < sp.end_unit; ++u) {
-      const UnitCost& unit = cm.units[static_cast<size_t>(u)];
-      const UnitOptionCost& option = unit.by_mode[static_cast<size_t>(sp.option)];
-      static_bytes += unit.static_bytes;
-      step_bytes += unit.step_bytes;
-      activation_bytes += option.activation_bytes;
-      transient_bytes = std::max(transient_bytes, option.transient_bytes);
-      dp_sync_s += unit.dp_sync_s;
-      optimizer_s += unit.optimizer_s;
-      layers += unit.is_layer ? 1 : 0;
-    }
+  for (const StagePlan& sp : plan->stages) {
+    const StageUnitTotals t = stage_unit_totals(cm, sp);
     const int64_t peak =
-        stage_memory(cm, static_bytes, activation_bytes * sp.activations_in_flight + transient_bytes,
-                     step_bytes)
+        stage_memory(cm, t.static_bytes, t.activation_bytes * sp.activations_in_flight + t.transient_bytes,
+                     t.step_bytes)
             .peak_memory_bytes;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, peak);
     r.fits = r.fits && peak <= cm.capacity_bytes;
-    tail_s =
-        std::max(tail_s, exposed_sync_s(dp_sync_s, sp.backward_s, cm.sync_overlaps_backward) + optimizer_s);
+    tail_s = std::max(tail_s, exposed_sync_s(t.dp_sync_s, sp.backward_s, cm.sync_overlaps_backward) +
+                                  cm.step_fixed_s + t.optimizer_s);
     r.stage_recompute.push_back(recompute_option_name(sp.option));
-    r.stage_layers.push_back(layers);
+    r.stage_layers.push_back(t.layers);
   }
   r.pipeline_s = plan->iteration_s;
   r.bubble_fraction = plan->bubble_fraction;

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "pipescope/models/flop_count.h"
 #include "pipescope/planner/cost_model.h"
 #include "pipescope/planner/search.h"
 
@@ -33,8 +34,7 @@ class ExactPlanner {
 
   PlanInputs inputs_;
   std::map<Key, CostModel> cache_;
-  double model_flops_ = 0;         // per iteration, all GPUs
-  double model_flops_causal_ = 0;  // the same with causal attention halved
+  models::IterationFlops flops_;  // per iteration, all GPUs
   int64_t built_ = 0;
 };
 

@@ -62,6 +62,7 @@ inline constexpr std::array<models::RecomputeMode, 3> kRecomputeModes = {
 inline const char* recompute_option_name(int option) {
   return option == 0 ? "none" : option == 1 ? "selective" : "full";
 }
+inline constexpr int kFullRecomputeOption = 2;  // kRecomputeModes' index of kFull
 
 // Work budget of the exact partition search behind `pipescope plan` (PartitionProblem::
 // max_search_work): about a second on one core; `--search-time` changes it.
@@ -147,6 +148,29 @@ struct StageMemory {
 };
 StageMemory stage_memory(const CostModel& costs, int64_t static_bytes, int64_t pipeline_bytes,
                          int64_t step_bytes);
+
+// A stage's sums over its units, each under the recompute option it runs: what make_plan()
+// reports for a stage and what search ranks it by, from one place.
+struct StageUnitTotals {
+  int layers = 0;  // decoder layers
+  bool has_embedding = false, has_head = false;
+  int full_recompute_layers = 0;  // decoder layers run under full recomputation
+  int64_t parameters = 0, static_bytes = 0, step_bytes = 0;
+  int64_t activation_bytes = 0;  // allocated, one micro-batch's
+  int64_t transient_bytes = 0;   // allocated, the largest unit's working memory
+  PassWork work;
+  double dp_sync_s = 0;
+  double optimizer_s = 0;  // the units' Adam steps, without the step's fixed part
+
+  void add_unit(const CostModel& costs, int unit, int option);
+  // Another chunk of the same stage: sums, and the larger working memory.
+  StageUnitTotals& operator+=(const StageUnitTotals& chunk);
+};
+
+// A contiguous stage's totals. Its units run its option, except that a stage on full
+// recomputation with a partial count recomputes only its first units (Megatron-LM's
+// --recompute-method block --recompute-num-layers) and keeps everything of the others.
+StageUnitTotals stage_unit_totals(const CostModel& costs, const StagePlan& stage);
 
 struct PlanInputs {
   models::ModelDesc model;

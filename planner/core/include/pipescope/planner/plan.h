@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pipescope/common/expected.h"
+#include "pipescope/models/flop_count.h"
 #include "pipescope/planner/cost_model.h"
 
 namespace pipescope::planner {
@@ -56,6 +57,19 @@ struct PlanReport {
   int64_t reserved_bytes = 0;          // held once the first step ran, of the worst stage
   bool fits = false;
 };
+
+// What an iteration of `iteration_s` yields: tokens per second, and the model's FLOPs (and
+// with recomputation, `hardware`) per second and GPU, also as a share of the GPU's dense bf16
+// peak. All 0 when iteration_s is not positive.
+struct Throughput {
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;
+  double mfu_causal = 0;
+};
+Throughput throughput_of(const models::IterationFlops& flops, const ParallelConfig& config, const Gpu& gpu,
+                         double iteration_s);
 
 // One stage's work over a whole step, by kind: its micro-batches' forwards and backwards, its
 // optimizer step and its exposed gradient sync; what the profiler's report shows per step.
