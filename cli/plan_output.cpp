@@ -35,6 +35,37 @@ std::string cluster_text(const planner::Cluster& c) {
   return "cluster " + c.name + " (" + c.gpu.name + ", " + per_node + ")";
 }
 
+// The flags that turn `from` into `to`, as the user would type them, e.g. "--pp 8 --gpus 16".
+std::string changed_flags(const planner::ParallelConfig& from, const planner::ParallelConfig& to) {
+  std::string flags;
+  const auto add = [&flags](const std::string& flag) { flags += (flags.empty() ? "" : " ") + flag; };
+  if (to.recompute != from.recompute) add("--recompute " + std::string(planner::to_string(to.recompute)));
+  if (to.zero_stage != from.zero_stage) add("--zero " + std::to_string(to.zero_stage));
+  if (to.sequence_parallel && !from.sequence_parallel) add("--sequence-parallel");
+  if (to.micro_batch != from.micro_batch) add("--mbs " + std::to_string(to.micro_batch));
+  if (to.pp != from.pp) add("--pp " + std::to_string(to.pp));
+  if (to.gpus != from.gpus) add("--gpus " + std::to_string(to.gpus));
+  return flags;
+}
+
+// The cost model's notes, then what the plan itself chose or could not show.
+std::vector<std::string> plan_notes(const planner::PlanOutcome& o) {
+  std::vector<std::string> notes = o.notes;
+  if (o.interleaved_recompute) {
+    notes.push_back("interleaved schedule: --recompute auto takes one mode on every stage: " +
+                    std::string(planner::to_string(*o.interleaved_recompute)) +
+                    (o.suggested.fits ? ", the fastest that fits" : ", the least peak (no mode fits)"));
+  }
+  if (o.config.schedule == planner::ScheduleKind::kInterleaved) {
+    notes.push_back(
+        "interleaved schedule: Megatron's uniform chunks are shown; the partition optimizer balances 1F1B "
+        "and GPipe splits");
+  }
+  if (o.uniform_split_has_empty_stage)
+    notes.push_back("the uniform split leaves a stage without layers; only the suggested split is shown");
+  return notes;
+}
+
 // One side of the stage table: layers, params, in flight, recompute, activations, peak, fwd,
 // bwd, idle. Widths line up with side_header().
 constexpr size_t kWidths[] = {6, 7, 6, 9, 6, 7, 8, 8, 8};
@@ -175,7 +206,7 @@ void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
   out << "  " << left("change", 28) << column("fits", 5) << column("peak GiB", 10)
       << column("iteration s", 13) << '\n';
   for (const planner::FitSuggestion& f : o.suggestions) {
-    out << "  " << left(f.change, 28) << column(f.fits ? "yes" : "no", 5)
+    out << "  " << left(changed_flags(o.config, f.config), 28) << column(f.fits ? "yes" : "no", 5)
         << column(gib(f.peak_memory_bytes), 10) << column(printf_string("%.3f", f.iteration_s), 13) << '\n';
   }
 }
@@ -312,7 +343,7 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
   write_time_limit(out, o);
   write_fit(out, o);
   if (!o.suggested_is_optimal) out << "note: " << optimality_text(o) << '\n';
-  for (const std::string& note : o.notes) out << "note: " << note << '\n';
+  for (const std::string& note : plan_notes(o)) out << "note: " << note << '\n';
   if (!p.emit_text.empty()) out << '\n' << p.emit_text;
 }
 
@@ -376,10 +407,10 @@ std::string plan_json(const PlanPrintout& p) {
       {"iteration_cost_s", added_s},
       {"iteration_cost_fraction", o.uniform.iteration_s > 0 ? added_s / o.uniform.iteration_s : 0.0}};
   doc["fits"] = o.suggested.fits;
-  doc["notes"] = o.notes;
+  doc["notes"] = plan_notes(o);
   ordered_json suggestions = ordered_json::array();
   for (const planner::FitSuggestion& f : o.suggestions) {
-    suggestions.push_back(ordered_json{{"change", f.change},
+    suggestions.push_back(ordered_json{{"change", changed_flags(o.config, f.config)},
                                        {"fits", f.fits},
                                        {"peak_memory_bytes", f.peak_memory_bytes},
                                        {"iteration_s", f.iteration_s}});

@@ -314,9 +314,29 @@ TEST(PlanCommand, APlanThatDoesNotFitIsStillAPlanWithOverflowsFlaggedAndFixesSug
   for (const json& stage : doc["suggested"]["stages"]) overflow = overflow || stage["overflows"].get<bool>();
   EXPECT_TRUE(overflow);
   ASSERT_FALSE(doc["suggestions"].empty());
+  std::vector<std::string> changes;
   for (const json& s : doc["suggestions"]) {
     EXPECT_TRUE(s.contains("change") && s.contains("fits") && s.contains("peak_memory_bytes"));
+    changes.push_back(s["change"].get<std::string>());
   }
+  // Each change is the flags that differ, as typed; one data-parallel rank: more stages need more GPUs.
+  EXPECT_EQ(changes, (std::vector<std::string>{"--recompute auto", "--recompute full", "--pp 16 --gpus 16"}));
+  EXPECT_NE(r.out.find("  --pp 16 --gpus 16 "), std::string::npos) << r.out;
+}
+
+TEST(PlanCommand, InterleavedAutoRecomputationSaysWhichModeEveryStageTakes) {
+  const json doc =
+      plan_json({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus",      "8",          "--tp",
+                 "1",       "--pp",      "4",     "--vpp",     "2",           "--schedule", "interleaved",
+                 "--gbs",   "16",        "--seq", "2048",      "--recompute", "auto"});
+  std::string notes;
+  for (const json& note : doc["notes"]) notes += note.get<std::string>() + "\n";
+  EXPECT_NE(notes.find("interleaved schedule: --recompute auto takes one mode on every stage: none, the "
+                       "fastest that fits\n"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("interleaved schedule: Megatron's uniform chunks are shown"), std::string::npos)
+      << notes;
 }
 
 TEST(PlanCommand, EmitMegatronPrintsItsFlags) {

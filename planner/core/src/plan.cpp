@@ -213,9 +213,9 @@ int option_of(RecomputeChoice mode) {
 
 // --recompute auto on the interleaved schedule: one mode on every stage, as the frameworks take
 // it (per-stage choices need the partition optimizer, which does not take this schedule): the
-// fastest mode that fits, or the one with the least peak when none does; a note says which.
+// fastest mode that fits, or the one with the least peak when none does; `chosen` says which.
 Expected<PlanReport> interleaved_auto_report(const PlanInputs& in, const CostModel& costs,
-                                             std::vector<std::string>& notes) {
+                                             RecomputeChoice& chosen) {
   std::optional<PlanReport> best;
   RecomputeChoice best_mode = RecomputeChoice::kNone;
   for (RecomputeChoice mode : {RecomputeChoice::kNone, RecomputeChoice::kSelective, RecomputeChoice::kFull}) {
@@ -230,9 +230,7 @@ Expected<PlanReport> interleaved_auto_report(const PlanInputs& in, const CostMod
       best_mode = mode;
     }
   }
-  notes.push_back("interleaved schedule: --recompute auto takes one mode on every stage: " +
-                  std::string(to_string(best_mode)) +
-                  (best->fits ? ", the fastest that fits" : ", the least peak (no mode fits)"));
+  chosen = best_mode;
   return *std::move(best);
 }
 
@@ -260,15 +258,14 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   outcome.allocator_reserve_fraction = costs->reserve_fraction;
   outcome.notes = costs->notes;
   if (in.config.schedule == ScheduleKind::kInterleaved) {
-    auto report = in.config.recompute == RecomputeChoice::kAuto
-                      ? interleaved_auto_report(in, *costs, outcome.notes)
-                      : interleaved_report(in, *costs, option_of(in.config.recompute));
+    const bool automatic = in.config.recompute == RecomputeChoice::kAuto;
+    RecomputeChoice chosen = in.config.recompute;
+    auto report = automatic ? interleaved_auto_report(in, *costs, chosen)
+                            : interleaved_report(in, *costs, option_of(in.config.recompute));
     if (!report.ok()) return report.error();
+    if (automatic) outcome.interleaved_recompute = chosen;
     outcome.uniform = *report;
     outcome.suggested = *report;
-    outcome.notes.push_back(
-        "interleaved schedule: Megatron's uniform chunks are shown; the partition optimizer balances 1F1B "
-        "and GPipe splits");
     return outcome;
   }
   const PartitionProblem problem = partition_problem(in, *costs);
@@ -290,8 +287,7 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   } else if (result->uniform) {
     outcome.uniform = report_of(in, *costs, *result->uniform);
   } else {
-    outcome.notes.push_back(
-        "the uniform split leaves a stage without layers; only the suggested split is shown");
+    outcome.uniform_split_has_empty_stage = true;
     outcome.uniform = outcome.suggested;
   }
   return outcome;
@@ -342,45 +338,38 @@ namespace {
 
 // Changes that could make a plan fit, each planned for real so the user sees whether it does.
 std::vector<FitSuggestion> fit_suggestions(const PlanInputs& in) {
-  std::vector<std::pair<std::string, ParallelConfig>> candidates;
+  std::vector<ParallelConfig> candidates;
   const ParallelConfig& c = in.config;
-  auto with = [&](std::string change, auto edit) {
+  auto with = [&](auto edit) {
     ParallelConfig next = c;
     edit(next);
-    candidates.emplace_back(std::move(change), next);
+    candidates.push_back(next);
   };
   if (c.recompute != RecomputeChoice::kAuto && c.schedule != ScheduleKind::kInterleaved) {
-    with("--recompute auto", [](ParallelConfig& n) { n.recompute = RecomputeChoice::kAuto; });
+    with([](ParallelConfig& n) { n.recompute = RecomputeChoice::kAuto; });
   }
   if (c.recompute != RecomputeChoice::kFull) {
-    with("--recompute full", [](ParallelConfig& n) { n.recompute = RecomputeChoice::kFull; });
+    with([](ParallelConfig& n) { n.recompute = RecomputeChoice::kFull; });
   }
   if (c.zero_stage < 3 && c.dp() > 1) {
-    const int next_stage = c.zero_stage + 1;
-    with("--zero " + std::to_string(next_stage),
-         [next_stage](ParallelConfig& n) { n.zero_stage = next_stage; });
+    with([](ParallelConfig& n) { ++n.zero_stage; });
   }
   if (c.tp > 1 && !c.sequence_parallel) {
-    with("--sequence-parallel", [](ParallelConfig& n) { n.sequence_parallel = true; });
+    with([](ParallelConfig& n) { n.sequence_parallel = true; });
   }
   if (c.micro_batch > 1) {
-    with("--mbs 1", [](ParallelConfig& n) { n.micro_batch = 1; });
+    with([](ParallelConfig& n) { n.micro_batch = 1; });
   }
   // More pipeline stages: out of the data-parallel ranks when there are two to merge, else
   // with twice the GPUs (the data-parallel size and the batch stay as they are).
   if (2 * c.pp <= in.model.num_layers && c.vpp == 1) {
-    if (c.dp() % 2 == 0) {
-      with("--pp " + std::to_string(2 * c.pp), [](ParallelConfig& n) { n.pp *= 2; });
-    } else {
-      with("--pp " + std::to_string(2 * c.pp) + " --gpus " + std::to_string(2 * c.gpus),
-           [](ParallelConfig& n) {
-             n.pp *= 2;
-             n.gpus *= 2;
-           });
-    }
+    with([&c](ParallelConfig& n) {
+      n.pp *= 2;
+      if (c.dp() % 2 != 0) n.gpus *= 2;
+    });
   }
   std::vector<FitSuggestion> out;
-  for (auto& [change, config] : candidates) {
+  for (const ParallelConfig& config : candidates) {
     PlanInputs next = in;
     // Each change gets an eighth of the plan's budget: its peak and time are what the table
     // shows, and a split within a few percent of the optimum answers "does it fit".
@@ -391,7 +380,7 @@ std::vector<FitSuggestion> fit_suggestions(const PlanInputs& in) {
     auto plan = plan_once(next);
     if (!plan.ok()) continue;
     out.push_back(
-        {change, plan->suggested.fits, plan->suggested.peak_memory_bytes, plan->suggested.iteration_s});
+        {config, plan->suggested.fits, plan->suggested.peak_memory_bytes, plan->suggested.iteration_s});
   }
   return out;
 }

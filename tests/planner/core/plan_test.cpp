@@ -255,6 +255,21 @@ TEST(PlanSchedule, InterleavedShowsMegatronsUniformChunks) {
   EXPECT_LT(p.uniform.bubble_fraction, plan_for("llama2-7b", plain).uniform.bubble_fraction);
 }
 
+// A stage's units are its chunks, not the units between its first and its last: under full
+// recomputation it recomputes its own layers only.
+TEST(PlanSchedule, InterleavedFullRecomputationCountsTheStagesOwnLayers) {
+  ParallelConfig c = pipeline(8, 1, 4, 16);
+  c.schedule = ScheduleKind::kInterleaved;
+  c.vpp = 2;
+  c.recompute = RecomputeChoice::kFull;
+  const PlanOutcome p = plan_for("llama2-7b", c);
+  ASSERT_EQ(p.uniform.stages.size(), 4u);
+  for (const StageReport& s : p.uniform.stages) {
+    EXPECT_EQ(s.layers, 8) << s.index;
+    EXPECT_EQ(s.full_recompute_layers, 8) << s.index;
+  }
+}
+
 // The last stage's final chunk carries the LM head and the logits, and 1F1B's interleaving runs
 // its backward right after its forward: it is in flight for one micro-batch at a time while the
 // stage's other chunks are in flight for many, so the logits count once.
@@ -305,10 +320,8 @@ TEST(PlanSchedule, InterleavedAutoTakesTheFastestModeThatFits) {
     EXPECT_TRUE(p.suggested.fits) << k.mode;
     EXPECT_EQ(p.suggested.iteration_s, fastest->suggested.iteration_s) << k.mode;
     for (const StageReport& s : p.suggested.stages) EXPECT_EQ(s.recompute, k.mode);
-    const auto said = std::find_if(p.notes.begin(), p.notes.end(), [&](const std::string& note) {
-      return note.find(std::string("auto takes one mode on every stage: ") + k.mode) != std::string::npos;
-    });
-    EXPECT_NE(said, p.notes.end()) << k.mode;
+    ASSERT_TRUE(p.interleaved_recompute.has_value()) << k.mode;
+    EXPECT_EQ(to_string(*p.interleaved_recompute), k.mode);
   }
 }
 

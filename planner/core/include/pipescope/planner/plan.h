@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,9 +84,11 @@ struct StageStepWork {
 // The stage with the most work per step (the first of equals); a plan has at least one stage.
 StageStepWork busiest_stage_work(const PlanReport& report, int64_t micro_batches);
 
+// A change to the configuration that could make a plan fit, planned for real. The command line
+// names it by the flags that differ from the configuration planned.
 struct FitSuggestion {
-  std::string change;  // the flags to change, e.g. "--pp 8"
-  bool fits = false;   // whether the planner's own plan for that change fits
+  ParallelConfig config;  // the configuration planned, changed
+  bool fits = false;      // whether the planner's own plan for that change fits
   int64_t peak_memory_bytes = 0;
   double iteration_s = 0;
 };
@@ -114,7 +117,11 @@ struct PlanOutcome {
   bool time_limit_proven = true;
   double fastest_fitting_s = 0;
   double fastest_fitting_lower_s = 0;
-  std::vector<std::string> notes;
+  std::vector<std::string> notes;  // the cost model's modelling choices (CostModel::notes)
+  // The interleaved schedule under --recompute auto: the one mode every stage takes.
+  std::optional<RecomputeChoice> interleaved_recompute;
+  // The uniform split would leave a stage without decoder layers: the baseline is the suggested split.
+  bool uniform_split_has_empty_stage = false;
   std::vector<FitSuggestion> suggestions;  // when the suggested plan does not fit
 };
 
