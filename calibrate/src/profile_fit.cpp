@@ -210,11 +210,13 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
       // The single latency + busbw that stands for the kind is never read while measured entries
       // exist; it shows the largest measured group's figures rather than the base's.
       const planner::MeasuredCollective& largest = measured.back();
-      out.profile.collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)] = {
-          std::max(largest.segments.front().latency_s, 1e-9),
-          largest.segments.back().bus_bandwidth_bytes_per_s, 0,
-          "measured: the smallest messages' latency and the largest messages' busbw of the " +
-              std::to_string(largest.ranks) + "-rank entry under 'measured' (which the planner reads)"};
+      planner::CollectiveCost& cost =
+          out.profile.collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
+      cost = planner::CollectiveCost{};
+      cost.latency_s = std::max(largest.segments.front().latency_s, 1e-9);
+      cost.bus_bandwidth_bytes_per_s = largest.segments.back().bus_bandwidth_bytes_per_s;
+      cost.source = "measured: the smallest messages' latency and the largest messages' busbw of the " +
+                    std::to_string(largest.ranks) + "-rank entry under 'measured' (which the planner reads)";
     }
   }
   return Status::Ok();

@@ -101,7 +101,7 @@ ProfileSummary summarize_profile(const CalibrationProfile& p, const planner::Gpu
       if (!measured.empty()) continue;
       const planner::CollectiveCost& c = p.collective(kind, tier);
       s.collectives.push_back({tier_name, kind_name, 0, false, c.latency_s, c.bus_bandwidth_bytes_per_s,
-                               c.bus_bandwidth_fraction});
+                               c.bus_bandwidth_fraction, c.latency_ranks, c.latency_nodes});
     }
   }
   s.overheads = p.overheads;
@@ -156,7 +156,12 @@ void write_profile_summary(std::ostream& out, const ProfileSummary& s) {
     row(name,
         c.bus_bandwidth_fraction > 0 ? format("%.2f of link", c.bus_bandwidth_fraction)
                                      : format("%.1f GB/s", c.bus_bandwidth_bytes_per_s / 1e9),
-        c.measured ? "measured" : "", format("latency %.1f us", c.latency_s * 1e6));
+        c.measured ? "measured" : "",
+        format("latency %.1f us", c.latency_s * 1e6) +
+            (c.latency_ranks > 0
+                 ? " on " + std::to_string(c.latency_ranks) + " ranks over " +
+                       std::to_string(c.latency_nodes) + " nodes, grown with NCCL's tuning model"
+                 : ""));
   }
   const planner::MemoryOverheads& o = s.overheads;
   out << "\n  memory overheads: CUDA context " << format("%.2f GiB", o.cuda_context_bytes.value / (1 << 30))
@@ -184,6 +189,10 @@ std::string profile_summary_json(const ProfileSummary& s) {
     ordered_json row = {{"tier", c.tier}, {"kind", c.kind}, {"measured", c.measured}};
     if (c.measured) row["ranks"] = c.ranks;
     row["latency_s"] = c.latency_s;
+    if (c.latency_ranks > 0) {
+      row["latency_ranks"] = c.latency_ranks;
+      row["latency_nodes"] = c.latency_nodes;
+    }
     if (c.bus_bandwidth_fraction > 0)
       row["bus_bandwidth_fraction"] = c.bus_bandwidth_fraction;
     else

@@ -377,6 +377,10 @@ TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
   EXPECT_NE(bundled.out.find("GEMM bf16 8192x8192x8192"), std::string::npos) << bundled.out;
   EXPECT_NE(bundled.out.find("989 TFLOP/s"), std::string::npos) << bundled.out;
   EXPECT_NE(bundled.out.find("memory-bound kernels (HBM)"), std::string::npos) << bundled.out;
+  // The inter-node latency says the scale it was measured at, from which the planner grows it.
+  EXPECT_NE(bundled.out.find("latency 99.3 us on 32 ranks over 4 nodes, grown with NCCL's tuning model"),
+            std::string::npos)
+      << bundled.out;
 
   write_file(dir.file("gpu.json"), calibrate::testing::synthetic_results_json());
   ASSERT_EQ(run_pipescope({"calibrate", "fit", dir.file("gpu.json"), "-o", dir.file("p.json")}).exit_code, 0);
@@ -411,6 +415,15 @@ TEST(CalibrateShow, SummarizesAgainstPeakAndPlotsTheCurves) {
   }
   EXPECT_TRUE(hbm);
   EXPECT_EQ(doc["collectives"].size(), 10u);  // five kinds on two tiers, none measured
+  int scaled = 0;
+  for (const json& row : doc["collectives"]) {
+    if (!row.contains("latency_ranks")) continue;
+    ++scaled;
+    EXPECT_EQ(row["tier"], "inter_node");
+    EXPECT_EQ(row["latency_ranks"], 32);
+    EXPECT_EQ(row["latency_nodes"], 4);
+  }
+  EXPECT_EQ(scaled, 3);  // all-reduce, all-gather, reduce-scatter
   EXPECT_DOUBLE_EQ(doc["memory_overheads"]["allocator_reserve_fraction"].get<double>(), 0.1);
 
   // Another GPU's results over this profile's curves: shown, with a note on stderr.

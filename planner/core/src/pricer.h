@@ -73,7 +73,17 @@ class Pricer {
   // profile's inter-node source: 8 GPUs per node in one group reached 94 % of the node's NIC
   // bandwidth as bus bandwidth).
   double collective_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
-    if (ranks <= 1 || bytes <= 0) return 0;
+    return collective(kind, bytes, ranks, stride).total_s();
+  }
+
+  // The fixed part of collective_s(): the latency of what prices it (the profile's entry, or the
+  // algorithm and protocol NCCL's tuning model chooses for `bytes` across nodes).
+  double collective_latency_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
+    return collective(kind, bytes, ranks, stride).latency_s;
+  }
+
+  CollectiveTime collective(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
+    if (ranks <= 1 || bytes <= 0) return {};
     const int64_t per_node = in_.cluster.gpus_per_node;
     const LinkTier tier = tier_of(ranks, stride);
     const bool intra = tier == LinkTier::kIntraNode;
@@ -81,12 +91,9 @@ class Pricer {
     const double link = intra ? in_.cluster.intra_node_bytes_per_s
                               : in_.cluster.inter_node_bytes_per_s * static_cast<double>(members_per_node) /
                                     static_cast<double>(per_node);
-    return in_.profile.collective_time_s(kind, bytes, static_cast<int>(ranks), tier, link);
-  }
-
-  // The fixed part of collective_s(): the latency of the profile entry that prices it.
-  double collective_latency_s(CollectiveKind kind, double bytes, int64_t ranks, int64_t stride) const {
-    return in_.profile.collective_latency_s(kind, bytes, static_cast<int>(ranks), tier_of(ranks, stride));
+    const int64_t nodes = intra ? 1 : (ranks + members_per_node - 1) / members_per_node;
+    return in_.profile.collective_cost(kind, bytes, static_cast<int>(ranks), static_cast<int>(nodes), tier,
+                                       link);
   }
 
   LinkTier tier_of(int64_t ranks, int64_t stride) const {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 
+#include "pipescope/planner/nccl_tuning.h"
+
 namespace pipescope::planner {
 namespace {
 
@@ -161,27 +163,29 @@ const CollectiveSegment* measured_regime(const std::vector<MeasuredCollective>& 
 
 }  // namespace
 
-double CalibrationProfile::collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
-                                             double link_bytes_per_s) const {
-  if (ranks <= 1 || bytes <= 0) return 0;
+CollectiveTime CalibrationProfile::collective_cost(CollectiveKind kind, double bytes, int ranks, int nodes,
+                                                   LinkTier tier, double link_bytes_per_s) const {
+  if (ranks <= 1 || bytes <= 0) return {};
   const auto& measured = measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
   if (const CollectiveSegment* regime = measured_regime(measured, bytes, ranks)) {
-    return regime->latency_s + bytes * bus_bandwidth_factor(kind, ranks) / regime->bus_bandwidth_bytes_per_s;
+    return {regime->latency_s, bytes * bus_bandwidth_factor(kind, ranks) / regime->bus_bandwidth_bytes_per_s};
   }
   const CollectiveCost& cost = collective(kind, tier);
   const double bus_bytes_per_s = cost.bus_bandwidth_fraction > 0
                                      ? cost.bus_bandwidth_fraction * link_bytes_per_s
                                      : cost.bus_bandwidth_bytes_per_s;
   assert(bus_bytes_per_s > 0);
-  return cost.latency_s + bytes * bus_bandwidth_factor(kind, ranks) / bus_bytes_per_s;
-}
-
-double CalibrationProfile::collective_latency_s(CollectiveKind kind, double bytes, int ranks,
-                                                LinkTier tier) const {
-  if (ranks <= 1 || bytes <= 0) return 0;
-  const auto& measured = measured_collectives[static_cast<size_t>(tier)][static_cast<size_t>(kind)];
-  if (const CollectiveSegment* regime = measured_regime(measured, bytes, ranks)) return regime->latency_s;
-  return collective(kind, tier).latency_s;
+  const NcclGroupShape group{ranks, nodes};
+  const NcclGroupShape measured_on{cost.latency_ranks, cost.latency_nodes};
+  if (tier == LinkTier::kInterNode && nccl_tuning_applies(kind, group) &&
+      nccl_tuning_applies(kind, measured_on)) {
+    // What the measurement shows beyond NCCL's own latency (the framework's launch, the
+    // network's real hops) is taken at every scale; NCCL's part grows with the group.
+    const double beyond_nccl_s = std::max(0.0, cost.latency_s - nccl_least_latency_s(kind, measured_on));
+    const NcclChoice choice = nccl_fastest_choice(kind, bytes, group, bus_bytes_per_s, beyond_nccl_s);
+    return {choice.latency_s, choice.transfer_s};
+  }
+  return {cost.latency_s, bytes * bus_bandwidth_factor(kind, ranks) / bus_bytes_per_s};
 }
 
 double CalibrationProfile::collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,

@@ -205,11 +205,27 @@ CollectiveCost read_collective(JsonReader& reader, const json& tier, std::string
   const json* object = reader.object(tier, kind, path);
   if (object == nullptr) return cost;
   const std::string here = field_path(path, kind);
-  reader.only_fields(
-      *object, here,
-      {"latency_s", "bus_bandwidth_bytes_per_s", "bus_bandwidth_fraction", "source", "measured"});
+  reader.only_fields(*object, here,
+                     {"latency_s", "latency_ranks", "latency_nodes", "bus_bandwidth_bytes_per_s",
+                      "bus_bandwidth_fraction", "source", "measured"});
   measured = read_measured(reader, *object, here);
   cost.latency_s = reader.number(*object, "latency_s", here, Range::kPositive);
+  const bool ranks_given = object->contains("latency_ranks");
+  if (ranks_given != object->contains("latency_nodes") && reader.ok()) {
+    reader.fail("field '" + here + "' needs both or neither of 'latency_ranks' and 'latency_nodes'");
+  }
+  if (ranks_given && reader.ok()) {
+    constexpr int64_t kMostRanks = 1 << 20;
+    cost.latency_ranks =
+        static_cast<int>(reader.integer(*object, "latency_ranks", here, Range::kPositive, kMostRanks));
+    cost.latency_nodes =
+        static_cast<int>(reader.integer(*object, "latency_nodes", here, Range::kPositive, kMostRanks));
+    if (reader.ok() && (cost.latency_nodes < 2 || cost.latency_ranks % cost.latency_nodes != 0)) {
+      reader.fail("field '" + here + "': latency_ranks " + std::to_string(cost.latency_ranks) +
+                  " over latency_nodes " + std::to_string(cost.latency_nodes) +
+                  " is not a group spread evenly over two or more nodes, as NCCL's tuning model needs");
+    }
+  }
   const bool absolute = object->contains("bus_bandwidth_bytes_per_s");
   const bool fraction = object->contains("bus_bandwidth_fraction");
   if (absolute == fraction && reader.ok()) {
@@ -416,6 +432,10 @@ std::string write_calibration_profile(const CalibrationProfile& profile) {
     for (CollectiveKind kind : kCollectiveKinds) {
       const CollectiveCost& cost = profile.collective(kind, tier);
       json entry = {{"latency_s", cost.latency_s}, {"source", cost.source}};
+      if (cost.latency_ranks > 0) {
+        entry["latency_ranks"] = cost.latency_ranks;
+        entry["latency_nodes"] = cost.latency_nodes;
+      }
       if (cost.bus_bandwidth_fraction > 0) {
         entry["bus_bandwidth_fraction"] = cost.bus_bandwidth_fraction;
       } else {

@@ -177,8 +177,10 @@ TEST(DataParallel, InternEvoAllReducesBf16GradientsOverAllOfDataParallelism) {
   const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
   const double node_nics = 8 * 200e9 / 8;  // bytes/s
   EXPECT_DOUBLE_EQ(costs_for(c).units[1].dp_sync_s,
-                   in.profile.collective_time_s(CollectiveKind::kAllReduce, 2 * kLayerParams, 16,
-                                                LinkTier::kInterNode, node_nics));
+                   in.profile
+                       .collective_cost(CollectiveKind::kAllReduce, 2 * kLayerParams, 16, 2,
+                                        LinkTier::kInterNode, node_nics)
+                       .total_s());
 }
 
 TEST(OptimizerStep, InternEvoBroadcastsEachShardOneAfterAnother) {
@@ -192,7 +194,8 @@ TEST(OptimizerStep, InternEvoBroadcastsEachShardOneAfterAnother) {
   const double link = in.cluster.intra_node_bytes_per_s;
   const double as_all_gather = 2 * kLayerParams / 7;
   const double latency =
-      in.profile.collective_latency_s(CollectiveKind::kAllGather, as_all_gather, 8, LinkTier::kIntraNode);
+      in.profile.collective_cost(CollectiveKind::kAllGather, as_all_gather, 8, 1, LinkTier::kIntraNode, link)
+          .latency_s;
   const double broadcasts_s = 8 * (in.profile.collective_time_s(CollectiveKind::kAllGather, as_all_gather, 8,
                                                                 LinkTier::kIntraNode, link) -
                                    latency);
@@ -376,14 +379,40 @@ TEST(DataParallel, AGroupGetsTheNicsOfItsMembersOnEachNode) {
   const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", whole_nodes);
   const CostModel one_group = costs_for(whole_nodes);
   EXPECT_DOUBLE_EQ(one_group.units[1].dp_sync_s,
-                   in.profile.collective_time_s(CollectiveKind::kAllReduce, 4 * kLayerParams, 16,
-                                                LinkTier::kInterNode, node_nics));
+                   in.profile
+                       .collective_cost(CollectiveKind::kAllReduce, 4 * kLayerParams, 16, 2,
+                                        LinkTier::kInterNode, node_nics)
+                       .total_s());
   ParallelConfig one_per_node = whole_nodes;
   one_per_node.tp = 8;  // dp 2, one member of each group per node
   const double layer_shard = static_cast<double>(costs_for(one_per_node).units[1].parameters);
   EXPECT_DOUBLE_EQ(costs_for(one_per_node).units[1].dp_sync_s,
-                   in.profile.collective_time_s(CollectiveKind::kAllReduce, 4 * layer_shard, 2,
-                                                LinkTier::kInterNode, node_nics / 8));
+                   in.profile
+                       .collective_cost(CollectiveKind::kAllReduce, 4 * layer_shard, 2, 2,
+                                        LinkTier::kInterNode, node_nics / 8)
+                       .total_s());
+}
+
+// Across nodes a collective's latency grows with the ranks it passes (NCCL's tuning model): the
+// same layer's gradients all-reduced over 128 nodes pay more latency than over 2, and more in all
+// than the profile's one latency would say (NCCL then takes its tree, trading bandwidth for it).
+TEST(DataParallel, TheSyncsLatencyGrowsWithTheNodesItCrosses) {
+  ParallelConfig two_nodes;
+  two_nodes.gpus = 16;
+  ParallelConfig many_nodes;
+  many_nodes.gpus = 1024;
+  many_nodes.global_batch = 1024;
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", many_nodes);
+  const double node_nics = 8 * 200e9 / 8;
+  const double bytes = 4 * kLayerParams;
+  const auto sync = [&](int ranks, int nodes) {
+    return in.profile.collective_cost(CollectiveKind::kAllReduce, bytes, ranks, nodes, LinkTier::kInterNode,
+                                      node_nics);
+  };
+  EXPECT_GT(sync(1024, 128).latency_s, sync(16, 2).latency_s);
+  EXPECT_GT(sync(1024, 128).total_s(), sync(1024, 0).total_s() * 1.05);
+  EXPECT_DOUBLE_EQ(costs_for(many_nodes).units[1].dp_sync_s, sync(1024, 128).total_s());
+  EXPECT_GT(costs_for(many_nodes).units[1].dp_sync_s, costs_for(two_nodes).units[1].dp_sync_s);
 }
 
 TEST(TiedEmbeddings, LastStageKeepsACopyUnderPipelineParallelism) {

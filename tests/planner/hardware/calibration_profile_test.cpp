@@ -10,6 +10,7 @@
 
 #include "hardware_test_support.h"
 #include "pipescope/planner/calibration_profile.h"
+#include "pipescope/planner/nccl_tuning.h"
 
 namespace pipescope::planner {
 namespace {
@@ -113,6 +114,9 @@ CalibrationProfile hand_made() {
   // One entry in absolute form: busbw 10 GB/s whatever the cluster.
   p.collectives[static_cast<size_t>(LinkTier::kInterNode)][static_cast<size_t>(CollectiveKind::kSendRecv)] = {
       2e-5, 10e9, 0, "s"};
+  // One entry whose latency was measured on 4 nodes of 8: priced with NCCL's tuning model.
+  p.collectives[static_cast<size_t>(LinkTier::kInterNode)][static_cast<size_t>(CollectiveKind::kAllReduce)] =
+      {1e-4, 0, 0.5, "s", 32, 4};
   p.overheads = {{1e9, "s"}, {0.1, "s"}, {5e8, "s"}, {0.05, "s"}};
   return p;
 }
@@ -305,6 +309,55 @@ TEST(ParseCalibrationProfile, DefectsNameTheField) {
   EXPECT_EQ(
       error_after([](nlohmann::json& d) { d["memory_bound"]["hbm_bandwidth_fraction"] = 0.8; }),
       "calibration profile 'p.json': field 'memory_bound.hbm_bandwidth_fraction' must be an object, got 0.8");
+}
+
+TEST(ParseCalibrationProfile, ALatencysScaleIsAGroupOverSeveralNodes) {
+  EXPECT_EQ(
+      error_after(
+          [](nlohmann::json& d) { d["collectives"]["inter_node"]["all_gather"].erase("latency_nodes"); }),
+      "calibration profile 'p.json': field 'collectives.inter_node.all_gather' needs both or neither of "
+      "'latency_ranks' and 'latency_nodes'");
+  EXPECT_EQ(
+      error_after([](nlohmann::json& d) {
+        d["collectives"]["inter_node"]["all_gather"]["latency_ranks"] = 30;
+        d["collectives"]["inter_node"]["all_gather"]["latency_nodes"] = 4;
+      }),
+      "calibration profile 'p.json': field 'collectives.inter_node.all_gather': latency_ranks 30 over "
+      "latency_nodes 4 is not a group spread evenly over two or more nodes, as NCCL's tuning model needs");
+  EXPECT_EQ(
+      error_after([](nlohmann::json& d) {
+        d["collectives"]["inter_node"]["all_gather"]["latency_ranks"] = 8;
+        d["collectives"]["inter_node"]["all_gather"]["latency_nodes"] = 1;
+      }),
+      "calibration profile 'p.json': field 'collectives.inter_node.all_gather': latency_ranks 8 over "
+      "latency_nodes 1 is not a group spread evenly over two or more nodes, as NCCL's tuning model needs");
+}
+
+// An inter-node latency measured on 32 ranks over 4 nodes: at that scale a small all-reduce costs
+// the measured latency (NCCL's tree with LL is the least of its latencies, and the measurement's
+// excess over it is kept); over 128 nodes NCCL's latency grows, the excess stays.
+TEST(InterNodeCollectives, GrowFromTheScaleTheirLatencyWasMeasuredAt) {
+  const CalibrationProfile p = hand_made();
+  constexpr double kLink = 50e9;
+  const double excess = 1e-4 - nccl_least_latency_s(CollectiveKind::kAllReduce, {32, 4});
+  const CollectiveTime measured_scale =
+      p.collective_cost(CollectiveKind::kAllReduce, 1, 32, 4, LinkTier::kInterNode, kLink);
+  EXPECT_NEAR(measured_scale.latency_s, 1e-4, 1e-12);
+  const CollectiveTime large =
+      p.collective_cost(CollectiveKind::kAllReduce, 1, 1024, 128, LinkTier::kInterNode, kLink);
+  EXPECT_NEAR(large.latency_s, nccl_least_latency_s(CollectiveKind::kAllReduce, {1024, 128}) + excess, 1e-12);
+  // Without the group's node count, or for an entry that does not state its scale, one latency.
+  EXPECT_NEAR(
+      p.collective_cost(CollectiveKind::kAllReduce, 1, 1024, 0, LinkTier::kInterNode, kLink).latency_s, 1e-4,
+      1e-15);
+  EXPECT_NEAR(
+      p.collective_cost(CollectiveKind::kAllGather, 1, 1024, 128, LinkTier::kInterNode, kLink).latency_s,
+      1e-5, 1e-15);
+  // Large buffers: NCCL's ring with Simple at the entry's bus bandwidth.
+  const CollectiveTime big =
+      p.collective_cost(CollectiveKind::kAllReduce, 1e10, 64, 8, LinkTier::kInterNode, kLink);
+  EXPECT_NEAR(big.transfer_s, 1e10 * bus_bandwidth_factor(CollectiveKind::kAllReduce, 64) / (0.5 * kLink),
+              1e-9);
 }
 
 TEST(ParseCalibrationProfile, AttentionGridMustBeComplete) {

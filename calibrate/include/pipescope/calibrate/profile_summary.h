@@ -33,6 +33,9 @@ struct CollectiveRow {
   double latency_s = 0;
   double bus_bandwidth_bytes_per_s = 0;  // the largest messages' busbw, or absolute figure
   double bus_bandwidth_fraction = 0;     // of the cluster's link, when the profile gives it so
+  // The group the latency was measured on, when the entry states it: across nodes the planner
+  // then grows it with NCCL's tuning model (0: one latency at every scale).
+  int latency_ranks = 0, latency_nodes = 0;
 };
 
 struct ProfileSummary {

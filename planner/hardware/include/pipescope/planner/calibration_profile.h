@@ -68,11 +68,18 @@ struct GemmWaves {
 // absolute (bus_bandwidth_bytes_per_s) or a fraction of the tier's link bandwidth taken from the
 // cluster (bus_bandwidth_fraction) - exactly one of the two is non-zero. The fraction form lets
 // one profile serve clusters with different NIC counts.
+//
+// latency_ranks and latency_nodes, when given (inter-node entries), state the group the latency
+// was measured on. Groups over other node counts are then priced with NCCL's tuning model
+// (nccl_tuning.h): the latency grows from that group's as NCCL's rings and trees do, and NCCL
+// chooses the algorithm and protocol. 0: the one latency is taken at every scale.
 struct CollectiveCost {
   double latency_s = 0;
   double bus_bandwidth_bytes_per_s = 0;
   double bus_bandwidth_fraction = 0;
   std::string source;
+  int latency_ranks = 0;
+  int latency_nodes = 0;
   bool operator==(const CollectiveCost&) const = default;
 };
 
@@ -120,6 +127,13 @@ struct MemoryOverheads {
   bool operator==(const MemoryOverheads&) const = default;
 };
 
+// A collective's time in two parts: the fixed latency and the transfer of its bytes.
+struct CollectiveTime {
+  double latency_s = 0;
+  double transfer_s = 0;
+  double total_s() const { return latency_s + transfer_s; }
+};
+
 struct CalibrationProfile {
   std::string gpu;  // the Gpu::name it describes
   std::string description;
@@ -147,13 +161,17 @@ struct CalibrationProfile {
   // Bilinear: linear in log(seq_len) and in head_dim between grid values, clamped outside.
   double attention_efficiency(int64_t seq_len, int64_t head_dim, AttentionPass pass) const;
   // `bytes` is nccl-tests' size (docs/calibration-format.md); `link_bytes_per_s` the tier's link
-  // bandwidth available to this collective. 0 when ranks <= 1 or bytes <= 0. Measured entries,
+  // bandwidth available to this collective; `nodes` the nodes an inter-node group spans, its
+  // ranks spread evenly (0: not known). 0 when ranks <= 1 or bytes <= 0. Measured entries,
   // where the tier has them for `kind`, win: the one nearest `ranks` in log2, then the size
-  // regime holding `bytes` (a measured busbw already reflects the links it ran on).
+  // regime holding `bytes` (a measured busbw already reflects the links it ran on). Otherwise
+  // the tier's entry, through NCCL's tuning model where it states its latency's scale.
+  CollectiveTime collective_cost(CollectiveKind kind, double bytes, int ranks, int nodes, LinkTier tier,
+                                 double link_bytes_per_s) const;
   double collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
-                           double link_bytes_per_s) const;
-  // The fixed part of that time: the latency of the entry (and size regime) that prices `bytes`.
-  double collective_latency_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier) const;
+                           double link_bytes_per_s) const {
+    return collective_cost(kind, bytes, ranks, 0, tier, link_bytes_per_s).total_s();
+  }
   // Link bandwidth from the cluster: intra_node_bytes_per_s, or all of a node's NICs. Groups that
   // share the NICs concurrently should pass their share to the overload above.
   double collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
