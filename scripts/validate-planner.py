@@ -21,6 +21,7 @@ CTest runs it (validation.planner_table); when a change is meant, paste the new 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -38,7 +39,7 @@ def predicted(plan, metric):
 
 def tables(pipescope, cases, root):
     """The two markdown tables (per case, per figure) as lists of lines."""
-    rows, errors = [], {}
+    rows, errors, points = [], {}, []
     for case in cases:
         run = subprocess.run([pipescope, "plan", "--json", *case["args"]], cwd=root, capture_output=True,
                              text=True)
@@ -55,6 +56,7 @@ def tables(pipescope, cases, root):
                 continue
             error = 100.0 * (value - measured) / measured
             errors.setdefault(metric, []).append(error)
+            points.append((source_id(case), metric, measured, value))
             shown = f"{value:.0f}" if value >= 1000 else f"{value:.3g}"
             rows.append(f"| {case['id']} | {metric} | {measured:g} | {shown} | {error:+.1f}% |")
 
@@ -65,6 +67,34 @@ def tables(pipescope, cases, root):
         within5 = sum(abs(v) <= 5 for v in values)
         within10 = sum(abs(v) <= 10 for v in values)
         lines.append(f"| {metric} | {len(values)} | {mean:.1f}% | {within5} | {within10} |")
+    return lines + [""] + per_source_table(points)
+
+
+def source_id(case):
+    """The validation source a case comes from: its V-number in docs/validation-sources.md."""
+    match = re.search(r"\b(V\d+)\b", case["source"])
+    return match.group(1) if match else case["source"]
+
+
+def per_source_table(points):
+    """Per source and figure: mean error, and of the pairs of runs whose measured values differ,
+    how many the planner puts in the same order (which run is faster, which holds more)."""
+    lines = ["| source | figure | cases | mean abs. error | pairs in the measured order |", "|---|---|---|---|---|"]
+    groups = {}
+    for source, metric, measured, value in points:
+        groups.setdefault((source, metric), []).append((measured, value))
+    for (source, metric), values in sorted(groups.items()):
+        mean = sum(abs(100.0 * (v - m) / m) for m, v in values) / len(values)
+        pairs = right = 0
+        for i in range(len(values)):
+            for j in range(i + 1, len(values)):
+                measured_gap = values[i][0] - values[j][0]
+                if measured_gap == 0:
+                    continue
+                pairs += 1
+                right += (values[i][1] - values[j][1]) * measured_gap > 0
+        ordered = f"{right} of {pairs}" if pairs else "-"
+        lines.append(f"| {source} | {metric} | {len(values)} | {mean:.1f}% | {ordered} |")
     return lines
 
 
