@@ -79,6 +79,9 @@ Command add_plan_command(CLI::App& root) {
                   "Compare with the split run today: decoder layers per stage, e.g. 5,6,6,5")
       ->delimiter(',')
       ->check(CLI::Validator(whole_number_at_least(0), "N"));
+  app->add_option("--pipeline-layout", a->pipeline_layout,
+                  "The split as Megatron-LM's --pipeline-model-parallel-layout, e.g. \"Et*3|(t*4|)*6t*3L\"; "
+                  "with --vpp, the interleaved schedule's chunks");
   app->add_option("--search-time", a->search_time_s,
                   "Budget of the exact split search in seconds of one core (default 1); counted in work, "
                   "so the same input always gives the same plan")

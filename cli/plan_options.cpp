@@ -10,6 +10,7 @@
 #include "arg_specs.h"
 #include "command.h"
 #include "pipescope/models/model_catalog.h"
+#include "pipescope/planner/pipeline_layout.h"
 
 namespace pipescope::cli {
 
@@ -95,6 +96,29 @@ planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
   return c;
 }
 
+// --pipeline-layout: one chunk per stage (the split, as --split gives it) or, interleaved, --vpp
+// chunks per stage; the count must agree with --pp and --vpp.
+Status apply_pipeline_layout(const PlanArgs& a, planner::ParallelConfig& c) {
+  if (a.pipeline_layout.empty()) return Status::Ok();
+  if (!a.split.empty()) return Error{"give --split or --pipeline-layout, not both"};
+  auto chunks = planner::parse_pipeline_layout(a.pipeline_layout);
+  if (!chunks) return Error{"--pipeline-layout: " + chunks.error().message};
+  const auto count = static_cast<int64_t>(chunks->size());
+  if (count != c.pp * c.vpp) {
+    std::string hint;
+    if (count % c.pp == 0 && count / c.pp != c.vpp)
+      hint = "; with --pp " + std::to_string(c.pp) + " that is --vpp " + std::to_string(count / c.pp);
+    return Error{"--pipeline-layout has " + std::to_string(count) + " chunks; --pp " + std::to_string(c.pp) +
+                 " x --vpp " + std::to_string(c.vpp) + " needs " + std::to_string(c.pp * c.vpp) + hint};
+  }
+  if (c.vpp > 1) {
+    c.chunk_layers = std::move(*chunks);
+  } else {
+    c.stage_layers = std::move(*chunks);
+  }
+  return Status::Ok();
+}
+
 Expected<PlanRun> run_planner(const PlanArgs& a, bool schedule_given,
                               const planner::CalibrationProfile* profile) {
   auto model = models::load_model(a.model);
@@ -104,7 +128,9 @@ Expected<PlanRun> run_planner(const PlanArgs& a, bool schedule_given,
   Expected<planner::CalibrationProfile> chosen =
       profile != nullptr ? Expected<planner::CalibrationProfile>(*profile) : profile_of(a, cluster->gpu);
   if (!chosen.ok()) return chosen.error();
-  auto config = planner::resolve_config(*model, config_of(a, schedule_given));
+  planner::ParallelConfig given = config_of(a, schedule_given);
+  if (Status s = apply_pipeline_layout(a, given); !s) return s.error();
+  auto config = planner::resolve_config(*model, given);
   if (!config.ok()) return config.error();
   planner::PlanInputs inputs{*model, *cluster, *chosen, *config};
   inputs.search_work = llround(a.search_time_s * static_cast<double>(planner::kSearchWorkPerSecond));
@@ -134,6 +160,7 @@ nlohmann::ordered_json plan_arguments_json(const PlanArgs& a, bool schedule_give
                                 {"sequence_parallel", a.sequence_parallel},
                                 {"no_flash_attention", a.no_flash_attention},
                                 {"split", a.split},
+                                {"pipeline_layout", a.pipeline_layout},
                                 {"schedule", a.schedule},
                                 {"schedule_given", schedule_given},
                                 {"balance", a.balance},
@@ -173,6 +200,7 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
     // Absent from plans written before they existed.
     a.optimizer = j.value("optimizer", std::string("megatron"));
     a.search_time_s = j.value("search_time_s", 1.0);
+    a.pipeline_layout = j.value("pipeline_layout", std::string());
   } catch (const nlohmann::json::exception& e) {
     return Error{std::string("the plan's inputs.arguments are incomplete or malformed (") + e.what() +
                  "); write the plan again with this pipescope's 'plan --json'"};

@@ -32,7 +32,8 @@ struct PlanArgs {
   std::string recompute = "none";
   bool sequence_parallel = false;
   bool no_flash_attention = false;
-  std::vector<int64_t> split;  // decoder layers per stage of the split run today (plan only)
+  std::vector<int64_t> split;   // decoder layers per stage of the split run today (plan only)
+  std::string pipeline_layout;  // the same as a Megatron-LM layout string, chunks too (plan only)
   std::string schedule = "1f1b";
   std::string balance = "memory";
   std::string optimizer = "megatron";

@@ -1,5 +1,6 @@
 #include "plan_output.h"
 
+#include "pipescope/planner/pipeline_layout.h"
 #include "text_format.h"
 
 #include <nlohmann/json.hpp>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iomanip>
 #include <string>
 #include <vector>
 
@@ -57,9 +59,10 @@ std::vector<std::string> plan_notes(const planner::PlanOutcome& o) {
                     (o.suggested.fits ? ", the fastest that fits" : ", the least peak (no mode fits)"));
   }
   if (o.config.schedule == planner::ScheduleKind::kInterleaved) {
-    notes.push_back(
-        "interleaved schedule: Megatron's uniform chunks are shown; the partition optimizer balances 1F1B "
-        "and GPipe splits");
+    notes.push_back(std::string("interleaved schedule: ") +
+                    (o.config.chunk_layers.empty() ? "Megatron's uniform chunks are shown"
+                                                   : "the chunks of --pipeline-layout are shown") +
+                    "; the partition optimizer balances 1F1B and GPipe splits");
   }
   if (o.uniform_split_has_empty_stage)
     notes.push_back("the uniform split leaves a stage without layers; only the suggested split is shown");
@@ -111,7 +114,10 @@ std::string overflowing_stages(const PlanReport& r) {
 
 void write_stage_table(std::ostream& out, const planner::PlanOutcome& o) {
   const size_t side_width = side_header(0).size();
-  const std::string title_u = o.baseline_is_given_split ? " given split (--split)" : " uniform split";
+  const std::string title_u = !o.baseline_is_given_split ? " uniform split"
+                              : !o.config.chunk_layers.empty()
+                                  ? " given chunks (--pipeline-layout)"
+                                  : " given split (--split or --pipeline-layout)";
   const std::string title_s = " suggested split";
   out << "stage |" << left(title_u, side_width) << " |" << title_s << '\n';
   out << "      |" << side_header(0) << " |" << side_header(0) << '\n';
@@ -219,10 +225,25 @@ ordered_json work_json(const planner::WorkTimes& w) {
   return out;
 }
 
+// Decoder layers per chunk in model order: a stage each, or, interleaved, chunk g on stage g mod p.
+std::vector<int64_t> model_order_chunks(const PlanReport& r) {
+  std::vector<int64_t> chunks;
+  const size_t p = r.stages.size();
+  const size_t v = p > 0 ? std::max<size_t>(r.stages[0].chunk_layers.size(), 1) : 1;
+  for (size_t g = 0; g < p * v; ++g) {
+    const StageReport& st = r.stages[g % p];
+    chunks.push_back(st.chunk_layers.empty() ? st.layers : st.chunk_layers[g / p]);
+  }
+  return chunks;
+}
+
 ordered_json stage_json(const StageReport& s) {
+  ordered_json chunk_layers = ordered_json::array();
+  for (int layers : s.chunk_layers) chunk_layers.push_back(layers);
   return ordered_json{
       {"index", s.index},
       {"layers", s.layers},
+      {"chunk_layers", chunk_layers},
       {"has_embedding", s.has_embedding},
       {"has_head", s.has_head},
       {"first_unit", s.first_unit},
@@ -255,6 +276,7 @@ ordered_json report_json(const PlanReport& r, int64_t micro_batches) {
   step_work["optimizer_s"] = busiest.optimizer_s;
   step_work["dp_sync_exposed_s"] = busiest.dp_sync_exposed_s;
   return ordered_json{{"fits", r.fits},
+                      {"layout", planner::pipeline_layout_string(model_order_chunks(r))},
                       {"peak_memory_bytes", r.peak_memory_bytes},
                       {"reserved_bytes", r.reserved_bytes},
                       {"iteration_s", r.iteration_s},
@@ -322,6 +344,22 @@ std::string optimality_text(const planner::PlanOutcome& o) {
          " of the optimum (proven); a longer --search-time may close the gap";
 }
 
+// The suggested split as Megatron-LM's layout string, and the interleaved schedule's chunks per
+// stage.
+void write_layout(std::ostream& out, const planner::PlanOutcome& o) {
+  out << "layout (Megatron-LM --pipeline-model-parallel-layout): \""
+      << planner::pipeline_layout_string(model_order_chunks(o.suggested)) << "\"\n";
+  if (o.config.schedule != planner::ScheduleKind::kInterleaved) return;
+  out << "decoder layers of each stage's chunks, in the order it runs them:\n";
+  for (const StageReport& st : o.suggested.stages) {
+    std::string chunks;
+    for (int layers : st.chunk_layers) chunks += (chunks.empty() ? "" : " + ") + std::to_string(layers);
+    out << "  stage " << std::setw(3) << st.index << ": " << chunks
+        << (st.has_embedding ? " (and the embedding)" : "") << (st.has_head ? " (and the output layer)" : "")
+        << '\n';
+  }
+}
+
 }  // namespace
 
 void write_plan_text(std::ostream& out, const PlanPrintout& p) {
@@ -337,6 +375,7 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
       << " GiB); usable " << gib(o.capacity_bytes) << " of " << gib(p.cluster.gpu.memory_bytes)
       << " GiB. allocated (what tensors use) is in --json.\n\n";
   write_stage_table(out, o);
+  write_layout(out, o);
   out << '\n';
   write_totals(out, o);
   write_step_work(out, o);

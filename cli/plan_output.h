@@ -1,6 +1,6 @@
 // What `pipescope plan` prints: the uniform and the suggested split side by side, stage by stage,
 // with their totals, the gain in peak memory and the cost in step time, and for a plan that does
-// not fit what would make it fit; or the same as one JSON document (schema_version 1).
+// not fit what would make it fit; or the same as one JSON document (kPlanSchemaVersion).
 #pragma once
 
 #include <ostream>
@@ -15,7 +15,9 @@
 
 namespace pipescope::cli {
 
-inline constexpr int kPlanSchemaVersion = 1;
+// 2 (2026-11-27): each side's `layout` string and each stage's `chunk_layers`; `inputs.arguments`
+// gained `pipeline_layout`. Readers of version 1 read version 2's other fields unchanged.
+inline constexpr int kPlanSchemaVersion = 2;
 
 struct PlanPrintout {
   models::ModelDesc model;

@@ -93,7 +93,7 @@ TEST(PlanCommand, PrintsTheUniformAndTheSuggestedSplitSideBySide) {
 
 TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
   const json doc = plan_json(kThirteenB);
-  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["schema_version"], 2);
   EXPECT_EQ(doc["memory_figure"]["predicted"], "reserved");
   EXPECT_EQ(doc["inputs"]["model"]["name"], "llama2-13b");
   EXPECT_EQ(doc["inputs"]["config"]["pp"], 8);
@@ -337,6 +337,83 @@ TEST(PlanCommand, InterleavedAutoRecomputationSaysWhichModeEveryStageTakes) {
       << notes;
   EXPECT_NE(notes.find("interleaved schedule: Megatron's uniform chunks are shown"), std::string::npos)
       << notes;
+}
+
+// --pipeline-layout: Megatron-LM's layout string in. One chunk per stage is the split --split
+// gives; with --vpp, the interleaved schedule's chunks, priced as laid out.
+TEST(PlanCommand, APipelineLayoutIsPlannedAsMegatronRunsIt) {
+  const std::vector<std::string> base = {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus",
+                                         "8",       "--tp",      "1",     "--pp",      "4",
+                                         "--gbs",   "16",        "--seq", "2048"};
+  const json by_split = plan_json(with(base, {"--split", "4,10,10,8"}));
+  const json by_layout = plan_json(with(base, {"--pipeline-layout", "Et*4|(t*10|)*2t*8L"}));
+  EXPECT_EQ(by_layout["uniform"]["iteration_s"], by_split["uniform"]["iteration_s"]);
+  EXPECT_EQ(by_layout["uniform"]["layout"], "Et*4|t*10|t*10|t*8L");
+  EXPECT_EQ(by_layout["inputs"]["arguments"]["pipeline_layout"], "Et*4|(t*10|)*2t*8L");
+  for (size_t s = 0; s < 4; ++s)
+    EXPECT_EQ(by_layout["uniform"]["stages"][s]["layers"], by_split["uniform"]["stages"][s]["layers"]);
+
+  // LLaMA-3 405B as Meta trained it: 126 layers in 16 x 8 chunks, the embedding and the output
+  // layer in chunks of their own.
+  const std::vector<std::string> meta = {"--model",
+                                         "llama3-405b",
+                                         "--cluster",
+                                         "dgx-h100",
+                                         "--gpus",
+                                         "8192",
+                                         "--tp",
+                                         "8",
+                                         "--pp",
+                                         "16",
+                                         "--vpp",
+                                         "8",
+                                         "--zero",
+                                         "2",
+                                         "--seq",
+                                         "8192",
+                                         "--gbs",
+                                         "2048",
+                                         "--sequence-parallel",
+                                         "--recompute",
+                                         "full",
+                                         "--pipeline-layout",
+                                         "E|(t|)*126L"};
+  const json doc = plan_json(meta);
+  EXPECT_EQ(doc["suggested"]["layout"], "E|(t|)*126L");
+  const json& stages = doc["suggested"]["stages"];
+  ASSERT_EQ(stages.size(), 16u);
+  for (const json& st : stages) EXPECT_EQ(st["chunk_layers"].size(), 8u);
+  EXPECT_EQ(stages[0]["layers"], 7);
+  EXPECT_EQ(stages[0]["chunk_layers"][0], 0);
+  EXPECT_EQ(stages[15]["chunk_layers"][7], 0);
+  EXPECT_TRUE(doc["suggested"]["fits"].get<bool>());
+  const CommandResult text = run_pipescope(plan_args(with(meta, {"--emit", "megatron"})));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("layout (Megatron-LM --pipeline-model-parallel-layout): \"E|(t|)*126L\""),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("  stage  15: 1 + 1 + 1 + 1 + 1 + 1 + 1 + 0 (and the output layer)\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("--pipeline-model-parallel-layout \"E|(t|)*126L\""), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos) << text.out;
+}
+
+TEST(PlanCommandBadInput, APipelineLayoutThatDoesNotFitTheRunIsRefusedNamingWhy) {
+  const std::vector<std::string> base = {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8",
+                                         "--tp",    "1",         "--pp",  "4",         "--gbs",  "16"};
+  expect_bad_input(with(base, {"--split", "8,8,8,8", "--pipeline-layout", "Et*8|(t*8|)*2t*8L"}),
+                   "give --split or --pipeline-layout, not both");
+  expect_bad_input(with(base, {"--pipeline-layout", "Et*8|(t*8|)*2m*8L"}),
+                   "--pipeline-layout: 'm' at position");
+  expect_bad_input(with(base, {"--pipeline-layout", "E|(t*4|)*7t*4L"}),
+                   "--pipeline-layout has 9 chunks; --pp 4 x --vpp 1 needs 4");
+  expect_bad_input(with(base, {"--pipeline-layout", "E|(t*5|)*6t*2L"}),
+                   "--pipeline-layout has 8 chunks; --pp 4 x --vpp 1 needs 4; with --pp 4 that is --vpp 2");
+  expect_bad_input(with(base, {"--pipeline-layout", "Et*8|(t*8|)*2t*9L"}),
+                   "--split adds up to 33 layers; the model has 32");
+  expect_bad_input(with(base, {"--vpp", "2", "--pipeline-layout", "E|(t*4|)*6t*5L"}),
+                   "--pipeline-layout has 29 decoder layers (t); the model has 32");
 }
 
 TEST(PlanCommand, EmitMegatronPrintsItsFlags) {

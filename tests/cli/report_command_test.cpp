@@ -830,8 +830,8 @@ TEST(ReportCommand, APlanOfAnotherVersionOrMissingAFigureIsRefused) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   };
   auto newer = good;
-  newer["schema_version"] = 2;
-  refused(newer, "has plan schema_version 2; this pipescope reads version 1");
+  newer["schema_version"] = 3;
+  refused(newer, "has plan schema_version 3; this pipescope reads versions 1 to 2");
   auto no_forward = good;
   no_forward["suggested"]["stages"][1].erase("forward_s");
   refused(no_forward, "suggested.stages[1].forward_s is missing or not a number");

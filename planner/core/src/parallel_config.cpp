@@ -107,9 +107,9 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
   if (c.vpp > 1) {
     if (c.schedule != ScheduleKind::kInterleaved) return Error{"--vpp needs --schedule interleaved"};
     if (c.pp < 2) return Error{"the interleaved schedule needs --pp of at least 2"};
-    if (model.num_layers % (c.pp * c.vpp) != 0) {
+    if (c.chunk_layers.empty() && model.num_layers % (c.pp * c.vpp) != 0) {
       return Error{"--pp " + num(c.pp) + " x --vpp " + num(c.vpp) + " does not divide the model's " +
-                   num(model.num_layers) + " layers"};
+                   num(model.num_layers) + " layers; give the chunks with --pipeline-layout"};
     }
   } else if (c.schedule == ScheduleKind::kInterleaved) {
     return Error{"--schedule interleaved needs --vpp of at least 2"};
@@ -176,6 +176,22 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
     if (dp % c.zero_shard != 0) {
       return Error{"--zero-shard " + num(c.zero_shard) + " does not divide the data-parallel size " +
                    num(dp)};
+    }
+  }
+  if (!c.chunk_layers.empty()) {
+    if (c.schedule != ScheduleKind::kInterleaved)
+      return Error{
+          "per-chunk layers apply to the interleaved schedule; give 1f1b and gpipe splits per stage"};
+    if (!c.stage_layers.empty()) return Error{"give the split per stage or per chunk, not both"};
+    if (static_cast<int64_t>(c.chunk_layers.size()) != c.pp * c.vpp) {
+      return Error{"--pipeline-layout has " + num(static_cast<int64_t>(c.chunk_layers.size())) +
+                   " chunks; --pp " + num(c.pp) + " x --vpp " + num(c.vpp) + " needs " + num(c.pp * c.vpp)};
+    }
+    int64_t total = 0;
+    for (int64_t layers : c.chunk_layers) total += layers;
+    if (total != model.num_layers) {
+      return Error{"--pipeline-layout has " + num(total) + " decoder layers (t); the model has " +
+                   num(model.num_layers)};
     }
   }
   if (!c.stage_layers.empty()) {

@@ -99,13 +99,17 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
 Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& costs, int option) {
   const ParallelConfig& c = in.config;
   const int p = static_cast<int>(c.pp), v = static_cast<int>(c.vpp), chunks = p * v;
-  const int layers_per_chunk = static_cast<int>(in.model.num_layers) / chunks;
+  // The user's layout, or Megatron-LM's uniform chunks.
+  std::vector<int64_t> chunk_layers = c.chunk_layers;
+  if (chunk_layers.empty()) chunk_layers.assign(static_cast<size_t>(chunks), in.model.num_layers / chunks);
   ScheduleSpec spec{ScheduleKind::kInterleaved, p, static_cast<int>(c.micro_batches()), v};
   PipelineCosts pc;
   std::vector<std::vector<int>> chunk_units(static_cast<size_t>(chunks));
+  int next_layer_unit = 1;  // unit 0 is the embedding
   for (int g = 0; g < chunks; ++g) {
-    const int first = 1 + g * layers_per_chunk;
-    const int last = first + layers_per_chunk;  // exclusive, in unit indices (unit 0 is the embedding)
+    const int first = next_layer_unit;
+    const int last = first + static_cast<int>(chunk_layers[static_cast<size_t>(g)]);  // exclusive
+    next_layer_unit = last;
     if (g == 0) chunk_units[0].push_back(0);
     for (int u = first; u < last; ++u) chunk_units[static_cast<size_t>(g)].push_back(u);
     if (g == chunks - 1)
@@ -139,8 +143,15 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     }
     st.forward_s = f;
     st.backward_s = b;
-    st.first_unit = chunk_units[static_cast<size_t>(s)].front();
-    st.end_unit = chunk_units[static_cast<size_t>((v - 1) * p + s)].back() + 1;
+    // The span from the stage's first unit to its last; report_of's sums over it are replaced below.
+    st.first_unit = static_cast<int>(costs.units.size());
+    for (int k = 0; k < v; ++k) {
+      for (int u : chunk_units[static_cast<size_t>(k * p + s)]) {
+        st.first_unit = std::min(st.first_unit, u);
+        st.end_unit = std::max(st.end_unit, u + 1);
+      }
+    }
+    st.first_unit = std::min(st.first_unit, st.end_unit);
     plan.stages.push_back(st);
   }
   PlanReport r = report_of(in, costs, plan);
@@ -149,10 +160,12 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     StageReport& st = r.stages[static_cast<size_t>(s)];
     StageUnitTotals totals;
     std::vector<int64_t> chunk_activation;
+    st.chunk_layers.clear();
     for (int k = 0; k < v; ++k) {
       StageUnitTotals chunk;
       for (int u : chunk_units[static_cast<size_t>(k * p + s)]) chunk.add_unit(costs, u, option);
       chunk_activation.push_back(chunk.activation_bytes);
+      st.chunk_layers.push_back(chunk.layers);
       totals += chunk;
     }
     set_totals(costs, totals, st);
@@ -266,6 +279,7 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
     if (automatic) outcome.interleaved_recompute = chosen;
     outcome.uniform = *report;
     outcome.suggested = *report;
+    outcome.baseline_is_given_split = !in.config.chunk_layers.empty();
     return outcome;
   }
   const PartitionProblem problem = partition_problem(in, *costs);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pipescope/planner/framework_settings.h"
+#include "pipescope/planner/pipeline_layout.h"
 #include "pipescope/planner/stage_split.h"
 #include "settings_text.h"
 
@@ -45,7 +46,11 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
 
   // The split. The interleaved plan is Megatron-LM's own uniform chunking.
   if (c.schedule == ScheduleKind::kInterleaved) {
-    flag("--num-layers-per-virtual-pipeline-stage", num(model.num_layers / (c.pp * c.vpp)));
+    if (c.chunk_layers.empty()) {
+      flag("--num-layers-per-virtual-pipeline-stage", num(model.num_layers / (c.pp * c.vpp)));
+    } else {
+      flag("--pipeline-model-parallel-layout", "\"" + pipeline_layout_string(c.chunk_layers) + "\"");
+    }
   } else if (c.pp > 1 && !all_equal(split.layers)) {
     const auto first_last = megatron_first_last(split.layers);
     if (first_last && first_last->exact) {

@@ -4,17 +4,12 @@
 #include <cstdlib>
 #include <limits>
 
+#include "pipescope/planner/pipeline_layout.h"
+
 namespace pipescope::planner {
 namespace {
 
 int strength(const std::string& mode) { return mode.rfind("full", 0) == 0 ? 2 : mode == "selective" ? 1 : 0; }
-
-// Layers of one stage in layout syntax: "", "t", "t*k".
-std::string layer_run(int layers) {
-  if (layers <= 0) return "";
-  if (layers == 1) return "t";
-  return "t*" + std::to_string(layers);
-}
 
 }  // namespace
 
@@ -42,14 +37,7 @@ bool all_equal(const std::vector<int>& layers) {
 }
 
 std::string megatron_layout(const std::vector<int>& layers) {
-  std::string text;
-  for (size_t s = 0; s < layers.size(); ++s) {
-    if (s > 0) text += '|';
-    if (s == 0) text += 'E';
-    text += layer_run(layers[s]);
-    if (s + 1 == layers.size()) text += 'L';
-  }
-  return text;
+  return pipeline_layout_string(std::vector<int64_t>(layers.begin(), layers.end()));
 }
 
 std::optional<FirstLastSplit> megatron_first_last(const std::vector<int>& layers) {

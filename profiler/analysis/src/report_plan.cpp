@@ -12,9 +12,11 @@
 namespace pipescope::analysis {
 namespace {
 
-// The plan document's major version this report reads (`pipescope plan --json`'s
-// schema_version); a newer one may move or rename what is read below.
-constexpr int kPlanSchemaVersion = 1;
+// The plan documents this report reads (`pipescope plan --json`'s schema_version): 2 added the
+// layout string and the interleaved schedule's chunks, which are not read here; a newer one may
+// move or rename what is read below.
+constexpr int kOldestPlanSchemaVersion = 1;
+constexpr int kNewestPlanSchemaVersion = 2;
 
 double number(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
@@ -142,9 +144,11 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
     return Error(where + " is not the output of 'pipescope plan --json' (no schema_version / " + key +
                  ".stages)");
   const nlohmann::json& version = doc["schema_version"];
-  if (!version.is_number_integer() || version.get<int64_t>() != kPlanSchemaVersion)
-    return Error(where + " has plan schema_version " + version.dump() + "; this pipescope reads version " +
-                 std::to_string(kPlanSchemaVersion) +
+  if (!version.is_number_integer() || version.get<int64_t>() < kOldestPlanSchemaVersion ||
+      version.get<int64_t>() > kNewestPlanSchemaVersion)
+    return Error(where + " has plan schema_version " + version.dump() + "; this pipescope reads versions " +
+                 std::to_string(kOldestPlanSchemaVersion) + " to " +
+                 std::to_string(kNewestPlanSchemaVersion) +
                  " (plan it again with this build's 'pipescope plan --json')");
   auto planned_step_s = required_number(*side, "iteration_s", where, key);
   if (!planned_step_s) return planned_step_s.error();

@@ -255,6 +255,73 @@ TEST(PlanSchedule, InterleavedShowsMegatronsUniformChunks) {
   EXPECT_LT(p.uniform.bubble_fraction, plan_for("llama2-7b", plain).uniform.bubble_fraction);
 }
 
+// A layout with uneven chunks: each stage runs its own chunks (chunk g on stage g mod p), and its
+// time per micro-batch is the sum of those chunks' units, as the cost model prices them.
+TEST(PlanSchedule, InterleavedLayoutPricesEachStageOnItsOwnChunks) {
+  ParallelConfig c = pipeline(8, 1, 4, 16);
+  c.schedule = ScheduleKind::kInterleaved;
+  c.vpp = 2;
+  c.chunk_layers = {0, 4, 4, 4, 4, 4, 4, 8};  // the embedding alone, the head with 8 layers
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  const PlanOutcome p = plan_for("llama2-7b", c);
+  auto costs = build_cost_model(in);
+  ASSERT_TRUE(costs.ok());
+  ASSERT_EQ(p.uniform.stages.size(), 4u);
+  EXPECT_TRUE(p.baseline_is_given_split);
+  int first_unit_of_chunk = 1;
+  std::vector<double> forward(4, 0.0);
+  for (size_t g = 0; g < 8; ++g) {
+    const int layers = static_cast<int>(c.chunk_layers[g]);
+    if (g == 0) forward[0] += costs->units[0].by_mode[0].forward_s;
+    for (int u = first_unit_of_chunk; u < first_unit_of_chunk + layers; ++u)
+      forward[g % 4] += costs->units[static_cast<size_t>(u)].by_mode[0].forward_s;
+    first_unit_of_chunk += layers;
+    if (g == 7) forward[3] += costs->units.back().by_mode[0].forward_s;
+  }
+  const std::vector<std::vector<int>> chunk_layers = {{0, 4}, {4, 4}, {4, 4}, {4, 8}};
+  for (size_t s = 0; s < 4; ++s) {
+    const StageReport& st = p.uniform.stages[s];
+    EXPECT_EQ(st.chunk_layers, chunk_layers[s]) << s;
+    EXPECT_EQ(st.layers, chunk_layers[s][0] + chunk_layers[s][1]) << s;
+    EXPECT_NEAR(st.forward_s, forward[s], 1e-12 * forward[s]) << s;
+  }
+  EXPECT_TRUE(p.uniform.stages[0].has_embedding);
+  EXPECT_TRUE(p.uniform.stages[3].has_head);
+  EXPECT_FALSE(p.uniform.stages[3].has_embedding);
+
+  // A layout of Megatron-LM's uniform chunks is the plan without one.
+  ParallelConfig uniform = c;
+  uniform.chunk_layers.clear();
+  ParallelConfig as_layout = c;
+  as_layout.chunk_layers.assign(8, 4);
+  const PlanOutcome a = plan_for("llama2-7b", uniform), b = plan_for("llama2-7b", as_layout);
+  EXPECT_DOUBLE_EQ(a.uniform.iteration_s, b.uniform.iteration_s);
+  EXPECT_EQ(a.uniform.peak_memory_bytes, b.uniform.peak_memory_bytes);
+  for (size_t s = 0; s < 4; ++s)
+    EXPECT_EQ(a.uniform.stages[s].activation_bytes, b.uniform.stages[s].activation_bytes);
+}
+
+TEST(ResolveConfig, AnInterleavedLayoutMustMatchTheChunksAndTheLayers) {
+  auto model = models::load_model("llama2-7b");
+  ASSERT_TRUE(model.ok());
+  ParallelConfig c = pipeline(8, 1, 4, 16);
+  c.schedule = ScheduleKind::kInterleaved;
+  c.vpp = 2;
+  c.chunk_layers = {4, 4, 4, 4, 4, 4, 4};
+  EXPECT_EQ(resolve_config(*model, c).error().message,
+            "--pipeline-layout has 7 chunks; --pp 4 x --vpp 2 needs 8");
+  c.chunk_layers = {4, 4, 4, 4, 4, 4, 4, 5};
+  EXPECT_EQ(resolve_config(*model, c).error().message,
+            "--pipeline-layout has 33 decoder layers (t); the model has 32");
+  // Chunks that do not divide the layers evenly are what a layout is for.
+  c.vpp = 3;
+  c.chunk_layers = {3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2};
+  EXPECT_TRUE(resolve_config(*model, c).ok());
+  c.chunk_layers.clear();
+  EXPECT_EQ(resolve_config(*model, c).error().message,
+            "--pp 4 x --vpp 3 does not divide the model's 32 layers; give the chunks with --pipeline-layout");
+}
+
 // A stage's units are its chunks, not the units between its first and its last: under full
 // recomputation it recomputes its own layers only.
 TEST(PlanSchedule, InterleavedFullRecomputationCountsTheStagesOwnLayers) {

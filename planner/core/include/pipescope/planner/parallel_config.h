@@ -56,6 +56,10 @@ struct ParallelConfig {
   // stage, the head on the last); empty: the framework's uniform split. It is the baseline the
   // suggested split is compared with.
   std::vector<int64_t> stage_layers;
+  // The interleaved schedule's chunks as the user runs them (a layout, pipeline_layout.h): decoder
+  // layers per chunk in model order, pp x vpp of them, chunk g on pipeline rank g mod pp; the
+  // embedding in the first, the output layer in the last. Empty: Megatron-LM's uniform chunks.
+  std::vector<int64_t> chunk_layers;
 
   int64_t dp() const { return gpus / (tp * pp * cp); }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp()); }

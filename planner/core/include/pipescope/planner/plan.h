@@ -22,6 +22,7 @@ struct StageReport {
   int index = 0;
   int first_unit = 0, end_unit = 0;  // units [first, end) of CostModel::units
   int layers = 0;                    // decoder layers
+  std::vector<int> chunk_layers;     // the interleaved schedule: decoder layers of each of its chunks
   bool has_embedding = false, has_head = false;
   int64_t parameters = 0;  // on one rank of the stage
   int in_flight = 0;       // micro-batches whose activations the stage holds at its peak

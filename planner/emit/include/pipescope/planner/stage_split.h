@@ -23,9 +23,8 @@ StageSplit stage_split(const PlanReport& plan);
 
 bool all_equal(const std::vector<int>& layers);
 
-// Megatron-LM's --pipeline-model-parallel-layout for a split without virtual stages: the
-// embedding (E) on the first stage, the loss (L) on the last, t*k for k decoder layers, stages
-// joined by '|'. {4, 5, 5, 2} -> "Et*4|t*5|t*5|t*2L"; {0, 3, 1} -> "E|t*3|tL".
+// Megatron-LM's --pipeline-model-parallel-layout for a split without virtual stages
+// (pipeline_layout_string()): {4, 5, 5, 2} -> "Et*4|t*5|t*5|t*2L"; {0, 3, 1} -> "E|t*3|tL".
 std::string megatron_layout(const std::vector<int>& layers);
 
 // Megatron-LM's --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers: each
