@@ -40,6 +40,7 @@ std::string find_program(const std::string& name) {
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     dirs.push_back(self.parent_path());
+    dirs.push_back(self.parent_path() / PIPESCOPE_LIBEXECDIR_FROM_BINDIR);  // an install
     dirs.push_back(self.parent_path() / ".." / "benches" / "gpu");
     dirs.push_back(self.parent_path() / ".." / "share");
   }

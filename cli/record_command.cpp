@@ -32,8 +32,8 @@ struct RecordArgs {
   std::vector<std::string> command;
 };
 
-// Where libpipescope.so sits relative to this binary: an installed or bundled layout (bin/ and
-// lib/), side by side, or this build tree.
+// Where libpipescope.so sits relative to this binary: an install (bin/ and its libdir), a bundle
+// (bin/ and lib/), side by side, or this build tree.
 std::string find_injection_library() {
   if (const char* forced = std::getenv("PIPESCOPE_LIBRARY"); forced != nullptr && forced[0] != '\0') {
     return forced;
@@ -42,8 +42,9 @@ std::string find_injection_library() {
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
   const std::filesystem::path dir = exe.parent_path();
-  for (const auto& candidate : {dir / "../lib/libpipescope.so", dir / "libpipescope.so",
-                                dir / "../profiler/inject/libpipescope.so"}) {
+  for (const auto& candidate :
+       {dir / PIPESCOPE_LIBDIR_FROM_BINDIR / "libpipescope.so", dir / "../lib/libpipescope.so",
+        dir / "libpipescope.so", dir / "../profiler/inject/libpipescope.so"}) {
     if (std::filesystem::exists(candidate, ec))
       return std::filesystem::weakly_canonical(candidate, ec).string();
   }

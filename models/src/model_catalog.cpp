@@ -10,6 +10,7 @@
 #include "bundled_model_files.h"
 #include "json_fields.h"
 #include "model_parsers.h"
+#include "pipescope/common/data_dirs.h"
 
 namespace pipescope::models {
 namespace {
@@ -65,8 +66,12 @@ Expected<ModelDesc> load_model(const std::string& name_or_path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) path /= "config.json";
   if (!std::filesystem::is_regular_file(path, ec)) {
-    return Error{"model '" + name_or_path + "' is neither a bundled model (" + bundled_names_joined() +
-                 ") nor a readable file or checkpoint directory with a config.json"};
+    if (auto installed = find_data_file("models", name_or_path)) {
+      path = *installed;
+    } else {
+      return Error{"model '" + name_or_path + "' is neither a bundled model (" + bundled_names_joined() +
+                   ") nor a readable file or checkpoint directory with a config.json"};
+    }
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{path.string() + ": cannot open the file"};

@@ -6,6 +6,7 @@
 
 #include "bundled_data.h"
 #include "json_reader.h"
+#include "pipescope/common/data_dirs.h"
 #include "pipescope/planner/calibration_profile.h"
 
 namespace pipescope::planner {
@@ -398,6 +399,11 @@ Expected<CalibrationProfile> load_calibration_profile(std::string_view name_or_p
   }
   const auto* file = detail::find_bundled(detail::bundled_profiles(), name_or_path);
   if (file == nullptr) {
+    if (auto installed = find_data_file("profiles", name_or_path)) {
+      auto text = detail::read_text_file(installed->string(), "calibration profile");
+      if (!text.ok()) return text.error();
+      return parse_calibration_profile(*text, "installed calibration profile '" + installed->string() + "'");
+    }
     return Error{"unknown calibration profile '" + std::string(name_or_path) + "'; known profiles: " +
                  detail::bundled_names(detail::bundled_profiles()) + " (or pass a profile JSON file)"};
   }
@@ -406,7 +412,8 @@ Expected<CalibrationProfile> load_calibration_profile(std::string_view name_or_p
 }
 
 Expected<CalibrationProfile> profile_for_gpu(const Gpu& gpu) {
-  if (detail::find_bundled(detail::bundled_profiles(), gpu.name) == nullptr) {
+  if (detail::find_bundled(detail::bundled_profiles(), gpu.name) == nullptr &&
+      !find_data_file("profiles", gpu.name)) {
     return Error{"no bundled calibration profile for GPU '" + gpu.name +
                  "' (bundled: " + detail::bundled_names(detail::bundled_profiles()) +
                  "); measure one with `pipescope calibrate run` and pass it with --calibration FILE"};

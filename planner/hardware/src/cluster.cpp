@@ -6,6 +6,7 @@
 
 #include "bundled_data.h"
 #include "gpu_json.h"
+#include "pipescope/common/data_dirs.h"
 
 namespace pipescope::planner {
 namespace {
@@ -95,6 +96,11 @@ Expected<Cluster> load_cluster(std::string_view name_or_path) {
   }
   const auto* file = detail::find_bundled(detail::bundled_clusters(), name_or_path);
   if (file == nullptr) {
+    if (auto installed = find_data_file("clusters", name_or_path)) {
+      auto text = detail::read_text_file(installed->string(), "cluster file");
+      if (!text.ok()) return text.error();
+      return parse_cluster_json(*text, "installed cluster '" + installed->string() + "'");
+    }
     return Error{"unknown cluster '" + std::string(name_or_path) +
                  "'; known clusters: " + detail::bundled_names(detail::bundled_clusters()) +
                  " (or pass a cluster JSON file, see docs/calibration-format.md)"};
