@@ -11,17 +11,20 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# Components: runtime (the command, the preload library, data, docs), gpu_suite (the calibration
+# suite, which needs cuBLASLt, NCCL and Google Benchmark at run time) and dev (the trace reader).
+set(CMAKE_INSTALL_DEFAULT_COMPONENT_NAME runtime)
 install(TARGETS pipescope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET pipescope_inject)
   install(TARGETS pipescope_inject LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 foreach(suite gpu_benchmark nccl_benchmark trace_overhead)
   if(TARGET ${suite})
-    install(TARGETS ${suite} RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/pipescope)
+    install(TARGETS ${suite} RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/pipescope COMPONENT gpu_suite)
   endif()
 endforeach()
 if(TARGET gpu_benchmark)
-  install(FILES benches/gpu/attention_sdpa.py DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/pipescope)
+  install(FILES benches/gpu/attention_sdpa.py DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/pipescope COMPONENT gpu_suite)
 endif()
 
 install(DIRECTORY models/bundled/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pipescope/models FILES_MATCHING PATTERN "*.json")
@@ -40,19 +43,44 @@ install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTE
 set_target_properties(pipescope_trace PROPERTIES EXPORT_NAME trace)
 set_target_properties(pipescope_common PROPERTIES EXPORT_NAME common)
 install(TARGETS pipescope_common pipescope_trace EXPORT pipescopeTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY common/include/ profiler/trace/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY common/include/ profiler/trace/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 set(pipescope_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/pipescope)
-install(EXPORT pipescopeTargets NAMESPACE pipescope:: DESTINATION ${pipescope_cmake_dir})
+install(EXPORT pipescopeTargets NAMESPACE pipescope:: DESTINATION ${pipescope_cmake_dir} COMPONENT dev)
 configure_package_config_file(cmake/pipescopeConfig.cmake.in ${PROJECT_BINARY_DIR}/pipescopeConfig.cmake
                               INSTALL_DESTINATION ${pipescope_cmake_dir})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/pipescopeConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/pipescopeConfig.cmake ${PROJECT_BINARY_DIR}/pipescopeConfigVersion.cmake
-        DESTINATION ${pipescope_cmake_dir})
+        DESTINATION ${pipescope_cmake_dir} COMPONENT dev)
 # The .pc file finds its prefix from its own place, so that it moves with the install.
 file(RELATIVE_PATH pipescope_pc_to_prefix "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" pipescope_pc_to_prefix "${pipescope_pc_to_prefix}")
 configure_file(cmake/pipescope-trace.pc.in ${PROJECT_BINARY_DIR}/pipescope-trace.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/pipescope-trace.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/pipescope-trace.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+# Release packages (scripts/package.sh): one .tar.gz of the whole install tree, and a .deb per
+# component. The runtime's dependencies are read from its binaries (dpkg-shlibdeps: glibc,
+# libstdc++, zlib, SQLite; the preload library needs glibc alone); the GPU suite's are stated,
+# since cuBLASLt and NCCL come from NVIDIA's CUDA repository, not from Debian.
+set(CPACK_PACKAGE_NAME pipescope)
+set(CPACK_PACKAGE_VENDOR pipescope)
+set(CPACK_PACKAGE_CONTACT "pipescope developers")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_GENERATOR TGZ DEB)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_ARCHIVE_COMPONENT_INSTALL OFF)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME pipescope)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_GPU_SUITE_PACKAGE_NAME pipescope-gpu-suite)
+set(CPACK_DEBIAN_GPU_SUITE_PACKAGE_DEPENDS
+    "pipescope (= ${PROJECT_VERSION}), libbenchmark1debian, libstdc++6, libnccl2, libcublas-13-0")
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME pipescope-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libzstd-dev")
+set(CPACK_COMPONENTS_ALL runtime gpu_suite dev)
+include(CPack)
