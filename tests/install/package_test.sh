@@ -21,6 +21,11 @@ runs_from() {  # ROOT_BIN: the command works where it was unpacked
 deb=$(ls "$scratch"/out/pipescope_*_amd64.deb)
 dpkg-deb -x "$deb" "$scratch/deb-root"
 runs_from "$scratch/deb-root/usr/bin/pipescope"
+# One version everywhere: the command, the preload library (pipescope_version) and the package.
+version=$("$scratch/deb-root/usr/bin/pipescope" --version | awk '{print $2}')
+[[ $(dpkg-deb -f "$deb" Version) == "$version" ]] || fail "the package's version is not the command's $version"
+[[ $(strings "$scratch/deb-root/usr/lib/libpipescope.so" | grep -cx "$version") -ge 1 ]] || fail "libpipescope.so does not carry $version"
+[[ -f $scratch/deb-root/usr/share/doc/pipescope/LICENSE ]] || fail "the package has no LICENSE"
 depends=$(dpkg-deb -f "$deb" Depends)
 [[ $depends == *libc6* && $depends != *cublas* && $depends != *nccl* ]] || fail "pipescope depends on: $depends"
 if suite_deb=$(ls "$scratch"/out/pipescope-gpu-suite_*_amd64.deb 2>/dev/null); then  # built with CUDA
