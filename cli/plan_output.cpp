@@ -58,11 +58,19 @@ std::vector<std::string> plan_notes(const planner::PlanOutcome& o) {
                     std::string(planner::to_string(*o.interleaved_recompute)) +
                     (o.suggested.fits ? ", the fastest that fits" : ", the least peak (no mode fits)"));
   }
-  if (o.config.schedule == planner::ScheduleKind::kInterleaved) {
-    notes.push_back(std::string("interleaved schedule: ") +
-                    (o.config.chunk_layers.empty() ? "Megatron's uniform chunks are shown"
-                                                   : "the chunks of --pipeline-layout are shown") +
-                    "; the partition optimizer balances 1F1B and GPipe splits");
+  if (o.layout_search) {
+    const planner::LayoutSearch& l = *o.layout_search;
+    const std::string within = "a pipeline time within " + printf_string("%.3f", l.time_limit_s) + " s";
+    notes.push_back(
+        "interleaved schedule: the suggested layout " +
+        (l.exhaustive
+             ? "has the least peak memory of all layouts with " + within
+             : "is where a descent from the baseline, one layer at a time, stopped lowering the peak "
+               "memory within " +
+                   within) +
+        " (baseline: " +
+        (o.config.chunk_layers.empty() ? "Megatron-LM's uniform chunks" : "the --pipeline-layout chunks") +
+        "); one recompute mode on every stage");
   }
   if (o.uniform_split_has_empty_stage)
     notes.push_back("the uniform split leaves a stage without layers; only the suggested split is shown");
@@ -318,6 +326,14 @@ ordered_json config_json(const planner::ParallelConfig& c) {
 // Whether the suggested split is proven optimal, or how close to it it is proven to be.
 std::string optimality_text(const planner::PlanOutcome& o) {
   if (o.suggested_is_optimal) return "the suggested split is proven optimal";
+  if (o.layout_search) {
+    return "the interleaved layout search is a descent, not exhaustive: the suggested layout's peak memory "
+           "is "
+           "within " +
+           printf_string("%.1f%%", 100 * o.optimality_gap) +
+           " of a lower bound on any layout's (which ignores the time limit and lets a stage take a share "
+           "of a layer)";
+  }
   const bool memory = o.config.balance != planner::BalanceGoal::kTime;
   if (memory && !o.time_limit_proven) {
     // The limit itself is on the text's "time limit:" line and in the JSON's time_limit_s.

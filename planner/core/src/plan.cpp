@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "pipescope/models/flop_count.h"
+#include "pipescope/planner/interleaved_layout.h"
 #include "pipescope/planner/partition_optimizer.h"
 
 namespace pipescope::planner {
@@ -96,12 +97,10 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
 // stage s holds chunks s, s + p, ... and in_flight counts chunk activations. A stage's activation
 // memory is its fullest mix of chunks (in_flight_mixes()): the last stage's final chunk, with the
 // logits, is in flight far fewer times than its others.
-Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& costs, int option) {
+Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& costs, int option,
+                                        const std::vector<int64_t>& chunk_layers) {
   const ParallelConfig& c = in.config;
   const int p = static_cast<int>(c.pp), v = static_cast<int>(c.vpp), chunks = p * v;
-  // The user's layout, or Megatron-LM's uniform chunks.
-  std::vector<int64_t> chunk_layers = c.chunk_layers;
-  if (chunk_layers.empty()) chunk_layers.assign(static_cast<size_t>(chunks), in.model.num_layers / chunks);
   ScheduleSpec spec{ScheduleKind::kInterleaved, p, static_cast<int>(c.micro_batches()), v};
   PipelineCosts pc;
   std::vector<std::vector<int>> chunk_units(static_cast<size_t>(chunks));
@@ -224,26 +223,71 @@ int option_of(RecomputeChoice mode) {
   return 1;
 }
 
-// --recompute auto on the interleaved schedule: one mode on every stage, as the frameworks take
-// it (per-stage choices need the partition optimizer, which does not take this schedule): the
-// fastest mode that fits, or the one with the least peak when none does; `chosen` says which.
-Expected<PlanReport> interleaved_auto_report(const PlanInputs& in, const CostModel& costs,
+ScheduleSpec interleaved_spec(const ParallelConfig& c) {
+  return {ScheduleKind::kInterleaved, static_cast<int>(c.pp), static_cast<int>(c.micro_batches()),
+          static_cast<int>(c.vpp)};
+}
+
+// The interleaved schedule under one recompute option: the baseline layout (the user's, or
+// Megatron-LM's uniform chunks) and the layout with the least peak memory within the time limit
+// (interleaved_layout.h): --balance memory allows 2 % over the faster of the baseline and the
+// balanced layout, headroom also the baseline's own time, time none.
+struct InterleavedPlan {
+  PlanReport baseline, suggested;
+  LayoutSearch search;
+};
+
+Expected<InterleavedPlan> interleaved_plan(const PlanInputs& in, const CostModel& costs, int option,
+                                           double time_slack) {
+  const ParallelConfig& c = in.config;
+  const int chunks = static_cast<int>(c.pp * c.vpp);
+  const std::vector<int64_t> balanced = balanced_layout(in.model.num_layers, chunks);
+  const std::vector<int64_t> baseline = c.chunk_layers.empty() ? balanced : c.chunk_layers;
+  auto evaluator = LayoutEvaluator::make(costs, interleaved_spec(c), option);
+  if (!evaluator.ok()) return evaluator.error();
+  auto balanced_s = evaluator->pipeline_s(balanced);
+  if (!balanced_s.ok()) return balanced_s.error();
+  auto baseline_s = evaluator->pipeline_s(baseline);
+  if (!baseline_s.ok()) return baseline_s.error();
+  const bool time = c.balance == BalanceGoal::kTime;
+  double limit = std::min(*balanced_s, *baseline_s) * (time ? 1.0 : 1 + time_slack);
+  if (c.balance == BalanceGoal::kHeadroom) limit = std::max(limit, *baseline_s);
+  const std::vector<int64_t>& start = *baseline_s <= limit ? baseline : balanced;
+  auto found = search_layout(*evaluator, start, limit);
+  if (!found.ok()) return found.error();
+  InterleavedPlan plan;
+  auto baseline_report = interleaved_report(in, costs, option, baseline);
+  if (!baseline_report.ok()) return baseline_report.error();
+  auto suggested_report = interleaved_report(in, costs, option, found->chunk_layers);
+  if (!suggested_report.ok()) return suggested_report.error();
+  plan.baseline = std::move(*baseline_report);
+  plan.suggested = std::move(*suggested_report);
+  plan.search = {found->time_limit_s, found->exhaustive, found->lower_bound_bytes};
+  return plan;
+}
+
+// The interleaved schedule takes one recompute mode on every stage, as the frameworks do (per-stage
+// choices need the partition optimizer, which does not take this schedule); under --recompute auto
+// the fastest mode whose suggested layout fits, or the one with the least peak when none does.
+Expected<InterleavedPlan> interleaved_choice(const PlanInputs& in, const CostModel& costs, double time_slack,
                                              RecomputeChoice& chosen) {
-  std::optional<PlanReport> best;
-  RecomputeChoice best_mode = RecomputeChoice::kNone;
+  if (in.config.recompute != RecomputeChoice::kAuto) {
+    chosen = in.config.recompute;
+    return interleaved_plan(in, costs, option_of(in.config.recompute), time_slack);
+  }
+  std::optional<InterleavedPlan> best;
   for (RecomputeChoice mode : {RecomputeChoice::kNone, RecomputeChoice::kSelective, RecomputeChoice::kFull}) {
-    auto report = interleaved_report(in, costs, option_of(mode));
-    if (!report.ok()) return report.error();
-    const bool better =
-        !best || (report->fits && !best->fits) ||
-        (report->fits == best->fits && (report->fits ? report->iteration_s < best->iteration_s
-                                                     : report->peak_memory_bytes < best->peak_memory_bytes));
+    auto plan = interleaved_plan(in, costs, option_of(mode), time_slack);
+    if (!plan.ok()) return plan.error();
+    const PlanReport &r = plan->suggested, *b = best ? &best->suggested : nullptr;
+    const bool better = !b || (r.fits && !b->fits) ||
+                        (r.fits == b->fits && (r.fits ? r.iteration_s < b->iteration_s
+                                                      : r.peak_memory_bytes < b->peak_memory_bytes));
     if (better) {
-      best = std::move(*report);
-      best_mode = mode;
+      best = std::move(*plan);
+      chosen = mode;
     }
   }
-  chosen = best_mode;
   return *std::move(best);
 }
 
@@ -270,19 +314,22 @@ Expected<PlanOutcome> plan_once(const PlanInputs& in) {
   outcome.nccl_buffer_bytes = costs->nccl_buffer_bytes;
   outcome.allocator_reserve_fraction = costs->reserve_fraction;
   outcome.notes = costs->notes;
+  const PartitionProblem problem = partition_problem(in, *costs);
   if (in.config.schedule == ScheduleKind::kInterleaved) {
-    const bool automatic = in.config.recompute == RecomputeChoice::kAuto;
     RecomputeChoice chosen = in.config.recompute;
-    auto report = automatic ? interleaved_auto_report(in, *costs, chosen)
-                            : interleaved_report(in, *costs, option_of(in.config.recompute));
-    if (!report.ok()) return report.error();
-    if (automatic) outcome.interleaved_recompute = chosen;
-    outcome.uniform = *report;
-    outcome.suggested = *report;
+    auto plan = interleaved_choice(in, *costs, problem.time_slack, chosen);
+    if (!plan.ok()) return plan.error();
+    if (in.config.recompute == RecomputeChoice::kAuto) outcome.interleaved_recompute = chosen;
+    outcome.uniform = std::move(plan->baseline);
+    outcome.suggested = std::move(plan->suggested);
     outcome.baseline_is_given_split = !in.config.chunk_layers.empty();
+    outcome.layout_search = plan->search;
+    outcome.suggested_is_optimal = plan->search.exhaustive;
+    const auto peak = static_cast<double>(outcome.suggested.peak_memory_bytes);
+    outcome.optimality_gap =
+        plan->search.exhaustive ? 0.0 : (peak - static_cast<double>(plan->search.lower_bound_bytes)) / peak;
     return outcome;
   }
-  const PartitionProblem problem = partition_problem(in, *costs);
   auto result = optimize_partition(problem);
   if (!result.ok()) return result.error();
   outcome.suggested = report_of(in, *costs, result->plan);

@@ -11,6 +11,7 @@
 // overlap_grad_reduce and overlap_param_gather are off unless asked for. Megatron-FSDP's required
 // flags: docs/discussions/megatron-fsdp-user-guide/megatron-fsdp-user-guide.md.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,10 +47,20 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
 
   // The split. The interleaved plan is Megatron-LM's own uniform chunking.
   if (c.schedule == ScheduleKind::kInterleaved) {
-    if (c.chunk_layers.empty()) {
-      flag("--num-layers-per-virtual-pipeline-stage", num(model.num_layers / (c.pp * c.vpp)));
+    // The suggested layout: chunk g on stage g mod p.
+    std::vector<int64_t> chunks;
+    const size_t p = outcome.suggested.stages.size();
+    for (size_t g = 0; g < static_cast<size_t>(c.pp * c.vpp); ++g) {
+      const std::vector<int>& stage_chunks = outcome.suggested.stages[g % p].chunk_layers;
+      // A report without per-chunk counts holds Megatron-LM's uniform chunks.
+      chunks.push_back(g / p < stage_chunks.size() ? stage_chunks[g / p] : model.num_layers / (c.pp * c.vpp));
+    }
+    const bool uniform =
+        std::adjacent_find(chunks.begin(), chunks.end(), std::not_equal_to<>()) == chunks.end();
+    if (uniform) {
+      flag("--num-layers-per-virtual-pipeline-stage", num(chunks.front()));
     } else {
-      flag("--pipeline-model-parallel-layout", "\"" + pipeline_layout_string(c.chunk_layers) + "\"");
+      flag("--pipeline-model-parallel-layout", "\"" + pipeline_layout_string(chunks) + "\"");
     }
   } else if (c.pp > 1 && !all_equal(split.layers)) {
     const auto first_last = megatron_first_last(split.layers);

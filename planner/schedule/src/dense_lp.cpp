@@ -1,4 +1,4 @@
-#include "dense_lp.h"
+#include "pipescope/planner/dense_lp.h"
 
 #include <algorithm>
 #include <cmath>

@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "dense_lp.h"
 #include "partition_costs.h"
 #include "path_tables.h"
+#include "pipescope/planner/dense_lp.h"
 
 namespace pipescope::planner::detail {
 

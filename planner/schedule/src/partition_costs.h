@@ -10,7 +10,7 @@
 
 #include "pipescope/common/expected.h"
 #include "pipescope/planner/partition_plan.h"
-#include "schedule_dag.h"
+#include "pipescope/planner/schedule_dag.h"
 
 namespace pipescope::planner::detail {
 

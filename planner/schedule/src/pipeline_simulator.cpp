@@ -5,7 +5,7 @@
 #include <string>
 
 #include "pipescope/planner/pipeline_schedule.h"
-#include "schedule_dag.h"
+#include "pipescope/planner/schedule_dag.h"
 
 namespace pipescope::planner {
 namespace {

@@ -1,4 +1,4 @@
-#include "schedule_dag.h"
+#include "pipescope/planner/schedule_dag.h"
 
 #include <algorithm>
 #include <limits>

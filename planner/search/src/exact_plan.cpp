@@ -38,12 +38,13 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
   RankedPlan r;
   r.config = config;
   if (config.schedule == ScheduleKind::kInterleaved) {
-    // No optimizer runs for the interleaved schedule, so make_plan() is cheap here.
+    // The interleaved layout search is cheap enough to run for every candidate.
     inputs_.config = config;
     auto outcome = make_plan(inputs_);
     if (!outcome.ok()) return outcome.error();
     ++built_;
-    const PlanReport& u = outcome->uniform;
+    // Ranked on the layout plan would suggest; Megatron-LM's uniform chunks are the baseline.
+    const PlanReport& u = outcome->suggested;
     for (const StageReport& s : u.stages) {
       r.stage_layers.push_back(s.layers);
       r.stage_recompute.push_back(s.recompute);
@@ -51,8 +52,10 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
     r.iteration_s = u.iteration_s;
     r.pipeline_s = u.pipeline_s;
     r.bubble_fraction = u.bubble_fraction;
-    r.peak_memory_bytes = r.uniform_peak_memory_bytes = u.peak_memory_bytes;
-    r.fits = r.uniform_fits = u.fits;
+    r.peak_memory_bytes = u.peak_memory_bytes;
+    r.fits = u.fits;
+    r.uniform_peak_memory_bytes = outcome->uniform.peak_memory_bytes;
+    r.uniform_fits = outcome->uniform.fits;
     set_throughput(r);
     return r;
   }

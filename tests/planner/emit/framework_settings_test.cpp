@@ -186,6 +186,13 @@ TEST(Megatron, InterleavedGivesLayersPerVirtualStage) {
   const auto s =
       emit_megatron(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, {"none", "none", "none", "none"}));
   EXPECT_THAT(s.text, HasSubstr("--num-layers-per-virtual-pipeline-stage 2\n"));  // 16 / (4 x 2)
+  // Uneven chunks are a layout: chunk g on stage g mod 4.
+  PlanOutcome uneven = outcome_with(c, {4, 4, 4, 4}, {"none", "none", "none", "none"});
+  const std::vector<std::vector<int>> stage_chunks = {{1, 3}, {2, 2}, {2, 2}, {2, 2}};
+  for (size_t st = 0; st < 4; ++st) uneven.suggested.stages[st].chunk_layers = stage_chunks[st];
+  const auto laid_out = emit_megatron(model_with_layers(16), uneven);
+  EXPECT_THAT(laid_out.text, HasSubstr("--pipeline-model-parallel-layout \"Et|(t*2|)*3t*3|t*2|t*2|t*2L\"\n"));
+  EXPECT_THAT(laid_out.text, Not(HasSubstr("--num-layers-per-virtual-pipeline-stage")));
 }
 
 TEST(Megatron, HierarchicalZeroOneIsDistributedOptimizerInstances) {

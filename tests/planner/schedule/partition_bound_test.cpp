@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "dense_lp.h"
 #include "partition_bound.h"
 #include "partition_local.h"
 #include "partition_test_support.h"
+#include "pipescope/planner/dense_lp.h"
 
 namespace pipescope::planner::detail {
 namespace {

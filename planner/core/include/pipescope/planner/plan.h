@@ -94,6 +94,13 @@ struct FitSuggestion {
   double iteration_s = 0;
 };
 
+// How the interleaved schedule's suggested layout was found (interleaved_layout.h).
+struct LayoutSearch {
+  double time_limit_s = 0;        // the suggested layout's pipeline time is at most this
+  bool exhaustive = false;        // every layout was priced: the least peak within the limit
+  int64_t lower_bound_bytes = 0;  // no layout's peak is below it
+};
+
 struct PlanOutcome {
   ParallelConfig config;
   int64_t capacity_bytes = 0;  // GPU memory less headroom
@@ -123,7 +130,8 @@ struct PlanOutcome {
   std::optional<RecomputeChoice> interleaved_recompute;
   // The uniform split would leave a stage without decoder layers: the baseline is the suggested split.
   bool uniform_split_has_empty_stage = false;
-  std::vector<FitSuggestion> suggestions;  // when the suggested plan does not fit
+  std::optional<LayoutSearch> layout_search;  // the interleaved schedule's
+  std::vector<FitSuggestion> suggestions;     // when the suggested plan does not fit
 };
 
 Expected<PlanOutcome> make_plan(const PlanInputs& inputs);

@@ -1,4 +1,5 @@
-// A small dense linear program solver for the path-bound master problem (partition_bound.h):
+// A small dense linear program solver for the path-bound master problem (partition_bound.h) and
+// the interleaved layout's lower bound (interleaved_layout.h):
 //   maximize c.y  subject to  A y <= b,  y >= 0,  with b >= 0,
 // by the simplex method on a tableau, Bland's rule against cycling (the master is degenerate:
 // most of b is 0). Tens to a few hundred rows and columns; nothing here allocates once the
