@@ -27,6 +27,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from markdown_tables import documented_table  # noqa: E402
+
 GIB = 2**30
 
 
@@ -199,23 +202,6 @@ def main():
         for line in expected:
             print(line, file=sys.stderr)
     return 1 if failed else 0
-
-
-def documented_table(markdown_path, command):
-    """The first table after the line that is `command` (followed by spaces or a comment)."""
-    with open(markdown_path) as f:
-        text = f.read().splitlines()
-    starts = [i for i, line in enumerate(text)
-              if line == command or line.startswith(command + " ") or line.startswith(command + "\t")]
-    if not starts:
-        return None
-    lines = []
-    for line in text[starts[0] + 1:]:
-        if line.startswith("|"):
-            lines.append(line)
-        elif lines:
-            break
-    return lines
 
 
 def markdown_table(rows):

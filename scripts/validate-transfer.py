@@ -19,6 +19,9 @@ import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from markdown_tables import documented_table  # noqa: E402
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -103,22 +106,6 @@ def table(rows):
     for name, fitted, predicted, measured, kind in rows:
         lines.append(f"| {name} | {fitted} | {kind} | {predicted * 1e3:.1f} | {measured * 1e3:.1f} | "
                      f"{error_percent(predicted, measured):+.1f}% |")
-    return lines
-
-
-def documented_table(markdown_path, command):
-    """The first table after the line that is `command`."""
-    with open(markdown_path) as f:
-        text = f.read().splitlines()
-    starts = [i for i, line in enumerate(text) if line == command or line.startswith(command + " ")]
-    if not starts:
-        return None
-    lines = []
-    for line in text[starts[0] + 1:]:
-        if line.startswith("|"):
-            lines.append(line)
-        elif lines:
-            break
     return lines
 
 

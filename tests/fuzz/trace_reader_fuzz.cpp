@@ -40,5 +40,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   static volatile uint64_t sink;  // keeps the field reads from being optimized away
   sink = checksum;
+  (void)sink;
   return 0;
 }
