@@ -2,7 +2,8 @@
 
 
 def documented_table(markdown_path, command):
-    """The first table after the line that is `command` (followed by spaces or a comment)."""
+    """The tables after the line that is `command` (followed by spaces or a comment): the first,
+    and each that follows it after one blank line (kept as an empty line between them)."""
     with open(markdown_path) as f:
         text = f.read().splitlines()
     starts = [i for i, line in enumerate(text)
@@ -10,9 +11,12 @@ def documented_table(markdown_path, command):
     if not starts:
         return None
     lines = []
-    for line in text[starts[0] + 1:]:
+    rest = text[starts[0] + 1:]
+    for i, line in enumerate(rest):
         if line.startswith("|"):
             lines.append(line)
+        elif lines and line == "" and i + 1 < len(rest) and rest[i + 1].startswith("|"):
+            lines.append("")
         elif lines:
             break
     return lines

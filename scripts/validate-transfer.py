@@ -27,9 +27,19 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
 
-# (run directory, the case the traces are of, the traces), paths from the repository's root.
+# Each day's run: its directory, the profile its cases are planned on before refinement (the day's
+# own, fitted from its calibration suite, or None: the GPU's bundled one, for a day that ran none), the cases
+# whose traces are kept with those traces, and which cases are predicted: the ones run without a
+# profiler, or (a day that traced every case) the traced ones, whose step times carry the
+# profiler's 0.2-0.9 % (docs/gpu-validation.md).
 TRANSFER_SETS = [
-    ("docs/gpu-runs/2026-11-26-h200", "overhead-pipescope", "tests/data/gpu/h200-llama-1b"),
+    {"run": "docs/gpu-runs/2026-11-26-h200", "profile": "docs/gpu-runs/2026-11-26-h200/profile.json",
+     "fits": [("overhead-pipescope", "tests/data/gpu/h200-llama-1b")], "traced": False},
+    {"run": "docs/gpu-runs/2026-11-27-h200", "profile": None,
+     "fits": [(case, f"docs/gpu-runs/2026-11-27-h200/train/trace-{case}")
+              for case in ("plan-s4096-b1-none", "plan-s4096-b1-none-async", "plan-s4096-b1-none-megatron-loss",
+                           "plan-s4096-b1-selective", "plan-s4096-b1-full", "plan-s4096-b2-none",
+                           "plan-s8192-b1-none")], "traced": True},
 ]
 
 GPU_OF_DEVICE = (("H200", "h200-141gb"), ("H100", "h100-80gb"), ("A100", "a100-80gb"))
@@ -43,13 +53,15 @@ def gpu_of(case):
 
 
 def configuration(case):
-    """What the planner is told about a one-GPU case of gpu-train-check.sh."""
-    return (os.path.basename(case["config"]), case["seq"], case["mbs"], case["micro_batches"], case["recompute"])
+    """A one-GPU case of gpu-train-check.sh: what the planner is told, the loss and the allocator."""
+    return (os.path.basename(case["config"]), case["seq"], case["mbs"], case["micro_batches"], case["recompute"],
+            case.get("loss", "torch"), case.get("allocator", "default"))
 
 
 def plan_args(case, profile):
     model = os.path.join(EXAMPLES, os.path.basename(case["config"]))
-    return ["plan", "--model", model, "--gpu", gpu_of(case), "--calibration", profile, "--gpus", "1", "--tp", "1",
+    calibration = ["--calibration", profile] if profile else []
+    return ["plan", "--model", model, "--gpu", gpu_of(case), *calibration, "--gpus", "1", "--tp", "1",
             "--pp", "1", "--mbs", str(case["mbs"]), "--gbs", str(case["mbs"] * case["micro_batches"]), "--seq",
             str(case["seq"]), "--recompute", case["recompute"], "--json"]
 
@@ -61,34 +73,40 @@ def run(pipescope, args):
     return done.stdout
 
 
-def predicted_cases(run_dir):
-    """The day's one-GPU training cases that step times can be compared with: not under a
-    profiler (their step times carry its cost), not the pipeline runs (stages share a GPU)."""
+def predicted_cases(run_dir, traced):
+    """The day's one-GPU training cases that step times can be compared with: those run without a
+    profiler, or those run under pipescope alone (traced), never the pipeline runs (stages share a
+    GPU) or the overhead session's interleaved runs."""
     cases = []
     train = os.path.join(ROOT, run_dir, "train")
     for name in sorted(os.listdir(train)):
-        if not name.endswith(".json"):
+        if not name.endswith(".json") or not name.startswith(("plan-", "overhead-none", "overhead-pipescope")):
             continue
         case = json.load(open(os.path.join(train, name)))
         if "median_step_s" not in case or "config" not in case or "micro_batches" not in case:
             continue
-        if case.get("profiled_by_pipescope") or case.get("torch_profiler") or case.get("stages"):
+        if bool(case.get("profiled_by_pipescope")) != traced or case.get("torch_profiler") or case.get("stages"):
+            continue
+        if name[:-5].endswith(("-r1", "-r2", "-r3")):
             continue
         cases.append((name[:-5], case))
     return cases
 
 
-def transfer(pipescope, run_dir, fitted_name, traces, scratch):
-    """Rows (case, fitted on, predicted s, measured s, note) for one transfer set."""
+def transfer(pipescope, transfer_set, fitted_name, traces, scratch):
+    """Rows (case, fitted on, kind, predicted s, measured s) for one fitted case of a day's run."""
+    run_dir = transfer_set["run"]
     fitted_case = json.load(open(os.path.join(ROOT, run_dir, "train", fitted_name + ".json")))
-    day_profile = os.path.join(ROOT, run_dir, "profile.json")
+    profile = transfer_set["profile"] and os.path.join(ROOT, transfer_set["profile"])
     plan_path = os.path.join(scratch, "fitted-plan.json")
     with open(plan_path, "w") as f:
-        f.write(run(pipescope, plan_args(fitted_case, day_profile)))
+        f.write(run(pipescope, plan_args(fitted_case, profile)))
     refined = os.path.join(scratch, "refined-profile.json")
     run(pipescope, ["calibrate", "fit", "--trace", os.path.join(ROOT, traces), "--plan", plan_path, "-o", refined])
     rows = []
-    for name, case in predicted_cases(run_dir):
+    for name, case in predicted_cases(run_dir, transfer_set["traced"]):
+        if name == fitted_name:
+            continue
         plan = json.loads(run(pipescope, plan_args(case, refined)))
         same = configuration(case) == configuration(fitted_case)
         rows.append((name, f"{os.path.basename(run_dir)}/{fitted_name}", plan["uniform"]["iteration_s"],
@@ -101,8 +119,20 @@ def error_percent(predicted, measured):
 
 
 def table(rows):
-    head = ["case", "fitted on", "kind", "predicted ms", "measured ms", "error"]
+    """Per fitted run: how well it predicts the others; then every pair."""
+    head = ["fitted on", "runs predicted", "mean abs. error", "worst", "within 5%"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    fitted_runs = []
+    for row in rows:
+        if row[1] not in fitted_runs:
+            fitted_runs.append(row[1])
+    for fitted in fitted_runs:
+        errors = [error_percent(p, m) for _, f, p, m, kind in rows if f == fitted and kind == "predicted"]
+        worst = max(errors, key=abs)
+        lines.append(f"| {fitted} | {len(errors)} | {sum(abs(e) for e in errors) / len(errors):.1f}% | "
+                     f"{worst:+.1f}% | {sum(abs(e) <= 5 for e in errors)} |")
+    head = ["case", "fitted on", "kind", "predicted ms", "measured ms", "error"]
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, fitted, predicted, measured, kind in rows:
         lines.append(f"| {name} | {fitted} | {kind} | {predicted * 1e3:.1f} | {measured * 1e3:.1f} | "
                      f"{error_percent(predicted, measured):+.1f}% |")
@@ -121,8 +151,9 @@ def main():
         return 2
     rows = []
     with tempfile.TemporaryDirectory(prefix="pipescope-transfer-") as scratch:
-        for run_dir, fitted_name, traces in TRANSFER_SETS:
-            rows += transfer(pipescope, run_dir, fitted_name, traces, scratch)
+        for transfer_set in TRANSFER_SETS:
+            for fitted_name, traces in transfer_set["fits"]:
+                rows += transfer(pipescope, transfer_set, fitted_name, traces, scratch)
     if args.check:
         command = "scripts/validate-transfer.py --table"
         documented = documented_table(args.check, command)
