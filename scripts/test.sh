@@ -18,7 +18,7 @@ ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
 CC=clang-14 CXX=clang++-14 "$repo/scripts/bootstrap.sh" "$repo/build-sanitize" \
   -DCMAKE_BUILD_TYPE=Debug -DPIPESCOPE_WERROR=ON -DPIPESCOPE_BUILD_BENCHES=OFF \
   -DPIPESCOPE_SANITIZE=address,undefined -DPIPESCOPE_FUZZ=ON
-for target in trace_reader_fuzz json_inputs_fuzz plan_json_fuzz; do
+for target in trace_reader_fuzz json_inputs_fuzz plan_json_fuzz kineto_import_fuzz; do
   if [[ ! -x $repo/build-sanitize/tests/fuzz/$target ]]; then
     echo "test: the libFuzzer target $target is missing from the sanitizer build" >&2
     exit 1

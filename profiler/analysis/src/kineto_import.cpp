@@ -184,7 +184,11 @@ bool looks_like_kineto_trace(const std::string& path) {
 Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path) {
   auto text = read_maybe_gzip(json_path);
   if (!text) return text.error();
-  const json doc = json::parse(*text, nullptr, false);
+  return convert_kineto_text(*text, json_path, pst_path);
+}
+
+Status convert_kineto_text(std::string_view text, const std::string& json_path, const std::string& pst_path) {
+  const json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return Error(json_path + " is not JSON");
   const json* events = member(doc, "traceEvents");
   if (events == nullptr || !events->is_array())

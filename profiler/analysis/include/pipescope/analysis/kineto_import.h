@@ -23,12 +23,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "pipescope/common/expected.h"
 
 namespace pipescope::analysis {
 
 Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path);
+// The same for a document already read (and inflated); `origin` names it in errors.
+Status convert_kineto_text(std::string_view text, const std::string& origin, const std::string& pst_path);
 
 // A cheap sniff: a .json / .json.gz file whose first bytes hold a trace-event document that is
 // not a pipescope Perfetto export.
