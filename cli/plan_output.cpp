@@ -1,6 +1,7 @@
 #include "plan_output.h"
 
 #include "pipescope/planner/pipeline_layout.h"
+#include "pipescope/planner/stage_split.h"
 #include "text_format.h"
 
 #include <nlohmann/json.hpp>
@@ -233,16 +234,9 @@ ordered_json work_json(const planner::WorkTimes& w) {
   return out;
 }
 
-// Decoder layers per chunk in model order: a stage each, or, interleaved, chunk g on stage g mod p.
-std::vector<int64_t> model_order_chunks(const PlanReport& r) {
-  std::vector<int64_t> chunks;
-  const size_t p = r.stages.size();
-  const size_t v = p > 0 ? std::max<size_t>(r.stages[0].chunk_layers.size(), 1) : 1;
-  for (size_t g = 0; g < p * v; ++g) {
-    const StageReport& st = r.stages[g % p];
-    chunks.push_back(st.chunk_layers.empty() ? st.layers : st.chunk_layers[g / p]);
-  }
-  return chunks;
+// The interleaved schedule's chunks per stage, from a report (1 without per-chunk counts).
+int chunks_per_stage(const PlanReport& r) {
+  return r.stages.empty() ? 1 : std::max<int>(1, static_cast<int>(r.stages.front().chunk_layers.size()));
 }
 
 ordered_json stage_json(const StageReport& s) {
@@ -283,22 +277,23 @@ ordered_json report_json(const PlanReport& r, int64_t micro_batches) {
   ordered_json step_work = work_json(busiest.pipeline);
   step_work["optimizer_s"] = busiest.optimizer_s;
   step_work["dp_sync_exposed_s"] = busiest.dp_sync_exposed_s;
-  return ordered_json{{"fits", r.fits},
-                      {"layout", planner::pipeline_layout_string(model_order_chunks(r))},
-                      {"peak_memory_bytes", r.peak_memory_bytes},
-                      {"reserved_bytes", r.reserved_bytes},
-                      {"iteration_s", r.iteration_s},
-                      {"pipeline_s", r.pipeline_s},
-                      {"bubble_fraction", r.bubble_fraction},
-                      {"tokens_per_s", r.tokens_per_s},
-                      {"tflops_per_gpu", r.tflops_per_gpu},
-                      {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
-                      {"model_flops_per_s_per_gpu", r.tflops_per_gpu * 1e12},
-                      {"mfu", r.mfu},
-                      {"mfu_causal", r.mfu_causal},
-                      {"busiest_stage", busiest.stage},
-                      {"busiest_stage_work_per_step", step_work},
-                      {"stages", stages}};
+  return ordered_json{
+      {"fits", r.fits},
+      {"layout", planner::pipeline_layout_string(planner::model_order_chunks(r, chunks_per_stage(r)))},
+      {"peak_memory_bytes", r.peak_memory_bytes},
+      {"reserved_bytes", r.reserved_bytes},
+      {"iteration_s", r.iteration_s},
+      {"pipeline_s", r.pipeline_s},
+      {"bubble_fraction", r.bubble_fraction},
+      {"tokens_per_s", r.tokens_per_s},
+      {"tflops_per_gpu", r.tflops_per_gpu},
+      {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
+      {"model_flops_per_s_per_gpu", r.tflops_per_gpu * 1e12},
+      {"mfu", r.mfu},
+      {"mfu_causal", r.mfu_causal},
+      {"busiest_stage", busiest.stage},
+      {"busiest_stage_work_per_step", step_work},
+      {"stages", stages}};
 }
 
 ordered_json config_json(const planner::ParallelConfig& c) {
@@ -364,7 +359,9 @@ std::string optimality_text(const planner::PlanOutcome& o) {
 // stage.
 void write_layout(std::ostream& out, const planner::PlanOutcome& o) {
   out << "layout (Megatron-LM --pipeline-model-parallel-layout): \""
-      << planner::pipeline_layout_string(model_order_chunks(o.suggested)) << "\"\n";
+      << planner::pipeline_layout_string(
+             planner::model_order_chunks(o.suggested, static_cast<int>(o.config.vpp)))
+      << "\"\n";
   if (o.config.schedule != planner::ScheduleKind::kInterleaved) return;
   out << "decoder layers of each stage's chunks, in the order it runs them:\n";
   for (const StageReport& st : o.suggested.stages) {

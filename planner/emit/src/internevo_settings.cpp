@@ -7,10 +7,12 @@
 // (partition_uniform: the only split, later stages take the remainder) and
 // internlm/core/context/parallel_context.py (expert parallel size = min(dp, num_experts)).
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "pipescope/planner/framework_settings.h"
+#include "pipescope/planner/pipeline_layout.h"
 #include "pipescope/planner/stage_split.h"
 #include "settings_text.h"
 
@@ -44,6 +46,14 @@ FrameworkSettings emit_internevo(const models::ModelDesc& model, const PlanOutco
                                     "): InternEvo splits layers with partition_uniform() only. Closest: its "
                                     "uniform split (" +
                                     join_layers(uniform) + ").");
+    }
+  } else {
+    const std::vector<int64_t> chunks = model_order_chunks(outcome.suggested, static_cast<int>(c.vpp));
+    if (std::adjacent_find(chunks.begin(), chunks.end(), std::not_equal_to<>()) != chunks.end()) {
+      out.not_expressible.push_back("The suggested layout (\"" + pipeline_layout_string(chunks) +
+                                    "\"): InternEvo cuts every stage into num_chunks equal chunks "
+                                    "(partition_uniform) only; it runs the uniform chunks, whose memory "
+                                    "is the plan's baseline.");
     }
   }
 

@@ -45,16 +45,9 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
   flag("--global-batch-size", num(c.global_batch));
   flag("--seq-length", num(c.seq_length));
 
-  // The split. The interleaved plan is Megatron-LM's own uniform chunking.
+  // The split: the interleaved schedule's suggested layout, as uniform chunks where it is.
   if (c.schedule == ScheduleKind::kInterleaved) {
-    // The suggested layout: chunk g on stage g mod p.
-    std::vector<int64_t> chunks;
-    const size_t p = outcome.suggested.stages.size();
-    for (size_t g = 0; g < static_cast<size_t>(c.pp * c.vpp); ++g) {
-      const std::vector<int>& stage_chunks = outcome.suggested.stages[g % p].chunk_layers;
-      // A report without per-chunk counts holds Megatron-LM's uniform chunks.
-      chunks.push_back(g / p < stage_chunks.size() ? stage_chunks[g / p] : model.num_layers / (c.pp * c.vpp));
-    }
+    const std::vector<int64_t> chunks = model_order_chunks(outcome.suggested, static_cast<int>(c.vpp));
     const bool uniform =
         std::adjacent_find(chunks.begin(), chunks.end(), std::not_equal_to<>()) == chunks.end();
     if (uniform) {

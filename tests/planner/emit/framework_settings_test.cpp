@@ -311,6 +311,23 @@ TEST(InternEvo, UnevenSplitIsNotExpressibleAndItsUniformSplitGivesTheRemainderTo
   EXPECT_TRUE(same.not_expressible.empty());
 }
 
+TEST(InternEvo, AnUnevenInterleavedLayoutIsNotExpressible) {
+  ParallelConfig c = internevo_config();
+  c.vpp = 2;
+  c.schedule = ScheduleKind::kInterleaved;
+  PlanOutcome uneven = outcome_with(c, {4, 4, 4, 4}, {"none", "none", "none", "none"});
+  const std::vector<std::vector<int>> stage_chunks = {{1, 3}, {2, 2}, {2, 2}, {2, 2}};
+  for (size_t st = 0; st < 4; ++st) uneven.suggested.stages[st].chunk_layers = stage_chunks[st];
+  const auto s = emit_internevo(model_with_layers(16), uneven);
+  ASSERT_FALSE(s.not_expressible.empty());
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("\"Et|(t*2|)*3t*3|t*2|t*2|t*2L\""));
+  EXPECT_THAT(s.not_expressible[0], HasSubstr("num_chunks equal chunks"));
+  PlanOutcome uniform = outcome_with(c, {4, 4, 4, 4}, {"none", "none", "none", "none"});
+  for (auto& st : uniform.suggested.stages) st.chunk_layers = {2, 2};
+  for (const std::string& note : emit_internevo(model_with_layers(16), uniform).not_expressible)
+    EXPECT_THAT(note, Not(HasSubstr("layout")));
+}
+
 TEST(Frameworks, ParseTheEmitNames) {
   EXPECT_EQ(parse_framework("megatron"), Framework::kMegatron);
   EXPECT_EQ(parse_framework("deepspeed"), Framework::kDeepSpeed);

@@ -3,6 +3,7 @@
 // first/last-stage layer counts; one recompute mode for every stage).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ struct StageSplit {
   std::vector<int> unit_boundaries;        // p + 1 entries: stage s holds units [b_s, b_s+1)
 };
 StageSplit stage_split(const PlanReport& plan);
+
+// Decoder layers per chunk in model order: one chunk per stage, or, for the interleaved schedule,
+// `chunks_per_stage` each (chunk g on stage g mod p). A report without per-chunk counts holds
+// Megatron-LM's uniform chunks: its stages' layers spread evenly over their chunks.
+std::vector<int64_t> model_order_chunks(const PlanReport& plan, int chunks_per_stage = 1);
 
 bool all_equal(const std::vector<int>& layers);
 
