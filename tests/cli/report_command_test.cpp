@@ -811,6 +811,51 @@ TEST(ReportCommand, PlanFromPipescopePlanIsComparedStageByStage) {
             std::string::npos);
 }
 
+// An interleaved plan (schema 2: a layout and each stage's chunks) is compared stage by stage too:
+// a stage's figures are those of all its chunks.
+TEST(ReportCommand, AnInterleavedPlanIsComparedStageByStage) {
+  Dir dir;
+  write_run(dir);  // tp 2 x pp 4 x dp 2, 8 micro-batches
+  const std::string plan_file = dir.file("plan.json");
+  const CommandResult plan = run_pipescope({"plan",
+                                            "--model",
+                                            "llama2-7b",
+                                            "--gpu",
+                                            "a100-80gb",
+                                            "--gpus",
+                                            "16",
+                                            "--tp",
+                                            "2",
+                                            "--pp",
+                                            "4",
+                                            "--vpp",
+                                            "2",
+                                            "--mbs",
+                                            "1",
+                                            "--gbs",
+                                            "16",
+                                            "--pipeline-layout",
+                                            "Et*3|(t*4|)*6t*5L",
+                                            "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::ofstream(plan_file) << plan.out;
+  const auto plan_doc = nlohmann::json::parse(plan.out);
+  EXPECT_EQ(plan_doc["schema_version"], 2);
+  EXPECT_EQ(plan_doc["uniform"]["layout"], "Et*3|(t*4|)*6t*5L");
+  const CommandResult r =
+      run_pipescope({"report", dir.path(), "--plan", plan_file, "--plan-split", "baseline", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& cmp = doc["plan"];
+  ASSERT_EQ(cmp["stages"].size(), 4u);
+  for (size_t s = 0; s < 4; ++s) {
+    const auto& p = plan_doc["uniform"]["stages"][s];
+    EXPECT_EQ(p["chunk_layers"].size(), 2u);
+    EXPECT_DOUBLE_EQ(cmp["stages"][s]["predicted_forward_s"].get<double>(), p["forward_s"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(cmp["predicted_step_s"].get<double>(), plan_doc["uniform"]["iteration_s"].get<double>());
+}
+
 // A plan of another schema version, or one missing a figure the comparison needs, is refused
 // naming what is wrong, rather than read as zeros.
 TEST(ReportCommand, APlanOfAnotherVersionOrMissingAFigureIsRefused) {
