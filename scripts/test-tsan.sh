@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# ThreadSanitizer over the unit tests that run threads: the trace writer and its chunk sink, the
+# session and its flusher, the in-flight call table, the NCCL recorder and communicator table, the
+# NVTX recorder, CUPTI's buffer delivery, the report's parallel loader. A clang build of only
+# those targets, then each test program under TSAN_OPTIONS=halt_on_error=1 with the false
+# positives of scripts/tsan.supp suppressed (each with its reason); prints the programs that raced. Not part of scripts/test.sh, which CI runs within its time: run it before changing
+# any of these.
+#   scripts/test-tsan.sh [BUILD_DIR]    (default: build-tsan)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$repo/build-tsan}
+cuda_root=${CUDAToolkit_ROOT:-/usr/local/cuda}
+
+programs=(trace_tests inject_core_test inject_nvtx_test inject_cupti_test inject_nccl_test nccl_rig_test
+          report_loader_test report_synthetic_test)
+CC=clang-14 CXX=clang++-14 cmake -S "$repo" -B "$build" -G Ninja -DCUDAToolkit_ROOT="$cuda_root" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPESCOPE_SANITIZE=thread -DPIPESCOPE_BUILD_BENCHES=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" --target "${programs[@]}"
+
+raced=()
+for program in "${programs[@]}"; do
+  path=$(find "$build/tests" -type f -name "$program" -perm -u+x | head -1)
+  log="$build/$program.tsan.log"
+  # The crash tests' children must die of their own signals, not of the sanitizer's handlers.
+  options="halt_on_error=1 second_deadlock_stack=1 suppressions=$repo/scripts/tsan.supp handle_segv=0"
+  options+=" handle_sigbus=0 handle_abort=0 handle_sigfpe=0 handle_sigill=0"
+  # The fork tests start the child's own flusher thread, which ThreadSanitizer refuses by default.
+  options+=" die_after_fork=0"
+  if (cd "$(dirname "$path")" && TSAN_OPTIONS="$options" "$path") >"$log" 2>&1; then
+    echo "tsan: $program clean"
+  else
+    echo "tsan: $program FAILED (see $log)"
+    raced+=("$program")
+  fi
+done
+if ((${#raced[@]} > 0)); then
+  echo "tsan: ${#raced[@]} of ${#programs[@]} programs failed: ${raced[*]}" >&2
+  exit 1
+fi
+echo "tsan: all ${#programs[@]} programs clean"
