@@ -1,12 +1,14 @@
 #include "session.h"
 #include "pipescope/analysis/rank_digest.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <atomic>
 
 #include <algorithm>
 #include <chrono>
@@ -477,6 +479,37 @@ TEST(Session, NoFlushRunsWhileAForkIsUnderWayAndFlushesGoOnAfterIt) {
   session.flush_from_signal(10'000);
   EXPECT_EQ(load_trace(path).all<trace::MemcpyRecord>().size(), 5u);
   session.finish();
+}
+
+// A signal handler on another thread may ask for a flush while the session finishes: it never
+// writes the wake-up descriptor after finish() closed it (which a file opened next could reuse).
+// scripts/test-tsan.sh runs this under ThreadSanitizer too.
+TEST(Session, ASignalFlushRacingTheEndNeverWritesAClosedDescriptor) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string dir = make_temp_dir("wake-race");
+    InjectConfig config = config_in(dir);
+    config.flush_ms = 60'000;
+    Session session(config, LauncherInfo{});
+    trace::ThreadBuffer* buffer = session.thread_buffer(Activation::kNvtx);
+    ASSERT_NE(buffer, nullptr);
+    buffer->append(memcpy_record(round));
+    std::atomic<bool> stop{false};
+    std::thread handler([&] {
+      while (!stop.load()) session.flush_from_signal(0);
+    });
+    session.finish();
+    stop.store(true);
+    handler.join();
+    // A descriptor opened after the end gets no stray 8-byte wake-ups.
+    const std::string probe = dir + "/probe";
+    const int fd = open(probe.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    session.flush_from_signal(0);
+    struct stat st {};
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_EQ(st.st_size, 0);
+    close(fd);
+  }
 }
 
 TEST(Session, AFullDiskWarnsOnceAndTheCallerGoesOn) {

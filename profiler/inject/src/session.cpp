@@ -240,7 +240,7 @@ bool Session::open_trace() noexcept {
         process_info_.capture_kinds = config_.kinds.record_bits;
         write_process_info_locked();
       }
-      wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+      wake_fd_.store(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), std::memory_order_seq_cst);
       {
         // A fork() while the new thread is still being set up could hand the child a lock the
         // thread's start-up holds (a sanitizer's allocator has no fork handler): the gate, which
@@ -463,11 +463,13 @@ void Session::flusher_main() {
       }
     }
     if (wake_at > now) {
-      pollfd fd{wake_fd_, POLLIN, 0};
+      // The flusher's own thread: finish() closes the fd only after joining it.
+      const int wake_fd = wake_fd_.load(std::memory_order_acquire);
+      pollfd fd{wake_fd, POLLIN, 0};
       const auto timeout_ms = static_cast<int>((wake_at - now + 999'999) / 1'000'000);
       (void)poll(&fd, 1, timeout_ms);
       uint64_t drained = 0;
-      (void)!read(wake_fd_, &drained, sizeof(drained));
+      (void)!read(wake_fd, &drained, sizeof(drained));
     }
     if (flusher_stop_.load(std::memory_order_acquire)) break;
     std::lock_guard gate(flush_gate_);
@@ -508,8 +510,7 @@ void Session::flush_now() noexcept {
 void Session::stop_flusher() noexcept {
   if (!flusher_.joinable()) return;
   flusher_stop_.store(true, std::memory_order_release);
-  const uint64_t one = 1;
-  (void)!write(wake_fd_, &one, sizeof(one));
+  wake_flusher();
   try {
     flusher_.join();
   } catch (...) {
@@ -541,9 +542,31 @@ void Session::finish() noexcept {
     } catch (...) {
     }
   }
-  if (wake_fd_ >= 0) {
-    close(wake_fd_);
-    wake_fd_ = -1;
+  close_wake_fd();
+}
+
+void Session::wake_flusher() noexcept {
+  wake_writers_.fetch_add(1, std::memory_order_seq_cst);
+  const int fd = wake_fd_.load(std::memory_order_seq_cst);
+  if (fd >= 0) {
+    const uint64_t one = 1;
+    (void)!write(fd, &one, sizeof(one));
+  }
+  wake_writers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void Session::close_wake_fd() noexcept {
+  const int fd = wake_fd_.exchange(-1, std::memory_order_seq_cst);
+  if (fd < 0) return;
+  // Bounded: a handler stopped between its count and its write (another signal) must not hang the
+  // exit; then the fd stays open rather than risk a write into whatever file reuses its number.
+  const timespec step{0, 100'000};
+  for (int waited = 0; waited < 1000; ++waited) {
+    if (wake_writers_.load(std::memory_order_seq_cst) == 0) {
+      close(fd);
+      return;
+    }
+    nanosleep(&step, nullptr);
   }
 }
 
@@ -574,12 +597,12 @@ void Session::emergency_write(int signal) noexcept {
 }
 
 void Session::flush_from_signal(int timeout_ms, int ending_signal) noexcept {
-  if (live_writer_.load(std::memory_order_acquire) == nullptr || wake_fd_ < 0) return;
+  if (live_writer_.load(std::memory_order_acquire) == nullptr || wake_fd_.load(std::memory_order_acquire) < 0)
+    return;
   if (ending_signal != 0) ending_signal_.store(ending_signal, std::memory_order_release);
   const uint64_t before = flushes_completed_.load(std::memory_order_acquire);
   flush_requested_.store(true, std::memory_order_release);
-  const uint64_t one = 1;
-  (void)!write(wake_fd_, &one, sizeof(one));
+  wake_flusher();
   const timespec step{0, 1'000'000};
   for (int waited = 0; waited < timeout_ms; ++waited) {
     if (flushes_completed_.load(std::memory_order_acquire) != before) return;
@@ -608,8 +631,9 @@ void Session::abandon_after_fork() noexcept {
   new (&info_mutex_) std::mutex();
   new (&flush_gate_) std::timed_mutex();
   t_holds_flush_gate = false;
-  if (wake_fd_ >= 0) close(wake_fd_);
-  wake_fd_ = -1;
+  // The child's one thread: no handler of the parent's can be writing the fd.
+  if (const int fd = wake_fd_.exchange(-1); fd >= 0) close(fd);
+  wake_writers_.store(0);
   flusher_stop_.store(false);
   source_count_.store(0);
   pending_notices_.clear();

@@ -203,7 +203,14 @@ class Session {
   std::atomic<bool> flush_requested_{false};
   std::atomic<int> ending_signal_{0};  // a termination signal's number, for the flusher to record
   OngoingCalls ongoing_calls_;
-  int wake_fd_ = -1;  // eventfd a signal handler writes to wake the flusher
+  // eventfd a signal handler writes to wake the flusher. A handler on another thread may be
+  // about to write it when finish() closes it: handlers count themselves in wake_writers_ before
+  // reading it, and finish() takes it (-1) first and closes it only once none is left, so the
+  // number is never written after it could name another file.
+  std::atomic<int> wake_fd_{-1};
+  std::atomic<int> wake_writers_{0};
+  void wake_flusher() noexcept;  // async-signal-safe
+  void close_wake_fd() noexcept;
   uint64_t drops_reported_ = 0;
   std::atomic<bool> write_failure_reported_{false};
 };
