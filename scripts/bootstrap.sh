@@ -18,7 +18,7 @@ packages=(
   libzstd-dev libsqlite3-dev zlib1g-dev      # trace compression, SQLite export, gzip'ed Kineto traces
   clang-14 libclang-rt-14-dev                # sanitizer and libFuzzer build
   clang-format clang-tidy                    # style checks
-  pkgconf                                    # the install test reads the installed .pc file
+  pkgconf file                               # install tests: the .pc file; CPack's shlibdeps
 )
 
 missing=()
