@@ -21,12 +21,6 @@ int64_t layout_count(int64_t layers, int chunks, int64_t cap) {
   return static_cast<int64_t>(std::llround(count));
 }
 
-// Worst stage first, then the next: a layout is better when this is lexicographically smaller.
-std::vector<int64_t> descending(std::vector<int64_t> peaks) {
-  std::sort(peaks.begin(), peaks.end(), std::greater<>());
-  return peaks;
-}
-
 }  // namespace
 
 Expected<LayoutEvaluator> LayoutEvaluator::make(const CostModel& costs, const ScheduleSpec& spec,
@@ -52,7 +46,8 @@ int64_t LayoutEvaluator::stage_peak(const std::vector<int64_t>& chunk_layers, in
   const int p = spec_.stages, v = spec_.virtual_chunks;
   const auto option = static_cast<size_t>(option_);
   int64_t static_bytes = 0, step_bytes = 0, transient_bytes = 0;
-  std::vector<int64_t> chunk_activation(static_cast<size_t>(v), 0);
+  std::vector<int64_t>& chunk_activation = activation_scratch_;
+  chunk_activation.assign(static_cast<size_t>(v), 0);
   if (identical_layers_) {
     // Only the counts of the stage's own chunks matter.
     const UnitCost& layer = costs_->units[1];
@@ -93,9 +88,14 @@ int64_t LayoutEvaluator::stage_peak(const std::vector<int64_t>& chunk_layers, in
 }
 
 std::vector<int64_t> LayoutEvaluator::stage_peaks(const std::vector<int64_t>& chunk_layers) const {
-  std::vector<int64_t> peaks;
-  for (int s = 0; s < spec_.stages; ++s) peaks.push_back(stage_peak(chunk_layers, s));
+  std::vector<int64_t> peaks(static_cast<size_t>(spec_.stages));
+  stage_peaks(chunk_layers, peaks);
   return peaks;
+}
+
+void LayoutEvaluator::stage_peaks(const std::vector<int64_t>& chunk_layers,
+                                  std::vector<int64_t>& peaks) const {
+  for (int s = 0; s < spec_.stages; ++s) peaks[static_cast<size_t>(s)] = stage_peak(chunk_layers, s);
 }
 
 Expected<double> LayoutEvaluator::pipeline_s(const std::vector<int64_t>& chunk_layers) const {
@@ -200,12 +200,20 @@ std::vector<int64_t> balanced_layout(int64_t layers, int chunks) {
 Expected<LayoutSearchResult> search_layout(const LayoutEvaluator& evaluator,
                                            const std::vector<int64_t>& start, double time_limit_s,
                                            int64_t max_exhaustive) {
-  const int chunks = evaluator.chunks(), p = static_cast<int>(evaluator.stage_peaks(start).size());
+  const int chunks = evaluator.chunks(), p = evaluator.stages();
+  const auto stages = static_cast<size_t>(p);
   const int64_t layers = evaluator.layers();
+  // Buffers sized once: the loops below price thousands of layouts without allocating.
+  std::vector<int64_t> peaks(stages), key(stages), best_key(stages);
+  const auto sorted_peaks = [&](const std::vector<int64_t>& from, std::vector<int64_t>& into) {
+    std::copy(from.begin(), from.end(), into.begin());
+    std::sort(into.begin(), into.end(), std::greater<>());
+  };
   LayoutSearchResult best;
   best.time_limit_s = time_limit_s;
   best.chunk_layers = start;
-  std::vector<int64_t> best_key = descending(evaluator.stage_peaks(start));
+  evaluator.stage_peaks(start, peaks);
+  sorted_peaks(peaks, best_key);
   auto start_time = evaluator.pipeline_s(start);
   if (!start_time.ok()) return start_time.error();
   best.pipeline_s = *start_time;
@@ -217,7 +225,8 @@ Expected<LayoutSearchResult> search_layout(const LayoutEvaluator& evaluator,
     const std::function<Status(int, int64_t)> visit = [&](int g, int64_t left) -> Status {
       if (g == chunks - 1) {
         layout[static_cast<size_t>(g)] = left;
-        const std::vector<int64_t> key = descending(evaluator.stage_peaks(layout));
+        evaluator.stage_peaks(layout, peaks);
+        sorted_peaks(peaks, key);
         if (key > best_key) return Status::Ok();
         auto t = evaluator.pipeline_s(layout);
         if (!t.ok()) return t.error();
@@ -243,53 +252,76 @@ Expected<LayoutSearchResult> search_layout(const LayoutEvaluator& evaluator,
   }
 
   // Descent: move one layer out of a chunk of a fullest stage into a chunk of another stage, the
-  // move that lowers the sorted stage peaks most among those whose time holds.
+  // move that lowers the sorted stage peaks most among those whose time holds. Moves are priced on
+  // the current layout in place and undone.
   std::vector<int64_t> current = start;
+  std::vector<int64_t> next_peaks(stages);
+  struct Move {
+    int from, to;
+  };
+  std::vector<Move> moves;
+  std::vector<int64_t> move_keys;  // stages entries per move
+  std::vector<size_t> order;
+  const auto capacity = static_cast<size_t>(chunks) * static_cast<size_t>(chunks);
+  moves.reserve(capacity);
+  move_keys.reserve(capacity * stages);
+  order.reserve(capacity);
+  const auto key_of = [&](size_t m) { return move_keys.begin() + static_cast<std::ptrdiff_t>(m * stages); };
   for (int64_t step = 0; step < 8 * layers + 8; ++step) {
-    const std::vector<int64_t> peaks = evaluator.stage_peaks(current);
+    evaluator.stage_peaks(current, peaks);
     const int64_t worst = *std::max_element(peaks.begin(), peaks.end());
-    struct Move {
-      std::vector<int64_t> key;
-      int from, to;
-    };
-    std::vector<Move> moves;
+    moves.clear();
+    move_keys.clear();
     for (int from = 0; from < chunks; ++from) {
       if (current[static_cast<size_t>(from)] == 0 || peaks[static_cast<size_t>(from % p)] != worst) continue;
       for (int to = 0; to < chunks; ++to) {
         if (to % p == from % p) continue;
-        std::vector<int64_t> next = current;
-        --next[static_cast<size_t>(from)];
-        ++next[static_cast<size_t>(to)];
+        --current[static_cast<size_t>(from)];
+        ++current[static_cast<size_t>(to)];
         // With identical decoder layers only the two stages change; otherwise the layers between
         // the chunks shift too.
-        std::vector<int64_t> next_peaks = peaks;
         if (evaluator.identical_layers()) {
-          for (int s : {from % p, to % p}) next_peaks[static_cast<size_t>(s)] = evaluator.stage_peak(next, s);
+          std::copy(peaks.begin(), peaks.end(), next_peaks.begin());
+          for (int s : {from % p, to % p})
+            next_peaks[static_cast<size_t>(s)] = evaluator.stage_peak(current, s);
         } else {
-          next_peaks = evaluator.stage_peaks(next);
+          evaluator.stage_peaks(current, next_peaks);
         }
-        std::vector<int64_t> key = descending(std::move(next_peaks));
-        if (key < best_key) moves.push_back({std::move(key), from, to});
+        ++current[static_cast<size_t>(from)];
+        --current[static_cast<size_t>(to)];
+        sorted_peaks(next_peaks, key);
+        if (key < best_key) {
+          moves.push_back({from, to});
+          move_keys.insert(move_keys.end(), key.begin(), key.end());
+        }
       }
     }
-    std::sort(moves.begin(), moves.end(), [](const Move& a, const Move& b) { return a.key < b.key; });
+    order.clear();
+    for (size_t m = 0; m < moves.size(); ++m) order.push_back(m);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::lexicographical_compare(key_of(a), key_of(a) + static_cast<std::ptrdiff_t>(stages),
+                                          key_of(b), key_of(b) + static_cast<std::ptrdiff_t>(stages));
+    });
     bool moved = false;
-    for (const Move& m : moves) {
-      std::vector<int64_t> next = current;
-      --next[static_cast<size_t>(m.from)];
-      ++next[static_cast<size_t>(m.to)];
-      auto t = evaluator.pipeline_s(next);
+    for (size_t m : order) {
+      const Move& move = moves[m];
+      --current[static_cast<size_t>(move.from)];
+      ++current[static_cast<size_t>(move.to)];
+      auto t = evaluator.pipeline_s(current);
       if (!t.ok()) return t.error();
-      if (*t > limit) continue;
-      current = std::move(next);
-      best_key = m.key;
-      best.chunk_layers = current;
+      if (*t > limit) {
+        ++current[static_cast<size_t>(move.from)];
+        --current[static_cast<size_t>(move.to)];
+        continue;
+      }
+      std::copy(key_of(m), key_of(m) + static_cast<std::ptrdiff_t>(stages), best_key.begin());
       best.pipeline_s = *t;
       moved = true;
       break;
     }
     if (!moved) break;
   }
+  best.chunk_layers = current;
   best.peak_memory_bytes = best_key.front();
   best.lower_bound_bytes = std::min(evaluator.peak_lower_bound(), best.peak_memory_bytes);
   return best;

@@ -26,9 +26,12 @@ class LayoutEvaluator {
   static Expected<LayoutEvaluator> make(const CostModel& costs, const ScheduleSpec& spec, int option);
 
   int chunks() const { return spec_.stages * spec_.virtual_chunks; }
+  int stages() const { return spec_.stages; }
   int layers() const { return static_cast<int>(costs_->units.size()) - 2; }
   // Reserved peak of each stage (stage_memory()), and the simulated pipeline time.
   std::vector<int64_t> stage_peaks(const std::vector<int64_t>& chunk_layers) const;
+  void stage_peaks(const std::vector<int64_t>& chunk_layers,
+                   std::vector<int64_t>& peaks) const;  // stages() long
   int64_t stage_peak(const std::vector<int64_t>& chunk_layers, int stage) const;
   Expected<double> pipeline_s(const std::vector<int64_t>& chunk_layers) const;  // the simulator's iteration_s
   // A bound no layout's worst stage peak is below (the header's relaxation).
@@ -49,6 +52,7 @@ class LayoutEvaluator {
   // The schedule's graph, built once and timed for each layout; not for concurrent use.
   detail::ScheduleDag dag_;
   mutable std::vector<double> forward_s_, backward_s_, p2p_s_, scratch_;
+  mutable std::vector<int64_t> activation_scratch_;
 };
 
 // Megatron-LM's uniform chunks when they divide the layers; otherwise the layers spread as evenly
