@@ -11,6 +11,7 @@
 #include "calibrate_commands.h"
 #include "pipescope/analysis/rank_digest.h"
 #include "pipescope/analysis/report_builder.h"
+#include "pipescope/common/text_file.h"
 #include "plan_options.h"
 #include "trace_dir.h"
 
@@ -123,11 +124,9 @@ calibrate::RunObservation observe(const analysis::RunReport& report, const std::
 }  // namespace
 
 Expected<nlohmann::json> read_plan_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read " + path};
-  std::ostringstream text;
-  text << in.rdbuf();
-  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  auto text = read_text_file(path, "plan");
+  if (!text) return text.error();
+  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("suggested") || !doc.contains("inputs")) {
     return Error{path + " is not the output of 'pipescope plan --json'"};
   }

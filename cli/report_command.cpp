@@ -9,6 +9,7 @@
 #include "command.h"
 #include "output_guard.h"
 #include "pipescope/analysis/report_builder.h"
+#include "pipescope/common/text_file.h"
 #include "pipescope/export/output_file.h"
 #include "pipescope/report/report_output.h"
 #include "trace_dir.h"
@@ -54,14 +55,6 @@ struct ReportArgs {
   int64_t attempt = -1;
 };
 
-Expected<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 Status write_html(const std::string& path, const std::string& html) {
   auto output = exporter::OutputFile::create(path);
   if (!output) return Error("cannot write " + output.error().message);
@@ -102,7 +95,7 @@ int run_report(const ReportArgs& args) {
         static_cast<int32_t>(spec->tp), static_cast<int32_t>(spec->pp), static_cast<int32_t>(spec->dp)};
   }
   if (!args.plan_file.empty()) {
-    auto text = read_text(args.plan_file);
+    auto text = read_text_file(args.plan_file, "plan");
     if (!text) return usage_error(command, text.error().message);
     options.plan_json = std::move(*text);
     options.plan_path = args.plan_file;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipescope/common/json_error_text.h"
+#include "pipescope/common/text_file.h"
 
 namespace pipescope::calibrate {
 namespace {
@@ -329,11 +330,9 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
 }
 
 Status read_bench_file(const std::string& path, BenchResults& into) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read benchmark results '" + path + "'"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return add_bench_results(text.str(), path, into);
+  auto text = read_text_file(path, "benchmark results");
+  if (!text) return text.error();
+  return add_bench_results(*text, path, into);
 }
 
 }  // namespace pipescope::calibrate

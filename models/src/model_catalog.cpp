@@ -11,6 +11,7 @@
 #include "json_fields.h"
 #include "model_parsers.h"
 #include "pipescope/common/data_dirs.h"
+#include "pipescope/common/text_file.h"
 
 namespace pipescope::models {
 namespace {
@@ -73,11 +74,9 @@ Expected<ModelDesc> load_model(const std::string& name_or_path) {
                    ") nor a readable file or checkpoint directory with a config.json"};
     }
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path.string() + ": cannot open the file"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_model_file(text.str(), name_from_path(path), path.string());
+  auto text = read_text_file(path.string(), "model file");
+  if (!text) return text.error();
+  return parse_model_file(*text, name_from_path(path), path.string());
 }
 
 }  // namespace pipescope::models

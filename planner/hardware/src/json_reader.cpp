@@ -186,14 +186,4 @@ bool looks_like_path(std::string_view name_or_path) {
          (name_or_path.size() >= 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
 }
 
-Expected<std::string> read_text_file(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error{"cannot read " + std::string(what) + " '" + path + "': " + std::strerror(errno)};
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace pipescope::planner::detail

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipescope/common/expected.h"
+#include "pipescope/common/text_file.h"
 
 namespace pipescope::planner::detail {
 
@@ -70,6 +71,6 @@ std::string index_path(const std::string& parent, size_t index);
 
 // A command-line value names a bundled entry unless it looks like a file.
 bool looks_like_path(std::string_view name_or_path);
-Expected<std::string> read_text_file(const std::string& path, std::string_view what);
+using pipescope::read_text_file;  // common/text_file.h
 
 }  // namespace pipescope::planner::detail

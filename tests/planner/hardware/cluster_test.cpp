@@ -2,6 +2,8 @@
 // paper, --gpu clusters with their overrides, and user files whose defects are named.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <string>
 #include <vector>
 
@@ -91,6 +93,12 @@ TEST(LoadCluster, MissingFileSaysItCannotRead) {
   EXPECT_EQ(cluster.error().message.rfind("cannot read cluster file '/nonexistent/dir/cluster.json': ", 0),
             0u)
       << cluster.error().message;
+  // A directory opens but does not read: refused the same way, with the system's reason.
+  const std::string dir = ::testing::TempDir() + "pipescope-cluster-dir.json";
+  std::filesystem::create_directories(dir);
+  auto from_dir = load_cluster(dir);
+  ASSERT_FALSE(from_dir.ok());
+  EXPECT_EQ(from_dir.error().message, "cannot read cluster file '" + dir + "': Is a directory");
 }
 
 TEST(GpuClusters, DefaultToEightGpusAndEight400GbpsNics) {
