@@ -33,7 +33,7 @@ struct SearchArgs {
   std::string recompute, schedule;
 };
 
-std::string split_name(const planner::RankedPlan& p) { return p.uniform_fits ? "uniform" : "balanced"; }
+std::string split_name(const planner::RankedPlan& p) { return p.balanced_split ? "balanced" : "uniform"; }
 
 // The `pipescope plan` flags of a configuration, to plan it stage by stage.
 std::string plan_flags(const planner::RankedPlan& p) {

@@ -93,6 +93,28 @@ TEST(SearchCommand, JsonRanksFastestFirstAndListsEveryRefusal) {
             doc["stats"]["feasible"].get<int64_t>() + doc["stats"]["duplicates"].get<int64_t>() + refused);
 }
 
+// An interleaved configuration is ranked on the layout plan suggests; where that is not the
+// uniform chunks, the split says so, and its peak is the suggested layout's.
+TEST(SearchCommand, InterleavedConfigurationsAreRankedOnTheirSuggestedLayouts) {
+  const std::vector<std::string> pinned = {
+      "search", "--model",     "llama3-70b", "--cluster", "dgx-h100", "--gpus", "32", "--gbs",
+      "64",     "--seq",       "2048",       "--tp",      "4",        "--pp",   "8",  "--vpp",
+      "5",      "--recompute", "none",       "--mbs",     "1",        "--zero", "0",  "--json"};
+  const CommandResult r = run_pipescope(pinned);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_FALSE(doc["ranked"].empty());
+  const json& best = doc["ranked"][0];
+  EXPECT_EQ(best["split"], "balanced");
+  const CommandResult plan = run_pipescope({"plan", "--model", "llama3-70b", "--cluster", "dgx-h100",
+                                            "--gpus", "32", "--gbs", "64", "--seq", "2048", "--tp", "4",
+                                            "--pp", "8", "--vpp", "5", "--sequence-parallel", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const json planned = json::parse(plan.out);
+  EXPECT_NE(planned["suggested"]["layout"], planned["uniform"]["layout"]);
+  EXPECT_EQ(best["peak_memory_bytes"], planned["suggested"]["peak_memory_bytes"]);
+}
+
 TEST(SearchCommand, FixedMicroBatchIsTheOnlyOneSearched) {
   const CommandResult r = run_pipescope(search_args({"--gbs", "64", "--mbs", "2", "--top", "0", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;

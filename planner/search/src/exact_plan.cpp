@@ -56,6 +56,9 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
     r.fits = u.fits;
     r.uniform_peak_memory_bytes = outcome->uniform.peak_memory_bytes;
     r.uniform_fits = outcome->uniform.fits;
+    for (size_t s = 0; s < u.stages.size(); ++s)
+      r.balanced_split =
+          r.balanced_split || u.stages[s].chunk_layers != outcome->uniform.stages[s].chunk_layers;
     set_throughput(r);
     return r;
   }
@@ -90,6 +93,7 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
   r.bubble_fraction = plan->bubble_fraction;
   r.iteration_s = plan->iteration_s + tail_s;
   r.uniform_fits = uniform_split ? r.fits : false;
+  r.balanced_split = !uniform_split;
   if (uniform_split) r.uniform_peak_memory_bytes = r.peak_memory_bytes;
   set_throughput(r);
   return r;

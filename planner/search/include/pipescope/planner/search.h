@@ -79,7 +79,10 @@ struct RankedPlan {
   double mfu_causal = 0;          // the same with causal attention halved (models::IterationFlops)
   int64_t peak_memory_bytes = 0;  // reserved, of the worst stage
   bool fits = true;
-  bool uniform_fits = true;               // false: only the balanced split fits
+  bool uniform_fits = true;  // false: only the balanced split fits
+  // The figures are those of a split other than the uniform one: the balanced split (1F1B, GPipe),
+  // or the interleaved schedule's suggested layout where it differs from the uniform chunks.
+  bool balanced_split = false;
   int64_t uniform_peak_memory_bytes = 0;  // of the uniform split (with the least-memory recompute under auto)
 };
 
