@@ -322,6 +322,15 @@ TEST(PlanCommand, APlanThatDoesNotFitIsStillAPlanWithOverflowsFlaggedAndFixesSug
   // Each change is the flags that differ, as typed; one data-parallel rank: more stages need more GPUs.
   EXPECT_EQ(changes, (std::vector<std::string>{"--recompute auto", "--recompute full", "--pp 16 --gpus 16"}));
   EXPECT_NE(r.out.find("  --pp 16 --gpus 16 "), std::string::npos) << r.out;
+
+  // Every kind of change, each named by its flag: tp 2 without sequence parallelism, two
+  // sequences a micro-batch, 8 data-parallel ranks to shard over and to take stages from.
+  const json wide = plan_json({"--model", "llama2-70b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "2",
+                               "--pp", "1", "--mbs", "2", "--gbs", "32"});
+  std::vector<std::string> all;
+  for (const json& c : wide["suggestions"]) all.push_back(c["change"].get<std::string>());
+  EXPECT_EQ(all, (std::vector<std::string>{"--recompute auto", "--recompute full", "--zero 1",
+                                           "--sequence-parallel", "--mbs 1", "--pp 2"}));
 }
 
 TEST(PlanCommand, InterleavedAutoRecomputationSaysWhichModeEveryStageTakes) {

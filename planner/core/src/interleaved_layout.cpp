@@ -66,23 +66,15 @@ int64_t LayoutEvaluator::stage_peak(const std::vector<int64_t>& chunk_layers, in
     const int64_t activation = peak_activation_bytes(mixes_[static_cast<size_t>(stage)], chunk_activation);
     return stage_memory(*costs_, static_bytes, activation + transient_bytes, step_bytes).peak_memory_bytes;
   }
-  int first = 1;  // unit 0 is the embedding
-  for (int g = 0; g < p * v; ++g) {
-    const int end = first + static_cast<int>(chunk_layers[static_cast<size_t>(g)]);
-    if (g % p == stage) {
-      const auto add = [&](int unit) {
-        const UnitCost& u = costs_->units[static_cast<size_t>(unit)];
-        static_bytes += u.static_bytes;
-        step_bytes += u.step_bytes;
-        chunk_activation[static_cast<size_t>(g / p)] += u.by_mode[option].activation_bytes;
-        transient_bytes = std::max(transient_bytes, u.by_mode[option].transient_bytes);
-      };
-      if (g == 0) add(0);
-      for (int unit = first; unit < end; ++unit) add(unit);
-      if (g == p * v - 1) add(static_cast<int>(costs_->units.size()) - 1);
-    }
-    first = end;
-  }
+  const auto units = static_cast<int>(costs_->units.size());
+  for_each_chunk_unit(chunk_layers, units, [&](int g, int unit) {
+    if (g % p != stage) return;
+    const UnitCost& u = costs_->units[static_cast<size_t>(unit)];
+    static_bytes += u.static_bytes;
+    step_bytes += u.step_bytes;
+    chunk_activation[static_cast<size_t>(g / p)] += u.by_mode[option].activation_bytes;
+    transient_bytes = std::max(transient_bytes, u.by_mode[option].transient_bytes);
+  });
   const int64_t activation = peak_activation_bytes(mixes_[static_cast<size_t>(stage)], chunk_activation);
   return stage_memory(*costs_, static_bytes, activation + transient_bytes, step_bytes).peak_memory_bytes;
 }
@@ -103,20 +95,11 @@ Expected<double> LayoutEvaluator::pipeline_s(const std::vector<int64_t>& chunk_l
   const auto option = static_cast<size_t>(option_);
   forward_s_.assign(static_cast<size_t>(chunks_count), 0.0);
   backward_s_.assign(static_cast<size_t>(chunks_count), 0.0);
-  int first = 1;
-  for (int g = 0; g < chunks_count; ++g) {
-    const int end = first + static_cast<int>(chunk_layers[static_cast<size_t>(g)]);
-    const auto add = [&](int unit) {
-      forward_s_[static_cast<size_t>(g)] +=
-          costs_->units[static_cast<size_t>(unit)].by_mode[option].forward_s;
-      backward_s_[static_cast<size_t>(g)] +=
-          costs_->units[static_cast<size_t>(unit)].by_mode[option].backward_s;
-    };
-    if (g == 0) add(0);
-    for (int unit = first; unit < end; ++unit) add(unit);
-    if (g == chunks_count - 1) add(static_cast<int>(costs_->units.size()) - 1);
-    first = end;
-  }
+  for_each_chunk_unit(chunk_layers, static_cast<int>(costs_->units.size()), [&](int g, int unit) {
+    forward_s_[static_cast<size_t>(g)] += costs_->units[static_cast<size_t>(unit)].by_mode[option].forward_s;
+    backward_s_[static_cast<size_t>(g)] +=
+        costs_->units[static_cast<size_t>(unit)].by_mode[option].backward_s;
+  });
   p2p_s_.assign(static_cast<size_t>(chunks_count - 1), costs_->p2p_s);
   return dag_.iteration_time(forward_s_, backward_s_, p2p_s_, p2p_s_, scratch_);
 }

@@ -103,24 +103,16 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   const int p = static_cast<int>(c.pp), v = static_cast<int>(c.vpp), chunks = p * v;
   ScheduleSpec spec{ScheduleKind::kInterleaved, p, static_cast<int>(c.micro_batches()), v};
   PipelineCosts pc;
+  pc.forward_s.assign(static_cast<size_t>(chunks), 0.0);
+  pc.backward_s.assign(static_cast<size_t>(chunks), 0.0);
   std::vector<std::vector<int>> chunk_units(static_cast<size_t>(chunks));
-  int next_layer_unit = 1;  // unit 0 is the embedding
-  for (int g = 0; g < chunks; ++g) {
-    const int first = next_layer_unit;
-    const int last = first + static_cast<int>(chunk_layers[static_cast<size_t>(g)]);  // exclusive
-    next_layer_unit = last;
-    if (g == 0) chunk_units[0].push_back(0);
-    for (int u = first; u < last; ++u) chunk_units[static_cast<size_t>(g)].push_back(u);
-    if (g == chunks - 1)
-      chunk_units[static_cast<size_t>(g)].push_back(static_cast<int>(costs.units.size()) - 1);
-    double f = 0, b = 0;
-    for (int u : chunk_units[static_cast<size_t>(g)]) {
-      f += costs.units[static_cast<size_t>(u)].by_mode[static_cast<size_t>(option)].forward_s;
-      b += costs.units[static_cast<size_t>(u)].by_mode[static_cast<size_t>(option)].backward_s;
-    }
-    pc.forward_s.push_back(f);
-    pc.backward_s.push_back(b);
-  }
+  for_each_chunk_unit(chunk_layers, static_cast<int>(costs.units.size()), [&](int g, int u) {
+    const auto chunk = static_cast<size_t>(g);
+    chunk_units[chunk].push_back(u);
+    pc.forward_s[chunk] += costs.units[static_cast<size_t>(u)].by_mode[static_cast<size_t>(option)].forward_s;
+    pc.backward_s[chunk] +=
+        costs.units[static_cast<size_t>(u)].by_mode[static_cast<size_t>(option)].backward_s;
+  });
   pc.p2p_forward_s.assign(static_cast<size_t>(chunks - 1), costs.p2p_s);
   pc.p2p_backward_s.assign(static_cast<size_t>(chunks - 1), costs.p2p_s);
   auto result = simulate_schedule(spec, pc);

@@ -325,8 +325,7 @@ class Pricer {
     const double step_s = memory_s(share * (kAdamBytesPerParameter + kFlattenAndCastBytes));
     if (!broadcasts_shards(group)) return step_s;
     const double bytes = broadcast_as_all_gather_bytes(params, group);
-    const double one_s = collective_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp) -
-                         collective_latency_s(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp);
+    const double one_s = collective(CollectiveKind::kAllGather, bytes, group, c_.tp * c_.cp).transfer_s;
     return step_s + static_cast<double>(group) * one_s;
   }
 

@@ -20,6 +20,22 @@
 
 namespace pipescope::planner {
 
+// Calls visit(chunk, unit) for every unit of every chunk of a layout over `unit_count` units (unit 0
+// the embedding, in the first chunk; the last unit the output layer, in the last chunk; the
+// decoder layers between, in model order): the one mapping from a layout to what its chunks hold.
+template <class Visit>
+void for_each_chunk_unit(const std::vector<int64_t>& chunk_layers, int unit_count, Visit&& visit) {
+  const int chunks = static_cast<int>(chunk_layers.size());
+  int first = 1;
+  for (int g = 0; g < chunks; ++g) {
+    const int end = first + static_cast<int>(chunk_layers[static_cast<size_t>(g)]);
+    if (g == 0) visit(g, 0);
+    for (int unit = first; unit < end; ++unit) visit(g, unit);
+    if (g == chunks - 1) visit(g, unit_count - 1);
+    first = end;
+  }
+}
+
 class LayoutEvaluator {
  public:
   // `costs` must outlive the evaluator; `option` is the recompute option every chunk runs.
