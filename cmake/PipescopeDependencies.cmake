@@ -10,8 +10,16 @@ find_package(nlohmann_json 3.10 REQUIRED CONFIG)
 find_package(Eigen3 3.4 REQUIRED CONFIG)
 # profiler/export: the SQLite export.
 find_package(SQLite3 REQUIRED)
-# profiler/analysis: gzip-compressed PyTorch profiler traces.
+# profiler/analysis: gzip-compressed PyTorch profiler traces (zlib to sniff and to say what is
+# wrong with a damaged file; libdeflate, linked statically, to inflate one in a single call), and
+# simdjson to read them without building a tree.
 find_package(ZLIB REQUIRED)
+find_package(simdjson 3 REQUIRED CONFIG)
+find_path(LIBDEFLATE_INCLUDE_DIR libdeflate.h REQUIRED)
+find_library(LIBDEFLATE_LIBRARY NAMES libdeflate.a deflate REQUIRED)
+add_library(libdeflate::libdeflate UNKNOWN IMPORTED)
+set_target_properties(libdeflate::libdeflate PROPERTIES IMPORTED_LOCATION "${LIBDEFLATE_LIBRARY}"
+                                                        INTERFACE_INCLUDE_DIRECTORIES "${LIBDEFLATE_INCLUDE_DIR}")
 # profiler/inject (CUPTI, NVTX3, NCCL) and benches/gpu (cudart, cuBLASLt, NCCL). The library
 # is opened with dlopen at run time; a machine without a GPU or driver still builds and tests.
 find_package(CUDAToolkit 13 REQUIRED)

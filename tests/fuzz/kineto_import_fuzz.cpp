@@ -1,6 +1,7 @@
 // libFuzzer target for the PyTorch profiler (Kineto) reader: any text must convert to a trace or
 // come back as an error, never a crash, a hang or a sanitizer report; what it converts must read
-// back through the report's scan of one rank.
+// back through the report's scan of one rank. Read in small windows, the text must give what a
+// read of it whole gives: the same events, or an error in both.
 #include <unistd.h>
 
 #include <cstddef>
@@ -8,7 +9,10 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "kineto_json.h"
+#include "kineto_text.h"
 #include "pipescope/analysis/kineto_import.h"
 #include "pipescope/analysis/rank_digest.h"
 
@@ -25,6 +29,30 @@ struct ScratchTrace {
   }
 };
 
+// What a read hands on, enough to tell two reads apart.
+struct Fingerprint : pipescope::analysis::kineto::DocumentHandler {
+  std::vector<std::string> events;
+  pipescope::Status on_distributed_info(const pipescope::analysis::kineto::DistributedInfo&) override {
+    return {};
+  }
+  void on_event(const pipescope::analysis::kineto::Event& e) override {
+    events.push_back(std::string(e.cat) + "|" + std::string(e.name) + "|" + std::string(e.ph) + "|" +
+                     (e.ts_us ? std::to_string(*e.ts_us) : "-") + "|" + std::to_string(e.args.correlation) +
+                     "|" + std::to_string(e.args.input_dims_count) + "|" +
+                     std::to_string(e.args.group_ranks.size()));
+  }
+};
+
+std::pair<bool, std::vector<std::string>> read_in_windows(std::string_view text, size_t window_bytes) {
+  auto document = pipescope::analysis::kineto::DocumentText::copy_of(text);
+  Fingerprint fingerprint;
+  pipescope::analysis::kineto::ReaderOptions options;
+  options.window_bytes = window_bytes;
+  const bool ok =
+      pipescope::analysis::kineto::read_document(document, "fuzz input", fingerprint, options).ok();
+  return {ok, std::move(fingerprint.events)};
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -32,5 +60,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (pipescope::analysis::convert_kineto_text(text, "fuzz input", scratch.path).ok())
     (void)pipescope::analysis::scan_rank_trace(scratch.path, pipescope::analysis::ScanOptions{});
+  if (read_in_windows(text, 7) != read_in_windows(text, size + 1)) __builtin_trap();
   return 0;
 }

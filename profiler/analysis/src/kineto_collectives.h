@@ -9,17 +9,15 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "kineto_event.h"
 #include "pipescope/trace/records.h"
 
 namespace pipescope::analysis::kineto {
-
-// `object[key]` when `object` is an object that has it; nullptr otherwise.
-const nlohmann::json* member(const nlohmann::json& object, const char* key);
 
 struct CollectiveFacts {
   std::optional<uint64_t> in_bytes;   // the whole input buffer
@@ -29,16 +27,16 @@ struct CollectiveFacts {
   std::vector<int32_t> group_ranks;   // global ranks in group order; empty unless complete
 };
 
-// Bytes of one tensor from its dims and PyTorch type name ("float", "c10::BFloat16", or a
-// ScalarType name such as "BFloat16"); nullopt when either is not usable.
-std::optional<uint64_t> tensor_bytes(const nlohmann::json& dims, const std::string& type);
+// Bytes of one tensor from its element count and PyTorch type name ("float", "c10::BFloat16",
+// or a ScalarType name such as "BFloat16"); nullopt when either is not usable.
+std::optional<uint64_t> tensor_bytes(std::optional<uint64_t> elements, std::string_view type);
 
 // Facts carried by a `record_param_comms` event's arguments.
-CollectiveFacts facts_of_param_comms(const nlohmann::json& args);
+CollectiveFacts facts_of_param_comms(const EventArgs& args);
 // Facts carried by a `c10d::<op>` event (its name without the prefix, and its arguments).
-CollectiveFacts facts_of_c10d(const std::string& op_name, const nlohmann::json& args);
+CollectiveFacts facts_of_c10d(std::string_view op_name, const EventArgs& args);
 // Facts carried by an `nccl:<op>` annotation: its first input.
-CollectiveFacts facts_of_annotation(const nlohmann::json& args);
+CollectiveFacts facts_of_annotation(const EventArgs& args);
 
 // `outer` filled in with what `inner` states and `outer` does not.
 CollectiveFacts merged(CollectiveFacts outer, const CollectiveFacts& inner);

@@ -1,0 +1,212 @@
+// The windowed Kineto reader: whatever the window size, it hands on the same events as a read
+// of the whole document at once, and fails the same way on a damaged one.
+#include "kineto_json.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "kineto_text.h"
+
+namespace pipescope::analysis::kineto {
+namespace {
+
+const std::string kData = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/";
+
+std::string describe(const Event& e) {
+  std::ostringstream out;
+  out << e.cat << '|' << e.name << '|' << e.ph << '|' << (e.ts_us ? std::to_string(*e.ts_us) : "-") << '|'
+      << std::to_string(e.dur_us) << '|' << e.tid << '|';
+  const EventArgs& a = e.args;
+  for (const auto* n :
+       {&a.device, &a.stream, &a.bytes, &a.registers_per_thread, &a.shared_memory, &a.in_msg_nelems,
+        &a.out_msg_nelems, &a.group_size, &a.memory_bytes, &a.device_type, &a.device_id, &a.address})
+    out << (*n ? std::to_string(**n) : "-") << ',';
+  out << a.correlation << ',' << a.external_id << ',' << a.grid[0] << 'x' << a.grid[1] << 'x' << a.grid[2]
+      << ',' << a.block[0] << 'x' << a.block[1] << 'x' << a.block[2] << ',' << a.collective_name << ','
+      << a.dtype << ',' << a.group_name << ",[";
+  for (int32_t r : a.group_ranks) out << r << ' ';
+  out << "]," << a.input_dims_count << ',' << a.input_type_count;
+  for (size_t i = 0; i < kTensorsRead; ++i)
+    out << ',' << (a.input_elements[i] ? std::to_string(*a.input_elements[i]) : "-") << ','
+        << a.input_type[i].value_or("-");
+  return out.str();
+}
+
+struct Recorded : DocumentHandler {
+  bool info_seen = false;
+  std::string info;
+  std::vector<std::string> events;
+  Status on_distributed_info(const DistributedInfo& d) override {
+    EXPECT_TRUE(events.empty()) << "distributedInfo must come before the events";
+    info_seen = true;
+    info = (d.rank ? std::to_string(*d.rank) : "-") + "/" +
+           (d.world_size ? std::to_string(*d.world_size) : "-") + "/" + d.backend;
+    return {};
+  }
+  void on_event(const Event& e) override { events.push_back(describe(e)); }
+};
+
+struct Outcome {
+  bool ok = false;
+  std::string error;
+  Recorded recorded;
+};
+
+Outcome read(const std::string& text, size_t window_bytes) {
+  DocumentText document = DocumentText::copy_of(text);
+  Outcome outcome;
+  ReaderOptions options;
+  options.window_bytes = window_bytes;
+  const Status s = read_document(document, "doc.json", outcome.recorded, options);
+  outcome.ok = s.ok();
+  if (!s) outcome.error = s.error().message;
+  return outcome;
+}
+
+std::string inflated(const std::string& path) {
+  auto text = DocumentText::load(path);
+  EXPECT_TRUE(text.ok()) << text.error().message;
+  return text ? std::string(text->data(), text->size()) : std::string();
+}
+
+// Every construct a cut can fall into: brackets, braces, commas and quotes inside strings,
+// escapes (a quote, a backslash before a closing quote, a Unicode escape), nested and deep
+// arrays, elements that are not events, numbers and words, blank lines, CRLF, and
+// distributedInfo after the events.
+const char* const kTricky =
+    R"JSON({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "H100 [SXM], {x}"}],
+  "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "void k<float, 4>(\"a\", {b}, [c])\\", "pid": 0, "tid": 7,
+   "ts": 1000.5, "dur": 12, "args": {"device": 0, "stream": 7, "correlation": 77, "grid": [4, 1, 1],
+   "block": [512, 1, 1], "registers per thread": 32, "shared memory": 1024}},
+  12345678901234567890, "a string ], {", null, true, [1, [2, [3]]], {},
+  {"ph":"X","cat":"user_annotation","name":"nccl:all_gather","pid":1,"tid":"thread \u00e9 1","ts":1100,"dur":50,"args":{"External id":9,"Input Dims":[[1024, 8], [], [[1]]],"Input type":["c10::BFloat16", 3, "float"]}},
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "tid": 1, "ts": 1200, "dur": 5,
+   "args": {"Collective name": "all_gather", "dtype": "BFloat16", "In msg nelems": 8192,
+            "Out msg nelems": 65536, "Group size": 8, "Process Group Name": "3",
+            "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7]", "External id": "e-9"}},
+
+  {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "tid": 1, "ts": 1300,
+   "args": {"Device Type": 1, "Device Id": 0, "Addr": 94489280512, "Bytes": -2048}},
+  {"ph": "X", "cat": "kernel", "name": "k", "ts": "not a number", "args": {"grid": "4"}},)JSON"
+    "\r\n"
+    R"JSON(  {"ph": "X", "cat": "cpu_op", "name": "c10d::_allgather_base_", "tid": 1, "ts": 1.5e3, "dur": 1e1,
+   "args": {"Input Dims": [[65536], [8192]], "Input type": ["c10::BFloat16", "c10::BFloat16"],
+            "Process Group Ranks": [0, 1, 2.5]}}
+  ],
+  "traceName": "x\"]}", "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}
+})JSON";
+
+TEST(KinetoJson, EveryWindowSizeReadsWhatTheWholeDocumentHolds) {
+  const std::string text = kTricky;
+  const Outcome whole = read(text, text.size() * 2);
+  ASSERT_TRUE(whole.ok) << whole.error;
+  EXPECT_EQ(whole.recorded.info, "3/8.000000/nccl");
+  ASSERT_EQ(whole.recorded.events.size(), 7u);
+  EXPECT_NE(whole.recorded.events[0].find("void k<float, 4>(\"a\", {b}, [c])\\"), std::string::npos);
+  for (size_t window = 1; window <= text.size(); ++window) {
+    const Outcome cut = read(text, window);
+    ASSERT_TRUE(cut.ok) << "window " << window << ": " << cut.error;
+    EXPECT_EQ(cut.recorded.events, whole.recorded.events) << "window " << window;
+    EXPECT_EQ(cut.recorded.info, whole.recorded.info);
+  }
+}
+
+TEST(KinetoJson, EventFieldsAreReadAsTheyAreWritten) {
+  const Outcome whole = read(kTricky, 1 << 20);
+  ASSERT_TRUE(whole.ok) << whole.error;
+  const auto& events = whole.recorded.events;
+  // The kernel: dims, registers, shared memory.
+  EXPECT_NE(events[0].find("|1000.500000|12.000000|7|0.000000,7.000000,-,32.000000,1024.000000,"),
+            std::string::npos)
+      << events[0];
+  EXPECT_NE(events[0].find("77,0,4x1x1,512x1x1,"), std::string::npos) << events[0];
+  // The annotation: a string thread id (hashed, not 0), dims of the first two tensors (an empty
+  // list is not a tensor's size), a type that is not a string.
+  EXPECT_EQ(events[2].find("|0|"), std::string::npos) << events[2];
+  EXPECT_NE(events[2].find(",3,3,8192,c10::BFloat16,-,-"), std::string::npos) << events[2];
+  // record_param_comms: the ranks from their text.
+  EXPECT_NE(events[3].find("all_gather,BFloat16,3,[0 1 2 3 4 5 6 7 ]"), std::string::npos) << events[3];
+  // The allocation's address beyond 32 bits; a release as negative bytes.
+  EXPECT_NE(events[4].find("-2048.000000,1.000000,0.000000,94489280512.000000,"), std::string::npos)
+      << events[4];
+  // Not a number: no time. A list of ranks with a fraction in it: no ranks.
+  EXPECT_NE(events[5].find("|k|X|-|"), std::string::npos) << events[5];
+  EXPECT_NE(events[6].find("|1500.000000|10.000000|"), std::string::npos) << events[6];
+  EXPECT_NE(events[6].find(",[],2,2,65536,c10::BFloat16,8192,c10::BFloat16"), std::string::npos) << events[6];
+}
+
+TEST(KinetoJson, RealTracesReadTheSameInWindowsOfAnySize) {
+  for (const char* file : {"rank-0.json.gz", "rank-1.json.gz"}) {
+    const std::string text = inflated(kData + file);
+    ASSERT_GT(text.size(), 1'000'000u);
+    const Outcome whole = read(text, text.size());
+    ASSERT_TRUE(whole.ok) << whole.error;
+    EXPECT_GT(whole.recorded.events.size(), 1000u);
+    for (size_t window : {1, 1000, 4096, 65'537, 1'000'003}) {
+      const Outcome cut = read(text, window);
+      ASSERT_TRUE(cut.ok) << file << " window " << window << ": " << cut.error;
+      EXPECT_EQ(cut.recorded.events, whole.recorded.events) << file << " window " << window;
+    }
+  }
+}
+
+TEST(KinetoJson, ADocumentCutShortAnywhereIsRefused) {
+  const std::string text = kTricky;
+  for (size_t length = 0; length + 1 < text.size(); ++length) {
+    for (size_t window : {size_t{5}, text.size()}) {
+      const Outcome cut = read(text.substr(0, length), window);
+      EXPECT_FALSE(cut.ok) << "cut at " << length << ", window " << window;
+    }
+  }
+}
+
+// Damaged documents (bytes replaced, removed, inserted): a window's cut never changes whether
+// the document is read, nor what is handed on before an error.
+TEST(KinetoJson, DamageIsFoundTheSameWayInWindowsAsWhole) {
+  const std::string text = kTricky;
+  const std::string alphabet = "{}[],:\"\\ 0e-.tnx";
+  std::mt19937 random(20261127);
+  for (int trial = 0; trial < 1500; ++trial) {
+    std::string damaged = text;
+    const size_t at = random() % damaged.size();
+    const char c = alphabet[random() % alphabet.size()];
+    switch (trial % 3) {
+      case 0: damaged[at] = c; break;
+      case 1: damaged.erase(at, 1); break;
+      default: damaged.insert(damaged.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+    }
+    const Outcome whole = read(damaged, damaged.size() * 2);
+    for (size_t window : {size_t{3}, size_t{64}}) {
+      const Outcome cut = read(damaged, window);
+      ASSERT_EQ(cut.ok, whole.ok) << "trial " << trial << " window " << window << ": " << cut.error << " / "
+                                  << whole.error << "\n"
+                                  << damaged;
+      EXPECT_EQ(cut.recorded.events, whole.recorded.events) << "trial " << trial << " window " << window;
+    }
+  }
+}
+
+TEST(KinetoJson, WhatIsNotAKinetoDocumentSaysWhy) {
+  EXPECT_NE(read("this is not json", 64).error.find("doc.json is not JSON"), std::string::npos);
+  EXPECT_NE(read("[1, 2]", 64).error.find("is not JSON"), std::string::npos);
+  EXPECT_NE(read(R"({"schemaVersion": 1})", 64).error.find("has no traceEvents array"), std::string::npos);
+  EXPECT_NE(read(R"({"traceEvents": {}})", 64).error.find("has no traceEvents array"), std::string::npos);
+  EXPECT_NE(read(R"({"traceEvents": []} x)", 64).error.find("is not JSON"), std::string::npos);
+  // Words and numbers in the fields that are read are checked.
+  for (const char* damaged :
+       {R"({"traceEvents": [{"ts": 1}, {"ts": tru}]})", R"({"traceEvents": [{"ts": 1.2.3}]})",
+        R"({"traceEvents": [{"ts": 1, "cat": nul}]})"})
+    for (size_t window : {size_t{4}, size_t{100}})
+      EXPECT_NE(read(damaged, window).error.find("is not JSON"), std::string::npos)
+          << damaged << " " << window;
+  const Outcome empty = read(R"({"traceEvents": []})", 64);
+  EXPECT_TRUE(empty.ok) << empty.error;
+  EXPECT_TRUE(empty.recorded.info_seen);
+  EXPECT_EQ(empty.recorded.info, "-/-/");
+}
+
+}  // namespace
+}  // namespace pipescope::analysis::kineto
