@@ -1,10 +1,8 @@
 #include "trace_dir.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <thread>
 #include <vector>
 
 #include "pipescope/analysis/kineto_import.h"
@@ -70,25 +68,6 @@ Expected<TraceDir> prepare_trace_file(const std::string& file) {
   return traces;
 }
 
-// Each rank's trace on a worker of its own, as many at once as there are cores (each holds one
-// inflated document); the first failure in file order is the one reported.
-Status convert_in_parallel(const std::vector<fs::path>& inputs, const std::vector<std::string>& outputs) {
-  std::vector<Status> results(inputs.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < inputs.size(); i = next++)
-      results[i] = analysis::convert_kineto_trace(inputs[i].string(), outputs[i]);
-  };
-  const size_t workers = std::min<size_t>(inputs.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
-  for (Status& s : results)
-    if (!s) return s;
-  return {};
-}
-
 }  // namespace
 
 Expected<TraceDir> prepare_trace_dir(const std::string& dir) {
@@ -126,12 +105,13 @@ Expected<TraceDir> prepare_trace_dir(const std::string& dir) {
   auto made = make_private_dir(traces.cleanup);
   if (!made) return made.error();
   const std::string& pattern = *made;
-  std::vector<std::string> converted;
+  std::vector<std::string> inputs, converted;
   for (size_t i = 0; i < kineto.size(); ++i) {
+    inputs.push_back(kineto[i].string());
     converted.push_back(pattern + "/kineto-" + std::to_string(i) + ".pst");
-    traces.original[converted.back()] = kineto[i].string();
+    traces.original[converted.back()] = inputs.back();
   }
-  if (Status s = convert_in_parallel(kineto, converted); !s) return s.error();
+  if (Status s = analysis::convert_kineto_traces(inputs, converted); !s) return s.error();
   traces.dir = pattern;
   traces.source_format = "kineto";
   return traces;

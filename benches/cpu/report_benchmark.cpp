@@ -21,6 +21,7 @@
 #include <thread>
 #include <tuple>
 
+#include "memory_peak.h"
 #include "pipescope/analysis/report_builder.h"
 #include "pipescope/analysis/run_loader.h"
 #include "synthetic_run.h"
@@ -70,71 +71,6 @@ const Fixture& fixture(int ranks, int steps, bool hang = false) {
   return it->second;
 }
 
-// Heap bytes in use (allocated and not freed), all arenas; mapped trace pages are not in it.
-int64_t heap_in_use_bytes() {
-  const struct mallinfo2 info = mallinfo2();
-  return static_cast<int64_t>(info.uordblks + info.hblkhd);
-}
-
-// A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 when absent.
-int64_t status_bytes(const char* field) {
-  std::ifstream status("/proc/self/status");
-  const std::string prefix = std::string(field) + ":";
-  for (std::string line; std::getline(status, line);)
-    if (line.starts_with(prefix)) return std::stoll(line.substr(prefix.size())) * 1024;
-  return -1;
-}
-
-// Starts the kernel's peak resident set size (VmHWM) over from the current size (Linux 4.0+).
-bool reset_peak_resident() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return static_cast<bool>(clear);
-}
-
-// The highest heap in use and the highest resident memory (heap, stacks, and every mapped trace
-// page the engine holds) while it lives, above what was there when it started. Heap is sampled
-// every millisecond; resident memory is the kernel's own peak, exact.
-class MemoryPeak {
- public:
-  MemoryPeak() : heap_base_(heap_in_use_bytes()), heap_peak_(heap_base_) {
-    // Free heap pages go back to the system first, so that the run's heap shows in its resident
-    // memory rather than reusing pages an earlier run (or the fixture's writer) left resident.
-    malloc_trim(0);
-    exact_resident_ = reset_peak_resident();
-    resident_base_ = status_bytes("VmRSS");
-    resident_peak_ = resident_base_;
-    sampler_ = std::thread([this] {
-      while (!stop_.load()) {
-        heap_peak_.store(std::max(heap_peak_.load(), heap_in_use_bytes()));
-        if (!exact_resident_) resident_peak_.store(std::max(resident_peak_.load(), status_bytes("VmRSS")));
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    });
-  }
-  ~MemoryPeak() { stop(); }
-  void stop() {
-    if (!sampler_.joinable()) return;
-    stop_.store(true);
-    sampler_.join();
-    heap_peak_.store(std::max(heap_peak_.load(), heap_in_use_bytes()));
-    resident_peak_.store(exact_resident_ ? status_bytes("VmHWM")
-                                         : std::max(resident_peak_.load(), status_bytes("VmRSS")));
-  }
-  int64_t heap_bytes() const { return std::max<int64_t>(0, heap_peak_.load() - heap_base_); }
-  int64_t resident_bytes() const { return std::max<int64_t>(0, resident_peak_.load() - resident_base_); }
-
- private:
-  int64_t heap_base_;
-  std::atomic<int64_t> heap_peak_;
-  bool exact_resident_ = false;
-  int64_t resident_base_ = 0;
-  std::atomic<int64_t> resident_peak_{0};
-  std::atomic<bool> stop_{false};
-  std::thread sampler_;
-};
-
 void BM_Report(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const int steps = static_cast<int>(state.range(1));
@@ -154,7 +90,7 @@ void BM_Report(benchmark::State& state) {
   };
   // Memory is measured on a run of its own, before the timed ones: the sampler would take CPU
   // (and malloc's arena locks, which mallinfo2 holds while it walks the free lists) from them.
-  MemoryPeak peak;
+  pipescope::bench::MemoryPeak peak;
   if (const std::string error = report_once(); !error.empty()) {
     state.SkipWithError(error.c_str());
     return;

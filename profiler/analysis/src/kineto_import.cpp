@@ -3,8 +3,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -225,6 +227,18 @@ class Converter final : public kineto::DocumentHandler {
     }
   }
 
+  // The args of the events mapped below; an event whose category or name is not yet known when
+  // its args come has them read.
+  bool wants_args(const kineto::Event& e) const override {
+    if (e.cat.empty() || e.name.empty()) return true;
+    if (e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset") return true;
+    if (e.cat == "cuda_runtime" || e.cat == "cuda_driver")
+      return e.name.find("Launch") != std::string_view::npos;
+    if (e.cat == "user_annotation") return e.name.starts_with("nccl:");
+    if (e.cat == "cpu_op") return e.name == "record_param_comms" || e.name.starts_with("c10d::");
+    return e.name == "[memory]";
+  }
+
   // What needed all events: the NCCL calls with their communicators and kernels, the
   // annotations as nested ranges; then the trace is closed.
   Status finish() {
@@ -392,6 +406,25 @@ Status convert_kineto_trace(const std::string& json_path, const std::string& pst
   auto text = kineto::DocumentText::load(json_path);
   if (!text) return text.error();
   return convert(std::move(*text), json_path, pst_path);
+}
+
+Status convert_kineto_traces(const std::vector<std::string>& json_paths,
+                             const std::vector<std::string>& pst_paths) {
+  std::vector<Status> results(json_paths.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < json_paths.size(); i = next++)
+      results[i] = convert_kineto_trace(json_paths[i], pst_paths[i]);
+  };
+  const size_t workers =
+      std::min<size_t>(json_paths.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (Status& s : results)
+    if (!s) return s;
+  return {};
 }
 
 Status convert_kineto_text(std::string_view text, const std::string& json_path, const std::string& pst_path) {

@@ -45,10 +45,18 @@ error_code read_number(od::value v, std::optional<double>& out) {
   return absent(e) ? simdjson::SUCCESS : e;
 }
 
+// A string without escapes is its own text in the document (no copy); one with escapes is
+// unescaped into the parser's buffer.
 error_code read_string(od::value v, std::string_view& out) {
   od::json_type type;
   if (error_code e = v.type().get(type)) return e;
   if (type != od::json_type::string) return check_word(v, type);
+  std::string_view token = v.raw_json_token();  // the quotes, and any blanks before the next token
+  while (token.size() > 2 && is_blank(token.back())) token.remove_suffix(1);
+  if (token.size() >= 2 && token.back() == '"' && token.find('\\') == std::string_view::npos) {
+    out = token.substr(1, token.size() - 2);
+    return simdjson::SUCCESS;
+  }
   return v.get_string().get(out);
 }
 
@@ -199,6 +207,15 @@ error_code read_input_types(od::value v, EventArgs& args) {
   return simdjson::SUCCESS;
 }
 
+// A key's text up to its closing quote. Kineto's keys hold no escapes; one that does is cut at
+// its escaped quote and matches no key read here, as it should not.
+std::string_view key_text(od::raw_json_string key) {
+  const char* start = key.raw();
+  const char* end = start;
+  while (*end != '"') ++end;  // the closing quote is there: the parser has indexed it
+  return {start, static_cast<size_t>(end - start)};
+}
+
 error_code read_args(od::value v, EventArgs& args, std::vector<int32_t>& ranks) {
   od::json_type type;
   if (error_code e = v.type().get(type)) return e;
@@ -206,82 +223,119 @@ error_code read_args(od::value v, EventArgs& args, std::vector<int32_t>& ranks) 
   od::object object;
   if (error_code e = v.get_object().get(object)) return e;
   for (auto field : object) {
-    od::raw_json_string key;
-    if (error_code e = field.key().get(key)) return e;
+    od::raw_json_string raw_key;
+    if (error_code e = field.key().get(raw_key)) return e;
+    const std::string_view key = key_text(raw_key);
     od::value value = field.value();
     error_code e = simdjson::SUCCESS;
-    if (key.unsafe_is_equal("External id"))
-      e = read_id(value, args.external_id);
-    else if (key.unsafe_is_equal("correlation"))
-      e = read_id(value, args.correlation);
-    else if (key.unsafe_is_equal("device"))
-      e = read_number(value, args.device);
-    else if (key.unsafe_is_equal("stream"))
-      e = read_number(value, args.stream);
-    else if (key.unsafe_is_equal("grid"))
-      e = read_dim3(value, args.grid);
-    else if (key.unsafe_is_equal("block"))
-      e = read_dim3(value, args.block);
-    else if (key.unsafe_is_equal("registers per thread"))
-      e = read_number(value, args.registers_per_thread);
-    else if (key.unsafe_is_equal("shared memory"))
-      e = read_number(value, args.shared_memory);
-    else if (key.unsafe_is_equal("bytes"))
-      e = read_number(value, args.bytes);
-    else if (key.unsafe_is_equal("Input Dims"))
-      e = read_input_dims(value, args);
-    else if (key.unsafe_is_equal("Input type"))
-      e = read_input_types(value, args);
-    else if (key.unsafe_is_equal("Collective name"))
-      e = read_string(value, args.collective_name);
-    else if (key.unsafe_is_equal("dtype"))
-      e = read_string(value, args.dtype);
-    else if (key.unsafe_is_equal("In msg nelems"))
-      e = read_number(value, args.in_msg_nelems);
-    else if (key.unsafe_is_equal("Out msg nelems"))
-      e = read_number(value, args.out_msg_nelems);
-    else if (key.unsafe_is_equal("Group size"))
-      e = read_number(value, args.group_size);
-    else if (key.unsafe_is_equal("Process Group Name"))
-      e = read_string(value, args.group_name);
-    else if (key.unsafe_is_equal("Process Group Ranks")) {
-      e = read_ranks(value, ranks);
-      args.group_ranks = ranks;
-    } else if (key.unsafe_is_equal("Bytes"))
-      e = read_number(value, args.memory_bytes);
-    else if (key.unsafe_is_equal("Device Type"))
-      e = read_number(value, args.device_type);
-    else if (key.unsafe_is_equal("Device Id"))
-      e = read_number(value, args.device_id);
-    else if (key.unsafe_is_equal("Addr"))
-      e = read_number(value, args.address);
+    // By length first: most keys of a trace are ones nothing here reads.
+    switch (key.size()) {
+      case 4:
+        if (key == "grid")
+          e = read_dim3(value, args.grid);
+        else if (key == "Addr")
+          e = read_number(value, args.address);
+        break;
+      case 5:
+        if (key == "block")
+          e = read_dim3(value, args.block);
+        else if (key == "bytes")
+          e = read_number(value, args.bytes);
+        else if (key == "dtype")
+          e = read_string(value, args.dtype);
+        else if (key == "Bytes")
+          e = read_number(value, args.memory_bytes);
+        break;
+      case 6:
+        if (key == "device")
+          e = read_number(value, args.device);
+        else if (key == "stream")
+          e = read_number(value, args.stream);
+        break;
+      case 9:
+        if (key == "Device Id") e = read_number(value, args.device_id);
+        break;
+      case 10:
+        if (key == "Input Dims")
+          e = read_input_dims(value, args);
+        else if (key == "Input type")
+          e = read_input_types(value, args);
+        else if (key == "Group size")
+          e = read_number(value, args.group_size);
+        break;
+      case 11:
+        if (key == "External id")
+          e = read_id(value, args.external_id);
+        else if (key == "correlation")
+          e = read_id(value, args.correlation);
+        else if (key == "Device Type")
+          e = read_number(value, args.device_type);
+        break;
+      case 13:
+        if (key == "shared memory")
+          e = read_number(value, args.shared_memory);
+        else if (key == "In msg nelems")
+          e = read_number(value, args.in_msg_nelems);
+        break;
+      case 14:
+        if (key == "Out msg nelems") e = read_number(value, args.out_msg_nelems);
+        break;
+      case 15:
+        if (key == "Collective name") e = read_string(value, args.collective_name);
+        break;
+      case 18:
+        if (key == "Process Group Name") e = read_string(value, args.group_name);
+        break;
+      case 19:
+        if (key == "Process Group Ranks") {
+          e = read_ranks(value, ranks);
+          args.group_ranks = ranks;
+        }
+        break;
+      case 20:
+        if (key == "registers per thread") e = read_number(value, args.registers_per_thread);
+        break;
+      default: break;
+    }
     if (e) return e;
   }
   return simdjson::SUCCESS;
 }
 
-error_code read_event(od::object object, Event& event, std::vector<int32_t>& ranks) {
+error_code read_event(od::object object, Event& event, std::vector<int32_t>& ranks,
+                      const DocumentHandler& handler) {
   for (auto field : object) {
-    od::raw_json_string key;
-    if (error_code e = field.key().get(key)) return e;
+    od::raw_json_string raw_key;
+    if (error_code e = field.key().get(raw_key)) return e;
+    const std::string_view key = key_text(raw_key);
     od::value value = field.value();
     error_code e = simdjson::SUCCESS;
-    if (key.unsafe_is_equal("ph"))
-      e = read_string(value, event.ph);
-    else if (key.unsafe_is_equal("cat"))
-      e = read_string(value, event.cat);
-    else if (key.unsafe_is_equal("name"))
-      e = read_string(value, event.name);
-    else if (key.unsafe_is_equal("tid"))
-      e = read_id(value, event.tid);
-    else if (key.unsafe_is_equal("ts"))
-      e = read_number(value, event.ts_us);
-    else if (key.unsafe_is_equal("dur")) {
-      std::optional<double> dur;
-      e = read_number(value, dur);
-      event.dur_us = dur && *dur > 0 ? *dur : 0;
-    } else if (key.unsafe_is_equal("args"))
-      e = read_args(value, event.args, ranks);
+    switch (key.size()) {
+      case 2:
+        if (key == "ph")
+          e = read_string(value, event.ph);
+        else if (key == "ts")
+          e = read_number(value, event.ts_us);
+        break;
+      case 3:
+        if (key == "cat")
+          e = read_string(value, event.cat);
+        else if (key == "tid")
+          e = read_id(value, event.tid);
+        else if (key == "dur") {
+          std::optional<double> dur;
+          e = read_number(value, dur);
+          event.dur_us = dur && *dur > 0 ? *dur : 0;
+        }
+        break;
+      case 4:
+        if (key == "name")
+          e = read_string(value, event.name);
+        else if (key == "args" && handler.wants_args(event))
+          e = read_args(value, event.args, ranks);
+        break;
+      default: break;
+    }
     if (e) return e;
   }
   return simdjson::SUCCESS;
@@ -364,7 +418,14 @@ size_t past_string(const DocumentText& text, size_t at) {
 class Reader {
  public:
   Reader(DocumentText& text, const std::string& origin, const ReaderOptions& options)
-      : text_(text), origin_(origin), options_(options) {}
+      : text_(text), origin_(origin), options_(options) {
+    // Room for a window and the string that may end it, once: a parser that grows reallocates,
+    // and fresh pages cost more than the parsing.
+    if (parser_.allocate(std::min(text.size() + 2, 2 * options.window_bytes + (size_t{64} << 10))) !=
+        simdjson::SUCCESS) {
+      // Left to the first window, which allocates what it needs or says why it cannot.
+    }
+  }
 
   Status read(DocumentHandler& handler) {
     DistributedInfo info;
@@ -389,6 +450,7 @@ class Reader {
   struct NoEvents : DocumentHandler {
     Status on_distributed_info(const DistributedInfo&) override { return {}; }
     void on_event(const Event&) override {}
+    bool wants_args(const Event&) const override { return false; }
   };
 
   Error not_json(error_code e, size_t at) const {
@@ -544,7 +606,7 @@ class Reader {
       od::object object;
       if ((r.error = value.get_object().get(object))) return;
       Event event;
-      if ((r.error = read_event(object, event, ranks_))) return;
+      if ((r.error = read_event(object, event, ranks_, handler))) return;
       const char* after = nullptr;
       if ((r.error = doc.current_location().get(after))) return;
       handler.on_event(event);

@@ -1,5 +1,5 @@
 // Reads a Kineto document without building a tree: simdjson's On-Demand parser over windows of
-// a few MiB of the `traceEvents` array, so that the parser's index of a window, not of the whole
+// a MiB of the `traceEvents` array, so that the parser's index of a window, not of the whole
 // document, is what memory holds beside the text (docs/kineto.md, "How it is read").
 //
 // A window is the text from one event to a cut, with '[' written over the byte before its first
@@ -25,10 +25,16 @@ class DocumentHandler {
   // ends the reading and is what the reader returns.
   virtual Status on_distributed_info(const DistributedInfo& info) = 0;
   virtual void on_event(const Event& event) = 0;
+  // Whether an event's "args" are worth reading, given the fields that precede them (Kineto
+  // writes "ph", "cat" and "name" first); skipped args stay empty. Most events' are not read.
+  virtual bool wants_args(const Event& event) const {
+    (void)event;
+    return true;
+  }
 };
 
 struct ReaderOptions {
-  size_t window_bytes = size_t{4} << 20;  // of the events array per parse; grows for an event larger
+  size_t window_bytes = size_t{1} << 20;  // of the events array per parse; grows for an event larger
 };
 
 // The document's distributedInfo, then each object in its `traceEvents` array, in order

@@ -24,6 +24,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pipescope/common/expected.h"
 
@@ -32,6 +33,11 @@ namespace pipescope::analysis {
 Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path);
 // The same for a document already read (and inflated); `origin` names it in errors.
 Status convert_kineto_text(std::string_view text, const std::string& origin, const std::string& pst_path);
+
+// Several ranks' traces, each on a worker of its own, as many at once as there are cores (each
+// holds one inflated document); the first failure in the inputs' order is the one returned.
+Status convert_kineto_traces(const std::vector<std::string>& json_paths,
+                             const std::vector<std::string>& pst_paths);
 
 // A cheap sniff: a .json / .json.gz file whose first bytes hold a trace-event document that is
 // not a pipescope Perfetto export.
