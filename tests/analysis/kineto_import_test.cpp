@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gzip_json.h"
+#include "kineto_trace.h"
 #include "pipescope/trace/trace_file.h"
 #include "pipescope/trace/trace_summary.h"
 #include "trace_test_support.h"
@@ -61,6 +62,40 @@ TEST(KinetoImport, RealTracesKeepTheirKernelsCopiesStepsAndRank) {
     EXPECT_EQ(by_kind(trace::RecordKind::kNcclComm), 2u);
     EXPECT_GT(by_kind(trace::RecordKind::kExternalCorrelation), 0u);  // NCCL kernels tied to their calls
     EXPECT_EQ(summary->stop_reason, trace::StopReason::kEndOfData);
+  }
+}
+
+// A generated trace of an FSDP-style job, several times the reader's window, plain and gzip:
+// every kernel, copy, memset, allocation, collective and step the generator wrote is in the trace.
+TEST(KinetoImport, AGeneratedLlmTraceKeepsEveryEventItWrote) {
+  ScratchDir dir;
+  for (const bool gzip : {false, true}) {
+    synthetic::KinetoTraceSpec spec;
+    spec.rank = 2;
+    spec.world_size = 8;
+    spec.json_bytes = 5'000'000;
+    spec.gzip = gzip;
+    spec.layers = 4;
+    const std::string json = dir.file(gzip ? "rank-2.json.gz" : "rank-2.json");
+    auto truth = synthetic::write_kineto_trace(spec, json);
+    ASSERT_TRUE(truth.ok()) << truth.error().message;
+    ASSERT_GE(truth->json_bytes, spec.json_bytes);
+    const std::string pst = dir.file(gzip ? "gz.pst" : "plain.pst");
+    const Status converted = convert_kineto_trace(json, pst);
+    ASSERT_TRUE(converted.ok()) << converted.error().message;
+    auto summary = trace::summarize_trace_file(pst);
+    ASSERT_TRUE(summary.ok()) << summary.error().message;
+    const auto by_kind = [&](trace::RecordKind k) { return summary->records_by_kind[static_cast<size_t>(k)]; };
+    EXPECT_EQ(summary->process->rank, 2);
+    EXPECT_EQ(summary->process->world_size, 8);
+    EXPECT_EQ(by_kind(trace::RecordKind::kKernel), truth->kernels);
+    EXPECT_EQ(by_kind(trace::RecordKind::kMemcpy), truth->memcpys);
+    EXPECT_EQ(by_kind(trace::RecordKind::kMemset), truth->memsets);
+    EXPECT_EQ(by_kind(trace::RecordKind::kMemory), truth->allocations + truth->releases);
+    EXPECT_EQ(by_kind(trace::RecordKind::kNcclOp), truth->nccl_calls);
+    EXPECT_EQ(by_kind(trace::RecordKind::kNcclComm), 1u);  // the world, named in every call
+    EXPECT_EQ(by_kind(trace::RecordKind::kExternalCorrelation), truth->nccl_kernels);
+    EXPECT_EQ(by_kind(trace::RecordKind::kNvtx), 2 * (truth->steps + truth->nccl_calls));  // push and pop
   }
 }
 
