@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 #include "kineto_collectives.h"
@@ -179,17 +180,17 @@ class Converter final : public kineto::DocumentHandler {
       k.block_z = static_cast<uint16_t>(args.block[2]);
       k.registers_per_thread = static_cast<uint16_t>(as_u32(args.registers_per_thread));
       k.dynamic_shared_bytes = as_u32(args.shared_memory);
-      out_->append(k);
+      gpu_records_.push_back(k);
       if (is_nccl_kernel(e.name)) nccl_kernel_correlations_.insert(k.correlation_id);
     } else if (e.cat == "gpu_memcpy") {
       auto m = gpu_activity<trace::MemcpyRecord>(e);
       m.copy_kind = static_cast<uint8_t>(copy_kind_of(e.name));
       m.peer_device = trace::kUnknownDevice;
-      out_->append(m);
+      gpu_records_.push_back(m);
     } else if (e.cat == "gpu_memset") {
       auto m = gpu_activity<trace::MemsetRecord>(e);
       m.memory_kind = static_cast<uint8_t>(trace::MemoryKind::kDevice);
-      out_->append(m);
+      gpu_records_.push_back(m);
     } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
       if (e.name.find("Launch") != std::string_view::npos)
         launches_.push_back(Launch{ts, e.tid, args.correlation});
@@ -223,7 +224,7 @@ class Converter final : public kineto::DocumentHandler {
                                                    : trace::MemoryOperation::kRelease);
       m.memory_kind = static_cast<uint8_t>(trace::MemoryKind::kDevice);
       m.flags = trace::kMemoryFlagFromPool;
-      out_->append(m);
+      gpu_records_.push_back(m);
     }
   }
 
@@ -245,6 +246,9 @@ class Converter final : public kineto::DocumentHandler {
     if (timed_events_ == 0) return Error(origin_ + " holds no timed events");
     write_nccl_calls();
     write_ranges();
+    // GPU activity and memory after the step ranges, as a profiler's trace has them: the report
+    // learns where each step starts before it sweeps the GPU work past it.
+    for (const GpuRecord& r : gpu_records_) std::visit([&](const auto& record) { out_->append(record); }, r);
     return writer_->close();
   }
 
@@ -371,6 +375,9 @@ class Converter final : public kineto::DocumentHandler {
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> names_;
   uint64_t timed_events_ = 0;
 
+  using GpuRecord =
+      std::variant<trace::KernelRecord, trace::MemcpyRecord, trace::MemsetRecord, trace::MemoryRecord>;
+  std::vector<GpuRecord> gpu_records_;  // written last (finish)
   std::unordered_set<uint32_t> nccl_kernel_correlations_;
   std::vector<Launch> launches_;
   std::vector<NcclCall> calls_;         // nccl:<op> annotations

@@ -244,6 +244,12 @@ class RankScanner {
   // The first step's start: the unions up to it are taken when the sweep gets there, unless it
   // is there already (GPU work that started later was read first), when they are not known.
   void on_step_start(int64_t t) {
+    // The latest step's start: HTA leaves out the GPU work from the last step's start on.
+    if (t > last_step_ns_) {
+      last_step_ns_ = t;
+      last_step_pending_ = last_swept_start_ns_ < t;
+      d_.before_last_step = {};
+    }
     if (step_start_seen_) return;
     step_start_seen_ = true;
     first_step_ns_ = t;
@@ -260,7 +266,16 @@ class RankScanner {
     b.comm_ns = comm_.total_before(at_ns);
     b.compute_or_comm_ns = compute_or_comm_.total_before(at_ns);
     b.any_ns = any_.total_before(at_ns);
+    b.copy_ns = copy_.total_before(at_ns);
+    b.compute_or_copy_ns = compute_or_copy_.total_before(at_ns);
+    b.comm_or_copy_ns = comm_or_copy_.total_before(at_ns);
+    b.last_end_ns = last_swept_end_ns_;
     return b;
+  }
+
+  void take_unions_before_last_step() {
+    last_step_pending_ = false;
+    d_.before_last_step = unions_before(last_step_ns_);
   }
 
   void take_unions_before_first_step() {
@@ -276,11 +291,16 @@ class RankScanner {
   void sweep(const GpuInterval& i) {
     if (before_first_step_pending_ && i.start_ns >= first_step_ns_) take_unions_before_first_step();
     if (tail_pending_ && i.start_ns >= tail_cut_ns_) take_unions_before_tail();
+    if (last_step_pending_ && i.start_ns >= last_step_ns_) take_unions_before_last_step();
     last_swept_start_ns_ = std::max(last_swept_start_ns_, i.start_ns);
+    last_swept_end_ns_ = std::max(last_swept_end_ns_, i.end_ns);
     if (i.cls != IntervalClass::kComm) add_to_island(i);
     if (i.cls == IntervalClass::kCompute) compute_.add(i.start_ns, i.end_ns);
     if (i.cls == IntervalClass::kComm) comm_.add(i.start_ns, i.end_ns);
     if (i.cls != IntervalClass::kCopy) compute_or_comm_.add(i.start_ns, i.end_ns);
+    if (i.cls == IntervalClass::kCopy) copy_.add(i.start_ns, i.end_ns);
+    if (i.cls != IntervalClass::kComm) compute_or_copy_.add(i.start_ns, i.end_ns);
+    if (i.cls != IntervalClass::kCompute) comm_or_copy_.add(i.start_ns, i.end_ns);
     int64_t from = 0;
     if (any_.add(i.start_ns, i.end_ns, &from) > 0) d_.busy.add_span(from, i.end_ns);
   }
@@ -585,10 +605,17 @@ class RankScanner {
     see_time(t);
     const auto event = static_cast<trace::NvtxEvent>(r.event);
     switch (event) {
-      case trace::NvtxEvent::kPush:
-        open_by_thread_[r.thread_id].push_back(OpenRange{r.name_id, t});
-        if (classify(r.name_id) == NameClass::kStep) on_step_start(t);
+      case trace::NvtxEvent::kPush: {
+        std::vector<OpenRange>& open = open_by_thread_[r.thread_id];
+        // A step range inside another (Optimizer.step inside ProfilerStep#N) starts no step.
+        const bool outermost_step = classify(r.name_id) == NameClass::kStep &&
+                                    std::none_of(open.begin(), open.end(), [&](const OpenRange& o) {
+                                      return classify(o.name_id) == NameClass::kStep;
+                                    });
+        open.push_back(OpenRange{r.name_id, t});
+        if (outermost_step) on_step_start(t);
         break;
+      }
       case trace::NvtxEvent::kPop: {
         auto it = open_by_thread_.find(r.thread_id);
         if (it == open_by_thread_.end() || it->second.empty()) break;
@@ -741,6 +768,7 @@ class RankScanner {
     gpu_window_.drain([this](const GpuInterval& i) { sweep(i); });
     if (before_first_step_pending_) take_unions_before_first_step();
     if (tail_pending_) take_unions_before_tail();
+    if (last_step_pending_) take_unions_before_last_step();
     close_island();
     // Matched in the join's order, which follows the records' arrival: put in start order.
     std::stable_sort(d_.p2p_kernels.begin(), d_.p2p_kernels.end(),
@@ -765,6 +793,9 @@ class RankScanner {
     d_.comm_union_ns = comm_.total();
     d_.compute_or_comm_union_ns = compute_or_comm_.total();
     d_.any_union_ns = any_.total();
+    d_.copy_union_ns = copy_.total();
+    d_.compute_or_copy_union_ns = compute_or_copy_.total();
+    d_.comm_or_copy_union_ns = comm_or_copy_.total();
     d_.p2p_ns = d_.nccl_kernels_seen ? kernel_p2p_ns_ : host_p2p_ns_;
     steps_.finish();
     if (d_.end && d_.end->records_dropped > d_.records_dropped) d_.records_dropped = d_.end->records_dropped;
@@ -788,12 +819,16 @@ class RankScanner {
   bool step_start_seen_ = false, before_first_step_pending_ = false;
   int64_t first_step_ns_ = 0;
   int64_t last_swept_start_ns_ = INT64_MIN;
+  int64_t last_swept_end_ns_ = INT64_MIN;
+  bool last_step_pending_ = false;
+  int64_t last_step_ns_ = INT64_MIN;
   int64_t tail_cut_ns_ = 0;
   bool tail_pending_ = false;
   int64_t now_ns_ = INT64_MIN;
 
   ReorderWindow<GpuInterval> gpu_window_;
   UnionLength compute_, comm_, compute_or_comm_, any_;
+  UnionLength copy_, compute_or_copy_, comm_or_copy_;
   ComputeIsland island_{INT64_MIN, INT64_MIN};  // the open one
   ReorderWindow<MemoryEvent> memory_window_;
   MemoryLevel reserved_, allocated_;

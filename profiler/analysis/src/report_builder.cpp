@@ -167,6 +167,74 @@ bool covers_a_whole_step(const RankDigest& d, int64_t from_ns, int64_t to_ns) {
   return false;
 }
 
+// HTA's figures from the rank's unions of GPU time, the overlaps by inclusion and exclusion. As
+// HTA, they leave out the GPU work of the last step (from its start on) when there are two steps
+// or more: HTA drops the kernels launched from the last ProfilerStep's start on.
+HtaFigures hta_figures(const RankDigest& d) {
+  RankDigest::UnionsBefore whole;
+  whole.compute_ns = d.compute_union_ns;
+  whole.comm_ns = d.comm_union_ns;
+  whole.compute_or_comm_ns = d.compute_or_comm_union_ns;
+  whole.any_ns = d.any_union_ns;
+  whole.copy_ns = d.copy_union_ns;
+  whole.compute_or_copy_ns = d.compute_or_copy_union_ns;
+  whole.comm_or_copy_ns = d.comm_or_copy_union_ns;
+  whole.last_end_ns = d.gpu_last_ns;
+  const RankDigest::UnionsBefore& last = d.before_last_step;
+  const bool trimmed = d.steps.size() >= 2 && last.known && last.any_ns > 0;
+  const RankDigest::UnionsBefore& u = trimmed ? last : whole;
+  HtaFigures h;
+  h.kernel_time_ns = std::max<int64_t>(0, u.last_end_ns - d.gpu_first_ns);
+  h.idle_time_ns = std::max<int64_t>(0, h.kernel_time_ns - u.any_ns);
+  h.compute_time_ns = u.compute_ns;
+  h.non_compute_time_ns = std::max<int64_t>(0, u.any_ns - u.compute_ns);
+  const int64_t c = u.compute_ns, x = u.comm_ns, m = u.copy_ns;
+  const int64_t cx = c + x - u.compute_or_comm_ns;
+  const int64_t cm = c + m - u.compute_or_copy_ns;
+  const int64_t xm = x + m - u.comm_or_copy_ns;
+  const int64_t cxm = u.any_ns - c - x - m + cx + cm + xm;
+  if (x > 0) h.comp_comm_overlap = static_cast<double>(cx) / static_cast<double>(x);
+  HtaFigures::KernelTypes& k = h.kernel_types;
+  k.all_three_ns = cxm;
+  k.computation_communication_ns = cx - cxm;
+  k.computation_memory_ns = cm - cxm;
+  k.communication_memory_ns = xm - cxm;
+  k.computation_ns = c - cx - cm + cxm;
+  k.communication_ns = x - cx - xm + cxm;
+  k.memory_ns = m - cm - xm + cxm;
+  return h;
+}
+
+std::vector<RunReport::HtaKernelType> hta_kernel_types(const std::vector<RankReport>& ranks) {
+  HtaFigures::KernelTypes sum;
+  for (const RankReport& r : ranks) {
+    if (!r.hta) continue;
+    const HtaFigures::KernelTypes& k = r.hta->kernel_types;
+    sum.computation_ns += k.computation_ns;
+    sum.communication_ns += k.communication_ns;
+    sum.memory_ns += k.memory_ns;
+    sum.computation_communication_ns += k.computation_communication_ns;
+    sum.computation_memory_ns += k.computation_memory_ns;
+    sum.communication_memory_ns += k.communication_memory_ns;
+    sum.all_three_ns += k.all_three_ns;
+  }
+  std::vector<RunReport::HtaKernelType> types = {
+      {"COMPUTATION", sum.computation_ns},
+      {"COMMUNICATION", sum.communication_ns},
+      {"MEMORY", sum.memory_ns},
+      {"COMPUTATION overlapping COMMUNICATION", sum.computation_communication_ns},
+      {"COMPUTATION overlapping MEMORY", sum.computation_memory_ns},
+      {"COMMUNICATION overlapping MEMORY", sum.communication_memory_ns},
+      {"COMPUTATION overlapping COMMUNICATION overlapping MEMORY", sum.all_three_ns}};
+  std::erase_if(types, [](const RunReport::HtaKernelType& t) { return t.sum_ns <= 0; });
+  int64_t total = 0;
+  for (const auto& t : types) total += t.sum_ns;
+  for (auto& t : types) t.percentage = 100.0 * static_cast<double>(t.sum_ns) / static_cast<double>(total);
+  std::stable_sort(types.begin(), types.end(),
+                   [](const auto& a, const auto& b) { return a.sum_ns > b.sum_ns; });
+  return types;
+}
+
 void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
   const RankDigest& d = ctx.run.ranks[i];
   r.rank = ctx.run.global_rank[i];
@@ -177,6 +245,7 @@ void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
   }
   GpuBreakdown& g = r.gpu;
   g.captured = d.gpu_captured;
+  if (d.gpu_captured) r.hta = hta_figures(d);
   if (d.gpu_captured) {
     // From the first step on, where the trace tells when it started; for a trace not closed, up
     // to where its GPU records stop being complete.
@@ -380,6 +449,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   fill_files(ctx, report);
   report.ranks.resize(run.ranks.size());
   for (size_t i = 0; i < run.ranks.size(); ++i) fill_rank(ctx, i, report.ranks[i]);
+  report.hta_kernel_types = hta_kernel_types(report.ranks);
   infer(ctx, report);
   fill_steps(ctx, report);
   if (report.steps.count >= 2) ctx.warmup_end_ns = first_step_end_ns(ctx);

@@ -66,6 +66,30 @@ ordered_json gpu_json(const GpuBreakdown& g) {
                       {"shares_measured", g.shares_measured}};
 }
 
+// Under HTA's own column names, times in microseconds and shares in percent as HTA gives them
+// (rounded to two decimals, as HTA rounds its "_pctg" columns).
+ordered_json hta_json(const std::optional<HtaFigures>& h) {
+  if (!h) return nullptr;
+  const auto us = [](int64_t ns) { return static_cast<double>(ns) / 1e3; };
+  const auto pctg = [&](int64_t ns) {
+    return h->kernel_time_ns > 0
+               ? std::round(10000.0 * static_cast<double>(ns) / static_cast<double>(h->kernel_time_ns)) /
+                     100.0
+               : 0.0;
+  };
+  return ordered_json{
+      {"idle_time_us", us(h->idle_time_ns)},
+      {"compute_time_us", us(h->compute_time_ns)},
+      {"non_compute_time_us", us(h->non_compute_time_ns)},
+      {"kernel_time_us", us(h->kernel_time_ns)},
+      {"idle_time_pctg", pctg(h->idle_time_ns)},
+      {"compute_time_pctg", pctg(h->compute_time_ns)},
+      {"non_compute_time_pctg", pctg(h->non_compute_time_ns)},
+      {"comp_comm_overlap_pctg", h->comp_comm_overlap
+                                     ? ordered_json(std::round(10000.0 * *h->comp_comm_overlap) / 100.0)
+                                     : ordered_json(nullptr)}};
+}
+
 ordered_json rank_json(const RankReport& r) {
   return ordered_json{
       {"rank", r.rank},
@@ -80,6 +104,7 @@ ordered_json rank_json(const RankReport& r) {
       {"peak_activation_bytes", optional_json(r.peak_activation_bytes)},
       {"memory_figure", r.memory_figure},
       {"gpu", gpu_json(r.gpu)},
+      {"hta", hta_json(r.hta)},
       {"forward_ranges", r.forward_ranges},
       {"backward_ranges", r.backward_ranges},
       {"pipeline_source", r.pipeline_source},
@@ -258,6 +283,12 @@ std::string report_json(const RunReport& report) {
   ordered_json ranks = ordered_json::array();
   for (const RankReport& r : report.ranks) ranks.push_back(rank_json(r));
   doc["ranks"] = ranks;
+  ordered_json kernel_types = ordered_json::array();
+  for (const RunReport::HtaKernelType& t : report.hta_kernel_types)
+    kernel_types.push_back(ordered_json{{"kernel_type", t.kernel_type},
+                                        {"sum_us", static_cast<double>(t.sum_ns) / 1e3},
+                                        {"percentage", std::round(10.0 * t.percentage) / 10.0}});
+  doc["hta_kernel_types"] = kernel_types;
   ordered_json stages = ordered_json::array();
   for (const StageReport& st : report.stages) stages.push_back(stage_json(st));
   doc["stages"] = stages;

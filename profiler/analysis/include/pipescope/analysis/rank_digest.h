@@ -253,6 +253,9 @@ struct RankDigest {
   bool gpu_captured = false;
   int64_t gpu_first_ns = INT64_MAX, gpu_last_ns = INT64_MIN;
   int64_t compute_union_ns = 0, comm_union_ns = 0, compute_or_comm_union_ns = 0, any_union_ns = 0;
+  // Copies and memsets, and their unions with each kind of kernel: with the above, every overlap
+  // of the three kinds (HTA's kernel-type breakdown).
+  int64_t copy_union_ns = 0, compute_or_copy_union_ns = 0, comm_or_copy_union_ns = 0;
   uint64_t out_of_order_intervals = 0;
   BucketSeries busy{};  // union of GPU activity per bucket, ns
   // PIPESCOPE_KERNEL_SAMPLE: the intervals in which GPU activity was not recorded, [pause,
@@ -267,12 +270,16 @@ struct RankDigest {
     bool known = false;
     int64_t at_ns = 0;
     int64_t compute_ns = 0, comm_ns = 0, compute_or_comm_ns = 0, any_ns = 0;
+    int64_t copy_ns = 0, compute_or_copy_ns = 0, comm_or_copy_ns = 0;
+    int64_t last_end_ns = INT64_MIN;  // the latest end of the GPU work that started before at_ns
   } before_first_step;
   // A trace not closed (no end chunk): the same unions up to the reorder window before its last
   // GPU record (or up to the last interval the scan had swept, when that is later). GPU records
   // reach the file up to that late, so in the time after it some of them are missing; the
   // report's GPU figures stop there.
   UnionsBefore before_unflushed_tail;
+  // The same unions up to the start of the last step range (HTA's figures leave that step out).
+  UnionsBefore before_last_step;
 
   uint64_t kernel_devices = 0;  // bit k: a kernel ran on device ordinal k (k < 64)
   // One entry per distinct kernel name, in order of first appearance.

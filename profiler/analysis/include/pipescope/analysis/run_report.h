@@ -89,11 +89,32 @@ struct GpuBreakdown {
   bool shares_measured = true;
 };
 
+// Holistic Trace Analysis' figures for one rank, computed as HTA computes them (docs/report.md,
+// "HTA's figures"): over HTA's span, the first GPU activity's start to the last one's end, with
+// kernels, copies and memsets all counted, and nothing left out before the first step.
+struct HtaFigures {
+  int64_t kernel_time_ns = 0;       // the span
+  int64_t idle_time_ns = 0;         // the span less the union of all GPU activity
+  int64_t compute_time_ns = 0;      // union of computation kernels
+  int64_t non_compute_time_ns = 0;  // the rest of the union: communication, copies, memsets
+  // The share of communication-kernel time that computation kernels overlap; empty without
+  // communication kernels.
+  std::optional<double> comp_comm_overlap;
+  // GPU time by the kinds of work running, each instant counted once (HTA's kernel-type
+  // breakdown): one kind alone, two overlapping, all three.
+  struct KernelTypes {
+    int64_t computation_ns = 0, communication_ns = 0, memory_ns = 0;
+    int64_t computation_communication_ns = 0, computation_memory_ns = 0, communication_memory_ns = 0;
+    int64_t all_three_ns = 0;
+  } kernel_types;
+};
+
 struct RankReport {
   int32_t rank = 0;
   int32_t stage = 0, tp_rank = 0, dp_rank = 0, shard_rank = 0;
   std::string host;
   GpuBreakdown gpu;
+  std::optional<HtaFigures> hta;  // empty without GPU activity
   // Memory: the figure the trace holds ("reserved": cudaMalloc'ed by the allocator, "allocated":
   // stream-ordered pool allocations, "none": no memory records).
   std::string memory_figure = "none";
@@ -355,6 +376,14 @@ struct RunReport {
   ClockReport clock;
   LayoutReport layout;
   std::vector<RankReport> ranks;  // by rank
+  // HTA's kernel-type breakdown over all ranks ("COMPUTATION", "COMMUNICATION overlapping
+  // MEMORY", ...: HTA's names), largest first, shares of their sum; kinds that never ran left out.
+  struct HtaKernelType {
+    std::string kernel_type;
+    int64_t sum_ns = 0;
+    double percentage = 0;
+  };
+  std::vector<HtaKernelType> hta_kernel_types;
   std::vector<StageReport> stages;
   StepReport steps;
   std::vector<NcclOpReport> nccl;
