@@ -85,7 +85,9 @@ TEST(KinetoImport, AGeneratedLlmTraceKeepsEveryEventItWrote) {
     ASSERT_TRUE(converted.ok()) << converted.error().message;
     auto summary = trace::summarize_trace_file(pst);
     ASSERT_TRUE(summary.ok()) << summary.error().message;
-    const auto by_kind = [&](trace::RecordKind k) { return summary->records_by_kind[static_cast<size_t>(k)]; };
+    const auto by_kind = [&](trace::RecordKind k) {
+      return summary->records_by_kind[static_cast<size_t>(k)];
+    };
     EXPECT_EQ(summary->process->rank, 2);
     EXPECT_EQ(summary->process->world_size, 8);
     EXPECT_EQ(by_kind(trace::RecordKind::kKernel), truth->kernels);
