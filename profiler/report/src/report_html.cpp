@@ -3,6 +3,7 @@
 #include <map>
 #include <sstream>
 
+#include "hta_table.h"
 #include "pipescope/report/report_output.h"
 #include "svg_chart.h"
 #include "text_cells.h"
@@ -247,6 +248,18 @@ std::string report_html(const RunReport& r) {
   if (from_first_step)
     out << "<p>From each rank's first step on: what ran before training is left out.</p>\n";
   out << breakdown_chart(r) << '\n';
+  if (const HtaTable t = hta_table(r, 64); !t.rows.empty()) {
+    out << "<h2>HTA's figures per rank</h2>\n<p>Holistic Trace Analysis' temporal breakdown and "
+           "communication-computation overlap, as HTA defines them: from the first GPU activity to the "
+           "last, the last step left out (docs/report.md)."
+        << (t.rows.size() < t.ranks_with_figures ? " The ranks that idled most; --json has all." : "")
+        << "</p>\n<table>\n";
+    table_row(out, t.header, "th");
+    for (const auto& row : t.rows) table_row(out, row);
+    out << "</table>\n";
+    if (!t.kernel_types.empty())
+      out << "<p>Kernel types (all ranks): " << escape_html(t.kernel_types) << "</p>\n";
+  }
   out << "<h2>GPU busy over time</h2>\n<p>The union of kernel and copy intervals (not the SM activity the "
          "hardware counts), as a share of each bucket, averaged over ranks.</p>\n"
       << busy_chart(r) << '\n';

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 
+#include "hta_table.h"
 #include "pipescope/report/report_output.h"
 #include "text_cells.h"
 
@@ -121,6 +122,25 @@ void write_ranks(std::ostream& out, const RunReport& r) {
   for (const RankReport* k : shown) write_rank_row(out, *k);
   out << "  (" << shown.size() << " of " << r.ranks.size()
       << " ranks: the first of each stage and those that idled or waited most; --json has all)\n";
+}
+
+void write_hta(std::ostream& out, const RunReport& r) {
+  const HtaTable t = hta_table(r, 32);
+  if (t.rows.empty()) return;
+  heading(out, "HTA's figures per rank (Holistic Trace Analysis' definitions, docs/report.md)");
+  const int widths[] = {6, 11, 9, 9, 13, 19};
+  out << " ";
+  for (size_t c = 0; c < t.header.size(); ++c) out << right(t.header[c], widths[c]);
+  out << '\n';
+  for (const auto& row : t.rows) {
+    out << " ";
+    for (size_t c = 0; c < row.size(); ++c) out << right(row[c], widths[c]);
+    out << '\n';
+  }
+  if (t.rows.size() < t.ranks_with_figures)
+    out << "  (" << t.rows.size() << " of " << t.ranks_with_figures
+        << " ranks: those that idled most; --json has all)\n";
+  if (!t.kernel_types.empty()) wrapped(out, "  kernel types (all ranks): ", t.kernel_types);
 }
 
 void write_steps(std::ostream& out, const RunReport& r) {
@@ -348,6 +368,7 @@ void write_report_text(std::ostream& out, const RunReport& r) {
   write_steps(out, r);
   write_stages(out, r);
   write_ranks(out, r);
+  write_hta(out, r);
   write_stragglers(out, r);
   write_nccl(out, r);
   write_kernels(out, r);
