@@ -530,6 +530,32 @@ TEST(ReportCommand, ACutOffKinetoTraceIsCalledTruncated) {
   expect_bad_input(r, "rank-1.json.gz is truncated");
 }
 
+// Plain JSON read in windows: a document on one line (no line breaks to cut at) reads as the
+// gzip'ed original does; one cut or damaged in the middle of its events is refused in one line.
+TEST(ReportCommand, PlainKinetoJsonIsReadWholeOrRefusedMidFile) {
+  const std::string source = std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-1.json.gz";
+  const std::string minified = read_gz_json(source).dump();
+  ASSERT_GT(minified.size(), 1u << 20);  // more than one of the reader's windows
+  Dir original, one_line;
+  fs::copy_file(source, original.file("rank-1.json.gz"));
+  std::ofstream(one_line.file("rank-1.json")) << minified;
+  const CommandResult a = run_pipescope({"report", original.path(), "--json"});
+  const CommandResult b = run_pipescope({"report", one_line.path(), "--json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["ranks"], nlohmann::json::parse(b.out)["ranks"]);
+
+  Dir cut, damaged;
+  std::ofstream(cut.file("rank-1.json")) << minified.substr(0, minified.size() / 2);
+  expect_bad_input(run_pipescope({"report", cut.path()}), "rank-1.json is not JSON");
+  std::string broken = minified;
+  const size_t event = broken.find("},{", broken.size() / 2);
+  ASSERT_NE(event, std::string::npos);
+  broken[event] = ']';
+  std::ofstream(damaged.file("rank-1.json")) << broken;
+  expect_bad_input(run_pipescope({"report", damaged.path()}), "rank-1.json is not JSON");
+}
+
 TEST(ReportCommand, RefusesADirectoryOfBothKindsOfTrace) {
   Dir dir;
   write_run(dir, synthetic::with_layout(1, 2, 1));
