@@ -54,6 +54,17 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
       flag("--num-layers-per-virtual-pipeline-stage", num(chunks.front()));
     } else {
       flag("--pipeline-model-parallel-layout", "\"" + pipeline_layout_string(chunks) + "\"");
+      const auto first_last =
+          megatron_first_last_interleaved(chunks, static_cast<int>(c.pp), static_cast<int>(c.vpp));
+      if (first_last) {
+        std::string older = "--num-virtual-stages-per-pipeline-rank " + num(c.vpp);
+        if (first_last->first) older += " --decoder-first-pipeline-num-layers " + num(*first_last->first);
+        if (first_last->last) older += " --decoder-last-pipeline-num-layers " + num(*first_last->last);
+        notes.push_back(
+            "The same layout in the uneven-split flags, for a Megatron-LM without "
+            "--pipeline-model-parallel-layout (it refuses the two together): " +
+            older + ".");
+      }
     }
   } else if (c.pp > 1 && !all_equal(split.layers)) {
     const auto first_last = megatron_first_last(split.layers);

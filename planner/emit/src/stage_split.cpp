@@ -100,6 +100,21 @@ std::optional<FirstLastSplit> megatron_first_last(const std::vector<int>& layers
   return best;
 }
 
+std::optional<FirstLastSplit> megatron_first_last_interleaved(const std::vector<int64_t>& chunks, int pp,
+                                                              int vpp) {
+  if (pp < 1 || vpp < 1 || chunks.size() != static_cast<size_t>(pp) * static_cast<size_t>(vpp))
+    return std::nullopt;
+  std::vector<int> per_stage(static_cast<size_t>(pp));
+  for (size_t g = 0; g < chunks.size(); ++g) {
+    const size_t stage = g % static_cast<size_t>(pp);
+    if (chunks[g] != chunks[stage]) return std::nullopt;  // every round alike
+    per_stage[stage] = static_cast<int>(chunks[g]) * vpp;
+  }
+  auto split = megatron_first_last(per_stage);
+  if (!split || !split->exact) return std::nullopt;
+  return split;
+}
+
 CommonRecompute common_recompute(const std::vector<std::string>& per_stage) {
   CommonRecompute common{"none", true};
   if (per_stage.empty()) return common;

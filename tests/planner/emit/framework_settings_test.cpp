@@ -193,6 +193,24 @@ TEST(Megatron, InterleavedGivesLayersPerVirtualStage) {
   const auto laid_out = emit_megatron(model_with_layers(16), uneven);
   EXPECT_THAT(laid_out.text, HasSubstr("--pipeline-model-parallel-layout \"Et|(t*2|)*3t*3|t*2|t*2|t*2L\"\n"));
   EXPECT_THAT(laid_out.text, Not(HasSubstr("--num-layers-per-virtual-pipeline-stage")));
+  // Rounds that differ (1 then 3 on stage 0) have no uneven-split flags.
+  EXPECT_THAT(laid_out.text, Not(HasSubstr("--decoder-first-pipeline-num-layers")));
+}
+
+// A lighter first stage in every round: the layout, and the older flags that say the same.
+TEST(Megatron, AnInterleavedLayoutAlikeInEveryRoundAlsoHasTheUnevenSplitFlags) {
+  ParallelConfig c = small_config();
+  c.vpp = 2;
+  c.schedule = ScheduleKind::kInterleaved;
+  PlanOutcome o = outcome_with(c, {2, 4, 4, 6}, {"none", "none", "none", "none"});
+  const std::vector<std::vector<int>> stage_chunks = {{1, 1}, {2, 2}, {2, 2}, {3, 3}};
+  for (size_t st = 0; st < 4; ++st) o.suggested.stages[st].chunk_layers = stage_chunks[st];
+  const auto s = emit_megatron(model_with_layers(16), o);
+  EXPECT_THAT(s.text, HasSubstr("--pipeline-model-parallel-layout \"Et|t*2|t*2|t*3|t|t*2|t*2|t*3L\"\n"));
+  EXPECT_THAT(s.text,
+              HasSubstr("--num-virtual-stages-per-pipeline-rank 2 --decoder-first-pipeline-num-layers 2"));
+  EXPECT_THAT(s.text, HasSubstr("--decoder-last-pipeline-num-layers 6."));
+  EXPECT_THAT(s.text, HasSubstr("Megatron-LM expresses all of this plan."));
 }
 
 TEST(Megatron, HierarchicalZeroOneIsDistributedOptimizerInstances) {

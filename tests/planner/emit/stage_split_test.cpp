@@ -93,5 +93,28 @@ TEST(DescribeRecompute, GroupsRunsOfStages) {
   EXPECT_EQ(describe_recompute({"selective"}), "stage 0 selective");
 }
 
+// Megatron-LM's offsets with virtual stages (transformer_layer.py): round v holds, in model order,
+// first / vpp, then middle / vpp on each middle stage, then last / vpp.
+TEST(MegatronFirstLastInterleaved, EveryRoundAlikeIsTheStageCountsTimesTheRounds) {
+  // pp 4, vpp 2: rounds {1, 2, 2, 3} twice; per stage 2, 4, 4, 6.
+  auto split = megatron_first_last_interleaved({1, 2, 2, 3, 1, 2, 2, 3}, 4, 2);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->first, 2);
+  EXPECT_EQ(split->last, 6);
+  EXPECT_EQ(split->layers, (std::vector<int>{2, 4, 4, 6}));
+  // Only the last stage differs: one flag.
+  split = megatron_first_last_interleaved({2, 2, 2, 1, 2, 2, 2, 1}, 4, 2);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_FALSE(split->first.has_value());
+  EXPECT_EQ(split->last, 2);
+}
+
+TEST(MegatronFirstLastInterleaved, WhatTheFlagsCannotSayIsNotSaid) {
+  EXPECT_FALSE(megatron_first_last_interleaved({1, 2, 2, 3, 2, 2, 2, 2}, 4, 2));  // rounds differ
+  EXPECT_FALSE(megatron_first_last_interleaved({1, 2, 3, 3, 1, 2, 3, 3}, 4, 2));  // middle stages differ
+  EXPECT_FALSE(megatron_first_last_interleaved({0, 2, 2, 3, 0, 2, 2, 3}, 4, 2));  // an empty first stage
+  EXPECT_FALSE(megatron_first_last_interleaved({1, 2, 2}, 4, 2));                 // not pp x vpp chunks
+}
+
 }  // namespace
 }  // namespace pipescope::planner

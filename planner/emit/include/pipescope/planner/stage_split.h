@@ -48,6 +48,13 @@ struct FirstLastSplit {
 // stages).
 std::optional<FirstLastSplit> megatron_first_last(const std::vector<int>& layers);
 
+// The same flags for an interleaved layout (chunks in model order, chunk g on stage g mod `pp`):
+// Megatron-LM gives each of a stage's `vpp` chunks the stage's count / vpp, in every round of
+// chunks alike (megatron/core/transformer/transformer_layer.py, get_transformer_layer_offset),
+// with --num-virtual-stages-per-pipeline-rank. nullopt unless that gives `chunks` exactly.
+std::optional<FirstLastSplit> megatron_first_last_interleaved(const std::vector<int64_t>& chunks, int pp,
+                                                              int vpp);
+
 // One recompute mode for every stage: the plan's when all stages share one, otherwise the
 // strongest any stage uses (full > selective > none; "full k/L" counts as full of every layer),
 // which keeps every stage's activations at or below the plan's and costs time on the stages that
