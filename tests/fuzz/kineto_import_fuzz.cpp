@@ -1,7 +1,7 @@
 // libFuzzer target for the PyTorch profiler (Kineto) reader: any text must convert to a trace or
 // come back as an error, never a crash, a hang or a sanitizer report; what it converts must read
-// back through the report's scan of one rank. Read in small windows, the text must give what a
-// read of it whole gives: the same events, or an error in both.
+// back through the report's scan of one rank. Read in small windows, the text must be read or
+// refused as a read of it whole is, with the same events when it is read.
 #include <unistd.h>
 
 #include <cstddef>
@@ -60,6 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (pipescope::analysis::convert_kineto_text(text, "fuzz input", scratch.path).ok())
     (void)pipescope::analysis::scan_rank_trace(scratch.path, pipescope::analysis::ScanOptions{});
-  if (read_in_windows(text, 7) != read_in_windows(text, size + 1)) __builtin_trap();
+  const auto windowed = read_in_windows(text, 7);
+  const auto whole = read_in_windows(text, size + 1);
+  if (windowed.first != whole.first || (whole.first && windowed.second != whole.second)) __builtin_trap();
   return 0;
 }

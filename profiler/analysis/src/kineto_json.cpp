@@ -1,11 +1,14 @@
 #include "kineto_json.h"
 
 #include <simdjson.h>
+#include <string.h>
 
 #include <cctype>
 #include <cstring>
 #include <functional>
 #include <vector>
+
+#include "kineto_event_fields.h"
 
 namespace pipescope::analysis::kineto {
 namespace {
@@ -58,287 +61,6 @@ error_code read_string(od::value v, std::string_view& out) {
     return simdjson::SUCCESS;
   }
   return v.get_string().get(out);
-}
-
-// Integers as they are (truncated to 32 bits), fractions truncated, strings hashed.
-error_code read_id(od::value v, uint32_t& out) {
-  od::json_type type;
-  if (error_code e = v.type().get(type)) return e;
-  if (type == od::json_type::string) {
-    std::string_view s;
-    if (error_code e = v.get_string().get(s)) return e;
-    out = static_cast<uint32_t>(std::hash<std::string_view>{}(s));
-    return simdjson::SUCCESS;
-  }
-  if (type != od::json_type::number) return check_word(v, type);
-  od::number_type kind;
-  if (error_code e = v.get_number_type().get(kind)) return absent(e) ? simdjson::SUCCESS : e;
-  error_code e = simdjson::SUCCESS;
-  if (kind == od::number_type::signed_integer) {
-    int64_t i = 0;
-    e = v.get_int64().get(i);
-    if (!e) out = static_cast<uint32_t>(i);
-  } else if (kind == od::number_type::unsigned_integer) {
-    uint64_t u = 0;
-    e = v.get_uint64().get(u);
-    if (!e) out = static_cast<uint32_t>(u);
-  } else {
-    double d = 0;
-    e = v.get_double().get(d);
-    if (!e) out = static_cast<uint32_t>(d);
-  }
-  return absent(e) ? simdjson::SUCCESS : e;
-}
-
-error_code read_dim3(od::value v, std::array<uint32_t, 3>& out) {
-  od::json_type type;
-  if (error_code e = v.type().get(type)) return e;
-  if (type != od::json_type::array) return simdjson::SUCCESS;
-  size_t i = 0;
-  for (auto element : v.get_array()) {
-    od::value part;
-    if (error_code e = element.get(part)) return e;
-    std::optional<double> n;
-    if (error_code e = read_number(part, n)) return e;
-    if (i < out.size() && n) out[i] = static_cast<uint32_t>(*n);
-    ++i;
-  }
-  return simdjson::SUCCESS;
-}
-
-// "[0, 1, 2, 3]": ranks; empty when the list is cut short ("...") or odd.
-void ranks_of_text(std::string_view text, std::vector<int32_t>& ranks) {
-  if (text.find("...") != std::string_view::npos) return;
-  int64_t current = -1;
-  for (const char c : text) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      current = (current < 0 ? 0 : current * 10) + (c - '0');
-      if (current > INT32_MAX) return ranks.clear();
-    } else {
-      if (current >= 0) ranks.push_back(static_cast<int32_t>(current));
-      current = -1;
-      if (c != '[' && c != ']' && c != ',' && c != ' ') return ranks.clear();
-    }
-  }
-  if (current >= 0) ranks.push_back(static_cast<int32_t>(current));
-}
-
-error_code read_ranks(od::value v, std::vector<int32_t>& ranks) {
-  ranks.clear();
-  od::json_type type;
-  if (error_code e = v.type().get(type)) return e;
-  if (type == od::json_type::string) {
-    std::string_view text;
-    if (error_code e = v.get_string().get(text)) return e;
-    ranks_of_text(text, ranks);
-    return simdjson::SUCCESS;
-  }
-  if (type != od::json_type::array) return simdjson::SUCCESS;
-  bool whole = true;
-  for (auto element : v.get_array()) {
-    od::value r;
-    if (error_code e = element.get(r)) return e;
-    int64_t rank = 0;
-    const error_code e = r.get_int64().get(rank);
-    if (e && !absent(e)) return e;
-    if (e || rank < INT32_MIN || rank > INT32_MAX) whole = false;
-    if (whole) ranks.push_back(static_cast<int32_t>(rank));
-  }
-  if (!whole) ranks.clear();
-  return simdjson::SUCCESS;
-}
-
-// One tensor's dims: the element count, absent unless a non-empty list of non-negative numbers.
-error_code read_elements(od::value v, std::optional<uint64_t>& out) {
-  od::json_type type;
-  if (error_code e = v.type().get(type)) return e;
-  if (type != od::json_type::array) return simdjson::SUCCESS;
-  uint64_t elements = 1;
-  bool usable = true, any = false;
-  for (auto element : v.get_array()) {
-    od::value d;
-    if (error_code e = element.get(d)) return e;
-    std::optional<double> n;
-    if (error_code e = read_number(d, n)) return e;
-    any = true;
-    if (!n || *n < 0) usable = false;
-    if (usable) elements *= static_cast<uint64_t>(*n);
-  }
-  if (usable && any) out = elements;
-  return simdjson::SUCCESS;
-}
-
-error_code read_input_dims(od::value v, EventArgs& args) {
-  od::json_type type;
-  if (error_code e = v.type().get(type)) return e;
-  if (type != od::json_type::array) return simdjson::SUCCESS;
-  size_t i = 0;
-  for (auto element : v.get_array()) {
-    od::value dims;
-    if (error_code e = element.get(dims)) return e;
-    if (i < kTensorsRead)
-      if (error_code e = read_elements(dims, args.input_elements[i])) return e;
-    ++i;
-  }
-  args.input_dims_count = i;
-  return simdjson::SUCCESS;
-}
-
-error_code read_input_types(od::value v, EventArgs& args) {
-  od::json_type type;
-  if (error_code e = v.type().get(type)) return e;
-  if (type != od::json_type::array) return simdjson::SUCCESS;
-  size_t i = 0;
-  for (auto element : v.get_array()) {
-    od::value name;
-    if (error_code e = element.get(name)) return e;
-    if (i < kTensorsRead) {
-      std::string_view s;
-      od::json_type t;
-      if (error_code e = name.type().get(t)) return e;
-      if (t == od::json_type::string) {
-        if (error_code e = name.get_string().get(s)) return e;
-        args.input_type[i] = s;
-      }
-    }
-    ++i;
-  }
-  args.input_type_count = i;
-  return simdjson::SUCCESS;
-}
-
-// A key's text up to its closing quote. Kineto's keys hold no escapes; one that does is cut at
-// its escaped quote and matches no key read here, as it should not.
-std::string_view key_text(od::raw_json_string key) {
-  const char* start = key.raw();
-  const char* end = start;
-  while (*end != '"') ++end;  // the closing quote is there: the parser has indexed it
-  return {start, static_cast<size_t>(end - start)};
-}
-
-error_code read_args(od::value v, EventArgs& args, std::vector<int32_t>& ranks) {
-  od::json_type type;
-  if (error_code e = v.type().get(type)) return e;
-  if (type != od::json_type::object) return simdjson::SUCCESS;
-  od::object object;
-  if (error_code e = v.get_object().get(object)) return e;
-  for (auto field : object) {
-    od::raw_json_string raw_key;
-    if (error_code e = field.key().get(raw_key)) return e;
-    const std::string_view key = key_text(raw_key);
-    od::value value = field.value();
-    error_code e = simdjson::SUCCESS;
-    // By length first: most keys of a trace are ones nothing here reads.
-    switch (key.size()) {
-      case 4:
-        if (key == "grid")
-          e = read_dim3(value, args.grid);
-        else if (key == "Addr")
-          e = read_number(value, args.address);
-        break;
-      case 5:
-        if (key == "block")
-          e = read_dim3(value, args.block);
-        else if (key == "bytes")
-          e = read_number(value, args.bytes);
-        else if (key == "dtype")
-          e = read_string(value, args.dtype);
-        else if (key == "Bytes")
-          e = read_number(value, args.memory_bytes);
-        break;
-      case 6:
-        if (key == "device")
-          e = read_number(value, args.device);
-        else if (key == "stream")
-          e = read_number(value, args.stream);
-        break;
-      case 9:
-        if (key == "Device Id") e = read_number(value, args.device_id);
-        break;
-      case 10:
-        if (key == "Input Dims")
-          e = read_input_dims(value, args);
-        else if (key == "Input type")
-          e = read_input_types(value, args);
-        else if (key == "Group size")
-          e = read_number(value, args.group_size);
-        break;
-      case 11:
-        if (key == "External id")
-          e = read_id(value, args.external_id);
-        else if (key == "correlation")
-          e = read_id(value, args.correlation);
-        else if (key == "Device Type")
-          e = read_number(value, args.device_type);
-        break;
-      case 13:
-        if (key == "shared memory")
-          e = read_number(value, args.shared_memory);
-        else if (key == "In msg nelems")
-          e = read_number(value, args.in_msg_nelems);
-        break;
-      case 14:
-        if (key == "Out msg nelems") e = read_number(value, args.out_msg_nelems);
-        break;
-      case 15:
-        if (key == "Collective name") e = read_string(value, args.collective_name);
-        break;
-      case 18:
-        if (key == "Process Group Name") e = read_string(value, args.group_name);
-        break;
-      case 19:
-        if (key == "Process Group Ranks") {
-          e = read_ranks(value, ranks);
-          args.group_ranks = ranks;
-        }
-        break;
-      case 20:
-        if (key == "registers per thread") e = read_number(value, args.registers_per_thread);
-        break;
-      default: break;
-    }
-    if (e) return e;
-  }
-  return simdjson::SUCCESS;
-}
-
-error_code read_event(od::object object, Event& event, std::vector<int32_t>& ranks,
-                      const DocumentHandler& handler) {
-  for (auto field : object) {
-    od::raw_json_string raw_key;
-    if (error_code e = field.key().get(raw_key)) return e;
-    const std::string_view key = key_text(raw_key);
-    od::value value = field.value();
-    error_code e = simdjson::SUCCESS;
-    switch (key.size()) {
-      case 2:
-        if (key == "ph")
-          e = read_string(value, event.ph);
-        else if (key == "ts")
-          e = read_number(value, event.ts_us);
-        break;
-      case 3:
-        if (key == "cat")
-          e = read_string(value, event.cat);
-        else if (key == "tid")
-          e = read_id(value, event.tid);
-        else if (key == "dur") {
-          std::optional<double> dur;
-          e = read_number(value, dur);
-          event.dur_us = dur && *dur > 0 ? *dur : 0;
-        }
-        break;
-      case 4:
-        if (key == "name")
-          e = read_string(value, event.name);
-        else if (key == "args" && handler.wants_args(event))
-          e = read_args(value, event.args, ranks);
-        break;
-      default: break;
-    }
-    if (e) return e;
-  }
-  return simdjson::SUCCESS;
 }
 
 error_code read_distributed_info(od::value v, DistributedInfo& info) {
@@ -421,8 +143,8 @@ class Reader {
       : text_(text), origin_(origin), options_(options) {
     // Room for a window and the string that may end it, once: a parser that grows reallocates,
     // and fresh pages cost more than the parsing.
-    if (parser_.allocate(std::min(text.size() + 2, 2 * options.window_bytes + (size_t{64} << 10))) !=
-        simdjson::SUCCESS) {
+    const size_t capacity = std::min(text.size() + 2, 2 * options.window_bytes + (size_t{64} << 10));
+    if (parser_.allocate(capacity) != simdjson::SUCCESS || dom_.allocate(capacity) != simdjson::SUCCESS) {
       // Left to the first window, which allocates what it needs or says why it cannot.
     }
   }
@@ -543,75 +265,130 @@ class Reader {
     return e ? Status(not_json(e, at)) : Status();
   }
 
-  // Every event of the array that opens at `open`; the offset of its closing ']'.
+  // Every event of the array that opens at `open` (its '[' or a comma between events), window
+  // by window; the offset of its closing ']'.
   Expected<size_t> read_events(size_t open, DocumentHandler& handler, bool release_pages) {
+    for (;;) {
+      // Where the window ends: first, Kineto's separator between events past the window's size
+      // ("},\n": a line break is never inside a string), which the strict parse below confirms;
+      // else where On-Demand finds the last whole element ends, or the array's own ']'.
+      Boundary b;
+      bool parsed = false;
+      // Searched within one more window only: a document without the separator (written on one
+      // line, or with CRLF) is not scanned to its end for each window.
+      const size_t from = open + options_.window_bytes;
+      if (from < text_.size()) {
+        const size_t span = std::min(text_.size() - from, options_.window_bytes + 2);
+        const void* hit = memmem(text_.data() + from, span, "},\n", 3);
+        if (hit != nullptr) {
+          b = Boundary{static_cast<size_t>(static_cast<const char*>(hit) - text_.data()) + 1, false};
+          parsed = parse_window(open, b.close, handler) == simdjson::SUCCESS;
+        }
+      }
+      if (!parsed) {
+        auto found = find_boundary(open);
+        if (!found) return found.error();
+        b = *found;
+        if (error_code e = parse_window(open, b.close, handler)) return not_json(e, open);
+      }
+      if (b.array_end) return b.close;
+      if (release_pages) text_.release_before(open);
+      open = b.close;
+    }
+  }
+
+  // A window's last byte: the comma after its last event, or the array's ']'.
+  struct Boundary {
+    size_t close = 0;
+    bool array_end = false;
+  };
+
+  // The window [open, close] read with '[' and ']' at its ends by the DOM parser, which checks all
+  // of it; its events handed on once it has.
+  error_code parse_window(size_t open, size_t close, DocumentHandler& handler) {
+    WindowMarks marks(text_, open, '[', close, ']');
+    simdjson::dom::element doc;
+    if (error_code e = dom_.parse(text_.data() + open, close - open + 1, false).get(doc)) return e;
+    simdjson::dom::array events;
+    if (error_code e = doc.get_array().get(events)) return e;
+    for (simdjson::dom::element element : events) {
+      simdjson::dom::object object;
+      if (element.get_object().get(object) != simdjson::SUCCESS) continue;  // not an event
+      Event event;
+      read_event(object, event, ranks_, handler);
+      handler.on_event(event);
+    }
+    return simdjson::SUCCESS;
+  }
+
+  // The boundary On-Demand finds: it skims a window from `open` (elements skipped, not read) and
+  // takes the comma after the last element the cut left whole; a window with none doubles.
+  Expected<Boundary> find_boundary(size_t open) {
     size_t window = options_.window_bytes;
     for (;;) {
       size_t end = std::min(text_.size(), open + window);
-      WindowResult r;
+      Skim r;
       for (;;) {
         WindowMarks marks(text_, open, '[', end, ']');
         od::document doc;
-        r = WindowResult{};
-        r.resume_at = open;
+        r = Skim{};
         r.error = parser_.iterate(text_.data() + open, end - open + 1, text_.capacity() - open).get(doc);
         if (r.error == simdjson::UNCLOSED_STRING && end < text_.size()) {
           end = past_string(text_, end);
           continue;
         }
-        if (!r.error) read_window(doc, open, end, handler, r);
+        if (!r.error) skim(doc, open, end, r);
         break;
       }
-      if (!r.error && r.closed_at != end) return r.closed_at;  // the array's own ']'
-      std::optional<size_t> next;
-      if (!r.error && r.elements > 0) {
-        // The window closed at the cut, after a whole element: on from the comma after it
-        // (anything else means the cut split a number or a word).
-        size_t at = end;
+      // The marks are gone: what follows an element is the document's own.
+      if (!r.error && r.closed_at != end) return Boundary{r.closed_at, true};
+      // The cut may have split the last element (a number, a word): whole only when a comma or
+      // the array's end follows it.
+      for (const size_t element_end : {r.last_end, r.previous_end}) {
+        if (element_end == 0) continue;
+        size_t at = element_end;
         while (at < text_.size() && is_blank(text_.data()[at])) ++at;
-        if (at < text_.size() && text_.data()[at] == ']') return at;
-        if (at < text_.size() && text_.data()[at] == ',') next = at;
+        if (at < text_.size() && text_.data()[at] == ',') return Boundary{at, false};
+        if (at < text_.size() && text_.data()[at] == ']') return Boundary{at, true};
       }
-      if (!next && r.events > 0) next = r.resume_at;
-      if (!next) {
-        if (end >= text_.size())
-          return not_json(r.error ? r.error : simdjson::INCOMPLETE_ARRAY_OR_OBJECT, r.resume_at);
-        window *= 2;  // an element larger than the window
-        continue;
-      }
-      if (release_pages) text_.release_before(open);
-      open = *next;
-      window = options_.window_bytes;
+      if (end >= text_.size())
+        return not_json(r.error ? r.error : simdjson::INCOMPLETE_ARRAY_OR_OBJECT, open);
+      window *= 2;  // an element larger than the window
     }
   }
 
-  struct WindowResult {
+  struct Skim {
     error_code error = simdjson::SUCCESS;
-    size_t elements = 0;   // begun, events or not
-    size_t events = 0;     // handed on
-    size_t resume_at = 0;  // the ',' after the last one handed on
-    size_t closed_at = 0;  // where the array closed (when no error)
+    size_t last_end = 0, previous_end = 0;  // just past the last two elements skimmed (0: none)
+    size_t closed_at = 0;                   // where the array closed (when no error)
   };
 
-  void read_window(od::document& doc, size_t open, size_t end, DocumentHandler& handler, WindowResult& r) {
-    od::array events;
-    if ((r.error = doc.get_array().get(events))) return;
-    for (auto element : events) {
+  void skim(od::document& doc, size_t open, size_t end, Skim& r) {
+    od::array elements;
+    if ((r.error = doc.get_array().get(elements))) return;
+    for (auto element : elements) {
       od::value value;
       if ((r.error = element.get(value))) return;
       od::json_type type;
       if ((r.error = value.type().get(type))) return;
-      ++r.elements;
-      if (type != od::json_type::object) continue;
-      od::object object;
-      if ((r.error = value.get_object().get(object))) return;
-      Event event;
-      if ((r.error = read_event(object, event, ranks_, handler))) return;
-      const char* after = nullptr;
-      if ((r.error = doc.current_location().get(after))) return;
-      handler.on_event(event);
-      ++r.events;
-      r.resume_at = static_cast<size_t>(after - text_.data());
+      std::string_view raw;
+      if (type == od::json_type::object) {
+        od::object object;
+        if ((r.error = value.get_object().get(object)) || (r.error = object.raw_json().get(raw))) return;
+      } else if (type == od::json_type::array) {
+        od::array array;
+        if ((r.error = value.get_array().get(array)) || (r.error = array.raw_json().get(raw))) return;
+      } else {
+        raw = value.raw_json_token();
+      }
+      // Skimming matches brackets by depth only: an element the cut's ']' closed is not whole.
+      const auto element_end = static_cast<size_t>(raw.data() + raw.size() - text_.data());
+      if (element_end > end) {
+        r.error = simdjson::INCOMPLETE_ARRAY_OR_OBJECT;
+        return;
+      }
+      r.previous_end = r.last_end;
+      r.last_end = element_end;
     }
     // Past the array's ']' is either nothing (it was the cut's) or what follows the array.
     const char* after = nullptr;
@@ -627,7 +404,8 @@ class Reader {
   DocumentText& text_;
   const std::string& origin_;
   const ReaderOptions& options_;
-  od::parser parser_;
+  od::parser parser_;          // the header, the tail, and boundaries where no separator is found
+  simdjson::dom::parser dom_;  // the events
   std::vector<int32_t> ranks_;
 };
 

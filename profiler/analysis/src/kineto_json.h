@@ -1,13 +1,16 @@
-// Reads a Kineto document without building a tree: simdjson's On-Demand parser over windows of
-// a MiB of the `traceEvents` array, so that the parser's index of a window, not of the whole
-// document, is what memory holds beside the text (docs/kineto.md, "How it is read").
+// Reads a Kineto document without building a tree of it: the `traceEvents` array in windows of
+// about a MiB, each parsed by simdjson's DOM parser (which checks all of it) and handed on event
+// by event, so that memory holds the text and one window's parse (docs/kineto.md, "How it is
+// read").
 //
-// A window is the text from one event to a cut, with '[' written over the byte before its first
-// event and ']' over the byte at the cut (both put back afterwards). An event is handed on only
-// once its closing brace has been read, so an event the cut splits fails to parse and the next
-// window starts at it; a window that makes no progress doubles until it reaches the end of the
-// document, where a failure is the document's own. A cut inside a string (the parser's first
-// stage says so) moves past the string's closing quote.
+// A window runs from one event to the comma after another, with '[' written over the byte before
+// its first event and ']' over that comma (both put back afterwards). Where it ends: Kineto's
+// separator between events ("},\n": a line break is never inside a string) past the window's
+// size, when the parse confirms it (a window that parses whole ends between events); else where
+// simdjson's On-Demand parser, skimming a window cut anywhere, finds the last element the cut left
+// whole. A skimmed window without one doubles, up to the document's end, where a failure is the
+// document's own. A cut inside a string (the parser's first stage says so) moves past the
+// string's closing quote. The header and the fields after the array are read with On-Demand.
 #pragma once
 
 #include <string>
