@@ -3,9 +3,7 @@
 #include <simdjson.h>
 #include <string.h>
 
-#include <cctype>
 #include <cstring>
-#include <functional>
 #include <vector>
 
 #include "kineto_event_fields.h"
@@ -24,8 +22,9 @@ bool is_blank(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; 
 // fit, too); a malformed value is a parse failure.
 bool absent(error_code e) { return e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_OUT_OF_RANGE; }
 
-// A field read as one type that holds a word: the word must be true, false or null. (On-Demand
-// checks only what is read; values of fields that are never read are checked for structure.)
+// A field read as one type that holds a word: the word must be true, false or null. (On-Demand,
+// which reads the fields around the events, checks only what is read; the rest it checks for
+// structure.)
 error_code check_word(od::value v, od::json_type type) {
   if (type == od::json_type::boolean) {
     bool b = false;
@@ -48,18 +47,10 @@ error_code read_number(od::value v, std::optional<double>& out) {
   return absent(e) ? simdjson::SUCCESS : e;
 }
 
-// A string without escapes is its own text in the document (no copy); one with escapes is
-// unescaped into the parser's buffer.
 error_code read_string(od::value v, std::string_view& out) {
   od::json_type type;
   if (error_code e = v.type().get(type)) return e;
   if (type != od::json_type::string) return check_word(v, type);
-  std::string_view token = v.raw_json_token();  // the quotes, and any blanks before the next token
-  while (token.size() > 2 && is_blank(token.back())) token.remove_suffix(1);
-  if (token.size() >= 2 && token.back() == '"' && token.find('\\') == std::string_view::npos) {
-    out = token.substr(1, token.size() - 2);
-    return simdjson::SUCCESS;
-  }
   return v.get_string().get(out);
 }
 
@@ -124,7 +115,7 @@ class WindowMarks {
 
 // After a string the cut fell inside: just past its closing quote (or the end of the text).
 size_t past_string(const DocumentText& text, size_t at) {
-  const char* data = const_cast<DocumentText&>(text).data();
+  const char* data = text.data();
   while (at < text.size()) {
     const void* quote = std::memchr(data + at, '"', text.size() - at);
     if (quote == nullptr) return text.size();

@@ -26,8 +26,10 @@ class DocumentText {
   ~DocumentText();
 
   char* data() { return data_; }
+  const char* data() const { return data_; }
   size_t size() const { return size_; }
-  // Bytes readable from data(): size() plus at least kPaddingBytes.
+  // Bytes readable from data(): size() plus at least kPaddingBytes + 2 (a window's closing
+  // marks may sit just past the end).
   size_t capacity() const { return capacity_; }
   static constexpr size_t kPaddingBytes = 64;  // simdjson's SIMDJSON_PADDING
 
