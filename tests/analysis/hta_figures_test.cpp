@@ -61,6 +61,14 @@ TEST(HtaFigures, TwoStepsByHand) {
   EXPECT_EQ(report->hta_kernel_types[0].kernel_type, "COMPUTATION");
   EXPECT_NEAR(report->hta_kernel_types[0].percentage, 100.0 * 200 / 550, 1e-9);
   EXPECT_EQ(report->hta_kernel_types[1].kernel_type, "COMMUNICATION");
+  // One rank: its own rows are the run's.
+  const std::vector<HtaKernelTypeShare> own = hta_kernel_type_shares(k);
+  ASSERT_EQ(own.size(), report->hta_kernel_types.size());
+  for (size_t i = 0; i < own.size(); ++i) {
+    EXPECT_EQ(own[i].kernel_type, report->hta_kernel_types[i].kernel_type);
+    EXPECT_EQ(own[i].sum_ns, report->hta_kernel_types[i].sum_ns);
+  }
+  EXPECT_EQ(own.back().kernel_type, "COMMUNICATION overlapping MEMORY");  // 50 us, after MEMORY's (stable)
 }
 
 // One step: HTA has no last step to leave out, and neither do these figures.

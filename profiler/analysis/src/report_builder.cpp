@@ -205,7 +205,7 @@ HtaFigures hta_figures(const RankDigest& d) {
   return h;
 }
 
-std::vector<RunReport::HtaKernelType> hta_kernel_types(const std::vector<RankReport>& ranks) {
+HtaFigures::KernelTypes summed_kernel_types(const std::vector<RankReport>& ranks) {
   HtaFigures::KernelTypes sum;
   for (const RankReport& r : ranks) {
     if (!r.hta) continue;
@@ -218,21 +218,7 @@ std::vector<RunReport::HtaKernelType> hta_kernel_types(const std::vector<RankRep
     sum.communication_memory_ns += k.communication_memory_ns;
     sum.all_three_ns += k.all_three_ns;
   }
-  std::vector<RunReport::HtaKernelType> types = {
-      {"COMPUTATION", sum.computation_ns},
-      {"COMMUNICATION", sum.communication_ns},
-      {"MEMORY", sum.memory_ns},
-      {"COMPUTATION overlapping COMMUNICATION", sum.computation_communication_ns},
-      {"COMPUTATION overlapping MEMORY", sum.computation_memory_ns},
-      {"COMMUNICATION overlapping MEMORY", sum.communication_memory_ns},
-      {"COMPUTATION overlapping COMMUNICATION overlapping MEMORY", sum.all_three_ns}};
-  std::erase_if(types, [](const RunReport::HtaKernelType& t) { return t.sum_ns <= 0; });
-  int64_t total = 0;
-  for (const auto& t : types) total += t.sum_ns;
-  for (auto& t : types) t.percentage = 100.0 * static_cast<double>(t.sum_ns) / static_cast<double>(total);
-  std::stable_sort(types.begin(), types.end(),
-                   [](const auto& a, const auto& b) { return a.sum_ns > b.sum_ns; });
-  return types;
+  return sum;
 }
 
 void fill_rank(const ReportContext& ctx, size_t i, RankReport& r) {
@@ -427,6 +413,24 @@ RunTimebase align_run_clocks(const LoadedRun& run, unsigned threads) {
   return align(ctx);
 }
 
+std::vector<HtaKernelTypeShare> hta_kernel_type_shares(const HtaFigures::KernelTypes& types) {
+  std::vector<HtaKernelTypeShare> rows = {
+      {"COMPUTATION", types.computation_ns},
+      {"COMMUNICATION", types.communication_ns},
+      {"MEMORY", types.memory_ns},
+      {"COMPUTATION overlapping COMMUNICATION", types.computation_communication_ns},
+      {"COMPUTATION overlapping MEMORY", types.computation_memory_ns},
+      {"COMMUNICATION overlapping MEMORY", types.communication_memory_ns},
+      {"COMPUTATION overlapping COMMUNICATION overlapping MEMORY", types.all_three_ns}};
+  std::erase_if(rows, [](const HtaKernelTypeShare& t) { return t.sum_ns <= 0; });
+  int64_t total = 0;
+  for (const auto& t : rows) total += t.sum_ns;
+  for (auto& t : rows) t.percentage = 100.0 * static_cast<double>(t.sum_ns) / static_cast<double>(total);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.sum_ns > b.sum_ns; });
+  return rows;
+}
+
 Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& options) {
   RunReport report;
   report.dir = run.dir;
@@ -449,7 +453,7 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   fill_files(ctx, report);
   report.ranks.resize(run.ranks.size());
   for (size_t i = 0; i < run.ranks.size(); ++i) fill_rank(ctx, i, report.ranks[i]);
-  report.hta_kernel_types = hta_kernel_types(report.ranks);
+  report.hta_kernel_types = hta_kernel_type_shares(summed_kernel_types(report.ranks));
   infer(ctx, report);
   fill_steps(ctx, report);
   if (report.steps.count >= 2) ctx.warmup_end_ns = first_step_end_ns(ctx);

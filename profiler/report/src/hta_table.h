@@ -44,7 +44,7 @@ inline HtaTable hta_table(const analysis::RunReport& r, size_t most_rows) {
                       pctg(share(h.non_compute_time_ns)),
                       h.comp_comm_overlap ? pctg(*h.comp_comm_overlap) : "-"});
   }
-  for (const analysis::RunReport::HtaKernelType& k : r.hta_kernel_types)
+  for (const analysis::HtaKernelTypeShare& k : r.hta_kernel_types)
     t.kernel_types +=
         (t.kernel_types.empty() ? "" : ", ") + k.kernel_type + " " + fixed(k.percentage, 1) + "%";
   return t;

@@ -68,6 +68,15 @@ ordered_json gpu_json(const GpuBreakdown& g) {
 
 // Under HTA's own column names, times in microseconds and shares in percent as HTA gives them
 // (rounded to two decimals, as HTA rounds its "_pctg" columns).
+ordered_json kernel_types_json(const std::vector<HtaKernelTypeShare>& rows) {
+  ordered_json out = ordered_json::array();
+  for (const HtaKernelTypeShare& t : rows)
+    out.push_back(ordered_json{{"kernel_type", t.kernel_type},
+                               {"sum_us", static_cast<double>(t.sum_ns) / 1e3},
+                               {"percentage", std::round(10.0 * t.percentage) / 10.0}});
+  return out;
+}
+
 ordered_json hta_json(const std::optional<HtaFigures>& h) {
   if (!h) return nullptr;
   const auto us = [](int64_t ns) { return static_cast<double>(ns) / 1e3; };
@@ -87,7 +96,8 @@ ordered_json hta_json(const std::optional<HtaFigures>& h) {
       {"non_compute_time_pctg", pctg(h->non_compute_time_ns)},
       {"comp_comm_overlap_pctg", h->comp_comm_overlap
                                      ? ordered_json(std::round(10000.0 * *h->comp_comm_overlap) / 100.0)
-                                     : ordered_json(nullptr)}};
+                                     : ordered_json(nullptr)},
+      {"kernel_types", kernel_types_json(hta_kernel_type_shares(h->kernel_types))}};
 }
 
 ordered_json rank_json(const RankReport& r) {
@@ -283,12 +293,7 @@ std::string report_json(const RunReport& report) {
   ordered_json ranks = ordered_json::array();
   for (const RankReport& r : report.ranks) ranks.push_back(rank_json(r));
   doc["ranks"] = ranks;
-  ordered_json kernel_types = ordered_json::array();
-  for (const RunReport::HtaKernelType& t : report.hta_kernel_types)
-    kernel_types.push_back(ordered_json{{"kernel_type", t.kernel_type},
-                                        {"sum_us", static_cast<double>(t.sum_ns) / 1e3},
-                                        {"percentage", std::round(10.0 * t.percentage) / 10.0}});
-  doc["hta_kernel_types"] = kernel_types;
+  doc["hta_kernel_types"] = kernel_types_json(report.hta_kernel_types);
   ordered_json stages = ordered_json::array();
   for (const StageReport& st : report.stages) stages.push_back(stage_json(st));
   doc["stages"] = stages;

@@ -109,6 +109,16 @@ struct HtaFigures {
   } kernel_types;
 };
 
+// One row of HTA's kernel-type breakdown ("COMPUTATION", "COMMUNICATION overlapping MEMORY",
+// ...: HTA's names).
+struct HtaKernelTypeShare {
+  std::string kernel_type;
+  int64_t sum_ns = 0;
+  double percentage = 0;  // of the rows' sum
+};
+// The rows of `types`, largest first; kinds that never ran left out.
+std::vector<HtaKernelTypeShare> hta_kernel_type_shares(const HtaFigures::KernelTypes& types);
+
 struct RankReport {
   int32_t rank = 0;
   int32_t stage = 0, tp_rank = 0, dp_rank = 0, shard_rank = 0;
@@ -376,14 +386,8 @@ struct RunReport {
   ClockReport clock;
   LayoutReport layout;
   std::vector<RankReport> ranks;  // by rank
-  // HTA's kernel-type breakdown over all ranks ("COMPUTATION", "COMMUNICATION overlapping
-  // MEMORY", ...: HTA's names), largest first, shares of their sum; kinds that never ran left out.
-  struct HtaKernelType {
-    std::string kernel_type;
-    int64_t sum_ns = 0;
-    double percentage = 0;
-  };
-  std::vector<HtaKernelType> hta_kernel_types;
+  // HTA's kernel-type breakdown over all ranks (hta_kernel_type_shares of their sum).
+  std::vector<HtaKernelTypeShare> hta_kernel_types;
   std::vector<StageReport> stages;
   StepReport steps;
   std::vector<NcclOpReport> nccl;
