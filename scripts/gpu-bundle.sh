@@ -2,7 +2,7 @@
 # Builds what the GPU checks need into one small folder to carry to a GPU machine that has the
 # NVIDIA driver, NCCL, cuBLAS and (for the PyTorch checks) torch, but no build tools:
 #   bin/pipescope  lib/libpipescope.so  bin/cuda_nccl_smoke  bin/gpu_trace_check
-#   bin/gpu_benchmark  bin/nccl_benchmark  bin/trace_overhead  lib/libbenchmark.so.*
+#   bin/gpu_benchmark  bin/nccl_benchmark  bin/trace_overhead  lib/libbenchmark.so.*  lib/libsimdjson.so.*
 #   share/attention_sdpa.py  share/torch_train_loop.py  share/examples/  gpu-smoke.sh
 #   gpu-calibrate.sh  gpu-train-check.sh  gpu-overhead.py  overhead-summary.py
 # A stripped Release build; executables find lib/ through an $ORIGIN run path. libnccl.so.2 and
@@ -31,9 +31,12 @@ cp "$build/profiler/inject/libpipescope.so" "$out/lib/"
 for bench in gpu_benchmark nccl_benchmark trace_overhead; do
   [[ -f "$build/benches/gpu/$bench" ]] && cp "$build/benches/gpu/$bench" "$out/bin/"
 done
-# Google Benchmark is a shared library in Debian; the GPU machine has none.
+# Google Benchmark and simdjson (the Kineto reader's) are shared libraries in Debian; the GPU
+# machine has neither.
 benchmark_lib=$(ldd "$out/bin/gpu_benchmark" 2>/dev/null | awk '/libbenchmark\.so/ {print $3; exit}')
 [[ -n "$benchmark_lib" ]] && cp -L "$benchmark_lib" "$out/lib/"
+simdjson_lib=$(ldd "$out/bin/pipescope" 2>/dev/null | awk '/libsimdjson\.so/ {print $3; exit}')
+[[ -n "$simdjson_lib" ]] && cp -L "$simdjson_lib" "$out/lib/"
 cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py "$out/share/"
 mkdir -p "$out/share/examples"
 cp examples/*.py examples/*.json "$out/share/examples/"
