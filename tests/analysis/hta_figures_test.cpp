@@ -39,6 +39,7 @@ TEST(HtaFigures, TwoStepsByHand) {
   ASSERT_TRUE(report->ranks[0].hta.has_value());
   const HtaFigures& h = *report->ranks[0].hta;
   constexpr int64_t us = 1000;
+  EXPECT_FALSE(h.busy_at_last_step_start);  // idle from 800 us to the last step's start
   // The span: A's start to B's end (C is in the last step, which HTA leaves out).
   EXPECT_EQ(h.kernel_time_ns, 700 * us);
   // Busy: [100, 550) and [700, 800); compute: A and B.
@@ -69,6 +70,29 @@ TEST(HtaFigures, TwoStepsByHand) {
     EXPECT_EQ(own[i].sum_ns, report->hta_kernel_types[i].sum_ns);
   }
   EXPECT_EQ(own.back().kernel_type, "COMMUNICATION overlapping MEMORY");  // 50 us, after MEMORY's (stable)
+}
+
+// GPU work that started before the last step and runs into it (the GPU behind the host): HTA cuts
+// by launch, these figures by start, and they say so.
+TEST(HtaFigures, AGpuBusyAcrossTheLastStepStartIsFlagged) {
+  std::string busy = kTwoSteps;
+  const std::string b = R"JSON({"ph": "X", "cat": "kernel", "name": "gemm_b", "ts": 700, "dur": 100,)JSON";
+  ASSERT_NE(busy.find(b), std::string::npos);
+  busy.replace(busy.find(b), b.size(),
+               R"JSON({"ph": "X", "cat": "kernel", "name": "gemm_b", "ts": 700, "dur": 400,)JSON");
+  trace::test::ScratchDir dir;
+  ASSERT_TRUE(convert_kineto_text(busy, "busy.json", dir.file("kineto-0.pst")).ok());
+  auto run = load_run(dir.path(), {});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  auto report = build_run_report(*run, {});
+  ASSERT_TRUE(report.ok());
+  ASSERT_TRUE(report->ranks[0].hta.has_value());
+  EXPECT_TRUE(report->ranks[0].hta->busy_at_last_step_start);
+  EXPECT_EQ(report->ranks[0].hta->kernel_time_ns, 1000 * 1000);  // A's start to B's end at 1,100 us
+  bool warned = false;
+  for (const std::string& w : report->warnings)
+    warned |= w.find("still busy when the last step began") != std::string::npos;
+  EXPECT_TRUE(warned);
 }
 
 // One step: HTA has no last step to leave out, and neither do these figures.

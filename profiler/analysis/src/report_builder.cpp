@@ -184,6 +184,7 @@ HtaFigures hta_figures(const RankDigest& d) {
   const bool trimmed = d.steps.size() >= 2 && last.known && last.any_ns > 0;
   const RankDigest::UnionsBefore& u = trimmed ? last : whole;
   HtaFigures h;
+  h.busy_at_last_step_start = trimmed && last.last_end_ns > last.at_ns;
   h.kernel_time_ns = std::max<int64_t>(0, u.last_end_ns - d.gpu_first_ns);
   h.idle_time_ns = std::max<int64_t>(0, h.kernel_time_ns - u.any_ns);
   h.compute_time_ns = u.compute_ns;
@@ -454,6 +455,15 @@ Expected<RunReport> build_run_report(const LoadedRun& run, const ReportOptions& 
   report.ranks.resize(run.ranks.size());
   for (size_t i = 0; i < run.ranks.size(); ++i) fill_rank(ctx, i, report.ranks[i]);
   report.hta_kernel_types = hta_kernel_type_shares(summed_kernel_types(report.ranks));
+  std::vector<int32_t> busy_at_cut;
+  for (const RankReport& r : report.ranks)
+    if (r.hta && r.hta->busy_at_last_step_start) busy_at_cut.push_back(r.rank);
+  if (!busy_at_cut.empty())
+    report.warnings.push_back(
+        "HTA's figures: the GPU of " + std::to_string(busy_at_cut.size()) + " rank(s) (first: rank " +
+        std::to_string(busy_at_cut.front()) +
+        ") was still busy when the last step began; HTA leaves out the GPU work launched from then on, "
+        "pipescope the work that started from then on, so its HTA figures may differ from HTA's");
   infer(ctx, report);
   fill_steps(ctx, report);
   if (report.steps.count >= 2) ctx.warmup_end_ns = first_step_end_ns(ctx);

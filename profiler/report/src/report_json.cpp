@@ -97,7 +97,8 @@ ordered_json hta_json(const std::optional<HtaFigures>& h) {
       {"comp_comm_overlap_pctg", h->comp_comm_overlap
                                      ? ordered_json(std::round(10000.0 * *h->comp_comm_overlap) / 100.0)
                                      : ordered_json(nullptr)},
-      {"kernel_types", kernel_types_json(hta_kernel_type_shares(h->kernel_types))}};
+      {"kernel_types", kernel_types_json(hta_kernel_type_shares(h->kernel_types))},
+      {"busy_at_last_step_start", h->busy_at_last_step_start}};
 }
 
 ordered_json rank_json(const RankReport& r) {

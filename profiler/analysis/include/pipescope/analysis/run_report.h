@@ -100,6 +100,10 @@ struct HtaFigures {
   // The share of communication-kernel time that computation kernels overlap; empty without
   // communication kernels.
   std::optional<double> comp_comm_overlap;
+  // The GPU was still running work when the last step began. HTA leaves out what was launched
+  // from that instant on, these figures what started from it on: work launched before it and run
+  // after it counts in HTA's, not here, so the two may differ (docs/report.md).
+  bool busy_at_last_step_start = false;
   // GPU time by the kinds of work running, each instant counted once (HTA's kernel-type
   // breakdown): one kind alone, two overlapping, all three.
   struct KernelTypes {
