@@ -95,6 +95,44 @@ TEST(HtaFigures, AGpuBusyAcrossTheLastStepStartIsFlagged) {
   EXPECT_TRUE(warned);
 }
 
+// With the launches in the trace, the cut is HTA's own: by launch. C was launched at 950 us, in
+// the first step, and runs at 1,100 us: it counts; D, launched in the last step, does not.
+TEST(HtaFigures, WithLaunchesInTheTraceTheLastStepIsCutByLaunchAsHtaCutsIt) {
+  std::string launched = kTwoSteps;
+  const std::string c =
+      R"JSON({"ph": "X", "cat": "kernel", "name": "gemm_c", "ts": 1100, "dur": 100, "args": {"stream": 7}})JSON";
+  ASSERT_NE(launched.find(c), std::string::npos);
+  launched.replace(
+      launched.find(c), c.size(),
+      R"JSON({"ph": "X", "cat": "kernel", "name": "gemm_c", "ts": 1100, "dur": 100, "args": {"stream": 7, "correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "gemm_d", "ts": 1300, "dur": 100, "args": {"stream": 7, "correlation": 4}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 90, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 95, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 950, "dur": 5, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1050, "dur": 5, "args": {"correlation": 4}})JSON");
+  // A and B get launches too; the copy and the all-reduce none (HTA leaves such work out).
+  for (const auto& [name, id] :
+       {std::pair{"\"gemm_a\", \"ts\": 100, \"dur\": 200, \"args\": {\"stream\": 7", "1"},
+        std::pair{"\"gemm_b\", \"ts\": 700, \"dur\": 100, \"args\": {\"stream\": 7", "2"}}) {
+    const std::string from = name;
+    ASSERT_NE(launched.find(from), std::string::npos) << from;
+    launched.replace(launched.find(from), from.size(), from + ", \"correlation\": " + id);
+  }
+  trace::test::ScratchDir dir;
+  ASSERT_TRUE(convert_kineto_text(launched, "launched.json", dir.file("kineto-0.pst")).ok());
+  auto run = load_run(dir.path(), {});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  auto report = build_run_report(*run, {});
+  ASSERT_TRUE(report.ok());
+  const HtaFigures& h = *report->ranks[0].hta;
+  constexpr int64_t us = 1000;
+  EXPECT_EQ(h.kernel_time_ns, 1100 * us);  // A's start (100) to C's end (1,200)
+  EXPECT_EQ(h.compute_time_ns, 400 * us);  // A, B and C
+  EXPECT_EQ(h.idle_time_ns, 700 * us);
+  EXPECT_FALSE(h.comp_comm_overlap.has_value());  // the all-reduce had no launch: left out
+  EXPECT_FALSE(h.busy_at_last_step_start);
+}
+
 // One step: HTA has no last step to leave out, and neither do these figures.
 TEST(HtaFigures, ASingleStepKeepsAllItsWork) {
   const std::string step2 =

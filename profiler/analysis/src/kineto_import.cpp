@@ -194,6 +194,19 @@ class Converter final : public kineto::DocumentHandler {
     } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
       if (e.name.find("Launch") != std::string_view::npos)
         launches_.push_back(Launch{ts, e.tid, args.correlation});
+      // Every call that queues GPU work, as an API record: when each kernel, copy and memset was
+      // launched (HTA's figures leave out what was launched in the last step).
+      if (args.correlation != 0) {
+        auto api = trace::make_record<trace::ApiRecord>();
+        api.thread_id = e.tid;
+        api.start_ns = ns_of(ts);
+        api.end_ns = ns_of(ts + e.dur_us);
+        api.correlation_id = args.correlation;
+        api.name_id = name_id(e.name);
+        api.domain = static_cast<uint8_t>(e.cat == "cuda_runtime" ? trace::ApiDomain::kRuntime
+                                                                  : trace::ApiDomain::kDriver);
+        api_calls_.push_back(api);
+      }
     } else if (e.cat == "user_annotation") {
       if (e.name.starts_with("nccl:")) {
         if (auto op = nccl_op_of(e.name.substr(5)))
@@ -233,8 +246,7 @@ class Converter final : public kineto::DocumentHandler {
   bool wants_args(const kineto::Event& e) const override {
     if (e.cat.empty() || e.name.empty()) return true;
     if (e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset") return true;
-    if (e.cat == "cuda_runtime" || e.cat == "cuda_driver")
-      return e.name.find("Launch") != std::string_view::npos;
+    if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") return true;  // their correlation
     if (e.cat == "user_annotation") return e.name.starts_with("nccl:");
     if (e.cat == "cpu_op") return e.name == "record_param_comms" || e.name.starts_with("c10d::");
     return e.name == "[memory]";
@@ -248,6 +260,7 @@ class Converter final : public kineto::DocumentHandler {
     write_ranges();
     // GPU activity and memory after the step ranges, as a profiler's trace has them: the report
     // learns where each step starts before it sweeps the GPU work past it.
+    for (const trace::ApiRecord& api : api_calls_) out_->append(api);
     for (const GpuRecord& r : gpu_records_) std::visit([&](const auto& record) { out_->append(record); }, r);
     return writer_->close();
   }
@@ -377,7 +390,8 @@ class Converter final : public kineto::DocumentHandler {
 
   using GpuRecord =
       std::variant<trace::KernelRecord, trace::MemcpyRecord, trace::MemsetRecord, trace::MemoryRecord>;
-  std::vector<GpuRecord> gpu_records_;  // written last (finish)
+  std::vector<GpuRecord> gpu_records_;       // written last (finish)
+  std::vector<trace::ApiRecord> api_calls_;  // written just before them
   std::unordered_set<uint32_t> nccl_kernel_correlations_;
   std::vector<Launch> launches_;
   std::vector<NcclCall> calls_;         // nccl:<op> annotations

@@ -28,6 +28,7 @@ struct GpuInterval {
   int64_t start_ns;
   int64_t end_ns;
   IntervalClass cls;
+  int64_t launch_ns = INT64_MIN;  // when its launch began, where an API record says
 };
 
 struct MemoryEvent {
@@ -142,13 +143,20 @@ class RankScanner {
       case RecordKind::kMemcpy: {
         trace::MemcpyRecord r;
         record.decode(r);
-        on_copy(as_ns(r.start_ns), as_ns(r.end_ns), r.bytes, d_.memcpy_totals);
+        on_copy(as_ns(r.start_ns), as_ns(r.end_ns), r.bytes, r.correlation_id, d_.memcpy_totals);
         break;
       }
       case RecordKind::kMemset: {
         trace::MemsetRecord r;
         record.decode(r);
-        on_copy(as_ns(r.start_ns), as_ns(r.end_ns), r.bytes, d_.memset_totals);
+        on_copy(as_ns(r.start_ns), as_ns(r.end_ns), r.bytes, r.correlation_id, d_.memset_totals);
+        break;
+      }
+      case RecordKind::kApi: {
+        trace::ApiRecord r;
+        record.decode(r);
+        if (r.correlation_id != 0) launch_by_correlation_[r.correlation_id] = as_ns(r.start_ns);
+        api_records_seen_ = true;
         break;
       }
       case RecordKind::kMemory: {
@@ -217,21 +225,33 @@ class RankScanner {
     stats.min_ns = std::min(stats.min_ns, end - start);
     stats.max_ns = std::max(stats.max_ns, end - start);
     kernel_durations_[kernel].add(end - start);
-    push_interval({start, end, nccl ? IntervalClass::kComm : IntervalClass::kCompute});
+    push_interval(
+        {start, end, nccl ? IntervalClass::kComm : IntervalClass::kCompute, launch_of(r.correlation_id)});
     if (nccl) {
       d_.nccl_kernels_seen = true;
       join_.add_kernel(r.correlation_id, KernelSpan{start, end}, now_ns_, matched());
     }
   }
 
-  void on_copy(int64_t start, int64_t end, uint64_t bytes, OpTotals& totals) {
+  void on_copy(int64_t start, int64_t end, uint64_t bytes, uint32_t correlation, OpTotals& totals) {
     end = std::max(end, start);
     see_time(start);
     see_time(end);
     ++totals.calls;
     totals.bytes += bytes;
     totals.time_ns += end - start;
-    push_interval({start, end, IntervalClass::kCopy});
+    push_interval({start, end, IntervalClass::kCopy, launch_of(correlation)});
+  }
+
+  // When the GPU work of `correlation` was launched, where an API record said (each is asked
+  // for once: the entry goes).
+  int64_t launch_of(uint32_t correlation) {
+    if (launch_by_correlation_.empty() || correlation == 0) return INT64_MIN;
+    const auto it = launch_by_correlation_.find(correlation);
+    if (it == launch_by_correlation_.end()) return INT64_MIN;
+    const int64_t launch = it->second;
+    launch_by_correlation_.erase(it);
+    return launch;
   }
 
   void push_interval(const GpuInterval& interval) {
@@ -249,6 +269,9 @@ class RankScanner {
       last_step_ns_ = t;
       last_step_pending_ = last_swept_start_ns_ < t;
       d_.before_last_step = {};
+      // GPU work was already judged against an earlier last step: the launch-ordered figures
+      // no longer hold.
+      if (last_swept_start_ns_ != INT64_MIN) hta_by_launch_valid_ = false;
     }
     if (step_start_seen_) return;
     step_start_seen_ = true;
@@ -303,6 +326,12 @@ class RankScanner {
     if (i.cls != IntervalClass::kCompute) comm_or_copy_.add(i.start_ns, i.end_ns);
     int64_t from = 0;
     if (any_.add(i.start_ns, i.end_ns, &from) > 0) d_.busy.add_span(from, i.end_ns);
+    // HTA's set: what was launched before the last step's start; in a trace with launches in it,
+    // GPU work that no launch accounts for is left out, as HTA leaves it out; in one without,
+    // what started before the last step's start.
+    const bool launched_before = i.launch_ns != INT64_MIN ? i.launch_ns < last_step_ns_
+                                                          : !api_records_seen_ && i.start_ns < last_step_ns_;
+    if (last_step_ns_ == INT64_MIN || launched_before) hta_unions_.add(i);
   }
 
   // Islands in start order (the sweep's); one that arrived out of order only stretches the open one.
@@ -796,6 +825,9 @@ class RankScanner {
     d_.copy_union_ns = copy_.total();
     d_.compute_or_copy_union_ns = compute_or_copy_.total();
     d_.comm_or_copy_union_ns = comm_or_copy_.total();
+    if (hta_by_launch_valid_ && hta_unions_.any.total() > 0)
+      d_.hta_launched_before_last_step = hta_unions_.totals();
+    d_.launch_times_known = api_records_seen_;
     d_.p2p_ns = d_.nccl_kernels_seen ? kernel_p2p_ns_ : host_p2p_ns_;
     steps_.finish();
     if (d_.end && d_.end->records_dropped > d_.records_dropped) d_.records_dropped = d_.end->records_dropped;
@@ -829,6 +861,39 @@ class RankScanner {
   ReorderWindow<GpuInterval> gpu_window_;
   UnionLength compute_, comm_, compute_or_comm_, any_;
   UnionLength copy_, compute_or_copy_, comm_or_copy_;
+  // The same unions over HTA's set (sweep()), valid while no step started after the sweep began.
+  struct KindUnions {
+    UnionLength compute, comm, compute_or_comm, any, copy, compute_or_copy, comm_or_copy;
+    int64_t first_ns = INT64_MAX, last_end_ns = INT64_MIN;
+    void add(const GpuInterval& i) {
+      first_ns = std::min(first_ns, i.start_ns);
+      last_end_ns = std::max(last_end_ns, i.end_ns);
+      if (i.cls == IntervalClass::kCompute) compute.add(i.start_ns, i.end_ns);
+      if (i.cls == IntervalClass::kComm) comm.add(i.start_ns, i.end_ns);
+      if (i.cls != IntervalClass::kCopy) compute_or_comm.add(i.start_ns, i.end_ns);
+      if (i.cls == IntervalClass::kCopy) copy.add(i.start_ns, i.end_ns);
+      if (i.cls != IntervalClass::kComm) compute_or_copy.add(i.start_ns, i.end_ns);
+      if (i.cls != IntervalClass::kCompute) comm_or_copy.add(i.start_ns, i.end_ns);
+      any.add(i.start_ns, i.end_ns);
+    }
+    RankDigest::UnionsBefore totals() const {
+      RankDigest::UnionsBefore u;
+      u.known = true;
+      u.at_ns = first_ns;
+      u.compute_ns = compute.total();
+      u.comm_ns = comm.total();
+      u.compute_or_comm_ns = compute_or_comm.total();
+      u.any_ns = any.total();
+      u.copy_ns = copy.total();
+      u.compute_or_copy_ns = compute_or_copy.total();
+      u.comm_or_copy_ns = comm_or_copy.total();
+      u.last_end_ns = last_end_ns;
+      return u;
+    }
+  } hta_unions_;
+  bool hta_by_launch_valid_ = true;
+  bool api_records_seen_ = false;
+  std::unordered_map<uint32_t, int64_t> launch_by_correlation_;
   ComputeIsland island_{INT64_MIN, INT64_MIN};  // the open one
   ReorderWindow<MemoryEvent> memory_window_;
   MemoryLevel reserved_, allocated_;

@@ -168,8 +168,9 @@ bool covers_a_whole_step(const RankDigest& d, int64_t from_ns, int64_t to_ns) {
 }
 
 // HTA's figures from the rank's unions of GPU time, the overlaps by inclusion and exclusion. As
-// HTA, they leave out the GPU work of the last step (from its start on) when there are two steps
-// or more: HTA drops the kernels launched from the last ProfilerStep's start on.
+// HTA, they leave out the GPU work of the last step when there are two steps or more: HTA drops
+// the kernels launched from the last ProfilerStep's start on; where the trace does not say when
+// work was launched (or the scan could not sort it by launch), what started from then on.
 HtaFigures hta_figures(const RankDigest& d) {
   RankDigest::UnionsBefore whole;
   whole.compute_ns = d.compute_union_ns;
@@ -180,12 +181,17 @@ HtaFigures hta_figures(const RankDigest& d) {
   whole.compute_or_copy_ns = d.compute_or_copy_union_ns;
   whole.comm_or_copy_ns = d.comm_or_copy_union_ns;
   whole.last_end_ns = d.gpu_last_ns;
+  const RankDigest::UnionsBefore& launched = d.hta_launched_before_last_step;
   const RankDigest::UnionsBefore& last = d.before_last_step;
-  const bool trimmed = d.steps.size() >= 2 && last.known && last.any_ns > 0;
-  const RankDigest::UnionsBefore& u = trimmed ? last : whole;
+  const bool by_launch = d.steps.size() >= 2 && launched.known;
+  const bool trimmed = !by_launch && d.steps.size() >= 2 && last.known && last.any_ns > 0;
+  const RankDigest::UnionsBefore& u = by_launch ? launched : trimmed ? last : whole;
+  const int64_t first_ns = by_launch ? launched.at_ns : d.gpu_first_ns;
   HtaFigures h;
-  h.busy_at_last_step_start = trimmed && last.last_end_ns > last.at_ns;
-  h.kernel_time_ns = std::max<int64_t>(0, u.last_end_ns - d.gpu_first_ns);
+  // Cut by start, not by launch, with the GPU still busy at the cut: HTA may count more.
+  h.busy_at_last_step_start = d.steps.size() >= 2 && !(by_launch && d.launch_times_known) && last.known &&
+                              last.last_end_ns > last.at_ns;
+  h.kernel_time_ns = std::max<int64_t>(0, u.last_end_ns - first_ns);
   h.idle_time_ns = std::max<int64_t>(0, h.kernel_time_ns - u.any_ns);
   h.compute_time_ns = u.compute_ns;
   h.non_compute_time_ns = std::max<int64_t>(0, u.any_ns - u.compute_ns);

@@ -280,6 +280,12 @@ struct RankDigest {
   UnionsBefore before_unflushed_tail;
   // The same unions up to the start of the last step range (HTA's figures leave that step out).
   UnionsBefore before_last_step;
+  // The same unions over the GPU work launched before the last step range started (where API
+  // records say when; else started before it), as HTA counts; `at_ns` is that work's first
+  // start. Known when every step range was read before the GPU work was swept (a converted
+  // PyTorch profiler trace); otherwise HTA's figures fall back to before_last_step.
+  UnionsBefore hta_launched_before_last_step;
+  bool launch_times_known = false;  // the trace has API records: when its GPU work was launched
 
   uint64_t kernel_devices = 0;  // bit k: a kernel ran on device ordinal k (k < 64)
   // One entry per distinct kernel name, in order of first appearance.
