@@ -17,9 +17,11 @@
 //   user_annotation (incl. ProfilerStep#N) -> NVTX push/pop ranges per thread
 //   "[memory]" instant events           -> memory records (tensor allocations: the "allocated"
 //                                         figure, flagged as pool allocations)
-// Lost: CPU ops (other than the NCCL ones) and runtime calls. Process groups are known where
-// record_param_comms lists their ranks (PyTorch 2.1 and later); docs/kineto.md says what is
-// assumed where it does not.
+//   cuda_runtime / cuda_driver events with a correlation -> API records (when GPU work was
+//                                         launched: HTA's figures cut the last step by it)
+// Lost: CPU ops (other than the NCCL ones) and runtime calls without a correlation. Process groups are known
+// where record_param_comms lists their ranks (PyTorch 2.1 and later); docs/kineto.md says what is assumed
+// where it does not.
 #pragma once
 
 #include <string>
