@@ -31,6 +31,41 @@ struct GpuInterval {
   int64_t launch_ns = INT64_MIN;  // when its launch began, where an API record says
 };
 
+// The unions of GPU time by kind of work (compute and communication kernels, copies and memsets),
+// each alone and with each other: with inclusion and exclusion, every overlap of the three.
+struct KindUnions {
+  UnionLength compute, comm, compute_or_comm, any, copy, compute_or_copy, comm_or_copy;
+  int64_t first_ns = INT64_MAX, last_end_ns = INT64_MIN;
+
+  // Adds `i`; returns how much the union of all kinds grew, from `*any_from` on.
+  int64_t add(const GpuInterval& i, int64_t* any_from = nullptr) {
+    first_ns = std::min(first_ns, i.start_ns);
+    last_end_ns = std::max(last_end_ns, i.end_ns);
+    if (i.cls == IntervalClass::kCompute) compute.add(i.start_ns, i.end_ns);
+    if (i.cls == IntervalClass::kComm) comm.add(i.start_ns, i.end_ns);
+    if (i.cls != IntervalClass::kCopy) compute_or_comm.add(i.start_ns, i.end_ns);
+    if (i.cls == IntervalClass::kCopy) copy.add(i.start_ns, i.end_ns);
+    if (i.cls != IntervalClass::kComm) compute_or_copy.add(i.start_ns, i.end_ns);
+    if (i.cls != IntervalClass::kCompute) comm_or_copy.add(i.start_ns, i.end_ns);
+    return any.add(i.start_ns, i.end_ns, any_from);
+  }
+  // The unions up to `at_ns`, valid while every interval added so far started before it.
+  RankDigest::UnionsBefore before(int64_t at_ns) const {
+    RankDigest::UnionsBefore b;
+    b.known = true;
+    b.at_ns = at_ns;
+    b.compute_ns = compute.total_before(at_ns);
+    b.comm_ns = comm.total_before(at_ns);
+    b.compute_or_comm_ns = compute_or_comm.total_before(at_ns);
+    b.any_ns = any.total_before(at_ns);
+    b.copy_ns = copy.total_before(at_ns);
+    b.compute_or_copy_ns = compute_or_copy.total_before(at_ns);
+    b.comm_or_copy_ns = comm_or_copy.total_before(at_ns);
+    b.last_end_ns = last_end_ns;
+    return b;
+  }
+};
+
 struct MemoryEvent {
   int64_t start_ns;  // the event's time (named for ReorderWindow)
   int64_t delta_bytes;
@@ -281,20 +316,7 @@ class RankScanner {
   }
 
   // The unions up to `at_ns`, valid while every interval swept so far started before it.
-  RankDigest::UnionsBefore unions_before(int64_t at_ns) const {
-    RankDigest::UnionsBefore b;
-    b.known = true;
-    b.at_ns = at_ns;
-    b.compute_ns = compute_.total_before(at_ns);
-    b.comm_ns = comm_.total_before(at_ns);
-    b.compute_or_comm_ns = compute_or_comm_.total_before(at_ns);
-    b.any_ns = any_.total_before(at_ns);
-    b.copy_ns = copy_.total_before(at_ns);
-    b.compute_or_copy_ns = compute_or_copy_.total_before(at_ns);
-    b.comm_or_copy_ns = comm_or_copy_.total_before(at_ns);
-    b.last_end_ns = last_swept_end_ns_;
-    return b;
-  }
+  RankDigest::UnionsBefore unions_before(int64_t at_ns) const { return all_.before(at_ns); }
 
   void take_unions_before_last_step() {
     last_step_pending_ = false;
@@ -316,16 +338,9 @@ class RankScanner {
     if (tail_pending_ && i.start_ns >= tail_cut_ns_) take_unions_before_tail();
     if (last_step_pending_ && i.start_ns >= last_step_ns_) take_unions_before_last_step();
     last_swept_start_ns_ = std::max(last_swept_start_ns_, i.start_ns);
-    last_swept_end_ns_ = std::max(last_swept_end_ns_, i.end_ns);
     if (i.cls != IntervalClass::kComm) add_to_island(i);
-    if (i.cls == IntervalClass::kCompute) compute_.add(i.start_ns, i.end_ns);
-    if (i.cls == IntervalClass::kComm) comm_.add(i.start_ns, i.end_ns);
-    if (i.cls != IntervalClass::kCopy) compute_or_comm_.add(i.start_ns, i.end_ns);
-    if (i.cls == IntervalClass::kCopy) copy_.add(i.start_ns, i.end_ns);
-    if (i.cls != IntervalClass::kComm) compute_or_copy_.add(i.start_ns, i.end_ns);
-    if (i.cls != IntervalClass::kCompute) comm_or_copy_.add(i.start_ns, i.end_ns);
     int64_t from = 0;
-    if (any_.add(i.start_ns, i.end_ns, &from) > 0) d_.busy.add_span(from, i.end_ns);
+    if (all_.add(i, &from) > 0) d_.busy.add_span(from, i.end_ns);
     // HTA's set: what was launched before the last step's start; in a trace with launches in it,
     // GPU work that no launch accounts for is left out, as HTA leaves it out; in one without,
     // what started before the last step's start.
@@ -818,15 +833,17 @@ class RankScanner {
     d_.peak_memory_bytes = figure.peak_bytes;
     d_.peak_memory_at_ns = figure.peak_at_ns;
     d_.memory_checkpoints = std::move(figure.checkpoints);
-    d_.compute_union_ns = compute_.total();
-    d_.comm_union_ns = comm_.total();
-    d_.compute_or_comm_union_ns = compute_or_comm_.total();
-    d_.any_union_ns = any_.total();
-    d_.copy_union_ns = copy_.total();
-    d_.compute_or_copy_union_ns = compute_or_copy_.total();
-    d_.comm_or_copy_union_ns = comm_or_copy_.total();
-    if (hta_by_launch_valid_ && hta_unions_.any.total() > 0)
-      d_.hta_launched_before_last_step = hta_unions_.totals();
+    d_.compute_union_ns = all_.compute.total();
+    d_.comm_union_ns = all_.comm.total();
+    d_.compute_or_comm_union_ns = all_.compute_or_comm.total();
+    d_.any_union_ns = all_.any.total();
+    d_.copy_union_ns = all_.copy.total();
+    d_.compute_or_copy_union_ns = all_.compute_or_copy.total();
+    d_.comm_or_copy_union_ns = all_.comm_or_copy.total();
+    if (hta_by_launch_valid_ && hta_unions_.any.total() > 0) {
+      d_.hta_launched_before_last_step = hta_unions_.before(INT64_MAX);
+      d_.hta_launched_before_last_step.at_ns = hta_unions_.first_ns;
+    }
     d_.launch_times_known = api_records_seen_;
     d_.p2p_ns = d_.nccl_kernels_seen ? kernel_p2p_ns_ : host_p2p_ns_;
     steps_.finish();
@@ -851,7 +868,6 @@ class RankScanner {
   bool step_start_seen_ = false, before_first_step_pending_ = false;
   int64_t first_step_ns_ = 0;
   int64_t last_swept_start_ns_ = INT64_MIN;
-  int64_t last_swept_end_ns_ = INT64_MIN;
   bool last_step_pending_ = false;
   int64_t last_step_ns_ = INT64_MIN;
   int64_t tail_cut_ns_ = 0;
@@ -859,38 +875,9 @@ class RankScanner {
   int64_t now_ns_ = INT64_MIN;
 
   ReorderWindow<GpuInterval> gpu_window_;
-  UnionLength compute_, comm_, compute_or_comm_, any_;
-  UnionLength copy_, compute_or_copy_, comm_or_copy_;
+  KindUnions all_;  // every GPU interval swept
   // The same unions over HTA's set (sweep()), valid while no step started after the sweep began.
-  struct KindUnions {
-    UnionLength compute, comm, compute_or_comm, any, copy, compute_or_copy, comm_or_copy;
-    int64_t first_ns = INT64_MAX, last_end_ns = INT64_MIN;
-    void add(const GpuInterval& i) {
-      first_ns = std::min(first_ns, i.start_ns);
-      last_end_ns = std::max(last_end_ns, i.end_ns);
-      if (i.cls == IntervalClass::kCompute) compute.add(i.start_ns, i.end_ns);
-      if (i.cls == IntervalClass::kComm) comm.add(i.start_ns, i.end_ns);
-      if (i.cls != IntervalClass::kCopy) compute_or_comm.add(i.start_ns, i.end_ns);
-      if (i.cls == IntervalClass::kCopy) copy.add(i.start_ns, i.end_ns);
-      if (i.cls != IntervalClass::kComm) compute_or_copy.add(i.start_ns, i.end_ns);
-      if (i.cls != IntervalClass::kCompute) comm_or_copy.add(i.start_ns, i.end_ns);
-      any.add(i.start_ns, i.end_ns);
-    }
-    RankDigest::UnionsBefore totals() const {
-      RankDigest::UnionsBefore u;
-      u.known = true;
-      u.at_ns = first_ns;
-      u.compute_ns = compute.total();
-      u.comm_ns = comm.total();
-      u.compute_or_comm_ns = compute_or_comm.total();
-      u.any_ns = any.total();
-      u.copy_ns = copy.total();
-      u.compute_or_copy_ns = compute_or_copy.total();
-      u.comm_or_copy_ns = comm_or_copy.total();
-      u.last_end_ns = last_end_ns;
-      return u;
-    }
-  } hta_unions_;
+  KindUnions hta_unions_;
   bool hta_by_launch_valid_ = true;
   bool api_records_seen_ = false;
   std::unordered_map<uint32_t, int64_t> launch_by_correlation_;
