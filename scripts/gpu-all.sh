@@ -80,6 +80,17 @@ run_step() {  # one of the step names below
       PIPESCOPE_GPU_BENCHMARK_FILTER=${PIPESCOPE_GPU_BENCHMARK_FILTER:-'^(gemm/bf16|hbm|memcpy|device)'} \
         step calibrate 150 "$root/gpu-calibrate.sh" "$root" "$res/calibrate" --quick --base h100-80gb
       ;;
+    losses)  # the backward passes' GEMM layouts and compute beside communication (calibration-results.md)
+      step losses 240 "$root/bin/gpu_benchmark" --benchmark_filter='^(device|gemm_layout|interference)' \
+        --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --benchmark_out="$res/losses.json" --benchmark_out_format=json
+      ;;
+    sustained)  # a GEMM run until its clocks settle, beside the table's figure for the same shape
+      PIPESCOPE_SUSTAINED_SECONDS=${PIPESCOPE_SUSTAINED_SECONDS:-90} step sustained 220 "$root/bin/gpu_benchmark" \
+        --benchmark_filter='^(device|gemm/bf16/m:8192/n:8192/k:8192/|sustained)' \
+        --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --benchmark_out="$res/sustained.json" --benchmark_out_format=json
+      ;;
     gemm-crosscheck)  # PyTorch's matmuls at the suite's shapes and the 1B model's, beside the suite's own.
       local suite_json=$res/calibrate/gpu.json
       [[ -f "$suite_json" ]] || suite_json=

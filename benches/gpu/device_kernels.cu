@@ -108,6 +108,37 @@ __global__ void rms_norm_kernel(const uint4* x, const uint4* w, uint4* y, int ve
   }
 }
 
+// One block per SM it runs on: every block copies its own part of x into y, a slice at a time
+// round and round, pausing `pause_ns` after each slice, until the host sets *stop; each block says
+// when it started and how many slices it copied.
+__global__ void background_copy_kernel(const uint4* x, uint4* y, size_t n, unsigned pause_ns,
+                                       const volatile int* stop, volatile int* started,
+                                       volatile unsigned long long* slices) {
+  __shared__ int halt;
+  if (threadIdx.x == 0) {
+    started[blockIdx.x] = 1;
+    __threadfence_system();
+  }
+  const size_t part = n / gridDim.x / kBackgroundSliceVectors * kBackgroundSliceVectors;
+  const uint4* from = x + part * blockIdx.x;
+  uint4* to = y + part * blockIdx.x;
+  unsigned long long done = 0;
+  for (size_t offset = 0;; offset = (offset + kBackgroundSliceVectors) % part) {
+    for (size_t i = threadIdx.x; i < kBackgroundSliceVectors; i += blockDim.x)
+      to[offset + i] = from[offset + i];
+    ++done;
+    for (unsigned waited = 0; waited < pause_ns; waited += 1000) __nanosleep(1000);
+    __syncthreads();
+    if (threadIdx.x == 0) halt = *stop;
+    __syncthreads();
+    if (halt != 0) break;
+  }
+  if (threadIdx.x == 0) {
+    slices[blockIdx.x] = done;
+    __threadfence_system();
+  }
+}
+
 unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
 }  // namespace
@@ -146,6 +177,18 @@ void launch_rms_norm(const void* x, const void* w, void* y, size_t rows, int hid
   rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
       static_cast<const uint4*>(x), static_cast<const uint4*>(w), static_cast<uint4*>(y),
       hidden / kVectorElements);
+  PIPESCOPE_CUDA(cudaGetLastError());
+}
+
+void launch_background_copy(const void* x, void* y, size_t bytes, int blocks, unsigned pause_ns,
+                            const BackgroundCopyFlags& flags, cudaStream_t stream) {
+  if (blocks <= 0 || blocks > kBackgroundCopyMaxBlocks)
+    fail_call("launch_background_copy", "blocks must be 1 to kBackgroundCopyMaxBlocks");
+  if (bytes / sizeof(uint4) / static_cast<size_t>(blocks) < kBackgroundSliceVectors)
+    fail_call("launch_background_copy", "bytes must give every block at least one slice");
+  background_copy_kernel<<<static_cast<unsigned>(blocks), kBackgroundCopyThreads, 0, stream>>>(
+      static_cast<const uint4*>(x), static_cast<uint4*>(y), bytes / sizeof(uint4), pause_ns, flags.stop,
+      flags.started, flags.slices);
   PIPESCOPE_CUDA(cudaGetLastError());
 }
 

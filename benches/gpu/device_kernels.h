@@ -28,4 +28,22 @@ void launch_add(const void* x, const void* y, void* z, size_t bytes, cudaStream_
 void launch_rms_norm(const void* x, const void* w, void* y, size_t rows, int hidden, cudaStream_t stream);
 inline constexpr int kRmsNormMaxHidden = 8192;
 
+// What stands in for a communication kernel beside the work it overlaps (a NCCL kernel holds one
+// SM per channel and streams memory): a copy on exactly `blocks` blocks of
+// kBackgroundCopyThreads threads, each copying its part of `bytes` a slice of
+// kBackgroundSliceVectors 16-byte vectors (1 MiB) at a time, pausing about `pause_ns` after each
+// (0: none; the pause sets how much memory traffic the SMs it holds make), until the host sets
+// *stop. Device pointers to host-mapped memory (cudaHostAllocMapped): started[b] becomes 1 when
+// block b runs, slices[b] is how many slices block b copied when it stopped.
+inline constexpr int kBackgroundCopyMaxBlocks = 1024;
+inline constexpr int kBackgroundCopyThreads = 512;
+inline constexpr size_t kBackgroundSliceVectors = 65536;
+struct BackgroundCopyFlags {
+  volatile int* stop = nullptr;
+  volatile int* started = nullptr;                // kBackgroundCopyMaxBlocks entries
+  volatile unsigned long long* slices = nullptr;  // kBackgroundCopyMaxBlocks entries
+};
+void launch_background_copy(const void* x, void* y, size_t bytes, int blocks, unsigned pause_ns,
+                            const BackgroundCopyFlags& flags, cudaStream_t stream);
+
 }  // namespace pipescope::benches

@@ -9,16 +9,20 @@
 namespace pipescope::benches {
 namespace {
 
+struct PassSets {
+  std::set<GemmShape> forward, input_gradient, weight_gradient;
+};
+
 // Pricer::linear: y = x W for `tokens` rows, W in x out.
-void add_linear(std::set<GemmShape>& into, int64_t tokens, int64_t out, int64_t in) {
+void add_linear(PassSets& into, int64_t tokens, int64_t out, int64_t in) {
   if (tokens < 1 || out < 1 || in < 1) return;
-  into.insert({tokens, out, in});  // forward
-  into.insert({tokens, in, out});  // input gradient
-  into.insert({in, out, tokens});  // weight gradient
+  into.forward.insert({tokens, out, in});
+  into.input_gradient.insert({tokens, in, out});
+  into.weight_gradient.insert({in, out, tokens});
 }
 
 // Pricer::layer for one TP degree and micro-batch size.
-void add_layer(std::set<GemmShape>& into, const models::ModelDesc& m, int64_t t, int64_t tokens) {
+void add_layer(PassSets& into, const models::ModelDesc& m, int64_t t, int64_t tokens) {
   const int64_t q_width = m.num_attention_heads * m.head_dim / t;
   const int64_t kv_width = m.num_kv_heads * m.head_dim / t;
   const int64_t up_matrices = m.mlp == models::MlpKind::kSwiglu ? 2 : 1;
@@ -52,9 +56,9 @@ std::vector<GemmShape> model_gemm_shapes(const models::ModelDesc& model, const M
   return model_gemm_shapes(std::vector<models::ModelDesc>{model}, options);
 }
 
-std::vector<GemmShape> model_gemm_shapes(const std::vector<models::ModelDesc>& models,
-                                         const ModelShapeOptions& options) {
-  std::set<GemmShape> shapes;
+PassGemmShapes model_pass_gemm_shapes(const std::vector<models::ModelDesc>& models,
+                                      const ModelShapeOptions& options) {
+  PassSets sets;
   for (const models::ModelDesc& model : models) {
     for (int64_t t : options.tensor_parallel) {
       for (int64_t mbs : options.micro_batch_sizes) {
@@ -63,11 +67,50 @@ std::vector<GemmShape> model_gemm_shapes(const std::vector<models::ModelDesc>& m
         o.seq_length = options.seq_length;
         o.tensor_parallel = t;
         if (!models::check_cost_options(model, o).ok()) continue;
-        add_layer(shapes, model, t, mbs * options.seq_length);
+        add_layer(sets, model, t, mbs * options.seq_length);
       }
     }
   }
+  return {{sets.forward.begin(), sets.forward.end()},
+          {sets.input_gradient.begin(), sets.input_gradient.end()},
+          {sets.weight_gradient.begin(), sets.weight_gradient.end()}};
+}
+
+std::vector<GemmShape> model_gemm_shapes(const std::vector<models::ModelDesc>& models,
+                                         const ModelShapeOptions& options) {
+  const PassGemmShapes by_pass = model_pass_gemm_shapes(models, options);
+  std::set<GemmShape> shapes;
+  for (const auto* list : {&by_pass.forward, &by_pass.input_gradient, &by_pass.weight_gradient})
+    shapes.insert(list->begin(), list->end());
   return {shapes.begin(), shapes.end()};
+}
+
+SuiteLayoutShapes suite_layout_shapes() {
+  SuiteLayoutShapes out;
+  std::vector<models::ModelDesc> descs;
+  for (const char* name : {"llama2-7b", "llama3-70b"}) {
+    auto model = models::load_bundled_model(name);
+    if (!model.ok()) {
+      out.error = model.error().message;
+      return out;
+    }
+    descs.push_back(std::move(*model));
+  }
+  ModelShapeOptions options;
+  options.tensor_parallel = {1, 8};
+  options.micro_batch_sizes = {1};
+  const PassGemmShapes by_pass = model_pass_gemm_shapes(descs, options);
+  std::set<PassShape> shapes;
+  for (const GemmShape& s : by_pass.input_gradient) {
+    shapes.insert({s, GemmPass::kInputGradient});
+    shapes.insert({s, GemmPass::kForward});
+  }
+  for (const GemmShape& s : by_pass.weight_gradient) {
+    shapes.insert({s, GemmPass::kWeightGradient});
+    shapes.insert({s, GemmPass::kForward});
+  }
+  out.shapes.assign(shapes.begin(), shapes.end());
+  return out;
 }
 
 std::vector<GemmShape> grid_shapes(const std::vector<int64_t>& sizes) {

@@ -34,6 +34,32 @@ std::vector<GemmShape> model_gemm_shapes(const models::ModelDesc& model, const M
 std::vector<GemmShape> model_gemm_shapes(const std::vector<models::ModelDesc>& models,
                                          const ModelShapeOptions& options);
 
+// Which pass of a linear layer a GEMM belongs to; each lays out its operands its own way
+// (cublaslt_gemm.h).
+enum class GemmPass { kForward, kInputGradient, kWeightGradient };
+
+// The same shapes by pass, each list sorted, without duplicates.
+struct PassGemmShapes {
+  std::vector<GemmShape> forward, input_gradient, weight_gradient;
+};
+PassGemmShapes model_pass_gemm_shapes(const std::vector<models::ModelDesc>& models,
+                                      const ModelShapeOptions& options);
+
+// What the backward-layout benchmarks measure: every input- and weight-gradient GEMM of
+// llama2-7b and llama3-70b at TP 1 and 8, micro-batch 1, in its own pass's layout, and each of
+// those shapes in the forward's layout too (the pair gives the layout's factor). Sorted by shape,
+// then pass; a shape that is both an input and a weight gradient appears in all three layouts once.
+struct PassShape {
+  GemmShape shape;
+  GemmPass pass = GemmPass::kForward;
+  auto operator<=>(const PassShape&) const = default;
+};
+struct SuiteLayoutShapes {
+  std::vector<PassShape> shapes;
+  std::string error;  // empty when the shapes are complete
+};
+SuiteLayoutShapes suite_layout_shapes();
+
 // Every (m, n, k) with each of m, n and k taken from `sizes`.
 std::vector<GemmShape> grid_shapes(const std::vector<int64_t>& sizes);
 

@@ -1,5 +1,6 @@
 // gpu_benchmark: the single-GPU part of the calibration suite (docs/calibration-results.md):
-// cuBLASLt GEMMs, memory-bound kernels and copies. Flags: --quick, then Google Benchmark's.
+// cuBLASLt GEMMs (the table, the backward passes' layouts, sustained clocks), memory-bound
+// kernels, copies, and compute beside a communication-like kernel. Flags: --quick, then Google Benchmark's.
 // Without a usable GPU: one "no GPU" line on stderr, no output file, exit 0.
 #include <benchmark/benchmark.h>
 
@@ -10,7 +11,9 @@
 #include "device_state.h"
 #include "gemm_benchmark.h"
 #include "hbm_benchmark.h"
+#include "interference_benchmark.h"
 #include "suite_args.h"
+#include "sustained_benchmark.h"
 
 int main(int argc, char** argv) {
   using namespace pipescope::benches;
@@ -31,6 +34,10 @@ int main(int argc, char** argv) {
   register_gemm_benchmarks(device, args.quick);
   register_hbm_benchmarks(args.quick);
   register_memcpy_benchmarks(args.quick);
+  register_gemm_layout_benchmarks(device);
+  register_interference_benchmarks();
+  // Last: it heats the GPU, which would lower what follows it.
+  register_sustained_benchmark(args.quick);
   register_device_state_benchmark("end");
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -121,11 +122,24 @@ class EntryReader {
 };
 
 // With repetitions, the median aggregate stands for the run; the other aggregates and the single
-// repetitions it summarises are left out.
-bool should_take(const json& entry, bool file_has_medians) {
+// repetitions it summarises are left out. A benchmark that ran once (the sustained GEMM sets its
+// own repetitions) has no aggregate: its one run stands for it.
+// The benchmark an entry belongs to: its run_name, else its name less an aggregate's suffix.
+std::string run_name_of(const json& entry) {
+  if (const auto it = entry.find("run_name"); it != entry.end() && it->is_string())
+    return it->get<std::string>();
+  std::string name = entry.value("name", std::string());
+  const std::string suffix = "_" + entry.value("aggregate_name", std::string());
+  if (entry.value("run_type", std::string()) == "aggregate" && name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.resize(name.size() - suffix.size());
+  return name;
+}
+
+bool should_take(const json& entry, const std::set<std::string>& names_with_medians) {
   const std::string run_type = entry.value("run_type", std::string("iteration"));
   if (run_type == "aggregate") return entry.value("aggregate_name", std::string()) == "median";
-  return !file_has_medians;
+  return names_with_medians.count(run_name_of(entry)) == 0;
 }
 
 Status add_entry(const EntryReader& e, BenchResults& into) {
@@ -188,6 +202,75 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
                        *bytes, *seconds};
     if (s.ranks < 1) return e.fail("has ranks:0");
     into.collectives.push_back(std::move(s));
+    return Status::Ok();
+  }
+  if (p.family == "gemm_layout" || p.family == "sustained") {
+    int64_t shape[3] = {0, 0, 0};
+    for (int i = 0; i < 3; ++i) {
+      const std::string key(1, "mnk"[i]);
+      auto v = e.integer(key);
+      if (!v.ok()) return v.error();
+      if (*v == 0) return e.fail("has " + key + ":0");
+      shape[i] = *v;
+    }
+    if (p.family == "gemm_layout") {
+      if (p.variant != "bf16") {
+        into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file +
+                             ": the layouts are priced for bf16");
+        return Status::Ok();
+      }
+      const auto pass = p.params.find("pass");
+      if (pass == p.params.end() ||
+          (pass->second != "forward" && pass->second != "dgrad" && pass->second != "wgrad"))
+        return e.fail("has no pass:forward, pass:dgrad or pass:wgrad");
+      into.gemm_layouts.push_back({e.id(), shape[0], shape[1], shape[2], pass->second, *seconds});
+      return Status::Ok();
+    }
+    SustainedSample s;
+    s.id = e.id();
+    s.m = shape[0];
+    s.n = shape[1];
+    s.k = shape[2];
+    for (auto [key, field] : {std::pair{"burst_flops_per_s", &s.burst_flops_per_s},
+                              {"sustained_flops_per_s", &s.sustained_flops_per_s},
+                              {"seconds", &s.seconds}}) {
+      auto v = e.counter(key);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
+    for (auto [key, field] : {std::pair{"burst_sm_clock_mhz", &s.burst_sm_clock_mhz},
+                              {"sustained_sm_clock_mhz", &s.sustained_sm_clock_mhz},
+                              {"sustained_power_w", &s.sustained_power_w},
+                              {"power_limit_w", &s.power_limit_w}}) {
+      if (auto v = e.counter(key); v.ok()) *field = *v;
+    }
+    const std::string label = e.label(), prefix = "clock_event_reasons ";
+    if (label.rfind(prefix, 0) == 0) s.clock_event_reasons = label.substr(prefix.size());
+    into.sustained.push_back(std::move(s));
+    return Status::Ok();
+  }
+  if (p.family == "interference") {
+    if (p.variant != "gemm" && p.variant != "memory") return e.fail("is neither gemm nor memory work");
+    InterferenceSample s;
+    s.id = e.id();
+    s.work = p.variant;
+    auto sms = e.integer("sms");
+    if (!sms.ok()) return sms.error();
+    if (*sms == 0) return e.fail("has sms:0");
+    s.sms = static_cast<int>(*sms);
+    if (p.params.count("pause_ns") != 0) {
+      auto pause = e.integer("pause_ns");
+      if (!pause.ok()) return pause.error();
+      s.pause_ns = *pause;
+    }
+    for (auto [key, field] : {std::pair{"alone_s", &s.alone_s},
+                              {"beside_s", &s.beside_s},
+                              {"background_bytes_per_s", &s.background_bytes_per_s}}) {
+      auto v = e.counter(key);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
+    into.interference.push_back(std::move(s));
     return Status::Ok();
   }
   if (p.family == "device" && p.variant == "state") {
@@ -302,14 +385,15 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
     }
   }
   const json& list = doc["benchmarks"];
-  bool has_medians = false;
+  std::set<std::string> names_with_medians;
   for (const json& entry : list) {
-    has_medians |= entry.is_object() && entry.value("aggregate_name", std::string()) == "median";
+    if (entry.is_object() && entry.value("aggregate_name", std::string()) == "median")
+      names_with_medians.insert(run_name_of(entry));
   }
   size_t taken = 0;
   for (const json& entry : list) {
     if (!entry.is_object()) return Error{"benchmark results '" + origin + "': an entry is not an object"};
-    if (!should_take(entry, has_medians)) continue;
+    if (!should_take(entry, names_with_medians)) continue;
     const EntryReader reader(entry, origin);
     if (entry.value("error_occurred", false)) {
       into.notes.push_back("skipped '" + reader.name() + "' in " + origin +

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "pipescope/calibrate/attention_fit.h"
 #include "pipescope/calibrate/gemm_fit.h"
+#include "pipescope/calibrate/losses_fit.h"
 #include "pipescope/calibrate/profile_base.h"
 #include "pipescope/calibrate/transfer_fit.h"
 #include "pipescope/planner/collective_model.h"
@@ -48,11 +50,18 @@ double context_number(const BenchResults& r, const std::string& key) {
 }
 
 Status add_gemm(const BenchResults& r, const std::string& source, ProfileFit& out) {
-  const bool any_bf16 =
-      std::any_of(r.gemm.begin(), r.gemm.end(), [](const GemmSample& s) { return s.dtype == "bf16"; });
-  if (!any_bf16) {
-    if (!r.gemm.empty())
+  std::set<std::tuple<int64_t, int64_t, int64_t>> bf16_shapes;
+  for (const GemmSample& s : r.gemm) {
+    if (s.dtype == "bf16") bf16_shapes.emplace(s.m, s.n, s.k);
+  }
+  if (bf16_shapes.size() < 2) {
+    if (bf16_shapes.size() == 1) {
+      out.notes.push_back(
+          "the results hold one bf16 GEMM shape, which makes no table; the base's table is kept" +
+          std::string(r.sustained.empty() ? "" : " (the shape is the sustained GEMM's reference)"));
+    } else if (!r.gemm.empty()) {
       out.notes.push_back("GEMM results hold no bf16 shapes; the planner prices bf16, so none are used");
+    }
     out.kept_from_base.push_back("gemm");
     return Status::Ok();
   }
@@ -222,6 +231,36 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
   return Status::Ok();
 }
 
+// Sustained clocks, the backward passes' layouts and interference (planner::TrainingLosses), after
+// the GEMM table: the sustained fraction is taken against it where the results did not measure
+// the same shape.
+Status add_losses(const BenchResults& r, const std::string& source, ProfileFit& out) {
+  planner::TrainingLosses& losses = out.profile.losses;
+  auto place = [&](const std::string& what, const std::string& kept_name, std::optional<LossFit> fit,
+                   planner::SourcedValue& slot) {
+    if (!fit) {
+      out.kept_from_base.push_back(kept_name);
+      return;
+    }
+    slot = fit->value;
+    out.sections.push_back({what, fit->summary, fit->quality});
+  };
+  place(
+      "sustained clocks", "losses.sustained_gemm_fraction",
+      fit_sustained(r.sustained, r.gemm, out.profile, out.gpu.peak_dense_bf16_flops_per_s, source, out.notes),
+      losses.sustained_gemm_fraction);
+  LayoutFits layouts = fit_layouts(r.gemm_layouts, source, out.notes);
+  place("backward layout dgrad", "losses.dgrad_time_ratio", std::move(layouts.dgrad),
+        losses.dgrad_time_ratio);
+  place("backward layout wgrad", "losses.wgrad_time_ratio", std::move(layouts.wgrad),
+        losses.wgrad_time_ratio);
+  place("interference gemm", "losses.overlap_gemm_slowdown", fit_interference(r.interference, "gemm", source),
+        losses.overlap_gemm_slowdown);
+  place("interference memory-bound", "losses.overlap_memory_bound_slowdown",
+        fit_interference(r.interference, "memory", source), losses.overlap_memory_bound_slowdown);
+  return Status::Ok();
+}
+
 // The communicator's memory from the nccl file with the most ranks: a one-rank communicator
 // connects no peer and holds far less than the groups the planner prices.
 std::pair<double, int> nccl_buffer_bytes(const BenchResults& r) {
@@ -312,7 +351,7 @@ Expected<ProfileFit> fit_profile(const BenchResults& results, const FitOptions& 
                             "; parts nothing measured come from " + base->origin + ".";
   out.notes = results.notes;
   const std::string source = run_description(results);
-  for (auto add : {add_gemm, add_attention, add_bandwidths, add_collectives}) {
+  for (auto add : {add_gemm, add_attention, add_bandwidths, add_collectives, add_losses}) {
     if (Status s = add(results, source, out); !s.ok()) return s.error();
   }
   if (std::none_of(out.sections.begin(), out.sections.end(),

@@ -38,6 +38,39 @@ TEST(ModelGemmShapes, Llama2_7bAtTp1IsForwardAndBothGradientsOfItsFourLinearLaye
                   GemmShape{4096, 22016, 4096}, GemmShape{11008, 4096, 4096}));
 }
 
+TEST(ModelPassGemmShapes, SplitsTheSameShapesByPass) {
+  // llama2-7b at TP 1: the forward of down (11008 -> 4096) is 4096 x 4096 x 11008, its input
+  // gradient 4096 x 11008 x 4096, its weight gradient 11008 x 4096 x 4096.
+  const PassGemmShapes p = model_pass_gemm_shapes({bundled("llama2-7b")}, one(1, 1));
+  EXPECT_THAT(p.forward, ElementsAre(GemmShape{4096, 4096, 4096}, GemmShape{4096, 4096, 11008},
+                                     GemmShape{4096, 12288, 4096}, GemmShape{4096, 22016, 4096}));
+  EXPECT_THAT(p.input_gradient, ElementsAre(GemmShape{4096, 4096, 4096}, GemmShape{4096, 4096, 12288},
+                                            GemmShape{4096, 4096, 22016}, GemmShape{4096, 11008, 4096}));
+  EXPECT_THAT(p.weight_gradient, ElementsAre(GemmShape{4096, 4096, 4096}, GemmShape{4096, 12288, 4096},
+                                             GemmShape{4096, 22016, 4096}, GemmShape{11008, 4096, 4096}));
+}
+
+TEST(SuiteLayoutShapes, EveryBackwardGemmInItsOwnLayoutAndTheForwards) {
+  const SuiteLayoutShapes suite = suite_layout_shapes();
+  ASSERT_TRUE(suite.error.empty()) << suite.error;
+  // llama2-7b's down projection at TP 1, and llama3-70b's QKV at TP 8 (8192 -> 1280).
+  EXPECT_THAT(suite.shapes, Contains(PassShape{{4096, 11008, 4096}, GemmPass::kInputGradient}));
+  EXPECT_THAT(suite.shapes, Contains(PassShape{{4096, 11008, 4096}, GemmPass::kForward}));
+  EXPECT_THAT(suite.shapes, Contains(PassShape{{8192, 1280, 4096}, GemmPass::kWeightGradient}));
+  EXPECT_THAT(suite.shapes, Contains(PassShape{{8192, 1280, 4096}, GemmPass::kForward}));
+  EXPECT_THAT(suite.shapes, Not(Contains(PassShape{{4096, 1280, 8192}, GemmPass::kForward})));
+  // Every backward shape has its forward-layout partner, and nothing else is there.
+  size_t backward = 0;
+  for (const PassShape& p : suite.shapes) {
+    if (p.pass == GemmPass::kForward) continue;
+    ++backward;
+    EXPECT_THAT(suite.shapes, Contains(PassShape{p.shape, GemmPass::kForward}));
+  }
+  EXPECT_GT(backward, 10u);
+  EXPECT_LT(suite.shapes.size(), 2 * backward + 1);
+  EXPECT_TRUE(std::adjacent_find(suite.shapes.begin(), suite.shapes.end()) == suite.shapes.end());
+}
+
 TEST(ModelGemmShapes, GroupedQueryAttentionSplitsQueryAndKvHeadsOverTp) {
   // llama3-70b at TP 8, micro-batch 2: 8192 tokens, q 64 x 128 / 8 = 1024, k and v 8 x 128 / 8
   // = 128 each, so QKV is 8192 -> 1280; down is 28672 / 8 = 3584 -> 8192.

@@ -130,8 +130,8 @@ TEST(FitProfile, TheWrittenProfileReadsBackAndANewerVersionIsRefused) {
   auto newer = planner::parse_calibration_profile(doc.dump(), "calibration profile 'p.json'");
   ASSERT_FALSE(newer.ok());
   EXPECT_EQ(newer.error().message.find(
-                "calibration profile 'p.json': schema_version 3 is newer than this pipescope "
-                "understands (2)"),
+                "calibration profile 'p.json': schema_version 4 is newer than this pipescope "
+                "understands (3)"),
             0u);
 }
 

@@ -166,6 +166,9 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   // TrainSchedule: ReduceTiedGrads, ReduceGrads, OptimizerStep at the batch's last step), and its
   // engine without a pipeline all-reduces BF16_Optimizer's gradients after the backward too.
   model.sync_overlaps_backward = c.optimizer != OptimizerRecipe::kDeepSpeedBf16;
+  // The last backward the sync overlaps is mostly decoder layers': their work's mix prices it.
+  if (model.units.size() > 2)
+    model.sync_overlap_slowdown = price.overlap_slowdown(model.units[1].work_by_mode[0].backward);
   model.step_fixed_s =
       price.shard_broadcast_latencies_s((params_total - expert_params_total) / stages, group) +
       (expert_params_total > 0 ? price.shard_broadcast_latencies_s(expert_params_total / stages, expert_group)
@@ -201,6 +204,15 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   // What reading the model's description assumed (config.json fields left out, sliding windows).
   for (const std::string& note : in.model.notes) model.notes.push_back("model: " + note);
   return model;
+}
+
+double overlap_slowdown(const WorkTimes& work, const TrainingLosses& losses) {
+  const double tensor_core = work[WorkKind::kGemm] + work[WorkKind::kAttention];
+  const double memory = work[WorkKind::kMemoryBound];
+  if (tensor_core + memory <= 0) return 0;
+  return (tensor_core * losses.overlap_gemm_slowdown.value +
+          memory * losses.overlap_memory_bound_slowdown.value) /
+         (tensor_core + memory);
 }
 
 const char* work_kind_name(WorkKind kind) {

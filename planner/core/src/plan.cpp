@@ -84,7 +84,8 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
     st.activation_bytes = totals.activation_bytes * st.in_flight;
     set_memory(costs, st);
     // The recipe's gradient sync overlaps the last micro-batch's backward, or follows it.
-    st.dp_sync_exposed_s = exposed_sync_s(totals.dp_sync_s, sp.backward_s, costs.sync_overlaps_backward);
+    st.dp_sync_exposed_s = exposed_sync_s(totals.dp_sync_s, sp.backward_s, costs.sync_overlaps_backward,
+                                          costs.sync_overlap_slowdown);
     st.idle_s = std::max(
         0.0, plan.iteration_s - static_cast<double>(c.micro_batches()) * (sp.forward_s + sp.backward_s));
     r.stages.push_back(st);
@@ -163,7 +164,8 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     st.in_flight = in_flight[static_cast<size_t>(s)];
     st.activation_bytes = peak_activation_bytes((*mixes)[static_cast<size_t>(s)], chunk_activation);
     set_memory(costs, st);
-    st.dp_sync_exposed_s = exposed_sync_s(totals.dp_sync_s, st.backward_s / v, costs.sync_overlaps_backward);
+    st.dp_sync_exposed_s = exposed_sync_s(totals.dp_sync_s, st.backward_s / v, costs.sync_overlaps_backward,
+                                          costs.sync_overlap_slowdown);
   }
   finalize(in, r);
   return r;

@@ -51,16 +51,26 @@ class Pricer {
  public:
   explicit Pricer(const PlanInputs& in) : in_(in), gpu_(in.cluster.gpu), c_(in.config) {}
 
+  // The table's efficiency at the clocks a GPU settles at under training's steady load.
   double gemm_s(double m, double n, double k) const {
     if (m < 1 || n < 1 || k < 1) return 0;
-    const double efficiency = in_.profile.gemm_efficiency(llround(m), llround(n), llround(k));
+    const double efficiency = in_.profile.gemm_efficiency(llround(m), llround(n), llround(k)) * sustained();
     return 2 * m * n * k / (gpu_.peak_dense_bf16_flops_per_s * efficiency);
   }
 
   // y = x W for `tokens` rows, W in x out: the forward GEMM, and in backward the input
-  // gradient (tokens x out times out x in) and the weight gradient (in x tokens times tokens x out).
+  // gradient (tokens x out times out x in) and the weight gradient (in x tokens times tokens x out),
+  // each in its own operand layout (TrainingLosses).
   Pass linear(double tokens, double out, double in) const {
-    return pass_of(kGemm, gemm_s(tokens, out, in), gemm_s(tokens, in, out) + gemm_s(in, out, tokens));
+    const TrainingLosses& l = in_.profile.losses;
+    return pass_of(kGemm, gemm_s(tokens, out, in),
+                   gemm_s(tokens, in, out) * l.dgrad_ratio() + gemm_s(in, out, tokens) * l.wgrad_ratio());
+  }
+
+  double sustained() const { return in_.profile.losses.sustained_fraction(); }
+
+  double overlap_slowdown(const WorkTimes& work) const {
+    return planner::overlap_slowdown(work, in_.profile.losses);
   }
 
   double memory_s(double bytes) const { return bytes / in_.profile.memory_bound_bytes_per_s(gpu_); }
@@ -111,7 +121,7 @@ class Pricer {
       const double window_share =
           window > 0 ? models::attention_pairs(kv, window, true) / models::attention_pairs(kv, 0, true) : 1.0;
       const double flops = 4 * b * q * kv * d * heads / 2 * window_share;
-      const double peak = gpu_.peak_dense_bf16_flops_per_s;
+      const double peak = gpu_.peak_dense_bf16_flops_per_s * sustained();
       return pass_of(
           kAttention,
           flops /
@@ -194,8 +204,9 @@ class Pricer {
     if (c_.cp > 1) {
       const double kv_bytes = 2 * o.micro_batch_size * o.seq_length * kv_width * kHalf;
       const double ring_s = (c_.cp - 1) * collective_s(CollectiveKind::kSendRecv, kv_bytes, 2, c_.tp);
-      pass += pass_of(kCommunication, std::max(0.0, ring_s - core->forward.total_s()),
-                      std::max(0.0, 2 * ring_s - core->backward.total_s()));
+      pass += pass_of(
+          kCommunication, exposed_beside_s(ring_s, core->forward.total_s(), overlap_slowdown(core->forward)),
+          exposed_beside_s(2 * ring_s, core->backward.total_s(), overlap_slowdown(core->backward)));
     }
     return pass;
   }
@@ -309,8 +320,10 @@ class Pricer {
     const int64_t stride = c_.tp * c_.cp;
     const double gather = collective_s(CollectiveKind::kAllGather, params * kHalf, group, stride);
     const double scatter = collective_s(CollectiveKind::kReduceScatter, params * kFloat, group, stride);
-    return pass_of(kCommunication, std::max(0.0, gather - compute.forward.total_s()),
-                   std::max(0.0, gather + scatter - compute.backward.total_s()));
+    return pass_of(
+        kCommunication,
+        exposed_beside_s(gather, compute.forward.total_s(), overlap_slowdown(compute.forward)),
+        exposed_beside_s(gather + scatter, compute.backward.total_s(), overlap_slowdown(compute.backward)));
   }
 
   // The optimizer step on the rank's shard; InternEvo's step() also broadcasts the updated

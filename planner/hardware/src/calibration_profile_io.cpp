@@ -295,7 +295,7 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
   reader.check_schema_version(root, kCalibrationSchemaVersion);
   reader.only_fields(root, "",
                      {"schema_version", "gpu", "description", "gemm", "attention", "memory_bound",
-                      "collectives", "copies", "memory_overheads", "provenance"});
+                      "collectives", "copies", "memory_overheads", "losses", "provenance"});
   profile.gpu = reader.string(root, "gpu", "");
   profile.description = reader.optional_string(root, "description", "").value_or("");
   profile.gemm = read_gemm(reader, root, profile);
@@ -340,6 +340,21 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
     out.memory_headroom_fraction =
         read_sourced(reader, *overheads, "memory_headroom_fraction", path, Range::kOpenFraction);
   }
+  if (const json* losses = root.contains("losses") ? reader.object(root, "losses", "") : nullptr) {
+    const std::string path = "losses";
+    reader.only_fields(*losses, path,
+                       {"sustained_gemm_fraction", "dgrad_time_ratio", "wgrad_time_ratio",
+                        "overlap_gemm_slowdown", "overlap_memory_bound_slowdown"});
+    TrainingLosses& out = profile.losses;
+    auto optional = [&](std::string_view key, Range range) {
+      return losses->contains(key) ? read_sourced(reader, *losses, key, path, range) : SourcedValue{};
+    };
+    out.sustained_gemm_fraction = optional("sustained_gemm_fraction", Range::kFraction);
+    out.dgrad_time_ratio = optional("dgrad_time_ratio", Range::kPositive);
+    out.wgrad_time_ratio = optional("wgrad_time_ratio", Range::kPositive);
+    out.overlap_gemm_slowdown = optional("overlap_gemm_slowdown", Range::kNonNegative);
+    out.overlap_memory_bound_slowdown = optional("overlap_memory_bound_slowdown", Range::kNonNegative);
+  }
   return profile;
 }
 
@@ -362,6 +377,20 @@ json measured_json(const std::vector<MeasuredCollective>& measured) {
 }
 
 json sourced_json(const SourcedValue& value) { return {{"value", value.value}, {"source", value.source}}; }
+
+json losses_json(const TrainingLosses& losses) {
+  json out = json::object();
+  const std::pair<const char*, const SourcedValue*> fields[] = {
+      {"sustained_gemm_fraction", &losses.sustained_gemm_fraction},
+      {"dgrad_time_ratio", &losses.dgrad_time_ratio},
+      {"wgrad_time_ratio", &losses.wgrad_time_ratio},
+      {"overlap_gemm_slowdown", &losses.overlap_gemm_slowdown},
+      {"overlap_memory_bound_slowdown", &losses.overlap_memory_bound_slowdown}};
+  for (const auto& [name, value] : fields) {
+    if (!value->source.empty() || value->value != 0) out[name] = sourced_json(*value);
+  }
+  return out;
+}
 
 json attention_json(const std::vector<AttentionPoint>& points) {
   json list = json::array();
@@ -487,6 +516,7 @@ std::string write_calibration_profile(const CalibrationProfile& profile) {
         {"latency_s", c.latency_s}, {"bytes_per_s", c.bytes_per_s}, {"source", c.source}};
   }
   if (!copies.empty()) root["copies"] = copies;
+  if (!profile.losses.empty()) root["losses"] = losses_json(profile.losses);
   if (!profile.provenance.empty()) {
     json provenance = json::object();
     for (const auto& [name, field] : provenance_fields()) {

@@ -84,7 +84,8 @@ Expected<RankedPlan> ExactPlanner::plan(const ParallelConfig& config, const std:
             .peak_memory_bytes;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, peak);
     r.fits = r.fits && peak <= cm.capacity_bytes;
-    tail_s = std::max(tail_s, exposed_sync_s(t.dp_sync_s, sp.backward_s, cm.sync_overlaps_backward) +
+    tail_s = std::max(tail_s, exposed_sync_s(t.dp_sync_s, sp.backward_s, cm.sync_overlaps_backward,
+                                             cm.sync_overlap_slowdown) +
                                   cm.step_fixed_s + t.optimizer_s);
     r.stage_recompute.push_back(recompute_option_name(sp.option));
     r.stage_layers.push_back(t.layers);

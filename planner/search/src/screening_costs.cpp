@@ -41,6 +41,7 @@ Expected<ScreeningCosts> screening_costs(const PlanInputs& inputs) {
   out.capacity_bytes = costs->capacity_bytes;
   out.step_fixed_s = costs->step_fixed_s;
   out.sync_overlaps_backward = costs->sync_overlaps_backward;
+  out.sync_overlap_slowdown = costs->sync_overlap_slowdown;
   out.p2p_s = costs->p2p_s;
   return out;
 }

@@ -34,6 +34,7 @@ struct ScreeningCosts {
   double p2p_s = 0;
   double step_fixed_s = 0;             // per stage, once (CostModel::step_fixed_s)
   bool sync_overlaps_backward = true;  // CostModel::sync_overlaps_backward
+  double sync_overlap_slowdown = 0;    // CostModel::sync_overlap_slowdown
 
   const UnitPrice& layer(int64_t index) const {
     return layer_kinds[static_cast<size_t>(index) % layer_kinds.size()];

@@ -78,7 +78,8 @@ bool pick_options(const ScreeningCosts& costs, const PipelineShape& shape, int a
 }
 
 double tail_s(const ScreeningCosts& costs, const StageSums& s, int virtual_chunks, int option) {
-  return exposed_sync_s(s.dp_sync_s, s.backward_s[option] / virtual_chunks, costs.sync_overlaps_backward) +
+  return exposed_sync_s(s.dp_sync_s, s.backward_s[option] / virtual_chunks, costs.sync_overlaps_backward,
+                        costs.sync_overlap_slowdown) +
          s.optimizer_s;
 }
 

@@ -272,9 +272,9 @@ std::string error_after(void (*edit)(nlohmann::json&)) {
 }
 
 TEST(ParseCalibrationProfile, RefusesANewerSchemaVersion) {
-  EXPECT_EQ(error_after([](nlohmann::json& d) { d["schema_version"] = 3; }),
-            "calibration profile 'p.json': schema_version 3 is newer than this pipescope understands (2); "
-            "upgrade pipescope, or write the file with schema_version 2");
+  EXPECT_EQ(error_after([](nlohmann::json& d) { d["schema_version"] = 4; }),
+            "calibration profile 'p.json': schema_version 4 is newer than this pipescope understands (3); "
+            "upgrade pipescope, or write the file with schema_version 3");
 }
 
 TEST(ParseCalibrationProfile, ReadsVersionOneFiles) {

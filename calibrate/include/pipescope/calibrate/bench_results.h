@@ -66,8 +66,39 @@ struct DeviceStateSample {
   std::string clock_event_reasons;  // "none", "sw_power_cap,...", or empty when unknown
 };
 
+// gemm_layout/bf16/m:/n:/k:/pass:<forward|dgrad|wgrad>: one GEMM in one pass's operand layout.
+struct GemmLayoutSample {
+  SampleId id;
+  int64_t m = 0, n = 0, k = 0;
+  std::string pass;  // forward, dgrad, wgrad
+  double seconds = 0;
+};
+
+// sustained/gemm/m:/n:/k:: one GEMM run without a break until the clocks settled.
+struct SustainedSample {
+  SampleId id;
+  int64_t m = 0, n = 0, k = 0;
+  double burst_flops_per_s = 0, sustained_flops_per_s = 0, seconds = 0;
+  double burst_sm_clock_mhz = 0, sustained_sm_clock_mhz = 0, sustained_power_w = 0, power_limit_w = 0;
+  std::string clock_event_reasons;  // at the end, as device states have them
+};
+
+// interference/<gemm|memory>/.../sms:/pause_ns:: work timed alone and beside a background copy
+// holding `sms` SMs.
+struct InterferenceSample {
+  SampleId id;
+  std::string work;  // gemm, memory
+  int sms = 0;
+  int64_t pause_ns = 0;
+  double alone_s = 0, beside_s = 0, background_bytes_per_s = 0;
+  double slowdown() const { return beside_s / alone_s - 1; }
+};
+
 struct BenchResults {
   std::vector<GemmSample> gemm;
+  std::vector<GemmLayoutSample> gemm_layouts;
+  std::vector<SustainedSample> sustained;
+  std::vector<InterferenceSample> interference;
   std::vector<AttentionSample> attention;
   std::vector<BandwidthSample> bandwidth;
   std::vector<CollectiveSample> collectives;
@@ -77,7 +108,10 @@ struct BenchResults {
   std::vector<std::string> files;
   std::vector<std::map<std::string, std::string>> file_contexts;  // each file's own, as `files`
   std::vector<std::string> notes;  // entries skipped (errors, unknown families), context clashes
-  bool empty() const { return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty(); }
+  bool empty() const {
+    return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty() &&
+           gemm_layouts.empty() && sustained.empty() && interference.empty();
+  }
   std::string context_value(std::string_view key) const;
 };
 

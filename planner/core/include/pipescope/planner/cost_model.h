@@ -126,13 +126,32 @@ struct CostModel {
   // Whether the gradient sync runs during the last micro-batch's backward (Megatron-LM's
   // --overlap-grad-reduce, InternEvo's overlap_sync_grad) or after it (DeepSpeed's ReduceGrads).
   bool sync_overlaps_backward = true;
+  // How much slower a decoder layer's backward runs while the sync runs beside it
+  // (overlap_slowdown() of its work; 0 when the profile measured no interference).
+  double sync_overlap_slowdown = 0;
 };
 
+// The time that `comm_s` of communication overlapped with `compute_s` of compute adds to the
+// compute alone, when the compute runs (1 + slowdown) times slower beside it: either the compute
+// ends within the communication (the rest of the communication shows), or the communication
+// ends first and only the slowed part shows.
+inline double exposed_beside_s(double comm_s, double compute_s, double slowdown) {
+  if (comm_s >= compute_s * (1 + slowdown)) return comm_s - compute_s;
+  return comm_s * slowdown / (1 + slowdown);
+}
+
+// How much slower `work` runs beside a communication kernel: the profile's GEMM slowdown for its
+// GEMMs and attention (tensor-core work that loses the SMs the kernel holds), its memory-bound
+// one for the rest, weighted by time.
+double overlap_slowdown(const WorkTimes& work, const TrainingLosses& losses);
+
 // What of a stage's gradient sync the iteration waits for: the part its last backward cannot
-// hide, or all of it when the sync follows the backward.
-inline double exposed_sync_s(double sync_s, double last_backward_s, bool overlaps_backward) {
+// hide (and what the sync costs that backward beside it), or all of it when the sync follows the
+// backward.
+inline double exposed_sync_s(double sync_s, double last_backward_s, bool overlaps_backward,
+                             double overlap_slowdown = 0) {
   if (!overlaps_backward) return sync_s;
-  return sync_s > last_backward_s ? sync_s - last_backward_s : 0.0;
+  return exposed_beside_s(sync_s, last_backward_s, overlap_slowdown);
 }
 
 // A stage's memory figures from its tensors' bytes (unscaled): `pipeline_bytes` are its

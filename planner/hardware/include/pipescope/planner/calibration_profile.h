@@ -18,8 +18,9 @@
 namespace pipescope::planner {
 
 // 2 added the shape-grid GEMM table with its wave-quantization term, measured collectives per
-// rank count and message-size regime, copy bandwidths and provenance. Version 1 files still read.
-inline constexpr int kCalibrationSchemaVersion = 2;
+// rank count and message-size regime, copy bandwidths and provenance; 3 the training losses.
+// Older files still read.
+inline constexpr int kCalibrationSchemaVersion = 3;
 
 struct SourcedValue {
   double value = 0;
@@ -127,6 +128,29 @@ struct MemoryOverheads {
   bool operator==(const MemoryOverheads&) const = default;
 };
 
+// What training loses against the GEMM table, whose GEMMs run for a tenth of a second each in the
+// forward's operand layout on a GPU doing nothing else (docs/calibration-format.md, "losses").
+// Each is measured by the calibration suite; an absent one (value 0) prices no loss.
+struct TrainingLosses {
+  // A GEMM's throughput once the clocks have settled under the power cap, over the table's for the
+  // same shape; the planner prices GEMMs and attention (tensor-core work alike) with it. (0, 1].
+  SourcedValue sustained_gemm_fraction;
+  // A backward GEMM's time in its own operand layout over the same shape's in the forward's: the
+  // input gradient (dx = dy W) and the weight gradient (dW = dy^T x).
+  SourcedValue dgrad_time_ratio, wgrad_time_ratio;
+  // How much longer a GEMM and a memory-bound kernel take while a communication kernel runs
+  // beside them (time x (1 + slowdown)); priced wherever a plan overlaps the two.
+  SourcedValue overlap_gemm_slowdown, overlap_memory_bound_slowdown;
+
+  double sustained_fraction() const {
+    return sustained_gemm_fraction.value > 0 ? sustained_gemm_fraction.value : 1;
+  }
+  double dgrad_ratio() const { return dgrad_time_ratio.value > 0 ? dgrad_time_ratio.value : 1; }
+  double wgrad_ratio() const { return wgrad_time_ratio.value > 0 ? wgrad_time_ratio.value : 1; }
+  bool empty() const { return *this == TrainingLosses{}; }
+  bool operator==(const TrainingLosses&) const = default;
+};
+
 // A collective's time in two parts: the fixed latency and the transfer of its bytes.
 struct CollectiveTime {
   double latency_s = 0;
@@ -151,6 +175,7 @@ struct CalibrationProfile {
       measured_collectives;
   std::array<CopyCost, kCopyKinds.size()> copies;
   MemoryOverheads overheads;
+  TrainingLosses losses;
   Provenance provenance;
 
   // kLogFlops: piecewise linear in log(FLOPs) between points; above the largest point its

@@ -1,0 +1,51 @@
+// The training losses of a calibration profile (planner::TrainingLosses) from the suite's
+// sustained-clock, backward-layout and interference benchmarks: what each measured, in words,
+// and the profile's figure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipescope/calibrate/bench_results.h"
+#include "pipescope/calibrate/fit_quality.h"
+#include "pipescope/common/expected.h"
+#include "pipescope/planner/calibration_profile.h"
+
+namespace pipescope::calibrate {
+
+// The held SMs whose interference the profile prices: NCCL runs one block per channel, and the
+// suite measures 8, 16 and 32; 16 stands for a collective beside compute (docs/calibration-format.md).
+inline constexpr int kInterferenceSms = 16;
+
+struct LossFit {
+  planner::SourcedValue value;
+  std::string summary;  // the measurement in words, for `calibrate fit`
+  FitQuality quality;
+};
+
+// Sustained over the table's throughput for the measured shape. The table's figure is the same
+// shape's bf16 GEMM in `table` (the same results) where there, else `profile`'s table at that
+// shape (its efficiency times `peak_flops_per_s`). Empty when nothing was measured. A sustained
+// figure above the table's is held at 1, with a note.
+std::optional<LossFit> fit_sustained(const std::vector<SustainedSample>& sustained,
+                                     const std::vector<GemmSample>& table,
+                                     const planner::CalibrationProfile& profile, double peak_flops_per_s,
+                                     const std::string& source, std::vector<std::string>& notes);
+
+// Each backward pass's time in its own layout over the forward layout's, the geometric mean over
+// the shapes measured in both (a shape measured in one only is noted and left out). dgrad and
+// wgrad, each empty when not measured.
+struct LayoutFits {
+  std::optional<LossFit> dgrad, wgrad;
+};
+LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::string& source,
+                       std::vector<std::string>& notes);
+
+// The median slowdown of `work` (gemm or memory) beside kInterferenceSms held SMs, over the
+// shapes and background paces measured there (the nearest SM count measured when not 16); the
+// summary gives it for every SM count. Empty when not measured.
+std::optional<LossFit> fit_interference(const std::vector<InterferenceSample>& samples,
+                                        const std::string& work, const std::string& source);
+
+}  // namespace pipescope::calibrate

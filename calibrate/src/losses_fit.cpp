@@ -1,0 +1,164 @@
+#include "pipescope/calibrate/losses_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+namespace pipescope::calibrate {
+namespace {
+
+std::string number(double value, int digits = 3) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*g", digits, value);
+  return text;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::string shape_text(int64_t m, int64_t n, int64_t k) {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+}  // namespace
+
+std::optional<LossFit> fit_sustained(const std::vector<SustainedSample>& sustained,
+                                     const std::vector<GemmSample>& table,
+                                     const planner::CalibrationProfile& profile, double peak_flops_per_s,
+                                     const std::string& source, std::vector<std::string>& notes) {
+  if (sustained.empty()) return std::nullopt;
+  // The longest run is the most settled one.
+  const SustainedSample& s = *std::max_element(
+      sustained.begin(), sustained.end(),
+      [](const SustainedSample& a, const SustainedSample& b) { return a.seconds < b.seconds; });
+  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  std::vector<double> table_seconds;
+  for (const GemmSample& g : table) {
+    if (g.dtype == "bf16" && g.m == s.m && g.n == s.n && g.k == s.k) table_seconds.push_back(g.seconds);
+  }
+  double reference = 0;
+  std::string reference_text;
+  if (!table_seconds.empty()) {
+    reference = flops / median(table_seconds);
+    reference_text = "the GEMM table's benchmark of that shape in the same results";
+  } else {
+    reference = profile.gemm_efficiency(s.m, s.n, s.k) * peak_flops_per_s;
+    reference_text = "the profile's GEMM table at that shape (measured in another run)";
+  }
+  if (!(reference > 0)) return std::nullopt;
+  double fraction = s.sustained_flops_per_s / reference;
+  if (fraction > 1) {
+    notes.push_back("the sustained GEMM (" + number(s.sustained_flops_per_s / 1e12, 4) +
+                    " TFLOP/s) ran faster than " + reference_text + " (" + number(reference / 1e12, 4) +
+                    " TFLOP/s): the table was measured throttled; the sustained fraction is held at 1");
+    fraction = 1;
+  }
+  std::string conditions;
+  if (s.sustained_sm_clock_mhz > 0) {
+    conditions = "; SM clock " + number(s.burst_sm_clock_mhz, 4) + " MHz from rest, " +
+                 number(s.sustained_sm_clock_mhz, 4) + " MHz settled, at " + number(s.sustained_power_w, 3) +
+                 " W" + (s.power_limit_w > 0 ? " of " + number(s.power_limit_w, 3) : "") +
+                 (s.clock_event_reasons.empty() ? "" : ", clock events: " + s.clock_event_reasons);
+  }
+  LossFit fit;
+  fit.value = {fraction, "measured: bf16 GEMM " + shape_text(s.m, s.n, s.k) + " run without a break for " +
+                             number(s.seconds, 3) + " s settled at " +
+                             number(s.sustained_flops_per_s / 1e12, 4) + " TFLOP/s, against " +
+                             number(reference / 1e12, 4) + " TFLOP/s in " + reference_text + " and " +
+                             number(s.burst_flops_per_s / 1e12, 4) + " TFLOP/s from rest" + conditions +
+                             ", " + source};
+  fit.summary = number(fraction, 4) + " of the table: " + number(s.sustained_flops_per_s / 1e12, 4) +
+                " TFLOP/s settled after " + number(s.seconds, 3) + " s, " + number(reference / 1e12, 4) +
+                " in the table, " + number(s.burst_flops_per_s / 1e12, 4) + " from rest" + conditions;
+  fit.quality.add(s.id.name, s.sustained_flops_per_s, fraction * reference);
+  fit.quality.finish();
+  return fit;
+}
+
+LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::string& source,
+                       std::vector<std::string>& notes) {
+  using Shape = std::tuple<int64_t, int64_t, int64_t>;
+  std::map<Shape, std::map<std::string, std::vector<double>>> by_shape;
+  std::map<Shape, std::string> names;
+  for (const GemmLayoutSample& s : samples) {
+    by_shape[{s.m, s.n, s.k}][s.pass].push_back(s.seconds);
+    names.emplace(Shape{s.m, s.n, s.k}, s.id.name);
+  }
+  LayoutFits out;
+  for (const std::string pass : {"dgrad", "wgrad"}) {
+    std::vector<std::pair<Shape, double>> ratios;
+    size_t unpaired = 0;
+    for (const auto& [shape, passes] : by_shape) {
+      const auto own = passes.find(pass);
+      if (own == passes.end()) continue;
+      const auto forward = passes.find("forward");
+      if (forward == passes.end()) {
+        ++unpaired;
+        continue;
+      }
+      ratios.emplace_back(shape, median(own->second) / median(forward->second));
+    }
+    if (unpaired > 0)
+      notes.push_back(
+          std::to_string(unpaired) + " " + pass +
+          " GEMM shapes have no forward-layout measurement beside them; left out of the layout ratio");
+    if (ratios.empty()) continue;
+    double log_sum = 0, low = ratios.front().second, high = low;
+    for (const auto& [shape, r] : ratios) {
+      log_sum += std::log(r);
+      low = std::min(low, r);
+      high = std::max(high, r);
+    }
+    const double ratio = std::exp(log_sum / static_cast<double>(ratios.size()));
+    LossFit fit;
+    const std::string what = pass == "dgrad" ? "input-gradient (dx = dy W)" : "weight-gradient (dW = dy^T x)";
+    fit.value = {ratio,
+                 "measured: geometric mean over " + std::to_string(ratios.size()) + " bf16 " + what +
+                     " GEMM shapes of their time in their own operand layout over the forward layout's (" +
+                     number(low, 3) + " to " + number(high, 3) + "), " + source};
+    fit.summary = number(ratio, 4) + " of the forward layout's time, " + std::to_string(ratios.size()) +
+                  " shapes, " + number(low, 3) + " to " + number(high, 3);
+    for (const auto& [shape, r] : ratios) fit.quality.add(names[shape], r, ratio);
+    fit.quality.finish();
+    (pass == "dgrad" ? out.dgrad : out.wgrad) = std::move(fit);
+  }
+  return out;
+}
+
+std::optional<LossFit> fit_interference(const std::vector<InterferenceSample>& samples,
+                                        const std::string& work, const std::string& source) {
+  std::map<int, std::vector<double>> by_sms;
+  for (const InterferenceSample& s : samples) {
+    if (s.work == work && s.alone_s > 0) by_sms[s.sms].push_back(s.slowdown());
+  }
+  if (by_sms.empty()) return std::nullopt;
+  int sms = by_sms.begin()->first;
+  for (const auto& [count, values] : by_sms) {
+    if (std::abs(count - kInterferenceSms) < std::abs(sms - kInterferenceSms)) sms = count;
+  }
+  const double slowdown = std::max(0.0, median(by_sms[sms]));
+  std::string by_count;
+  for (const auto& [count, values] : by_sms)
+    by_count += (by_count.empty() ? "" : ", ") + std::to_string(count) + " SMs " + number(median(values), 3);
+  const std::string what = work == "gemm" ? "bf16 GEMMs" : "memory-bound copies";
+  LossFit fit;
+  fit.value = {slowdown, "measured: median slowdown of " + what + " beside a copy kernel holding " +
+                             std::to_string(sms) + " SMs (" + std::to_string(by_sms[sms].size()) +
+                             " measurements over shapes and memory traffic; by SMs held: " + by_count +
+                             "), " + source};
+  fit.summary =
+      "+" + number(slowdown * 100, 3) + " % beside " + std::to_string(sms) + " held SMs (" + by_count + ")";
+  for (const InterferenceSample& s : samples) {
+    if (s.work == work && s.sms == sms) fit.quality.add(s.id.name, s.beside_s, s.alone_s * (1 + slowdown));
+  }
+  fit.quality.finish();
+  return fit;
+}
+
+}  // namespace pipescope::calibrate
