@@ -51,6 +51,11 @@ void count_sources(const CalibrationProfile& p, ProfileSummary& s) {
        {&p.overheads.cuda_context_bytes, &p.overheads.allocator_reserve_fraction,
         &p.overheads.nccl_buffer_bytes_per_communicator, &p.overheads.memory_headroom_fraction})
     add(v->source);
+  for (const auto* v :
+       {&p.losses.sustained_gemm_fraction, &p.losses.dgrad_time_ratio, &p.losses.wgrad_time_ratio,
+        &p.losses.overlap_gemm_slowdown, &p.losses.overlap_memory_bound_slowdown}) {
+    if (!v->source.empty()) add(v->source);
+  }
 }
 
 }  // namespace
@@ -105,6 +110,7 @@ ProfileSummary summarize_profile(const CalibrationProfile& p, const planner::Gpu
     }
   }
   s.overheads = p.overheads;
+  s.losses = p.losses;
   return s;
 }
 
@@ -169,6 +175,24 @@ void write_profile_summary(std::ostream& out, const ProfileSummary& s) {
       << " per communicator, allocator reserve " << format("%.1f%%", o.allocator_reserve_fraction.value * 100)
       << " of allocated, headroom " << format("%.1f%%", o.memory_headroom_fraction.value * 100)
       << " of the GPU\n";
+  const planner::TrainingLosses& l = s.losses;
+  auto measured_or = [](const planner::SourcedValue& value, const std::string& text) {
+    return value.source.empty() ? std::string("not measured (no loss priced)") : text;
+  };
+  out << "\n  training losses (what the planner takes off the table's figures):\n"
+      << "    sustained clocks: "
+      << measured_or(l.sustained_gemm_fraction,
+                     format("GEMMs and attention at %.3f of the table", l.sustained_gemm_fraction.value))
+      << "\n    backward layouts: "
+      << measured_or(l.dgrad_time_ratio, format("input gradient %.3f", l.dgrad_time_ratio.value) +
+                                             format(", weight gradient %.3f", l.wgrad_ratio()) +
+                                             " x the forward layout's time")
+      << "\n    beside communication: "
+      << measured_or(l.overlap_gemm_slowdown,
+                     format("GEMMs and attention +%.1f%%", l.overlap_gemm_slowdown.value * 100) +
+                         format(", memory-bound +%.1f%%", l.overlap_memory_bound_slowdown.value * 100) +
+                         " while a collective overlaps them")
+      << '\n';
 }
 
 std::string profile_summary_json(const ProfileSummary& s) {
@@ -223,6 +247,15 @@ std::string profile_summary_json(const ProfileSummary& s) {
         {"nccl_buffer_bytes_per_communicator", o.nccl_buffer_bytes_per_communicator.value},
         {"allocator_reserve_fraction", o.allocator_reserve_fraction.value},
         {"memory_headroom_fraction", o.memory_headroom_fraction.value}}}};
+  const planner::TrainingLosses& l = s.losses;
+  auto loss_value = [](const planner::SourcedValue& value) {
+    return value.source.empty() ? ordered_json(nullptr) : ordered_json(value.value);
+  };
+  doc["losses"] = {{"sustained_gemm_fraction", loss_value(l.sustained_gemm_fraction)},
+                   {"dgrad_time_ratio", loss_value(l.dgrad_time_ratio)},
+                   {"wgrad_time_ratio", loss_value(l.wgrad_time_ratio)},
+                   {"overlap_gemm_slowdown", loss_value(l.overlap_gemm_slowdown)},
+                   {"overlap_memory_bound_slowdown", loss_value(l.overlap_memory_bound_slowdown)}};
   if (s.waves.enabled())
     doc["gemm_waves"] = {
         {"sm_count", s.waves.sm_count}, {"tile_m", s.waves.tile_m}, {"tile_n", s.waves.tile_n}};

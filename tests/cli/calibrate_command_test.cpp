@@ -110,6 +110,42 @@ TEST(CalibrateFit, WritesAProfileThePlannerUses) {
   EXPECT_EQ(json::parse(slurp(dir.file("q.json")))["gpu"], "h100-80gb");
 }
 
+TEST(CalibrateFit, TheH200sLossesFromItsResultsAreTheProfilesInTheRepository) {
+  // docs/gpu-runs/2026-11-27-h200-b: the sustained GEMM (with the table's entry for its shape) and
+  // the layout and interference benchmarks, fitted over the suite-fitted profile of 2026-11-26.
+  const std::string run = std::string(PIPESCOPE_SOURCE_DIR) + "/docs/gpu-runs/2026-11-27-h200-b/";
+  Dir dir;
+  const CommandResult fit = run_pipescope({"calibrate", "fit", run + "sustained.json", run + "losses.json",
+                                           "--base", kH200Profile, "-o", dir.file("p.json")});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("sustained clocks"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("one bf16 GEMM shape, which makes no table; the base's table is kept"),
+            std::string::npos)
+      << fit.out;
+  const json fitted = json::parse(slurp(dir.file("p.json")));
+  const json kept = json::parse(slurp(run + "profile.json"));
+  for (const char* loss : {"sustained_gemm_fraction", "dgrad_time_ratio", "wgrad_time_ratio",
+                           "overlap_gemm_slowdown", "overlap_memory_bound_slowdown"})
+    EXPECT_NEAR(fitted["losses"][loss]["value"].get<double>(), kept["losses"][loss]["value"].get<double>(),
+                1e-12)
+        << loss;
+  // 672 TFLOP/s settled against the table's 693: the clocks fell from 1980 to 1485 MHz at the cap.
+  EXPECT_NEAR(fitted["losses"]["sustained_gemm_fraction"]["value"].get<double>(), 0.970, 0.001);
+  EXPECT_EQ(fitted["gemm"], json::parse(slurp(kH200Profile))["gemm"]);
+
+  const CommandResult show = run_pipescope({"calibrate", "show", dir.file("p.json")});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("sustained clocks: GEMMs and attention at 0.970 of the table"), std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("beside communication: GEMMs and attention +42.1%"), std::string::npos) << show.out;
+  const CommandResult shown_json = run_pipescope({"calibrate", "show", dir.file("p.json"), "--json"});
+  ASSERT_EQ(shown_json.exit_code, 0) << shown_json.err;
+  EXPECT_NEAR(json::parse(shown_json.out)["losses"]["sustained_gemm_fraction"].get<double>(), 0.970, 0.001);
+  const CommandResult bundled = run_pipescope({"calibrate", "show", "a100-80gb", "--json"});
+  ASSERT_EQ(bundled.exit_code, 0) << bundled.err;
+  EXPECT_TRUE(json::parse(bundled.out)["losses"]["sustained_gemm_fraction"].is_null());
+}
+
 TEST(CalibrateFit, RefusesBadResultsInOneLine) {
   Dir dir;
   write_file(dir.file("not.json"), "{ not json");

@@ -282,6 +282,45 @@ TEST(ParseCalibrationProfile, ReadsVersionOneFiles) {
   EXPECT_EQ(error_after([](nlohmann::json& d) { d["schema_version"] = 1; }), "(parsed)");
 }
 
+TEST(ParseCalibrationProfile, TrainingLossesReadBackAndAreCheckedEachOnItsOwn) {
+  auto doc = nlohmann::json::parse(read_source_file("calibrate/profiles/a100-80gb.json"));
+  doc["schema_version"] = 3;
+  doc["losses"] = {{"sustained_gemm_fraction", {{"value", 0.97}, {"source", "measured: s"}}},
+                   {"overlap_gemm_slowdown", {{"value", 0.42}, {"source", "measured: i"}}}};
+  auto profile = parse_calibration_profile(doc.dump(), "p.json");
+  ASSERT_TRUE(profile.ok()) << profile.error().message;
+  EXPECT_EQ(profile->losses.sustained_gemm_fraction, (SourcedValue{0.97, "measured: s"}));
+  EXPECT_EQ(profile->losses.sustained_fraction(), 0.97);
+  EXPECT_EQ(profile->losses.dgrad_ratio(), 1.0);  // absent: no loss
+  EXPECT_EQ(profile->losses.overlap_memory_bound_slowdown, SourcedValue{});
+  auto again = parse_calibration_profile(write_calibration_profile(*profile), "written profile");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, *profile);
+  // A profile without losses writes none, and reads back with none.
+  auto bundled = load_calibration_profile("a100-80gb");
+  ASSERT_TRUE(bundled.ok());
+  EXPECT_TRUE(bundled->losses.empty());
+  EXPECT_EQ(write_calibration_profile(*bundled).find("\"losses\""), std::string::npos);
+
+  EXPECT_EQ(
+      error_after([](nlohmann::json& d) {
+        d["losses"] = {{"sustained_gemm_fraction", {{"value", 1.2}, {"source", "x"}}}};
+      }),
+      "calibration profile 'p.json': field 'losses.sustained_gemm_fraction.value' must be a fraction in "
+      "(0, 1], got 1.2");
+  EXPECT_EQ(error_after([](nlohmann::json& d) {
+              d["losses"] = {{"overlap_gemm_slowdown", {{"value", -0.1}, {"source", "x"}}}};
+            }),
+            "calibration profile 'p.json': field 'losses.overlap_gemm_slowdown.value' must be a number >= 0, "
+            "got -0.1");
+  EXPECT_EQ(error_after([](nlohmann::json& d) {
+              d["losses"] = {{"launch_gap", {{"value", 1}, {"source", "x"}}}};
+            }),
+            "calibration profile 'p.json': unknown field 'losses.launch_gap' (known here: "
+            "sustained_gemm_fraction, dgrad_time_ratio, wgrad_time_ratio, overlap_gemm_slowdown, "
+            "overlap_memory_bound_slowdown)");
+}
+
 TEST(ParseCalibrationProfile, DefectsNameTheField) {
   EXPECT_EQ(error_after([](nlohmann::json& d) { d["gemm"]["points"][2]["efficiency"] = 1.5; }),
             "calibration profile 'p.json': field 'gemm.points[2].efficiency' must be a fraction in (0, 1], "

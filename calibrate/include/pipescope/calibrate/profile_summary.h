@@ -46,6 +46,7 @@ struct ProfileSummary {
   planner::GemmWaves waves;
   std::vector<CollectiveRow> collectives;
   planner::MemoryOverheads overheads;
+  planner::TrainingLosses losses;
 };
 
 ProfileSummary summarize_profile(const planner::CalibrationProfile& profile, const planner::Gpu& gpu);

@@ -1,0 +1,200 @@
+// The training losses from the suite's results: the benchmark families read, and each fit on
+// synthetic samples with a known answer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "pipescope/calibrate/bench_results.h"
+#include "pipescope/calibrate/losses_fit.h"
+#include "pipescope/planner/calibration_profile.h"
+
+namespace pipescope::calibrate {
+namespace {
+
+constexpr double kFlops8192 = 2.0 * 8192 * 8192 * 8192;
+
+SustainedSample sustained(double burst, double settled, double seconds = 90) {
+  SustainedSample s;
+  s.id = {"sustained/gemm/m:8192/n:8192/k:8192", "s.json"};
+  s.m = s.n = s.k = 8192;
+  s.burst_flops_per_s = burst;
+  s.sustained_flops_per_s = settled;
+  s.seconds = seconds;
+  s.sustained_sm_clock_mhz = 1485;
+  s.burst_sm_clock_mhz = 1980;
+  s.sustained_power_w = 690;
+  s.power_limit_w = 700;
+  s.clock_event_reasons = "sw_power_cap";
+  return s;
+}
+
+GemmSample table_entry(double flops_per_s, std::string dtype = "bf16") {
+  return {{"gemm/bf16/m:8192/n:8192/k:8192", "s.json"},
+          std::move(dtype),
+          8192,
+          8192,
+          8192,
+          kFlops8192 / flops_per_s};
+}
+
+planner::CalibrationProfile flat_profile(double efficiency) {
+  planner::CalibrationProfile p;
+  p.gemm = {{1024, 1024, 1024, efficiency, "test"}, {16384, 16384, 16384, efficiency, "test"}};
+  return p;
+}
+
+TEST(FitSustained, IsTheSettledRateOverTheTablesForTheSameShape) {
+  std::vector<std::string> notes;
+  const auto fit =
+      fit_sustained({sustained(750e12, 600e12)}, {table_entry(700e12), table_entry(650e12, "fp16")},
+                    flat_profile(0.1), 1e15, "run", notes);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->value.value, 600.0 / 700.0, 1e-9);  // the bf16 table entry, not fp16, not the profile
+  EXPECT_NE(fit->value.source.find("in the same results"), std::string::npos) << fit->value.source;
+  EXPECT_NE(fit->value.source.find("sw_power_cap"), std::string::npos) << fit->value.source;
+  EXPECT_TRUE(notes.empty());
+}
+
+TEST(FitSustained, WithoutTheShapeInTheResultsTakesTheProfilesTable) {
+  std::vector<std::string> notes;
+  // The profile's table says 0.8 of a 1 PFLOP/s peak at 8192^3.
+  const auto fit = fit_sustained({sustained(900e12, 720e12)}, {}, flat_profile(0.8), 1e15, "run", notes);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->value.value, 0.9, 1e-9);
+  EXPECT_NE(fit->value.source.find("the profile's GEMM table"), std::string::npos) << fit->value.source;
+}
+
+TEST(FitSustained, FasterThanTheTableIsHeldAtOneAndSaidSo) {
+  std::vector<std::string> notes;
+  const auto fit = fit_sustained({sustained(750e12, 700e12)}, {table_entry(650e12)}, flat_profile(0.5), 1e15,
+                                 "run", notes);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_EQ(fit->value.value, 1.0);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("held at 1"), std::string::npos) << notes[0];
+}
+
+TEST(FitSustained, TheLongestRunStandsAndNothingMeasuredIsEmpty) {
+  std::vector<std::string> notes;
+  EXPECT_FALSE(fit_sustained({}, {table_entry(700e12)}, flat_profile(0.5), 1e15, "run", notes).has_value());
+  const auto fit = fit_sustained({sustained(750e12, 560e12, 120), sustained(750e12, 690e12, 20)},
+                                 {table_entry(700e12)}, flat_profile(0.5), 1e15, "run", notes);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->value.value, 0.8, 1e-9);
+}
+
+GemmLayoutSample layout(int64_t m, int64_t n, int64_t k, std::string pass, double seconds) {
+  return {{"gemm_layout/bf16/m:" + std::to_string(m), "l.json"}, m, n, k, std::move(pass), seconds};
+}
+
+TEST(FitLayouts, GeometricMeanOfEachPassOverTheForwardLayoutOfTheSameShape) {
+  std::vector<std::string> notes;
+  const LayoutFits fits = fit_layouts(
+      {layout(1, 2, 3, "forward", 1.0), layout(1, 2, 3, "dgrad", 1.21), layout(4, 5, 6, "forward", 2.0),
+       layout(4, 5, 6, "dgrad", 2.0), layout(4, 5, 6, "wgrad", 1.8), layout(7, 8, 9, "wgrad", 5.0)},
+      "run", notes);
+  ASSERT_TRUE(fits.dgrad.has_value());
+  EXPECT_NEAR(fits.dgrad->value.value, 1.1, 1e-9);  // sqrt(1.21 x 1.0)
+  ASSERT_TRUE(fits.wgrad.has_value());
+  EXPECT_NEAR(fits.wgrad->value.value, 0.9, 1e-9);  // the unpaired 7x8x9 is left out
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("1 wgrad GEMM shapes have no forward-layout measurement"), std::string::npos)
+      << notes[0];
+  EXPECT_EQ(fits.dgrad->quality.points, 2u);
+}
+
+TEST(FitLayouts, NothingMeasuredIsEmpty) {
+  std::vector<std::string> notes;
+  const LayoutFits fits = fit_layouts({layout(1, 2, 3, "forward", 1.0)}, "run", notes);
+  EXPECT_FALSE(fits.dgrad.has_value());
+  EXPECT_FALSE(fits.wgrad.has_value());
+}
+
+InterferenceSample beside(std::string work, int sms, double alone, double beside_s) {
+  InterferenceSample s;
+  s.id = {"interference/" + work, "i.json"};
+  s.work = std::move(work);
+  s.sms = sms;
+  s.alone_s = alone;
+  s.beside_s = beside_s;
+  return s;
+}
+
+TEST(FitInterference, MedianSlowdownBesideSixteenHeldSms) {
+  const std::vector<InterferenceSample> samples = {
+      beside("gemm", 8, 1.0, 1.1),  beside("gemm", 16, 1.0, 1.3), beside("gemm", 16, 2.0, 2.4),
+      beside("gemm", 16, 1.0, 1.5), beside("gemm", 32, 1.0, 1.9), beside("memory", 16, 1.0, 1.04)};
+  const auto gemm = fit_interference(samples, "gemm", "run");
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_NEAR(gemm->value.value, 0.3, 1e-9);  // the median of 0.3, 0.2 and 0.5
+  EXPECT_NE(gemm->summary.find("8 SMs 0.1, 16 SMs 0.3, 32 SMs 0.9"), std::string::npos) << gemm->summary;
+  const auto memory = fit_interference(samples, "memory", "run");
+  ASSERT_TRUE(memory.has_value());
+  EXPECT_NEAR(memory->value.value, 0.04, 1e-9);
+}
+
+TEST(FitInterference, TakesTheNearestSmCountWithoutSixteenAndNeverSpeedsUp) {
+  const auto fit =
+      fit_interference({beside("gemm", 8, 1.0, 1.2), beside("gemm", 32, 1.0, 1.6)}, "gemm", "run");
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->value.value, 0.2, 1e-9);  // 8 and 32 are both 8 away: the smaller wins
+  const auto faster = fit_interference({beside("gemm", 16, 1.0, 0.9)}, "gemm", "run");
+  ASSERT_TRUE(faster.has_value());
+  EXPECT_EQ(faster->value.value, 0.0);
+  EXPECT_FALSE(fit_interference({beside("memory", 16, 1.0, 1.1)}, "gemm", "run").has_value());
+}
+
+TEST(BenchResults, ReadsTheLossFamiliesAndAOneRunBenchmarkBesideMedians) {
+  const std::string text = R"({
+    "context": {"gpu_name": "NVIDIA H200"},
+    "benchmarks": [
+      {"name": "gemm_layout/bf16/m:4096/n:1024/k:8192/pass:dgrad/manual_time_median",
+       "run_name": "gemm_layout/bf16/m:4096/n:1024/k:8192/pass:dgrad/manual_time", "run_type": "aggregate",
+       "aggregate_name": "median", "real_time": 99.7, "time_unit": "us"},
+      {"name": "gemm_layout/bf16/m:4096/n:1024/k:8192/pass:dgrad/manual_time",
+       "run_name": "gemm_layout/bf16/m:4096/n:1024/k:8192/pass:dgrad/manual_time", "run_type": "iteration",
+       "real_time": 120.0, "time_unit": "us"},
+      {"name": "interference/gemm/m:8192/n:8192/k:8192/sms:16/pause_ns:40000/iterations:3/manual_time_median",
+       "run_name": "interference/gemm/m:8192/n:8192/k:8192/sms:16/pause_ns:40000/iterations:3/manual_time",
+       "run_type": "aggregate", "aggregate_name": "median", "real_time": 2078, "time_unit": "us",
+       "alone_s": 0.0015, "beside_s": 0.002, "background_bytes_per_s": 3e11},
+      {"name": "sustained/gemm/m:8192/n:8192/k:8192/iterations:1/repeats:1/manual_time",
+       "run_name": "sustained/gemm/m:8192/n:8192/k:8192/iterations:1/repeats:1/manual_time",
+       "run_type": "iteration", "real_time": 1636, "time_unit": "us", "burst_flops_per_s": 7.4e14,
+       "sustained_flops_per_s": 6.7e14, "seconds": 90.8, "sustained_sm_clock_mhz": 1485,
+       "label": "clock_event_reasons sw_power_cap"}
+    ]})";
+  BenchResults r;
+  const Status s = add_bench_results(text, "losses.json", r);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(r.gemm_layouts.size(), 1u);  // the median, not the repetition it summarises
+  EXPECT_EQ(r.gemm_layouts[0].pass, "dgrad");
+  EXPECT_NEAR(r.gemm_layouts[0].seconds, 99.7e-6, 1e-12);
+  ASSERT_EQ(r.interference.size(), 1u);
+  EXPECT_EQ(r.interference[0].sms, 16);
+  EXPECT_EQ(r.interference[0].pause_ns, 40000);
+  EXPECT_NEAR(r.interference[0].slowdown(), 1.0 / 3.0, 1e-9);
+  ASSERT_EQ(r.sustained.size(), 1u);  // a benchmark with no aggregate stands for itself
+  EXPECT_EQ(r.sustained[0].clock_event_reasons, "sw_power_cap");
+  EXPECT_NEAR(r.sustained[0].sustained_flops_per_s, 6.7e14, 1);
+  EXPECT_FALSE(r.empty());
+}
+
+TEST(BenchResults, RefusesALayoutWithoutItsPassAndInterferenceWithoutItsCounters) {
+  for (const std::string entry :
+       {R"({"name": "gemm_layout/bf16/m:1/n:2/k:3", "real_time": 1, "time_unit": "us"})",
+        R"({"name": "interference/gemm/m:1/n:2/k:3/sms:16", "real_time": 1, "time_unit": "us"})",
+        R"({"name": "interference/gemm/m:1/n:2/k:3/sms:0", "real_time": 1, "time_unit": "us",
+            "alone_s": 1, "beside_s": 1, "background_bytes_per_s": 1})",
+        R"({"name": "sustained/gemm/m:8192/n:8192/k:8192", "real_time": 1, "time_unit": "us"})"}) {
+    BenchResults r;
+    const Status s = add_bench_results(R"({"benchmarks": [)" + entry + "]}", "bad.json", r);
+    ASSERT_FALSE(s.ok()) << entry;
+    EXPECT_NE(s.error().message.find("bad.json"), std::string::npos) << s.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace pipescope::calibrate

@@ -1,0 +1,106 @@
+// The profile's training losses in the planner: sustained clocks stretch tensor-core work, the
+// backward passes' layouts their GEMMs, and compute beside an overlapped collective slows by
+// the measured interference.
+#include <gtest/gtest.h>
+
+#include "pipescope/planner/cost_model.h"
+#include "planner_fixture.h"
+
+namespace pipescope::planner {
+namespace {
+
+ParallelConfig data_parallel_8(int zero_stage = 0) {
+  ParallelConfig c;
+  c.gpus = 8;
+  c.zero_stage = zero_stage;
+  return c;
+}
+
+CostModel costs_with(const TrainingLosses& losses, ParallelConfig c = data_parallel_8()) {
+  PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  in.profile.losses = losses;
+  auto costs = build_cost_model(in);
+  EXPECT_TRUE(costs.ok()) << costs.error().message;
+  return costs.ok() ? *costs : CostModel{};
+}
+
+const PassWork& layer_work(const CostModel& costs) { return costs.units.at(1).work_by_mode[0]; }
+
+TEST(TrainingLosses, SustainedClocksStretchGemmsAndAttentionAlone) {
+  const CostModel base = costs_with({});
+  TrainingLosses losses;
+  losses.sustained_gemm_fraction = {0.8, "test"};
+  const CostModel settled = costs_with(losses);
+  for (WorkKind kind : {WorkKind::kGemm, WorkKind::kAttention}) {
+    EXPECT_NEAR(layer_work(settled).forward[kind], layer_work(base).forward[kind] / 0.8, 1e-12);
+    EXPECT_NEAR(layer_work(settled).backward[kind], layer_work(base).backward[kind] / 0.8, 1e-12);
+  }
+  EXPECT_DOUBLE_EQ(layer_work(settled).forward[WorkKind::kMemoryBound],
+                   layer_work(base).forward[WorkKind::kMemoryBound]);
+}
+
+TEST(TrainingLosses, BackwardLayoutsScaleTheBackwardsGemmsOnly) {
+  const CostModel base = costs_with({});
+  TrainingLosses losses;
+  losses.dgrad_time_ratio = {1.5, "test"};
+  losses.wgrad_time_ratio = {1.5, "test"};
+  const CostModel laid_out = costs_with(losses);
+  EXPECT_DOUBLE_EQ(layer_work(laid_out).forward[WorkKind::kGemm], layer_work(base).forward[WorkKind::kGemm]);
+  EXPECT_NEAR(layer_work(laid_out).backward[WorkKind::kGemm],
+              1.5 * layer_work(base).backward[WorkKind::kGemm], 1e-12);
+  // Only the input gradient slower: between the two.
+  losses.wgrad_time_ratio = {1.0, "test"};
+  const double dgrad_only = layer_work(costs_with(losses)).backward[WorkKind::kGemm];
+  EXPECT_GT(dgrad_only, layer_work(base).backward[WorkKind::kGemm]);
+  EXPECT_LT(dgrad_only, layer_work(laid_out).backward[WorkKind::kGemm]);
+}
+
+TEST(TrainingLosses, ExposedBesideIsTheCommunicationLeftOverOrTheSlowedCompute) {
+  EXPECT_DOUBLE_EQ(exposed_beside_s(1, 2, 0), 0);  // no interference: hidden
+  EXPECT_DOUBLE_EQ(exposed_beside_s(3, 2, 0), 1);
+  // Compute 2 s at 1.5x slower beside 3 s of communication ends with it: 1 s shows.
+  EXPECT_DOUBLE_EQ(exposed_beside_s(3, 2, 0.5), 1);
+  // 2 s of communication beside 2 s of compute: 2 / 1.5 s of compute done while it runs, the rest
+  // after it: 2 - 4/3 + 2 = 2.67 s in all, 0.67 s more than the compute alone.
+  EXPECT_NEAR(exposed_beside_s(2, 2, 0.5), 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(exposed_sync_s(2, 2, true, 0.5), 2.0 / 3.0, 1e-12);
+  EXPECT_DOUBLE_EQ(exposed_sync_s(2, 2, false, 0.5), 2);  // after the backward: all of it, none slowed
+}
+
+TEST(TrainingLosses, OverlapSlowdownWeighsEachKindOfWorkByItsTime) {
+  WorkTimes work;
+  work[WorkKind::kGemm] = 1;
+  work[WorkKind::kAttention] = 1;
+  work[WorkKind::kMemoryBound] = 2;
+  work[WorkKind::kCommunication] = 5;  // not compute: not slowed
+  TrainingLosses losses;
+  losses.overlap_gemm_slowdown = {0.4, "test"};
+  losses.overlap_memory_bound_slowdown = {0.1, "test"};
+  EXPECT_NEAR(overlap_slowdown(work, losses), (2 * 0.4 + 2 * 0.1) / 4, 1e-12);
+  EXPECT_EQ(overlap_slowdown(WorkTimes{}, losses), 0);
+}
+
+TEST(TrainingLosses, TheGradientSyncSlowsTheBackwardItOverlaps) {
+  TrainingLosses losses;
+  losses.overlap_gemm_slowdown = {0.4, "test"};
+  losses.overlap_memory_bound_slowdown = {0.05, "test"};
+  const CostModel costs = costs_with(losses);
+  EXPECT_TRUE(costs.sync_overlaps_backward);
+  EXPECT_NEAR(costs.sync_overlap_slowdown, overlap_slowdown(layer_work(costs).backward, losses), 1e-12);
+  EXPECT_GT(costs.sync_overlap_slowdown, 0.05);
+  EXPECT_LT(costs.sync_overlap_slowdown, 0.4);
+  EXPECT_EQ(costs_with({}).sync_overlap_slowdown, 0);
+}
+
+TEST(TrainingLosses, ZeroThreesPrefetchCostsTheComputeItHidesBehind) {
+  TrainingLosses losses;
+  losses.overlap_gemm_slowdown = {0.4, "test"};
+  const CostModel base = costs_with({}, data_parallel_8(3));
+  const CostModel slowed = costs_with(losses, data_parallel_8(3));
+  EXPECT_GT(layer_work(slowed).backward[WorkKind::kCommunication],
+            layer_work(base).backward[WorkKind::kCommunication]);
+  EXPECT_DOUBLE_EQ(layer_work(slowed).backward[WorkKind::kGemm], layer_work(base).backward[WorkKind::kGemm]);
+}
+
+}  // namespace
+}  // namespace pipescope::planner
