@@ -187,7 +187,10 @@ def main():
     if not args.check:
         print("\n".join(table))
         return 0
-    tables = [("", table), (" --components", components_table(args.pipescope, args.run_dir, examples, args.gpu))]
+    tables = [("", table)]
+    # The work-by-kind table needs the overhead part's report of the 1B trace; a run without it has none.
+    if os.path.exists(os.path.join(args.run_dir, "train", "trace-1b-report.json")):
+        tables.append((" --components", components_table(args.pipescope, args.run_dir, examples, args.gpu)))
     if glob.glob(os.path.join(args.run_dir, "train", "pipeline-*.json")):
         tables.append((" --pipeline", pipeline_table(args.pipescope, args.run_dir, examples, args.gpu)))
     failed = False

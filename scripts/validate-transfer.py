@@ -40,6 +40,13 @@ TRANSFER_SETS = [
               for case in ("plan-s4096-b1-none", "plan-s4096-b1-none-async", "plan-s4096-b1-none-megatron-loss",
                            "plan-s4096-b1-selective", "plan-s4096-b1-full", "plan-s4096-b2-none",
                            "plan-s8192-b1-none")], "traced": True},
+    # The second H200 session of 2026-11-27 measured the training losses (sustained clocks, backward
+    # layouts, interference) but not the rest of the suite: its profile is 2026-11-26's with them.
+    {"run": "docs/gpu-runs/2026-11-27-h200-b", "profile": "docs/gpu-runs/2026-11-27-h200-b/profile.json",
+     "fits": [(case, f"docs/gpu-runs/2026-11-27-h200-b/train/trace-{case}")
+              for case in ("plan-s4096-b1-none", "plan-s4096-b1-none-async", "plan-s4096-b1-none-megatron-loss",
+                           "plan-s4096-b1-selective", "plan-s4096-b1-full", "plan-s4096-b2-none",
+                           "plan-s8192-b1-none", "plan-s8192-b1-none-megatron-loss")], "traced": True},
 ]
 
 GPU_OF_DEVICE = (("H200", "h200-141gb"), ("H100", "h100-80gb"), ("A100", "a100-80gb"))
