@@ -34,6 +34,18 @@ void add_shared_options(CLI::App* app, PlanArgs& a) {
                   "megatron (default: Megatron-LM's mixed-precision Adam, sharded by --zero), deepspeed-bf16 "
                   "(DeepSpeed's BF16_Optimizer) or internevo (InternEvo's HybridZeroOptimizer)")
       ->check(CLI::IsMember({"megatron", "deepspeed-bf16", "internevo"}));
+  app->add_option(
+         "--framework", a.framework,
+         "megatron-core (Megatron-LM since --overlap-grad-reduce), megatron-2022 (Megatron-LM of "
+         "2021-2022: gradients all-reduced after the backward), deepspeed, internevo or internlm-2023 "
+         "(InternLM of 2023: its all-reduces take turns with the backward): sets the optimizer recipe "
+         "(unless --optimizer) and when the gradient sync runs")
+      ->check(CLI::IsMember({"megatron-core", "megatron-2022", "deepspeed", "internevo", "internlm-2023"}));
+  app->add_option(
+         "--grad-sync", a.grad_sync,
+         "during-backward or after-backward: when the data-parallel gradient sync runs, where the run "
+         "departs from its --framework (e.g. Megatron-LM of 2022 with --DDP-impl torch: during)")
+      ->check(CLI::IsMember({"during-backward", "after-backward"}));
   app->add_flag("--no-flash-attention", a.no_flash_attention,
                 "Price unfused attention that stores its s x s scores (runs before flash attention)");
   app->add_flag("--json", a.json, "Print JSON");
@@ -61,6 +73,12 @@ Expected<planner::CalibrationProfile> profile_of(const PlanArgs& a, const planne
   if (!profile.ok()) return profile;
   if (Status s = planner::check_profile_matches(*profile, gpu); !s.ok()) return s.error();
   return profile;
+}
+
+planner::OptimizerRecipe optimizer_of(const PlanArgs& a) {
+  if (auto recipe = planner::parse_optimizer_recipe(a.optimizer)) return *recipe;
+  return planner::framework_optimizer(
+      planner::parse_training_framework(a.framework).value_or(planner::TrainingFramework::kGeneric));
 }
 
 planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
@@ -92,7 +110,9 @@ planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
   c.balance = a.balance == "time"       ? planner::BalanceGoal::kTime
               : a.balance == "headroom" ? planner::BalanceGoal::kHeadroom
                                         : planner::BalanceGoal::kMemory;
-  c.optimizer = planner::parse_optimizer_recipe(a.optimizer).value_or(planner::OptimizerRecipe::kMegatron);
+  c.framework = planner::parse_training_framework(a.framework).value_or(planner::TrainingFramework::kGeneric);
+  c.optimizer = optimizer_of(a);
+  c.grad_sync = planner::parse_grad_sync(a.grad_sync).value_or(planner::GradSync::kFrameworkDefault);
   return c;
 }
 
@@ -166,6 +186,8 @@ nlohmann::ordered_json plan_arguments_json(const PlanArgs& a, bool schedule_give
                                 {"balance", a.balance},
                                 {"calibration", a.calibration},
                                 {"optimizer", a.optimizer},
+                                {"framework", a.framework},
+                                {"grad_sync", a.grad_sync},
                                 {"search_time_s", a.search_time_s}};
 }
 
@@ -198,7 +220,9 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
     a.balance = j.at("balance").get<std::string>();
     a.calibration = j.at("calibration").get<std::string>();
     // Absent from plans written before they existed.
-    a.optimizer = j.value("optimizer", std::string("megatron"));
+    a.optimizer = j.value("optimizer", std::string());
+    a.framework = j.value("framework", std::string());
+    a.grad_sync = j.value("grad_sync", std::string());
     a.search_time_s = j.value("search_time_s", 1.0);
     a.pipeline_layout = j.value("pipeline_layout", std::string());
   } catch (const nlohmann::json::exception& e) {
@@ -213,7 +237,12 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
        {std::tuple{"recompute", a.recompute, one_of(a.recompute, {"none", "selective", "full", "auto"})},
         {"schedule", a.schedule, one_of(a.schedule, {"1f1b", "interleaved", "gpipe"})},
         {"balance", a.balance, one_of(a.balance, {"memory", "time", "headroom"})},
-        {"optimizer", a.optimizer, planner::parse_optimizer_recipe(a.optimizer).has_value()}}) {
+        {"optimizer", a.optimizer,
+         a.optimizer.empty() || planner::parse_optimizer_recipe(a.optimizer).has_value()},
+        {"framework", a.framework,
+         a.framework.empty() || planner::parse_training_framework(a.framework).has_value()},
+        {"grad_sync", a.grad_sync,
+         a.grad_sync.empty() || planner::parse_grad_sync(a.grad_sync).has_value()}}) {
     if (!ok) {
       return Error{
           std::string("the plan's inputs.arguments.") + key + " '" + value +

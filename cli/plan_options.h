@@ -36,7 +36,9 @@ struct PlanArgs {
   std::string pipeline_layout;  // the same as a Megatron-LM layout string, chunks too (plan only)
   std::string schedule = "1f1b";
   std::string balance = "memory";
-  std::string optimizer = "megatron";
+  std::string optimizer;  // empty: the framework's recipe (Megatron-LM's without one)
+  std::string framework;  // empty: none named (planner::TrainingFramework::kGeneric)
+  std::string grad_sync;  // empty: the framework's
   std::string calibration;
   double search_time_s = 1.0;  // the exact split search's budget, in seconds of one core (plan only)
   bool json = false;
@@ -55,6 +57,9 @@ Expected<planner::Cluster> cluster_of(const PlanArgs& args);
 
 // --calibration, checked against the GPU, or the bundled profile of the GPU.
 Expected<planner::CalibrationProfile> profile_of(const PlanArgs& args, const planner::Gpu& gpu);
+
+// --optimizer, else the --framework's recipe, else Megatron-LM's.
+planner::OptimizerRecipe optimizer_of(const PlanArgs& args);
 
 // The configuration the flags describe; `schedule_given`: --schedule was on the command line.
 planner::ParallelConfig config_of(const PlanArgs& args, bool schedule_given);

@@ -315,6 +315,8 @@ ordered_json config_json(const planner::ParallelConfig& c) {
                       {"schedule", std::string(planner::to_string(c.schedule))},
                       {"balance", std::string(planner::to_string(c.balance))},
                       {"optimizer", std::string(planner::to_string(c.optimizer))},
+                      {"framework", std::string(planner::to_string(c.framework))},
+                      {"grad_sync_overlaps_backward", planner::sync_overlaps_backward(c)},
                       {"description", planner::describe(c)}};
 }
 

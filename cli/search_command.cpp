@@ -48,7 +48,13 @@ std::string plan_flags(const planner::RankedPlan& p) {
   flags += " --recompute " + std::string(planner::to_string(c.recompute));
   if (c.sequence_parallel) flags += " --sequence-parallel";
   flags += " --schedule " + std::string(planner::to_string(c.schedule));
-  if (c.optimizer != planner::OptimizerRecipe::kMegatron) {
+  if (c.framework != planner::TrainingFramework::kGeneric) {
+    flags += " --framework " + std::string(planner::to_string(c.framework));
+  }
+  if (c.grad_sync != planner::GradSync::kFrameworkDefault) {
+    flags += " --grad-sync " + std::string(planner::to_string(c.grad_sync));
+  }
+  if (c.optimizer != planner::framework_optimizer(c.framework)) {
     flags += " --optimizer " + std::string(planner::to_string(c.optimizer));
   }
   if (!p.uniform_fits) flags += " --balance time";
@@ -219,8 +225,10 @@ int run_search(const SearchArgs& args) {
   request.global_batch = a.gbs;
   request.seq_length = a.seq;
   request.flash_attention = !a.no_flash_attention;
-  request.optimizer =
-      planner::parse_optimizer_recipe(a.optimizer).value_or(planner::OptimizerRecipe::kMegatron);
+  request.optimizer = optimizer_of(a);
+  request.framework =
+      planner::parse_training_framework(a.framework).value_or(planner::TrainingFramework::kGeneric);
+  request.grad_sync = planner::parse_grad_sync(a.grad_sync).value_or(planner::GradSync::kFrameworkDefault);
   request.top = args.top;
   planner::SearchConstraints& k = request.constraints;
   if (args.mbs_given) k.micro_batches = {a.mbs};

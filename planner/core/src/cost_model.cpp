@@ -162,10 +162,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   double params_total = 0;
   for (const UnitCost& unit : model.units) params_total += static_cast<double>(unit.parameters);
   const double stages = static_cast<double>(c.pp);
-  // DeepSpeed's pipeline engine issues ReduceGrads after the last backward (pipe/schedule.py,
-  // TrainSchedule: ReduceTiedGrads, ReduceGrads, OptimizerStep at the batch's last step), and its
-  // engine without a pipeline all-reduces BF16_Optimizer's gradients after the backward too.
-  model.sync_overlaps_backward = c.optimizer != OptimizerRecipe::kDeepSpeedBf16;
+  model.sync_overlaps_backward = sync_overlaps_backward(c);
   // The last backward the sync overlaps is mostly decoder layers': their work's mix prices it.
   if (model.units.size() > 2)
     model.sync_overlap_slowdown = price.overlap_slowdown(model.units[1].work_by_mode[0].backward);

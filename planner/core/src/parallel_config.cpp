@@ -58,6 +58,71 @@ std::optional<OptimizerRecipe> parse_optimizer_recipe(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(TrainingFramework framework) {
+  switch (framework) {
+    case TrainingFramework::kGeneric: return "generic";
+    case TrainingFramework::kMegatronCore: return "megatron-core";
+    case TrainingFramework::kMegatron2022: return "megatron-2022";
+    case TrainingFramework::kDeepSpeed: return "deepspeed";
+    case TrainingFramework::kInternEvo: return "internevo";
+    case TrainingFramework::kInternLM2023: return "internlm-2023";
+  }
+  return "?";
+}
+
+std::optional<TrainingFramework> parse_training_framework(std::string_view name) {
+  for (TrainingFramework framework :
+       {TrainingFramework::kMegatronCore, TrainingFramework::kMegatron2022, TrainingFramework::kDeepSpeed,
+        TrainingFramework::kInternEvo, TrainingFramework::kInternLM2023}) {
+    if (name == to_string(framework)) return framework;
+  }
+  return std::nullopt;
+}
+
+OptimizerRecipe framework_optimizer(TrainingFramework framework) {
+  switch (framework) {
+    case TrainingFramework::kDeepSpeed: return OptimizerRecipe::kDeepSpeedBf16;
+    case TrainingFramework::kInternEvo:
+    case TrainingFramework::kInternLM2023: return OptimizerRecipe::kInternEvo;
+    case TrainingFramework::kGeneric:
+    case TrainingFramework::kMegatronCore:
+    case TrainingFramework::kMegatron2022: break;
+  }
+  return OptimizerRecipe::kMegatron;
+}
+
+std::string_view to_string(GradSync sync) {
+  switch (sync) {
+    case GradSync::kFrameworkDefault: return "default";
+    case GradSync::kDuringBackward: return "during-backward";
+    case GradSync::kAfterBackward: return "after-backward";
+  }
+  return "?";
+}
+
+std::optional<GradSync> parse_grad_sync(std::string_view name) {
+  for (GradSync sync : {GradSync::kDuringBackward, GradSync::kAfterBackward}) {
+    if (name == to_string(sync)) return sync;
+  }
+  return std::nullopt;
+}
+
+bool sync_overlaps_backward(const ParallelConfig& c) {
+  if (c.grad_sync != GradSync::kFrameworkDefault) return c.grad_sync == GradSync::kDuringBackward;
+  switch (c.framework) {
+    case TrainingFramework::kMegatronCore:
+    case TrainingFramework::kInternEvo: return true;
+    case TrainingFramework::kMegatron2022:
+    case TrainingFramework::kDeepSpeed:
+    case TrainingFramework::kInternLM2023: return false;
+    case TrainingFramework::kGeneric: break;
+  }
+  // DeepSpeed's pipeline engine issues ReduceGrads after the last backward (pipe/schedule.py,
+  // TrainSchedule: ReduceTiedGrads, ReduceGrads, OptimizerStep at the batch's last step), and its
+  // engine without a pipeline all-reduces BF16_Optimizer's gradients after the backward too.
+  return c.optimizer != OptimizerRecipe::kDeepSpeedBf16;
+}
+
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute) {
   models::CostOptions o;
   o.micro_batch_size = config.micro_batch;
@@ -228,6 +293,10 @@ std::string describe(const ParallelConfig& c) {
     text += ", zero " + num(c.zero_stage);
     if (c.zero_shard > 0) text += " (shard " + num(c.zero_shard) + ")";
   }
+  if (c.framework != TrainingFramework::kGeneric)
+    text += ", framework " + std::string(to_string(c.framework));
+  if (c.grad_sync != GradSync::kFrameworkDefault)
+    text += ", gradient sync " + std::string(to_string(c.grad_sync));
   if (c.optimizer != OptimizerRecipe::kMegatron) text += ", optimizer " + std::string(to_string(c.optimizer));
   text += ", recompute " + std::string(to_string(c.recompute));
   if (c.sequence_parallel) text += ", sequence parallel";

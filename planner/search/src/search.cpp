@@ -210,6 +210,8 @@ Status Searcher::enumerate_layout(int64_t tp, int64_t pp, int64_t mbs) {
     c.sequence_parallel = tp > 1;
     c.flash_attention = request_.flash_attention;
     c.optimizer = request_.optimizer;
+    c.framework = request_.framework;
+    c.grad_sync = request_.grad_sync;
     c.schedule = variant.kind;
     auto resolved = resolve_config(request_.model, c);
     if (!resolved.ok()) {

@@ -34,6 +34,38 @@ enum class BalanceGoal { kMemory, kTime, kHeadroom };
 //                   bf16 over all of data parallelism, updated weights broadcast from each shard.
 enum class OptimizerRecipe { kMegatron, kDeepSpeedBf16, kInternEvo };
 
+// The training framework whose behaviour a plan prices (docs/planner.md, "Frameworks"), each read
+// from the framework's code at a named commit: its optimizer recipe (unless --optimizer says
+// otherwise) and whether the data-parallel gradient sync overlaps the last backward.
+//   kGeneric       none named: the optimizer recipe's own habit (DeepSpeed's after the backward,
+//                  the others during it).
+//   kMegatronCore  Megatron-LM since --overlap-grad-reduce (2d5220a4 of 2023-09-05): the sync's
+//                  buckets all-reduce (or reduce-scatter) as the backward produces them.
+//   kMegatron2022  Megatron-LM of 2021-2022 (386923b5 of 2021-10-01, 2755bcb8 of 2022-06-24): the
+//                  default local DDP all-reduces the gradients after forward_backward_func
+//                  returns (train_step), before the optimizer step.
+//   kDeepSpeed     DeepSpeed's pipeline engine with BF16_Optimizer: ReduceGrads after the last
+//                  backward (cost_model.h).
+//   kInternEvo     InternEvo with HybridZeroOptimizer and overlap_sync_grad (c628a8c8 of 2024):
+//                  each bucket's all-reduce waits on the communication handle, on the GPU only.
+//   kInternLM2023  InternLM of 2023 (20fe5ac, 01e7fd61), the same optimizer: its reduction hook
+//                  synchronizes (the device at 20fe5ac, the communication stream at 01e7fd61)
+//                  before each bucket's all-reduce, so backward and all-reduces take turns: the
+//                  sync is priced as after the backward (docs/validation.md, V09).
+enum class TrainingFramework {
+  kGeneric,
+  kMegatronCore,
+  kMegatron2022,
+  kDeepSpeed,
+  kInternEvo,
+  kInternLM2023
+};
+
+// When the data-parallel gradient sync runs, where a run departs from its framework's default
+// (--grad-sync): Megatron-LM of 2021-2022 with --DDP-impl torch, PyTorch's DDP, all-reduces its
+// buckets during the backward, as the SC'21 runs of up to 18B parameters did.
+enum class GradSync { kFrameworkDefault, kDuringBackward, kAfterBackward };
+
 struct ParallelConfig {
   int64_t gpus = 1;
   int64_t tp = 1;
@@ -52,6 +84,8 @@ struct ParallelConfig {
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   BalanceGoal balance = BalanceGoal::kMemory;
   OptimizerRecipe optimizer = OptimizerRecipe::kMegatron;
+  TrainingFramework framework = TrainingFramework::kGeneric;
+  GradSync grad_sync = GradSync::kFrameworkDefault;
   // Decoder layers per stage of the split the user runs today (the embedding on the first
   // stage, the head on the last); empty: the framework's uniform split. It is the baseline the
   // suggested split is compared with.
@@ -79,6 +113,19 @@ std::string_view to_string(BalanceGoal goal);  // the --balance spellings
 // "megatron", "deepspeed-bf16", "internevo": the --optimizer spellings
 std::string_view to_string(OptimizerRecipe recipe);
 std::optional<OptimizerRecipe> parse_optimizer_recipe(std::string_view name);
+// "megatron-core", "megatron-2022", "deepspeed", "internevo", "internlm-2023" (the --framework
+// spellings); kGeneric
+// is "generic" and is not a --framework choice.
+std::string_view to_string(TrainingFramework framework);
+std::optional<TrainingFramework> parse_training_framework(std::string_view name);
+// "during-backward", "after-backward" (the --grad-sync spellings); kFrameworkDefault is "default".
+std::string_view to_string(GradSync sync);
+std::optional<GradSync> parse_grad_sync(std::string_view name);
+// The optimizer recipe a framework runs (kGeneric: Megatron-LM's).
+OptimizerRecipe framework_optimizer(TrainingFramework framework);
+// Whether the data-parallel gradient sync runs during the last backward: --grad-sync, else the
+// framework's (TrainingFramework's comment).
+bool sync_overlaps_backward(const ParallelConfig& config);
 std::string describe(const ParallelConfig& config);  // "tp 8, pp 4, dp 64, mbs 1, gbs 1024, ..."
 
 }  // namespace pipescope::planner

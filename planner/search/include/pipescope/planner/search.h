@@ -61,6 +61,8 @@ struct SearchRequest {
   // DeepSpeed's BF16_Optimizer shards on its own at ZeRO stage 0 or 1, so the search varies no
   // ZeRO stage for it.
   OptimizerRecipe optimizer = OptimizerRecipe::kMegatron;
+  TrainingFramework framework = TrainingFramework::kGeneric;
+  GradSync grad_sync = GradSync::kFrameworkDefault;
   SearchConstraints constraints;
   // How many of the fastest configurations to plan and return; 0: every one that fits.
   int64_t top = 20;
