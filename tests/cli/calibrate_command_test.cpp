@@ -216,7 +216,9 @@ TEST(CalibrateFit, RefusesAPlanWhoseArgumentsNameWhatPlanWouldRefuse) {
   for (const auto& [key, word] : {std::pair{"optimizer", "adam"},
                                   {"recompute", "sometimes"},
                                   {"schedule", "zb-v"},
-                                  {"balance", "cost"}}) {
+                                  {"balance", "cost"},
+                                  {"framework", "megatron"},
+                                  {"grad_sync", "never"}}) {
     json doc = json::parse(planned);
     doc["inputs"]["arguments"][key] = word;
     write_file(dir.file("edited.json"), doc.dump());

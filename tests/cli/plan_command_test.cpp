@@ -472,6 +472,53 @@ TEST(PlanCommand, InternEvoOptimizerRecipeHoldsLessAndSaysSo) {
   expect_bad_input(with(base, {"--optimizer", "lamb"}), "--optimizer");
 }
 
+TEST(PlanCommand, AFrameworkSetsTheRecipeAndWhenTheGradientSyncRuns) {
+  // 64 A100s, dp 8: the sync's all-reduce either hides behind the last backward or follows it.
+  const std::vector<std::string> base = {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "64",
+                                         "--tp",    "2",         "--pp",  "4",         "--gbs",  "256"};
+  const json core = plan_json(with(base, {"--framework", "megatron-core"}));
+  const json old = plan_json(with(base, {"--framework", "megatron-2022"}));
+  EXPECT_EQ(core["inputs"]["config"]["framework"], "megatron-core");
+  EXPECT_EQ(core["inputs"]["config"]["optimizer"], "megatron");
+  EXPECT_EQ(core["inputs"]["config"]["grad_sync_overlaps_backward"], true);
+  EXPECT_EQ(old["inputs"]["config"]["grad_sync_overlaps_backward"], false);
+  const auto exposed = [](const json& plan) {
+    double most = 0;
+    for (const json& stage : plan["uniform"]["stages"])
+      most = std::max(most, stage["dp_sync_exposed_s"].get<double>());
+    return most;
+  };
+  EXPECT_GT(exposed(old), 0);
+  EXPECT_LT(exposed(core), exposed(old));
+  EXPECT_GT(old["uniform"]["iteration_s"].get<double>(), core["uniform"]["iteration_s"].get<double>());
+  // --grad-sync overrides the framework's habit; the generic default overlaps, as before.
+  const json torch_ddp =
+      plan_json(with(base, {"--framework", "megatron-2022", "--grad-sync", "during-backward"}));
+  EXPECT_DOUBLE_EQ(torch_ddp["uniform"]["iteration_s"].get<double>(),
+                   core["uniform"]["iteration_s"].get<double>());
+  EXPECT_DOUBLE_EQ(plan_json(base)["uniform"]["iteration_s"].get<double>(),
+                   core["uniform"]["iteration_s"].get<double>());
+
+  // The recipe comes with the framework; an explicit --optimizer wins.
+  const json internlm = plan_json(with(base, {"--framework", "internlm-2023"}));
+  EXPECT_EQ(internlm["inputs"]["config"]["optimizer"], "internevo");
+  EXPECT_EQ(internlm["inputs"]["config"]["grad_sync_overlaps_backward"], false);
+  EXPECT_EQ(
+      plan_json(with(base, {"--framework", "internevo"}))["inputs"]["config"]["grad_sync_overlaps_backward"],
+      true);
+  EXPECT_EQ(plan_json(with(base, {"--framework", "deepspeed"}))["inputs"]["config"]["optimizer"],
+            "deepspeed-bf16");
+  EXPECT_EQ(plan_json(with(base, {"--framework", "deepspeed", "--optimizer",
+                                  "megatron"}))["inputs"]["config"]["optimizer"],
+            "megatron");
+  const CommandResult text = run_pipescope(plan_args(with(base, {"--framework", "megatron-2022"})));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("framework megatron-2022"), std::string::npos) << text.out;
+
+  expect_bad_input(with(base, {"--framework", "megatron"}), "--framework");
+  expect_bad_input(with(base, {"--grad-sync", "never"}), "--grad-sync");
+}
+
 TEST(PlanCommand, DeepSpeedsStepBuffersAreHeldAfterTheStepAndShown) {
   // BF16_Optimizer's all-reduce works on a bf16 copy of the gradients, 2 bytes per parameter,
   // after the activations are freed: the JSON gives it as step_bytes and adds it to what the

@@ -93,6 +93,29 @@ TEST(SearchCommand, JsonRanksFastestFirstAndListsEveryRefusal) {
             doc["stats"]["feasible"].get<int64_t>() + doc["stats"]["duplicates"].get<int64_t>() + refused);
 }
 
+TEST(SearchCommand, AFrameworkPricesEveryConfigurationAndIsInItsPlanFlags) {
+  // InternLM of 2023 syncs after the backward: no configuration gets faster, and the ones that
+  // sync over data parallelism get slower; the flags to plan the best one name the framework.
+  const json generic = json::parse(run_pipescope(search_args({"--gbs", "64", "--top", "1", "--json"})).out);
+  const CommandResult r =
+      run_pipescope(search_args({"--gbs", "64", "--top", "1", "--json", "--framework", "internlm-2023"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["ranked"].size(), 1u);
+  const std::string flags = doc["ranked"][0]["plan_flags"];
+  EXPECT_NE(flags.find("--framework internlm-2023"), std::string::npos) << flags;
+  EXPECT_EQ(flags.find("--optimizer"), std::string::npos) << flags;  // the framework's own recipe
+  EXPECT_LE(doc["ranked"][0]["tokens_per_s"].get<double>(),
+            generic["ranked"][0]["tokens_per_s"].get<double>());
+  const CommandResult plain =
+      run_pipescope(search_args({"--gbs", "64", "--top", "1", "--json", "--framework", "internlm-2023",
+                                 "--optimizer", "megatron", "--grad-sync", "during-backward"}));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const std::string plain_flags = json::parse(plain.out)["ranked"][0]["plan_flags"];
+  EXPECT_NE(plain_flags.find("--grad-sync during-backward"), std::string::npos) << plain_flags;
+  EXPECT_NE(plain_flags.find("--optimizer megatron"), std::string::npos) << plain_flags;
+}
+
 // An interleaved configuration is ranked on the layout plan suggests; where that is not the
 // uniform chunks, the split says so, and its peak is the suggested layout's.
 TEST(SearchCommand, InterleavedConfigurationsAreRankedOnTheirSuggestedLayouts) {

@@ -135,5 +135,43 @@ TEST(ResolveConfig, SequenceParallelNeedsTensorParallel) {
   expect_refused(c, "--tp");
 }
 
+TEST(TrainingFrameworks, EachSetsItsRecipeAndWhenItsGradientSyncRuns) {
+  struct Expected {
+    TrainingFramework framework;
+    const char* name;
+    OptimizerRecipe recipe;
+    bool overlaps;
+  };
+  for (const Expected& e :
+       {Expected{TrainingFramework::kMegatronCore, "megatron-core", OptimizerRecipe::kMegatron, true},
+        {TrainingFramework::kMegatron2022, "megatron-2022", OptimizerRecipe::kMegatron, false},
+        {TrainingFramework::kDeepSpeed, "deepspeed", OptimizerRecipe::kDeepSpeedBf16, false},
+        {TrainingFramework::kInternEvo, "internevo", OptimizerRecipe::kInternEvo, true},
+        {TrainingFramework::kInternLM2023, "internlm-2023", OptimizerRecipe::kInternEvo, false}}) {
+    EXPECT_EQ(to_string(e.framework), e.name);
+    EXPECT_EQ(parse_training_framework(e.name), e.framework);
+    EXPECT_EQ(framework_optimizer(e.framework), e.recipe) << e.name;
+    ParallelConfig c;
+    c.framework = e.framework;
+    c.optimizer = e.recipe;
+    EXPECT_EQ(sync_overlaps_backward(c), e.overlaps) << e.name;
+    c.grad_sync = GradSync::kDuringBackward;
+    EXPECT_TRUE(sync_overlaps_backward(c)) << e.name;
+    c.grad_sync = GradSync::kAfterBackward;
+    EXPECT_FALSE(sync_overlaps_backward(c)) << e.name;
+  }
+  EXPECT_FALSE(parse_training_framework("generic").has_value());  // not a --framework choice
+  EXPECT_FALSE(parse_training_framework("megatron").has_value());
+  EXPECT_EQ(parse_grad_sync("after-backward"), GradSync::kAfterBackward);
+  EXPECT_FALSE(parse_grad_sync("default").has_value());
+  // None named: the recipe's own habit, as before frameworks were named.
+  ParallelConfig generic;
+  EXPECT_TRUE(sync_overlaps_backward(generic));
+  generic.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  EXPECT_FALSE(sync_overlaps_backward(generic));
+  generic.framework = TrainingFramework::kMegatron2022;
+  EXPECT_EQ(describe(generic).find("framework megatron-2022") != std::string::npos, true);
+}
+
 }  // namespace
 }  // namespace pipescope::planner
