@@ -107,19 +107,6 @@ BackgroundCopy& background_copy() {
   return copy;
 }
 
-// Seconds per launch of `batch` launches on the timer stream.
-template <class Launch>
-double seconds_per_launch(int batch, Launch&& launch) {
-  GpuTimer& t = gpu_timer();
-  PIPESCOPE_CUDA(cudaEventRecord(t.start, t.stream));
-  for (int i = 0; i < batch; ++i) launch(t.stream);
-  PIPESCOPE_CUDA(cudaEventRecord(t.stop, t.stream));
-  PIPESCOPE_CUDA(cudaEventSynchronize(t.stop));
-  float ms = 0;
-  PIPESCOPE_CUDA(cudaEventElapsedTime(&ms, t.start, t.stop));
-  return ms * 1e-3 / batch;
-}
-
 // Each iteration times the work alone, then beside the background copy; the iteration's time is
 // the latter. Counters: both times, slowdown = beside / alone - 1, the background's bandwidth.
 template <class Launch>

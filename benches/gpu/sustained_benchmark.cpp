@@ -45,16 +45,12 @@ Reading read_nvml() {
 
 // Runs `launches` GEMMs, reads NVML halfway through while they run, returns their seconds.
 double timed_window(const ReadyGemm& gemm, int launches, double expected_s, Reading& reading) {
-  GpuTimer& t = gpu_timer();
-  PIPESCOPE_CUDA(cudaEventRecord(t.start, t.stream));
-  for (int i = 0; i < launches; ++i) gemm.run(t.stream);
-  PIPESCOPE_CUDA(cudaEventRecord(t.stop, t.stream));
-  std::this_thread::sleep_for(std::chrono::duration<double>(expected_s / 2));
-  reading = read_nvml();
-  PIPESCOPE_CUDA(cudaEventSynchronize(t.stop));
-  float ms = 0;
-  PIPESCOPE_CUDA(cudaEventElapsedTime(&ms, t.start, t.stop));
-  return ms * 1e-3;
+  return launches * seconds_per_launch(
+                        launches, [&](cudaStream_t stream) { gemm.run(stream); },
+                        [&] {
+                          std::this_thread::sleep_for(std::chrono::duration<double>(expected_s / 2));
+                          reading = read_nvml();
+                        });
 }
 
 void run_sustained(benchmark::State& state, GemmShape shape, double seconds) {
