@@ -96,6 +96,15 @@ TEST(Megatron, OverlapFlagsOnlyWithDataParallelismAndFsdpItsRequiredFlags) {
   EXPECT_THAT(s.text, HasSubstr("--overlap-grad-reduce\n"));
   EXPECT_THAT(s.text, Not(HasSubstr("--overlap-param-gather")));
   EXPECT_THAT(s.text, Not(HasSubstr("--use-distributed-optimizer")));
+  // A plan whose framework syncs after the backward does not ask Megatron-LM to overlap it.
+  c.framework = TrainingFramework::kMegatron2022;
+  s = emit_megatron(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none));
+  EXPECT_THAT(s.text, Not(HasSubstr("--overlap-grad-reduce")));
+  c.framework = TrainingFramework::kGeneric;
+  c.grad_sync = GradSync::kAfterBackward;
+  s = emit_megatron(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none));
+  EXPECT_THAT(s.text, Not(HasSubstr("--overlap-grad-reduce")));
+  c.grad_sync = GradSync::kFrameworkDefault;
   c.gpus = 8;  // dp 1: nothing to overlap
   s = emit_megatron(model_with_layers(16), outcome_with(c, {4, 4, 4, 4}, none));
   EXPECT_THAT(s.text, Not(HasSubstr("--overlap")));
