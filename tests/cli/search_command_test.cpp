@@ -3,9 +3,14 @@
 // nothing feasible (exit 0), and one clear line with exit code 2 for bad input.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -114,6 +119,36 @@ TEST(SearchCommand, AFrameworkPricesEveryConfigurationAndIsInItsPlanFlags) {
   const std::string plain_flags = json::parse(plain.out)["ranked"][0]["plan_flags"];
   EXPECT_NE(plain_flags.find("--grad-sync during-backward"), std::string::npos) << plain_flags;
   EXPECT_NE(plain_flags.find("--optimizer megatron"), std::string::npos) << plain_flags;
+}
+
+TEST(SearchCommand, TheH200sMeasuredLossesLowerAndReRankItsSeventyBSearch) {
+  // The bundled H200 profile with and without its losses (docs/planner.md, "Time"): sustained
+  // clocks slow every configuration; interference slows the ones that overlap most, ZeRO-3's
+  // gathers beside every layer, so another configuration comes first.
+  const std::string bundled = std::string(PIPESCOPE_SOURCE_DIR) + "/calibrate/profiles/h200-141gb.json";
+  std::ifstream in(bundled);
+  std::stringstream text;
+  text << in.rdbuf();
+  json without = json::parse(text.str());
+  ASSERT_TRUE(without.contains("losses"));
+  without.erase("losses");
+  const std::string path = ::testing::TempDir() + "/h200-no-losses-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << without.dump();
+  const std::vector<std::string> args = {"search", "--model", "llama2-70b", "--gpu", "h200-141gb",
+                                         "--gpus", "256",     "--gbs",      "512",   "--seq",
+                                         "4096",   "--top",   "1",          "--json"};
+  auto with_profile = [&](const std::string& profile) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--calibration", profile});
+    const CommandResult r = run_pipescope(a);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out)["ranked"][0];
+  };
+  const json measured = with_profile(bundled), ideal = with_profile(path);
+  std::filesystem::remove(path);
+  EXPECT_LT(measured["mfu"].get<double>(), ideal["mfu"].get<double>() - 0.05);
+  EXPECT_EQ(ideal["zero_stage"], 3);
+  EXPECT_NE(measured["zero_stage"], 3);
 }
 
 // An interleaved configuration is ranked on the layout plan suggests; where that is not the
