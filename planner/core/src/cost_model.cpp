@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "pipescope/models/activation_memory.h"
 #include "pipescope/models/parameter_count.h"
@@ -9,6 +10,30 @@
 
 namespace pipescope::planner {
 namespace {
+
+// What the profile's measured training losses add to the table's figures, in a plan's words.
+std::string losses_note(const TrainingLosses& l) {
+  std::string parts;
+  auto add = [&](const std::string& part) { parts += (parts.empty() ? "" : "; ") + part; };
+  char text[160];
+  if (!l.sustained_gemm_fraction.source.empty()) {
+    std::snprintf(text, sizeof(text), "GEMMs and attention at %.3f of the table (sustained clocks)",
+                  l.sustained_fraction());
+    add(text);
+  }
+  if (!l.dgrad_time_ratio.source.empty() || !l.wgrad_time_ratio.source.empty()) {
+    std::snprintf(text, sizeof(text), "backward GEMMs in their own layouts (%.3f, %.3f)", l.dgrad_ratio(),
+                  l.wgrad_ratio());
+    add(text);
+  }
+  if (!l.overlap_gemm_slowdown.source.empty() || !l.overlap_memory_bound_slowdown.source.empty()) {
+    std::snprintf(text, sizeof(text),
+                  "compute beside an overlapped collective +%.0f%% (GEMM, attention), +%.0f%% (memory-bound)",
+                  100 * l.overlap_gemm_slowdown.value, 100 * l.overlap_memory_bound_slowdown.value);
+    add(text);
+  }
+  return parts.empty() ? parts : "training losses measured in the profile: " + parts;
+}
 
 using namespace pricing;  // NOLINT(google-build-using-namespace): this file assembles its prices
 
@@ -198,6 +223,8 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
                           " data-parallel ranks, gradient slices all-reduced across the groups");
   }
   if (c.flash_attention) model.notes.push_back("attention: fused (flash) kernels, causal");
+  if (const std::string losses = losses_note(in.profile.losses); !losses.empty())
+    model.notes.push_back(losses);
   // What reading the model's description assumed (config.json fields left out, sliding windows).
   for (const std::string& note : in.model.notes) model.notes.push_back("model: " + note);
   return model;
