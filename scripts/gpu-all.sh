@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every GPU check of docs/gpu-validation.md in one go, each step bounded in time so that one
 # that hangs cannot take the others' time: the machine's description, the calibration suite
-# (quick), PyTorch's GEMMs beside it, the planner's training cases, the profiler smoke test, the
-# profiler's overhead, the 4-stage 1F1B runs. Logs and
+# (quick), the training losses (backward layouts, interference, sustained clocks), PyTorch's GEMMs
+# beside the suite's, the planner's training cases, the profiler smoke test, the profiler's
+# overhead, the 4-stage 1F1B runs. Logs and
 # results land in OUT_DIR/results and are packed into TARBALL (default OUT_DIR/gpu-results.tar.gz).
 # Usage: scripts/gpu-all.sh BUNDLE_DIR OUT_DIR [TARBALL]   (BUNDLE_DIR made by scripts/gpu-bundle.sh)
 set -uo pipefail
@@ -117,7 +118,7 @@ run_step() {  # one of the step names below
 }
 
 # PIPESCOPE_GPU_STEPS picks and orders the steps (a short device session runs what matters first).
-for name in ${PIPESCOPE_GPU_STEPS:-calibrate gemm-crosscheck train-plan smoke train-overhead train-pipeline}; do
+for name in ${PIPESCOPE_GPU_STEPS:-calibrate losses sustained gemm-crosscheck train-plan smoke train-overhead train-pipeline}; do
   run_step "$name"
 done
 ls -la "$out"
