@@ -82,7 +82,7 @@ run_step() {  # one of the step names below
         step calibrate 150 "$root/gpu-calibrate.sh" "$root" "$res/calibrate" --quick --base h100-80gb
       ;;
     losses)  # the backward passes' GEMM layouts and compute beside communication (calibration-results.md)
-      step losses 240 "$root/bin/gpu_benchmark" --benchmark_filter='^(device|gemm_layout|interference)' \
+      step losses 240 "$root/bin/gpu_benchmark" --benchmark_filter='^(device|gemm_layout|interference|launch)' \
         --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
         --benchmark_out="$res/losses.json" --benchmark_out_format=json
       ;;

@@ -28,6 +28,9 @@ void launch_add(const void* x, const void* y, void* z, size_t bytes, cudaStream_
 void launch_rms_norm(const void* x, const void* w, void* y, size_t rows, int hidden, cudaStream_t stream);
 inline constexpr int kRmsNormMaxHidden = 8192;
 
+// A kernel that does nothing: what a launch costs when the work is none.
+void launch_empty(cudaStream_t stream);
+
 // What stands in for a communication kernel beside the work it overlaps (a NCCL kernel holds one
 // SM per channel and streams memory): a copy on exactly `blocks` blocks of
 // kBackgroundCopyThreads threads, each copying its part of `bytes` a slice of

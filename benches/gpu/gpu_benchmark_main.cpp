@@ -1,7 +1,7 @@
 // gpu_benchmark: the single-GPU part of the calibration suite (docs/calibration-results.md):
 // cuBLASLt GEMMs (the table, the backward passes' layouts, sustained clocks), memory-bound
-// kernels, copies, and compute beside a communication-like kernel. Flags: --quick, then Google Benchmark's.
-// Without a usable GPU: one "no GPU" line on stderr, no output file, exit 0.
+// kernels, copies, compute beside a communication-like kernel, and launch gaps. Flags: --quick, then Google
+// Benchmark's. Without a usable GPU: one "no GPU" line on stderr, no output file, exit 0.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include "gemm_benchmark.h"
 #include "hbm_benchmark.h"
 #include "interference_benchmark.h"
+#include "launch_benchmark.h"
 #include "suite_args.h"
 #include "sustained_benchmark.h"
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   register_memcpy_benchmarks(args.quick);
   register_gemm_layout_benchmarks(device);
   register_interference_benchmarks();
+  register_launch_benchmarks();
   // Last: it heats the GPU, which would lower what follows it.
   register_sustained_benchmark(args.quick);
   register_device_state_benchmark("end");

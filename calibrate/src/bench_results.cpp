@@ -273,6 +273,22 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
     into.interference.push_back(std::move(s));
     return Status::Ok();
   }
+  if (p.family == "launch" && p.variant == "gap") {
+    LaunchGapSample s;
+    s.id = e.id();
+    auto bytes = e.integer("bytes");
+    if (!bytes.ok()) return bytes.error();
+    s.bytes = *bytes;
+    for (auto [key, field] : {std::pair{"stream_s_per_kernel", &s.stream_s},
+                              {"graph_s_per_kernel", &s.graph_s},
+                              {"host_s_per_launch", &s.host_s}}) {
+      auto v = e.counter(key);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
+    into.launch_gaps.push_back(std::move(s));
+    return Status::Ok();
+  }
   if (p.family == "device" && p.variant == "state") {
     DeviceStateSample s;
     s.id = e.id();

@@ -161,4 +161,22 @@ std::optional<LossFit> fit_interference(const std::vector<InterferenceSample>& s
   return fit;
 }
 
+std::optional<std::string> launch_gaps_summary(const std::vector<LaunchGapSample>& samples) {
+  if (samples.empty()) return std::nullopt;
+  std::vector<LaunchGapSample> sorted = samples;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const LaunchGapSample& a, const LaunchGapSample& b) { return a.bytes < b.bytes; });
+  std::string text;
+  for (const LaunchGapSample& s : sorted) {
+    const std::string kernel =
+        s.bytes == 0 ? std::string("empty kernel")
+                     : "copy of " + number(static_cast<double>(s.bytes) / (1 << 20), 3) + " MiB";
+    text += (text.empty() ? "" : "; ") + kernel + ": " + number(s.stream_s * 1e6, 3) +
+            " us a kernel launched one at a time, " + number(s.graph_s * 1e6, 3) +
+            " us from a graph (the GPU idles " + number(s.gap_s() * 1e6, 3) + " us a kernel), host " +
+            number(s.host_s * 1e6, 3) + " us a launch";
+  }
+  return text;
+}
+
 }  // namespace pipescope::calibrate

@@ -258,6 +258,12 @@ Status add_losses(const BenchResults& r, const std::string& source, ProfileFit& 
         losses.overlap_gemm_slowdown);
   place("interference memory-bound", "losses.overlap_memory_bound_slowdown",
         fit_interference(r.interference, "memory", source), losses.overlap_memory_bound_slowdown);
+  if (auto gaps = launch_gaps_summary(r.launch_gaps)) {
+    FitQuality quality;
+    for (const LaunchGapSample& s : r.launch_gaps) quality.add(s.id.name, s.stream_s, s.graph_s + s.gap_s());
+    quality.finish();
+    out.sections.push_back({"launch gaps", *gaps, quality, false});
+  }
   return Status::Ok();
 }
 

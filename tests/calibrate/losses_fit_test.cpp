@@ -196,5 +196,30 @@ TEST(BenchResults, RefusesALayoutWithoutItsPassAndInterferenceWithoutItsCounters
   }
 }
 
+TEST(LaunchGaps, ReadAndSaidPerKernelButNotInTheProfile) {
+  const std::string text = R"({"benchmarks": [
+    {"name": "launch/gap/bytes:0/iterations:5/manual_time", "run_type": "iteration", "real_time": 4.5,
+     "time_unit": "us", "stream_s_per_kernel": 4.5e-6, "graph_s_per_kernel": 1.5e-6, "host_s_per_launch": 4.2e-6},
+    {"name": "launch/gap/bytes:1048576/iterations:5/manual_time", "run_type": "iteration", "real_time": 5,
+     "time_unit": "us", "stream_s_per_kernel": 5e-6, "graph_s_per_kernel": 4e-6, "host_s_per_launch": 4.1e-6}]})";
+  BenchResults r;
+  const Status s = add_bench_results(text, "launch.json", r);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(r.launch_gaps.size(), 2u);
+  EXPECT_NEAR(r.launch_gaps[0].gap_s(), 3e-6, 1e-12);
+  const auto summary = launch_gaps_summary(r.launch_gaps);
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(*summary,
+            "empty kernel: 4.5 us a kernel launched one at a time, 1.5 us from a graph (the GPU idles 3 us a "
+            "kernel), host 4.2 us a launch; copy of 1 MiB: 5 us a kernel launched one at a time, 4 us from a "
+            "graph (the GPU idles 1 us a kernel), host 4.1 us a launch");
+  EXPECT_FALSE(launch_gaps_summary({}).has_value());
+  BenchResults bad;
+  EXPECT_FALSE(add_bench_results(R"({"benchmarks": [{"name": "launch/gap/bytes:0", "real_time": 1,
+      "time_unit": "us"}]})",
+                                 "bad.json", bad)
+                   .ok());
+}
+
 }  // namespace
 }  // namespace pipescope::calibrate

@@ -94,11 +94,21 @@ struct InterferenceSample {
   double slowdown() const { return beside_s / alone_s - 1; }
 };
 
+// launch/gap/bytes:: kernels launched one at a time from the host against the same kernels
+// replayed from a CUDA graph, per kernel.
+struct LaunchGapSample {
+  SampleId id;
+  int64_t bytes = 0;  // each kernel's copy; 0: an empty kernel
+  double stream_s = 0, graph_s = 0, host_s = 0;
+  double gap_s() const { return stream_s > graph_s ? stream_s - graph_s : 0; }
+};
+
 struct BenchResults {
   std::vector<GemmSample> gemm;
   std::vector<GemmLayoutSample> gemm_layouts;
   std::vector<SustainedSample> sustained;
   std::vector<InterferenceSample> interference;
+  std::vector<LaunchGapSample> launch_gaps;
   std::vector<AttentionSample> attention;
   std::vector<BandwidthSample> bandwidth;
   std::vector<CollectiveSample> collectives;
@@ -110,7 +120,7 @@ struct BenchResults {
   std::vector<std::string> notes;  // entries skipped (errors, unknown families), context clashes
   bool empty() const {
     return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty() &&
-           gemm_layouts.empty() && sustained.empty() && interference.empty();
+           gemm_layouts.empty() && sustained.empty() && interference.empty() && launch_gaps.empty();
   }
   std::string context_value(std::string_view key) const;
 };

@@ -48,4 +48,9 @@ LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::
 std::optional<LossFit> fit_interference(const std::vector<InterferenceSample>& samples,
                                         const std::string& work, const std::string& source);
 
+// What launching kernels one at a time costs, in words, for `calibrate fit` (the profile has no
+// place for it yet: pricing it needs the kernels a framework launches per layer). Empty when not
+// measured.
+std::optional<std::string> launch_gaps_summary(const std::vector<LaunchGapSample>& samples);
+
 }  // namespace pipescope::calibrate
