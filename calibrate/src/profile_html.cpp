@@ -1,5 +1,6 @@
 // `calibrate show --html`: the profile's curves, and the suite's raw points when given.
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -126,6 +127,25 @@ std::string escape(const std::string& text) {
   return out;
 }
 
+// The training losses the planner takes off the table's figures, each with its source.
+std::string losses_table(const planner::TrainingLosses& l) {
+  const std::pair<const char*, const planner::SourcedValue*> rows[] = {
+      {"sustained clocks: GEMMs and attention at this fraction of the table", &l.sustained_gemm_fraction},
+      {"input-gradient GEMMs: time in their own layout over the forward layout's", &l.dgrad_time_ratio},
+      {"weight-gradient GEMMs: time in their own layout over the forward layout's", &l.wgrad_time_ratio},
+      {"GEMMs and attention beside an overlapped collective: slowdown", &l.overlap_gemm_slowdown},
+      {"memory-bound kernels beside an overlapped collective: slowdown", &l.overlap_memory_bound_slowdown}};
+  std::string html = "<h2>Training losses</h2><table><tr><th>loss</th><th>value</th><th>source</th></tr>";
+  for (const auto& [what, value] : rows) {
+    char number[32];
+    std::snprintf(number, sizeof(number), "%.4g", value->value);
+    html += "<tr><td>" + std::string(what) + "</td><td>" +
+            (value->source.empty() ? std::string("not measured") : std::string(number)) + "</td><td>" +
+            escape(value->source) + "</td></tr>";
+  }
+  return html + "</table>";
+}
+
 }  // namespace
 
 std::string profile_html(const CalibrationProfile& p, const planner::Gpu& gpu, const BenchResults* measured) {
@@ -148,6 +168,7 @@ std::string profile_html(const CalibrationProfile& p, const planner::Gpu& gpu, c
   html += svg_plot(attention_plot(p, gpu, measured));
   html += svg_plot(bandwidth_plot(p, gpu, measured));
   for (planner::LinkTier tier : planner::kLinkTiers) html += svg_plot(collective_plot(p, tier, measured));
+  html += losses_table(p.losses);
   return html + "</body></html>\n";
 }
 

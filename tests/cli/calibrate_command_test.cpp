@@ -138,6 +138,12 @@ TEST(CalibrateFit, TheH200sLossesFromItsResultsAreTheProfilesInTheRepository) {
   EXPECT_NE(show.out.find("sustained clocks: GEMMs and attention at 0.970 of the table"), std::string::npos)
       << show.out;
   EXPECT_NE(show.out.find("beside communication: GEMMs and attention +42.1%"), std::string::npos) << show.out;
+  ASSERT_EQ(run_pipescope({"calibrate", "show", dir.file("p.json"), "--html", dir.file("p.html")}).exit_code,
+            0);
+  const std::string html = slurp(dir.file("p.html"));
+  EXPECT_NE(html.find("<h2>Training losses</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>0.9703</td>"), std::string::npos);
+  EXPECT_NE(html.find("settled at 672.1 TFLOP/s"), std::string::npos);
   const CommandResult shown_json = run_pipescope({"calibrate", "show", dir.file("p.json"), "--json"});
   ASSERT_EQ(shown_json.exit_code, 0) << shown_json.err;
   EXPECT_NEAR(json::parse(shown_json.out)["losses"]["sustained_gemm_fraction"].get<double>(), 0.970, 0.001);
