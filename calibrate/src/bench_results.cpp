@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -105,6 +107,40 @@ class EntryReader {
 
   std::string label() const { return entry_.value("label", std::string()); }
 
+  using CounterFields = std::initializer_list<std::pair<const char*, double*>>;
+  // Counters the entry must have, each positive; the first missing or bad one is the error.
+  Status counters(CounterFields fields) const {
+    for (auto [key, field] : fields) {
+      auto v = counter(key);
+      if (!v.ok()) return v.error();
+      *field = *v;
+    }
+    return Status::Ok();
+  }
+  // Counters read where present and positive (NVML readings), left as they are otherwise.
+  void optional_counters(CounterFields fields) const {
+    for (auto [key, field] : fields) {
+      if (auto v = counter(key); v.ok()) *field = *v;
+    }
+  }
+
+  // m:, n:, k:, each a positive integer.
+  Status shape(int64_t& m, int64_t& n, int64_t& k) const {
+    for (auto [key, field] : {std::pair{"m", &m}, {"n", &n}, {"k", &k}}) {
+      auto v = integer(key);
+      if (!v.ok()) return v.error();
+      if (*v == 0) return fail(std::string("has ") + key + ":0");
+      *field = *v;
+    }
+    return Status::Ok();
+  }
+
+  // The label's clock-event reasons ("clock_event_reasons NAMES"), empty when it has none.
+  std::string clock_event_reasons() const {
+    const std::string text = label(), prefix = "clock_event_reasons ";
+    return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : std::string();
+  }
+
   Error fail(const std::string& what) const {
     return Error{"benchmark results '" + origin_ + "': entry '" + name_ + "' " + what};
   }
@@ -142,18 +178,89 @@ bool should_take(const json& entry, const std::set<std::string>& names_with_medi
   return names_with_medians.count(run_name_of(entry)) == 0;
 }
 
+// The training losses' families (docs/calibration-results.md).
+Status add_gemm_layout(const EntryReader& e, double seconds, BenchResults& into) {
+  const ParsedName& p = e.parsed();
+  if (p.variant != "bf16") {
+    into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file +
+                         ": the layouts are priced for bf16");
+    return Status::Ok();
+  }
+  GemmLayoutSample s{e.id(), 0, 0, 0, "", seconds};
+  if (Status shape = e.shape(s.m, s.n, s.k); !shape.ok()) return shape;
+  const auto pass = p.params.find("pass");
+  if (pass == p.params.end() ||
+      (pass->second != "forward" && pass->second != "dgrad" && pass->second != "wgrad"))
+    return e.fail("has no pass:forward, pass:dgrad or pass:wgrad");
+  s.pass = pass->second;
+  into.gemm_layouts.push_back(std::move(s));
+  return Status::Ok();
+}
+
+Status add_sustained(const EntryReader& e, BenchResults& into) {
+  SustainedSample s;
+  s.id = e.id();
+  if (Status shape = e.shape(s.m, s.n, s.k); !shape.ok()) return shape;
+  if (Status read = e.counters({{"burst_flops_per_s", &s.burst_flops_per_s},
+                                {"sustained_flops_per_s", &s.sustained_flops_per_s},
+                                {"seconds", &s.seconds}});
+      !read.ok())
+    return read;
+  e.optional_counters({{"burst_sm_clock_mhz", &s.burst_sm_clock_mhz},
+                       {"sustained_sm_clock_mhz", &s.sustained_sm_clock_mhz},
+                       {"sustained_power_w", &s.sustained_power_w},
+                       {"power_limit_w", &s.power_limit_w}});
+  s.clock_event_reasons = e.clock_event_reasons();
+  into.sustained.push_back(std::move(s));
+  return Status::Ok();
+}
+
+Status add_interference(const EntryReader& e, BenchResults& into) {
+  const ParsedName& p = e.parsed();
+  if (p.variant != "gemm" && p.variant != "memory") return e.fail("is neither gemm nor memory work");
+  InterferenceSample s;
+  s.id = e.id();
+  s.work = p.variant;
+  auto sms = e.integer("sms");
+  if (!sms.ok()) return sms.error();
+  if (*sms == 0) return e.fail("has sms:0");
+  s.sms = static_cast<int>(*sms);
+  if (p.params.count("pause_ns") != 0) {
+    auto pause = e.integer("pause_ns");
+    if (!pause.ok()) return pause.error();
+    s.pause_ns = *pause;
+  }
+  if (Status read = e.counters({{"alone_s", &s.alone_s},
+                                {"beside_s", &s.beside_s},
+                                {"background_bytes_per_s", &s.background_bytes_per_s}});
+      !read.ok())
+    return read;
+  into.interference.push_back(std::move(s));
+  return Status::Ok();
+}
+
+Status add_launch_gap(const EntryReader& e, BenchResults& into) {
+  LaunchGapSample s;
+  s.id = e.id();
+  auto bytes = e.integer("bytes");
+  if (!bytes.ok()) return bytes.error();
+  s.bytes = *bytes;
+  if (Status read = e.counters({{"stream_s_per_kernel", &s.stream_s},
+                                {"graph_s_per_kernel", &s.graph_s},
+                                {"host_s_per_launch", &s.host_s}});
+      !read.ok())
+    return read;
+  into.launch_gaps.push_back(std::move(s));
+  return Status::Ok();
+}
+
 Status add_entry(const EntryReader& e, BenchResults& into) {
   const ParsedName& p = e.parsed();
   auto seconds = e.seconds();
   if (!seconds.ok()) return seconds.error();
   if (p.family == "gemm") {
     GemmSample s{e.id(), p.variant, 0, 0, 0, *seconds};
-    for (auto [key, field] : {std::pair{"m", &s.m}, {"n", &s.n}, {"k", &s.k}}) {
-      auto v = e.integer(key);
-      if (!v.ok()) return v.error();
-      if (*v == 0) return e.fail(std::string("has ") + key + ":0");
-      *field = *v;
-    }
+    if (Status shape = e.shape(s.m, s.n, s.k); !shape.ok()) return shape;
     into.gemm.push_back(std::move(s));
     return Status::Ok();
   }
@@ -204,104 +311,20 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
     into.collectives.push_back(std::move(s));
     return Status::Ok();
   }
-  if (p.family == "gemm_layout" || p.family == "sustained") {
-    int64_t shape[3] = {0, 0, 0};
-    for (int i = 0; i < 3; ++i) {
-      const std::string key(1, "mnk"[i]);
-      auto v = e.integer(key);
-      if (!v.ok()) return v.error();
-      if (*v == 0) return e.fail("has " + key + ":0");
-      shape[i] = *v;
-    }
-    if (p.family == "gemm_layout") {
-      if (p.variant != "bf16") {
-        into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file +
-                             ": the layouts are priced for bf16");
-        return Status::Ok();
-      }
-      const auto pass = p.params.find("pass");
-      if (pass == p.params.end() ||
-          (pass->second != "forward" && pass->second != "dgrad" && pass->second != "wgrad"))
-        return e.fail("has no pass:forward, pass:dgrad or pass:wgrad");
-      into.gemm_layouts.push_back({e.id(), shape[0], shape[1], shape[2], pass->second, *seconds});
-      return Status::Ok();
-    }
-    SustainedSample s;
-    s.id = e.id();
-    s.m = shape[0];
-    s.n = shape[1];
-    s.k = shape[2];
-    for (auto [key, field] : {std::pair{"burst_flops_per_s", &s.burst_flops_per_s},
-                              {"sustained_flops_per_s", &s.sustained_flops_per_s},
-                              {"seconds", &s.seconds}}) {
-      auto v = e.counter(key);
-      if (!v.ok()) return v.error();
-      *field = *v;
-    }
-    for (auto [key, field] : {std::pair{"burst_sm_clock_mhz", &s.burst_sm_clock_mhz},
-                              {"sustained_sm_clock_mhz", &s.sustained_sm_clock_mhz},
-                              {"sustained_power_w", &s.sustained_power_w},
-                              {"power_limit_w", &s.power_limit_w}}) {
-      if (auto v = e.counter(key); v.ok()) *field = *v;
-    }
-    const std::string label = e.label(), prefix = "clock_event_reasons ";
-    if (label.rfind(prefix, 0) == 0) s.clock_event_reasons = label.substr(prefix.size());
-    into.sustained.push_back(std::move(s));
-    return Status::Ok();
-  }
-  if (p.family == "interference") {
-    if (p.variant != "gemm" && p.variant != "memory") return e.fail("is neither gemm nor memory work");
-    InterferenceSample s;
-    s.id = e.id();
-    s.work = p.variant;
-    auto sms = e.integer("sms");
-    if (!sms.ok()) return sms.error();
-    if (*sms == 0) return e.fail("has sms:0");
-    s.sms = static_cast<int>(*sms);
-    if (p.params.count("pause_ns") != 0) {
-      auto pause = e.integer("pause_ns");
-      if (!pause.ok()) return pause.error();
-      s.pause_ns = *pause;
-    }
-    for (auto [key, field] : {std::pair{"alone_s", &s.alone_s},
-                              {"beside_s", &s.beside_s},
-                              {"background_bytes_per_s", &s.background_bytes_per_s}}) {
-      auto v = e.counter(key);
-      if (!v.ok()) return v.error();
-      *field = *v;
-    }
-    into.interference.push_back(std::move(s));
-    return Status::Ok();
-  }
-  if (p.family == "launch" && p.variant == "gap") {
-    LaunchGapSample s;
-    s.id = e.id();
-    auto bytes = e.integer("bytes");
-    if (!bytes.ok()) return bytes.error();
-    s.bytes = *bytes;
-    for (auto [key, field] : {std::pair{"stream_s_per_kernel", &s.stream_s},
-                              {"graph_s_per_kernel", &s.graph_s},
-                              {"host_s_per_launch", &s.host_s}}) {
-      auto v = e.counter(key);
-      if (!v.ok()) return v.error();
-      *field = *v;
-    }
-    into.launch_gaps.push_back(std::move(s));
-    return Status::Ok();
-  }
+  if (p.family == "gemm_layout") return add_gemm_layout(e, *seconds, into);
+  if (p.family == "sustained") return add_sustained(e, into);
+  if (p.family == "interference") return add_interference(e, into);
+  if (p.family == "launch" && p.variant == "gap") return add_launch_gap(e, into);
   if (p.family == "device" && p.variant == "state") {
     DeviceStateSample s;
     s.id = e.id();
     const auto at = p.params.find("at");
     s.at = at == p.params.end() ? "?" : at->second;
-    for (auto [key, field] : {std::pair{"sm_clock_mhz", &s.sm_clock_mhz},
-                              {"memory_clock_mhz", &s.memory_clock_mhz},
-                              {"power_w", &s.power_w},
-                              {"temperature_c", &s.temperature_c}}) {
-      if (auto v = e.counter(key); v.ok()) *field = *v;
-    }
-    const std::string label = e.label(), prefix = "clock_event_reasons ";
-    if (label.rfind(prefix, 0) == 0) s.clock_event_reasons = label.substr(prefix.size());
+    e.optional_counters({{"sm_clock_mhz", &s.sm_clock_mhz},
+                         {"memory_clock_mhz", &s.memory_clock_mhz},
+                         {"power_w", &s.power_w},
+                         {"temperature_c", &s.temperature_c}});
+    s.clock_event_reasons = e.clock_event_reasons();
     into.device_states.push_back(std::move(s));
     return Status::Ok();
   }
