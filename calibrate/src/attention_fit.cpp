@@ -6,14 +6,12 @@
 #include <map>
 #include <set>
 
+#include "fit_numbers.h"
+
 namespace pipescope::calibrate {
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using detail::median;
 
 using Cell = std::pair<int64_t, int64_t>;  // (seq, head_dim)
 

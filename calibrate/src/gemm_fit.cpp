@@ -9,8 +9,12 @@
 #include <set>
 #include <tuple>
 
+#include "fit_numbers.h"
+
 namespace pipescope::calibrate {
 namespace {
+
+using detail::median;
 
 using Shape = std::tuple<int64_t, int64_t, int64_t>;
 
@@ -18,12 +22,6 @@ struct Measured {
   double efficiency = 0;  // median over repeats
   std::string name;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::string fixed(double value, int digits) {
   char text[64];

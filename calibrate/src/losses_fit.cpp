@@ -7,20 +7,13 @@
 #include <map>
 #include <tuple>
 
+#include "fit_numbers.h"
+
 namespace pipescope::calibrate {
 namespace {
 
-std::string number(double value, int digits = 3) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*g", digits, value);
-  return text;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
+using detail::median;
+using detail::significant;
 
 std::string shape_text(int64_t m, int64_t n, int64_t k) {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
@@ -54,28 +47,30 @@ std::optional<LossFit> fit_sustained(const std::vector<SustainedSample>& sustain
   if (!(reference > 0)) return std::nullopt;
   double fraction = s.sustained_flops_per_s / reference;
   if (fraction > 1) {
-    notes.push_back("the sustained GEMM (" + number(s.sustained_flops_per_s / 1e12, 4) +
-                    " TFLOP/s) ran faster than " + reference_text + " (" + number(reference / 1e12, 4) +
+    notes.push_back("the sustained GEMM (" + significant(s.sustained_flops_per_s / 1e12, 4) +
+                    " TFLOP/s) ran faster than " + reference_text + " (" + significant(reference / 1e12, 4) +
                     " TFLOP/s): the table was measured throttled; the sustained fraction is held at 1");
     fraction = 1;
   }
   std::string conditions;
   if (s.sustained_sm_clock_mhz > 0) {
-    conditions = "; SM clock " + number(s.burst_sm_clock_mhz, 4) + " MHz from rest, " +
-                 number(s.sustained_sm_clock_mhz, 4) + " MHz settled, at " + number(s.sustained_power_w, 3) +
-                 " W" + (s.power_limit_w > 0 ? " of " + number(s.power_limit_w, 3) : "") +
+    conditions = "; SM clock " + significant(s.burst_sm_clock_mhz, 4) + " MHz from rest, " +
+                 significant(s.sustained_sm_clock_mhz, 4) + " MHz settled, at " +
+                 significant(s.sustained_power_w, 3) + " W" +
+                 (s.power_limit_w > 0 ? " of " + significant(s.power_limit_w, 3) : "") +
                  (s.clock_event_reasons.empty() ? "" : ", clock events: " + s.clock_event_reasons);
   }
   LossFit fit;
   fit.value = {fraction, "measured: bf16 GEMM " + shape_text(s.m, s.n, s.k) + " run without a break for " +
-                             number(s.seconds, 3) + " s settled at " +
-                             number(s.sustained_flops_per_s / 1e12, 4) + " TFLOP/s, against " +
-                             number(reference / 1e12, 4) + " TFLOP/s in " + reference_text + " and " +
-                             number(s.burst_flops_per_s / 1e12, 4) + " TFLOP/s from rest" + conditions +
+                             significant(s.seconds, 3) + " s settled at " +
+                             significant(s.sustained_flops_per_s / 1e12, 4) + " TFLOP/s, against " +
+                             significant(reference / 1e12, 4) + " TFLOP/s in " + reference_text + " and " +
+                             significant(s.burst_flops_per_s / 1e12, 4) + " TFLOP/s from rest" + conditions +
                              ", " + source};
-  fit.summary = number(fraction, 4) + " of the table: " + number(s.sustained_flops_per_s / 1e12, 4) +
-                " TFLOP/s settled after " + number(s.seconds, 3) + " s, " + number(reference / 1e12, 4) +
-                " in the table, " + number(s.burst_flops_per_s / 1e12, 4) + " from rest" + conditions;
+  fit.summary =
+      significant(fraction, 4) + " of the table: " + significant(s.sustained_flops_per_s / 1e12, 4) +
+      " TFLOP/s settled after " + significant(s.seconds, 3) + " s, " + significant(reference / 1e12, 4) +
+      " in the table, " + significant(s.burst_flops_per_s / 1e12, 4) + " from rest" + conditions;
   fit.quality.add(s.id.name, s.sustained_flops_per_s, fraction * reference);
   fit.quality.finish();
   return fit;
@@ -121,9 +116,9 @@ LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::
     fit.value = {ratio,
                  "measured: geometric mean over " + std::to_string(ratios.size()) + " bf16 " + what +
                      " GEMM shapes of their time in their own operand layout over the forward layout's (" +
-                     number(low, 3) + " to " + number(high, 3) + "), " + source};
-    fit.summary = number(ratio, 4) + " of the forward layout's time, " + std::to_string(ratios.size()) +
-                  " shapes, " + number(low, 3) + " to " + number(high, 3);
+                     significant(low, 3) + " to " + significant(high, 3) + "), " + source};
+    fit.summary = significant(ratio, 4) + " of the forward layout's time, " + std::to_string(ratios.size()) +
+                  " shapes, " + significant(low, 3) + " to " + significant(high, 3);
     for (const auto& [shape, r] : ratios) fit.quality.add(names[shape], r, ratio);
     fit.quality.finish();
     (pass == "dgrad" ? out.dgrad : out.wgrad) = std::move(fit);
@@ -145,15 +140,16 @@ std::optional<LossFit> fit_interference(const std::vector<InterferenceSample>& s
   const double slowdown = std::max(0.0, median(by_sms[sms]));
   std::string by_count;
   for (const auto& [count, values] : by_sms)
-    by_count += (by_count.empty() ? "" : ", ") + std::to_string(count) + " SMs " + number(median(values), 3);
+    by_count +=
+        (by_count.empty() ? "" : ", ") + std::to_string(count) + " SMs " + significant(median(values), 3);
   const std::string what = work == "gemm" ? "bf16 GEMMs" : "memory-bound copies";
   LossFit fit;
   fit.value = {slowdown, "measured: median slowdown of " + what + " beside a copy kernel holding " +
                              std::to_string(sms) + " SMs (" + std::to_string(by_sms[sms].size()) +
                              " measurements over shapes and memory traffic; by SMs held: " + by_count +
                              "), " + source};
-  fit.summary =
-      "+" + number(slowdown * 100, 3) + " % beside " + std::to_string(sms) + " held SMs (" + by_count + ")";
+  fit.summary = "+" + significant(slowdown * 100, 3) + " % beside " + std::to_string(sms) + " held SMs (" +
+                by_count + ")";
   for (const InterferenceSample& s : samples) {
     if (s.work == work && s.sms == sms) fit.quality.add(s.id.name, s.beside_s, s.alone_s * (1 + slowdown));
   }
@@ -170,11 +166,11 @@ std::optional<std::string> launch_gaps_summary(const std::vector<LaunchGapSample
   for (const LaunchGapSample& s : sorted) {
     const std::string kernel =
         s.bytes == 0 ? std::string("empty kernel")
-                     : "copy of " + number(static_cast<double>(s.bytes) / (1 << 20), 3) + " MiB";
-    text += (text.empty() ? "" : "; ") + kernel + ": " + number(s.stream_s * 1e6, 3) +
-            " us a kernel launched one at a time, " + number(s.graph_s * 1e6, 3) +
-            " us from a graph (the GPU idles " + number(s.gap_s() * 1e6, 3) + " us a kernel), host " +
-            number(s.host_s * 1e6, 3) + " us a launch";
+                     : "copy of " + significant(static_cast<double>(s.bytes) / (1 << 20), 3) + " MiB";
+    text += (text.empty() ? "" : "; ") + kernel + ": " + significant(s.stream_s * 1e6, 3) +
+            " us a kernel launched one at a time, " + significant(s.graph_s * 1e6, 3) +
+            " us from a graph (the GPU idles " + significant(s.gap_s() * 1e6, 3) + " us a kernel), host " +
+            significant(s.host_s * 1e6, 3) + " us a launch";
   }
   return text;
 }

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "fit_numbers.h"
 #include "pipescope/calibrate/attention_fit.h"
 #include "pipescope/calibrate/gemm_fit.h"
 #include "pipescope/calibrate/losses_fit.h"
@@ -16,15 +17,11 @@
 namespace pipescope::calibrate {
 namespace {
 
+using detail::significant;
+
 using planner::CalibrationProfile;
 
-std::string number(double value, int digits = 3) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*g", digits, value);
-  return text;
-}
-
-std::string gb_per_s(double bytes_per_s) { return number(bytes_per_s / 1e9, 4) + " GB/s"; }
+std::string gb_per_s(double bytes_per_s) { return significant(bytes_per_s / 1e9, 4) + " GB/s"; }
 
 // "gpu_benchmark on NVIDIA H100 80GB HBM3 (driver 580.65, 2026-11-22)": what every source names.
 std::string run_description(const BenchResults& r) {
@@ -75,7 +72,7 @@ Status add_gemm(const BenchResults& r, const std::string& source, ProfileFit& ou
   double best = 0;
   for (const auto& p : fit->points) best = std::max(best, p.efficiency);
   FitSection section{"gemm bf16",
-                     std::to_string(fit->shapes) + " shapes, best " + number(best) + " of peak; " +
+                     std::to_string(fit->shapes) + " shapes, best " + significant(best) + " of peak; " +
                          (fit->notes.empty() ? "" : fit->notes.back()),
                      fit->quality};
   out.sections.push_back(std::move(section));
@@ -91,7 +88,7 @@ Status add_gemm(const BenchResults& r, const std::string& source, ProfileFit& ou
     for (const auto& p : other->points) top = std::max(top, p.efficiency);
     out.sections.push_back(
         {"gemm " + dtype,
-         std::to_string(other->shapes) + " shapes, best " + number(top) + " of the " + dtype + " peak",
+         std::to_string(other->shapes) + " shapes, best " + significant(top) + " of the " + dtype + " peak",
          other->quality, false});
   }
   return Status::Ok();
@@ -116,7 +113,7 @@ Status add_attention(const BenchResults& r, const std::string& source, ProfileFi
     (backward ? out.profile.attention_backward : out.profile.attention_forward) = points;
     double top = 0;
     for (const auto& p : points) top = std::max(top, p.efficiency);
-    best += (best.empty() ? "best " : ", ") + pass + " " + number(top);
+    best += (best.empty() ? "best " : ", ") + pass + " " + significant(top);
   }
   out.sections.push_back(
       {"attention",
@@ -138,7 +135,7 @@ Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileF
     const std::string what = f.name();
     out.sections.push_back(
         {what,
-         gb_per_s(f.bytes_per_s()) + ", latency " + number(f.line.latency_s * 1e6) + " us" +
+         gb_per_s(f.bytes_per_s()) + ", latency " + significant(f.line.latency_s * 1e6) + " us" +
              (f.cached_sizes > 0
                   ? "; " + std::to_string(f.cached_sizes) + " sizes within twice the L2 left out"
                   : ""),
@@ -151,7 +148,7 @@ Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileF
       out.profile.copies[static_cast<size_t>(copy)] = {
           f.line.latency_s, f.bytes_per_s(),
           "fitted: latency + bytes / bandwidth over the memcpy/" + f.variant + " sizes, rms error " +
-              number(f.quality.rms_relative_error * 100, 2) + "%, " + source};
+              significant(f.quality.rms_relative_error * 100, 2) + "%, " + source};
     }
   }
   if (hbm.empty()) {
@@ -162,7 +159,7 @@ Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileF
   const double typical = hbm[hbm.size() / 2];
   double fraction = typical / out.gpu.hbm_bytes_per_s;
   if (fraction > 1) {
-    out.notes.push_back("memory-bound kernels reached " + number(fraction) +
+    out.notes.push_back("memory-bound kernels reached " + significant(fraction) +
                         "x the datasheet HBM bandwidth (caches at small sizes?); held at 1");
     fraction = 1;
   }
@@ -181,9 +178,9 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
     std::string summary;
     for (const Regime& g : f.regimes) {
       summary += (summary.empty() ? "" : "; ") +
-                 std::string(g.max_x > 0 ? "up to " + number(f.max_bytes(g)) + " B" : "beyond") + ": busbw " +
-                 gb_per_s(1 / g.line.seconds_per_unit) + ", latency " + number(g.line.latency_s * 1e6) +
-                 " us";
+                 std::string(g.max_x > 0 ? "up to " + significant(f.max_bytes(g)) + " B" : "beyond") +
+                 ": busbw " + gb_per_s(1 / g.line.seconds_per_unit) + ", latency " +
+                 significant(g.line.latency_s * 1e6) + " us";
     }
     const std::string what = f.kind + " " + std::string(planner::link_tier_name(f.tier)) + " " +
                              std::to_string(f.ranks) + " ranks";
@@ -198,7 +195,8 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
     for (const Regime& g : f.regimes) {
       entry.segments.push_back({f.max_bytes(g), g.line.latency_s, 1 / g.line.seconds_per_unit,
                                 "fitted over " + std::to_string(g.points) + " sizes, rms error " +
-                                    number(f.quality.rms_relative_error * 100, 2) + "% for the whole curve"});
+                                    significant(f.quality.rms_relative_error * 100, 2) +
+                                    "% for the whole curve"});
     }
     // A measured entry per rank count; the same count from two node layouts keeps the first.
     auto at =
@@ -316,11 +314,11 @@ void note_device_states(const BenchResults& r, ProfileFit& out) {
     const std::string when = s.at == "warm"  ? "after the warm-up"
                              : s.at == "end" ? "at the end"
                                              : "at " + s.at;
-    std::string text =
-        "GPU " + when + " (" + s.id.file + "): SM clock " + number(s.sm_clock_mhz, 4) + " MHz" +
-        (max_clock.empty() ? "" : " of " + max_clock) + ", memory clock " + number(s.memory_clock_mhz, 4) +
-        " MHz, " + number(s.power_w, 3) + " W, " + number(s.temperature_c, 3) +
-        " C, clock events: " + (s.clock_event_reasons.empty() ? "unknown" : s.clock_event_reasons);
+    std::string text = "GPU " + when + " (" + s.id.file + "): SM clock " + significant(s.sm_clock_mhz, 4) +
+                       " MHz" + (max_clock.empty() ? "" : " of " + max_clock) + ", memory clock " +
+                       significant(s.memory_clock_mhz, 4) + " MHz, " + significant(s.power_w, 3) + " W, " +
+                       significant(s.temperature_c, 3) + " C, clock events: " +
+                       (s.clock_event_reasons.empty() ? "unknown" : s.clock_event_reasons);
     if (s.clock_event_reasons.find("power_cap") != std::string::npos ||
         s.clock_event_reasons.find("slowdown") != std::string::npos)
       text += " - the GPU was throttled: what it measured then understates it";
