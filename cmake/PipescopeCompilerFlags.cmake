@@ -24,3 +24,55 @@ function(pipescope_optimize_under_sanitizers)
     endforeach()
   endif()
 endfunction()
+
+# Precompiled headers: the standard library, nlohmann/json and (in the suites) GoogleTest, parsed
+# once per target instead of once per file. Unoptimized clang spends about half of each compile
+# parsing them, which a PCH saves; optimized g++ spends its time generating code and measured no
+# gain, so the default follows the compiler. The g++ build, without them, still catches a missing
+# #include. A target of one or two files would spend as long building its PCH as it saves.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  set(pipescope_pch_default ON)
+else()
+  set(pipescope_pch_default OFF)
+endif()
+option(PIPESCOPE_PRECOMPILED_HEADERS "Precompile common headers per target" ${pipescope_pch_default})
+
+set(PIPESCOPE_PCH_HEADERS
+    <algorithm> <array> <chrono> <cmath> <cstddef> <cstdint> <cstdio> <cstdlib> <cstring> <filesystem>
+    <fstream> <functional> <limits> <map> <memory> <optional> <set> <span> <sstream> <string>
+    <string_view> <utility> <vector>)
+
+# pipescope_precompile_headers(<directory>): every C++ library and executable defined in the
+# directory and below it. nlohmann/json joins the targets that link it, GoogleTest the suites.
+function(pipescope_precompile_headers directory)
+  if(NOT PIPESCOPE_PRECOMPILED_HEADERS)
+    return()
+  endif()
+  get_property(targets DIRECTORY ${directory} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    if(NOT type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$")
+      continue()
+    endif()
+    get_target_property(sources ${target} SOURCES)
+    list(FILTER sources INCLUDE REGEX "\\.cpp$")
+    list(LENGTH sources count)
+    if(count LESS 3)
+      continue()
+    endif()
+    get_target_property(links ${target} LINK_LIBRARIES)
+    set(headers ${PIPESCOPE_PCH_HEADERS})
+    if(links MATCHES "nlohmann_json")
+      list(APPEND headers <nlohmann/json.hpp>)
+    endif()
+    if(links MATCHES "GTest::gtest")
+      list(APPEND headers <gtest/gtest.h>)
+    endif()
+    list(TRANSFORM headers REPLACE "^(.+)$" "$<$<COMPILE_LANGUAGE:CXX>:\\1>")
+    target_precompile_headers(${target} PRIVATE ${headers})
+  endforeach()
+  get_property(subdirectories DIRECTORY ${directory} PROPERTY SUBDIRECTORIES)
+  foreach(subdirectory IN LISTS subdirectories)
+    pipescope_precompile_headers(${subdirectory})
+  endforeach()
+endfunction()

@@ -9,7 +9,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc)
 
-"$repo/scripts/bootstrap.sh" "$repo/build" -DPIPESCOPE_WERROR=ON
+# Optimized as the default build (-O2) but without debug information, which takes a quarter of
+# the compile time and no test reads. (Not CMake's Release -O3: g++ 12 warns falsely there.)
+"$repo/scripts/bootstrap.sh" "$repo/build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
+  "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" -DPIPESCOPE_WERROR=ON
 ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
 
 # The sanitizer build: clang so that libFuzzer is available; no benchmarks (timing under a
