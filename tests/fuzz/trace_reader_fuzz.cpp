@@ -1,6 +1,7 @@
 // libFuzzer target for the trace reader: any bytes must decode without a crash, a hang, an
 // out-of-bounds read or a huge allocation, however damaged; and the report's scan of one rank
-// (rank_scan.cpp: NCCL pairing, the flight recorder's records, steps, memory) must take them too.
+// (rank_scan.cpp and its parts: NCCL pairing, the flight recorder's records, steps, memory) must take them
+// too.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -1,4 +1,4 @@
-// One memory figure's level over a rank's run (rank_scan.cpp): the running level, its peak and
+// One memory figure's level over a rank's run (memory_timeline.cpp): the running level, its peak and
 // a bounded set of (time, level) checkpoints from which the level at any moment is read back.
 #pragma once
 
