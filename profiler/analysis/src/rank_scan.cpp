@@ -27,8 +27,7 @@ using trace::RecordKind;
 class RankScanner {
  public:
   explicit RankScanner(const ScanOptions& options)
-      : options_(options),
-        clock_(d_),
+      : clock_(d_),
         gpu_(d_, options),
         memory_(clock_, options),
         nccl_(clock_, options),
@@ -265,7 +264,6 @@ class RankScanner {
     std::vector<DurationRecorder>().swap(kernel_durations_);
   }
 
-  const ScanOptions& options_;
   RankDigest d_;
   detail::ScanClock clock_;
   trace::StringTable strings_;
