@@ -4,24 +4,50 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <map>
 
 #include "pipescope/planner/nccl_tuning.h"
 
 namespace pipescope::planner {
 namespace {
 
-// Piecewise-linear y(x) through knots sorted by x, clamped to the end values outside them.
-double interpolate_clamped(const std::vector<std::pair<double, double>>& knots, double x) {
-  assert(!knots.empty());
-  if (x <= knots.front().first) return knots.front().second;
-  if (x >= knots.back().first) return knots.back().second;
-  const auto upper = std::upper_bound(knots.begin(), knots.end(), x,
-                                      [](double value, const auto& knot) { return value < knot.first; });
-  const auto lower = upper - 1;
-  const double t = (x - lower->first) / (upper->first - lower->first);
-  return lower->second + t * (upper->second - lower->second);
+// Piecewise-linear y(x) through `count` knots sorted by x (knot i at (x_of(i), y_of(i))), clamped to
+// the end values outside them. Reads the table in place: the planner prices many GEMMs.
+template <class X, class Y>
+double interpolate_clamped(size_t count, double x, X x_of, Y y_of) {
+  assert(count > 0);
+  if (x <= x_of(0)) return y_of(0);
+  if (x >= x_of(count - 1)) return y_of(count - 1);
+  size_t lower = 0, upper = count - 1;  // x_of(lower) <= x < x_of(upper)
+  while (upper - lower > 1) {
+    const size_t middle = lower + (upper - lower) / 2;
+    (x_of(middle) <= x ? lower : upper) = middle;
+  }
+  const double t = (x - x_of(lower)) / (x_of(upper) - x_of(lower));
+  return y_of(lower) + t * (y_of(upper) - y_of(lower));
 }
+
+// The knots around a target, found by one scan over knots in any order (the attention table is not
+// sorted): the lowest and the highest, and the nearest at or below the target and above it.
+struct Knot {
+  double x = 0, y = 0;
+  bool found = false;
+};
+struct Knots {
+  Knot lowest, highest, below, above;  // below: largest x <= target; above: smallest x > target
+
+  void add(double knot_x, double knot_y, double target) {
+    if (!lowest.found || knot_x < lowest.x) lowest = {knot_x, knot_y, true};
+    if (!highest.found || knot_x > highest.x) highest = {knot_x, knot_y, true};
+    if (knot_x <= target && (!below.found || knot_x > below.x)) below = {knot_x, knot_y, true};
+    if (knot_x > target && (!above.found || knot_x < above.x)) above = {knot_x, knot_y, true};
+  }
+  double at(double target) const {
+    assert(lowest.found);
+    if (target <= lowest.x) return lowest.y;
+    if (target >= highest.x) return highest.y;
+    return below.y + (target - below.x) / (above.x - below.x) * (above.y - below.y);
+  }
+};
 
 }  // namespace
 
@@ -105,28 +131,33 @@ double CalibrationProfile::gemm_efficiency(int64_t m, int64_t n, int64_t k) cons
   // so efficiency falls in proportion to the work instead of staying at the smallest value.
   if (flops < smallest.flops()) return smallest.efficiency * flops / smallest.flops();
   // GEMM efficiency grows roughly with the logarithm of the work (more waves, better tiles).
-  std::vector<std::pair<double, double>> knots;
-  knots.reserve(gemm.size());
-  for (const auto& point : gemm) knots.emplace_back(std::log(point.flops()), point.efficiency);
-  return interpolate_clamped(knots, std::log(flops));
+  return interpolate_clamped(
+      gemm.size(), std::log(flops), [&](size_t i) { return std::log(gemm[i].flops()); },
+      [&](size_t i) { return gemm[i].efficiency; });
 }
 
 double CalibrationProfile::attention_efficiency(int64_t seq_len, int64_t head_dim, AttentionPass pass) const {
   const auto& points = pass == AttentionPass::kForward ? attention_forward : attention_backward;
   assert(!points.empty() && seq_len > 0 && head_dim > 0);
   // One column per head_dim; within a column, efficiency against log(seq_len) (sequence lengths
-  // are benchmarked in powers of two and the curve flattens as they grow).
-  std::map<int64_t, std::vector<std::pair<double, double>>> columns;
-  for (const auto& point : points) {
-    columns[point.head_dim].emplace_back(std::log(static_cast<double>(point.seq_len)), point.efficiency);
-  }
-  std::vector<std::pair<double, double>> across_head_dims;
-  for (auto& [dim, knots] : columns) {
-    std::sort(knots.begin(), knots.end());
-    across_head_dims.emplace_back(static_cast<double>(dim),
-                                  interpolate_clamped(knots, std::log(static_cast<double>(seq_len))));
-  }
-  return interpolate_clamped(across_head_dims, static_cast<double>(head_dim));
+  // are benchmarked in powers of two and the curve flattens as they grow); across the columns,
+  // linear in head_dim between the two that bracket it.
+  const double ln_seq = std::log(static_cast<double>(seq_len));
+  const auto column = [&](int64_t dim) {
+    Knots knots;
+    for (const AttentionPoint& point : points)
+      if (point.head_dim == dim)
+        knots.add(std::log(static_cast<double>(point.seq_len)), point.efficiency, ln_seq);
+    return knots.at(ln_seq);
+  };
+  Knots dims;  // y unused: the columns are read only for the (at most two) dims that count
+  const auto dim_target = static_cast<double>(head_dim);
+  for (const AttentionPoint& point : points) dims.add(static_cast<double>(point.head_dim), 0, dim_target);
+  if (dim_target <= dims.lowest.x) return column(static_cast<int64_t>(dims.lowest.x));
+  if (dim_target >= dims.highest.x) return column(static_cast<int64_t>(dims.highest.x));
+  const double below = column(static_cast<int64_t>(dims.below.x)),
+               above = column(static_cast<int64_t>(dims.above.x));
+  return below + (dim_target - dims.below.x) / (dims.above.x - dims.below.x) * (above - below);
 }
 
 const CollectiveCost& CalibrationProfile::collective(CollectiveKind kind, LinkTier tier) const {

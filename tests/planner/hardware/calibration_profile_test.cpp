@@ -156,6 +156,18 @@ TEST(AttentionEfficiency, IsBilinearInLogSeqLenAndHeadDim) {
   EXPECT_NEAR(p.attention_efficiency(65536, 256, AttentionPass::kForward), 0.7, 1e-12);
 }
 
+TEST(AttentionEfficiency, ReadsATableInAnyOrderBetweenTheTwoHeadDimsAroundIt) {
+  CalibrationProfile p = hand_made();
+  // Three columns, listed out of order: head_dim 256 at 0.2 / 0.4, 64 and 128 as in hand_made().
+  p.attention_forward = {{4096, 128, 0.7, "s"}, {1024, 256, 0.2, "s"}, {1024, 64, 0.4, "s"},
+                         {4096, 256, 0.4, "s"}, {1024, 128, 0.5, "s"}, {4096, 64, 0.6, "s"}};
+  // seq 2048: the 128 column gives 0.6, the 256 column 0.3; head_dim 160 is a quarter of the way.
+  EXPECT_NEAR(p.attention_efficiency(2048, 160, AttentionPass::kForward), 0.6 - 0.25 * 0.3, 1e-12);
+  // Between 64 and 128 only those two columns count: 0.5 and 0.6 at seq 2048, halfway at 96.
+  EXPECT_NEAR(p.attention_efficiency(2048, 96, AttentionPass::kForward), 0.55, 1e-12);
+  EXPECT_NEAR(p.attention_efficiency(8192, 512, AttentionPass::kForward), 0.4, 1e-12);
+}
+
 TEST(AttentionEfficiency, BackwardHasItsOwnTable) {
   const CalibrationProfile p = hand_made();
   EXPECT_NEAR(p.attention_efficiency(2048, 128, AttentionPass::kBackward), 0.4, 1e-12);
