@@ -233,9 +233,10 @@ void print_refinement(const TraceRefinement& r) {
     std::cout << "  " << what << printf_text("%+.1f%%", before * 100) << " -> "
               << printf_text("%+.1f%%", after * 100) << tail << '\n';
   };
-  if (e0.has_gemm)
+  if (e0.has_gemm) {
     line("GEMM time, planner vs the run: ", e0.gemm, e1.gemm,
          printf_text(" (efficiencies / %.4f)", r.gemm_scale));
+  }
   if (e0.has_attention) {
     line("attention time, planner vs the run: ", e0.attention, e1.attention,
          printf_text(" (efficiencies / %.4f)", r.attention_scale));

@@ -145,9 +145,10 @@ double CalibrationProfile::attention_efficiency(int64_t seq_len, int64_t head_di
   const double ln_seq = std::log(static_cast<double>(seq_len));
   const auto column = [&](int64_t dim) {
     Knots knots;
-    for (const AttentionPoint& point : points)
+    for (const AttentionPoint& point : points) {
       if (point.head_dim == dim)
         knots.add(std::log(static_cast<double>(point.seq_len)), point.efficiency, ln_seq);
+    }
     return knots.at(ln_seq);
   };
   Knots dims;  // y unused: the columns are read only for the (at most two) dims that count

@@ -70,10 +70,11 @@ void NcclScan::on_call(const trace::NcclCallRecord& r) {
   if (r.state == static_cast<uint8_t>(trace::NcclCallState::kReturned)) {
     open_by_key_.erase(key);
     returned_.insert(key);
-    if (r.result != 0 && r.result != 7 /* ncclInProgress */ && !d_.first_nccl_error)
+    if (r.result != 0 && r.result != 7 /* ncclInProgress */ && !d_.first_nccl_error) {
       d_.first_nccl_error =
           NcclError{r.result, r.what, r.call_kind == static_cast<uint8_t>(trace::NcclCallKind::kCommunicator),
                     as_ns(r.at_ns)};
+    }
     return;
   }
   if (r.state != static_cast<uint8_t>(trace::NcclCallState::kInFlight)) return;
@@ -169,9 +170,10 @@ void NcclScan::on_op(const trace::NcclOpRecord& r) {
     ++comm.collectives;
     if (comm.first_enters_ns.size() < kFirstEnters) {
       // Grown to the cap, not reserved at it: most communicators run a few collectives a step.
-      if (comm.first_enters_ns.size() == comm.first_enters_ns.capacity())
+      if (comm.first_enters_ns.size() == comm.first_enters_ns.capacity()) {
         comm.first_enters_ns.reserve(
             std::min(std::max<size_t>(8, 2 * comm.first_enters_ns.size()), kFirstEnters));
+      }
       comm.first_enters_ns.push_back(enter);
     }
     if (r.sequence + 1 >= comm.last_entered) {
@@ -201,9 +203,10 @@ void NcclScan::add_sample(uint32_t& stride, std::vector<InstanceSample>& samples
                           int64_t enter_ns, int64_t exit_ns, uint8_t op, uint16_t fingerprint) {
   if (!sampled(sequence, stride) || sequence > InstanceSample::kMaxSequence) return;
   // Exactly the cap (and the one that halves the list), not a doubling vector's slack.
-  if (samples.size() == samples.capacity())
+  if (samples.size() == samples.capacity()) {
     samples.reserve(
         std::min<size_t>(std::max<size_t>(16, 2 * samples.size()), size_t{options_.instances_per_comm} + 1));
+  }
   InstanceSample& s = samples.emplace_back();
   s.sequence = sequence;
   s.op = op;

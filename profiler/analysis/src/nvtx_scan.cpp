@@ -91,11 +91,12 @@ void NvtxScan::on_range(uint32_t name_id, int64_t start, int64_t end) {
   ++d_.nvtx_ranges;
   const NameClass cls = classify(name_id);
   if (d_.steps.size() < 2 && d_.excerpt.size() < 256 &&
-      (cls == NameClass::kStep || cls == NameClass::kForward || cls == NameClass::kBackward))
+      (cls == NameClass::kStep || cls == NameClass::kForward || cls == NameClass::kBackward)) {
     d_.excerpt.push_back({start, end,
                           static_cast<uint8_t>(cls == NameClass::kStep      ? 0
                                                : cls == NameClass::kForward ? 1
                                                                             : 2)});
+  }
   switch (cls) {
     case NameClass::kStep: steps_.on_step(start, end, latest_failure_ns_); break;
     case NameClass::kForward:

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
-#include <string>
 #include <set>
+#include <string>
 #include <utility>
 
 namespace pipescope::analysis::layout {

@@ -93,9 +93,10 @@ inline bool is_p2p(uint8_t op) {
 inline uint16_t nccl_fingerprint(uint64_t bytes, uint8_t op, uint8_t datatype, int32_t peer, bool p2p) {
   if (!p2p && op == static_cast<uint8_t>(trace::NcclOpType::kAllToAll)) bytes = 0;
   uint64_t h = 0x9E3779B97F4A7C15ull ^ bytes;
-  if (!p2p)
+  if (!p2p) {
     h ^= (uint64_t{op} << 56) ^ (uint64_t{datatype} << 48) ^
          (static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 16);
+  }
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 31;
   h *= 0x94D049BB133111EBull;
