@@ -7,10 +7,12 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "calibrate_commands.h"
 #include "pipescope/analysis/rank_digest.h"
 #include "pipescope/analysis/report_builder.h"
+#include "pipescope/common/json_document.h"
 #include "pipescope/common/text_file.h"
 #include "plan_options.h"
 #include "trace_dir.h"
@@ -126,8 +128,10 @@ calibrate::RunObservation observe(const analysis::RunReport& report, const std::
 Expected<nlohmann::json> read_plan_json(const std::string& path) {
   auto text = read_text_file(path, "plan");
   if (!text) return text.error();
-  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("suggested") || !doc.contains("inputs")) {
+  Expected<nlohmann::json> parsed = parse_json_object(*text, path);
+  if (!parsed) return Error{parsed.error().message + " (expected 'pipescope plan --json' output)"};
+  nlohmann::json doc = std::move(*parsed);
+  if (!doc.contains("suggested") || !doc.contains("inputs")) {
     return Error{path + " is not the output of 'pipescope plan --json'"};
   }
   if (!doc["inputs"].contains("arguments")) {

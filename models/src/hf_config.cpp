@@ -173,7 +173,7 @@ void read_attention_windows(JsonFields& f, ModelDesc& m, std::string_view family
       if (t == "sliding_attention") {
         sliding[i] = true;
       } else if (t != "full_attention") {
-        f.fail("layer_types", "entry " + std::to_string(i) + " is " + detail::describe_json_value(t) +
+        f.fail("layer_types", "entry " + std::to_string(i) + " is " + describe_json_value(t) +
                                   "; pipescope knows 'full_attention' and 'sliding_attention'");
         return;
       }
@@ -297,8 +297,7 @@ Expected<const Family*> find_family(const nlohmann::json& config, std::string_vi
   auto type = config.find("model_type");
   if (type != config.end() && !type->is_null()) {
     if (!type->is_string()) {
-      return Error{where + ": field 'model_type' must be a string, got " +
-                   detail::describe_json_value(*type)};
+      return Error{where + ": field 'model_type' must be a string, got " + describe_json_value(*type)};
     }
     for (const Family& family : kFamilies) {
       if (family.model_type == type->get<std::string>()) return &family;
@@ -357,14 +356,16 @@ Expected<ModelDesc> model_from_hf_json(const nlohmann::json& config, std::string
     for (const std::string& k : keys) text += (text.empty() ? "" : ", ") + k;
     return text;
   };
-  if (!runtime.empty())
+  if (!runtime.empty()) {
     m.notes.push_back(
         "config.json settings of the training or inference code, which change no parameter, "
         "FLOP or stored activation, were left out: " +
         joined(runtime));
-  if (!unknown.empty())
+  }
+  if (!unknown.empty()) {
     m.notes.push_back("config.json fields pipescope does not know were taken as changing nothing: " +
                       joined(unknown) + " (check that none adds parameters, FLOPs or stored activations)");
+  }
   if (Status s = validate(m); !s) return Error{std::string(origin) + ": " + s.error().message};
   return m;
 }
@@ -373,7 +374,7 @@ Expected<ModelDesc> model_from_hf_json(const nlohmann::json& config, std::string
 
 Expected<ModelDesc> parse_hf_config(std::string_view json_text, std::string_view name,
                                     std::string_view origin) {
-  Expected<nlohmann::json> config = detail::parse_json_document(json_text, origin);
+  Expected<nlohmann::json> config = parse_json_object(json_text, origin);
   if (!config) return config.error();
   return detail::model_from_hf_json(*config, name, origin);
 }

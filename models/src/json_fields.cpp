@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "pipescope/common/json_error_text.h"
-
 namespace pipescope::models::detail {
 
 JsonFields::JsonFields(const nlohmann::json& object, std::string where, std::string key_prefix)
@@ -138,21 +136,6 @@ Status JsonFields::status() const {
   return Status::Ok();
 }
 
-Expected<nlohmann::json> parse_json_document(std::string_view text, std::string_view origin) {
-  nlohmann::json document;
-  try {
-    document = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return Error{std::string(origin) + ": not valid JSON (syntax error at byte " + std::to_string(e.byte) +
-                 ")"};
-  } catch (const nlohmann::json::exception& e) {
-    // Valid syntax the parser still cannot hold, such as 1e400.
-    return Error{std::string(origin) + ": holds a number out of range (" + json_error_text(e) + ")"};
-  }
-  if (!document.is_object()) return Error{std::string(origin) + ": expected a JSON object at the top level"};
-  return document;
-}
-
 int64_t head_dim_or_derived(JsonFields& fields, int64_t hidden_size, int64_t num_attention_heads) {
   const int64_t given = fields.integer_or("head_dim", 0);
   if (given != 0 || num_attention_heads <= 0 || !fields.ok()) return given;
@@ -163,20 +146,6 @@ int64_t head_dim_or_derived(JsonFields& fields, int64_t hidden_size, int64_t num
     return 0;
   }
   return hidden_size / num_attention_heads;
-}
-
-std::string describe_json_value(const nlohmann::json& value) {
-  switch (value.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::boolean: return value.get<bool>() ? "true" : "false";
-    case nlohmann::json::value_t::string: return "the string " + value.dump();
-    case nlohmann::json::value_t::number_float: return "the number " + value.dump();
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return "the integer " + value.dump();
-    case nlohmann::json::value_t::array: return "an array";
-    case nlohmann::json::value_t::object: return "an object";
-    default: return "a value of another type";
-  }
 }
 
 }  // namespace pipescope::models::detail

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipescope/common/expected.h"
+#include "pipescope/common/json_document.h"
 
 namespace pipescope::models::detail {
 
@@ -65,15 +66,8 @@ class JsonFields {
   std::optional<std::string> error_;
 };
 
-// Parses JSON text; a syntax error names `origin` and the byte where it was found. nlohmann's
-// exceptions stop here: the rest of pipescope sees errors as values.
-Expected<nlohmann::json> parse_json_document(std::string_view text, std::string_view origin);
-
 // head_dim when the document gives it, else hidden_size / num_attention_heads; when that does
 // not divide, an error on hidden_size (a silently floored head size would misprice attention).
 int64_t head_dim_or_derived(JsonFields& fields, int64_t hidden_size, int64_t num_attention_heads);
-
-// "an integer", "a string \"4096\"", ... for messages about a value of the wrong type.
-std::string describe_json_value(const nlohmann::json& value);
 
 }  // namespace pipescope::models::detail

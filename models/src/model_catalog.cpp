@@ -48,7 +48,7 @@ Expected<ModelDesc> load_bundled_model(std::string_view name) {
 }
 
 Expected<ModelDesc> parse_model_file(std::string_view text, std::string_view name, std::string_view origin) {
-  Expected<nlohmann::json> document = detail::parse_json_document(text, origin);
+  Expected<nlohmann::json> document = parse_json_object(text, origin);
   if (!document) return document.error();
   if (document->contains("model_type") || document->contains("architectures")) {
     return detail::model_from_hf_json(*document, name, origin);

@@ -82,7 +82,7 @@ Expected<ModelDesc> model_from_pipescope_json(const nlohmann::json& document, st
 }  // namespace detail
 
 Expected<ModelDesc> parse_model_json(std::string_view text, std::string_view origin) {
-  Expected<nlohmann::json> document = detail::parse_json_document(text, origin);
+  Expected<nlohmann::json> document = parse_json_object(text, origin);
   if (!document) return document.error();
   return detail::model_from_pipescope_json(*document, origin);
 }

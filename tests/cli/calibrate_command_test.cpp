@@ -125,10 +125,11 @@ TEST(CalibrateFit, TheH200sLossesFromItsResultsAreTheProfilesInTheRepository) {
   const json fitted = json::parse(slurp(dir.file("p.json")));
   const json kept = json::parse(slurp(run + "profile.json"));
   for (const char* loss : {"sustained_gemm_fraction", "dgrad_time_ratio", "wgrad_time_ratio",
-                           "overlap_gemm_slowdown", "overlap_memory_bound_slowdown"})
+                           "overlap_gemm_slowdown", "overlap_memory_bound_slowdown"}) {
     EXPECT_NEAR(fitted["losses"][loss]["value"].get<double>(), kept["losses"][loss]["value"].get<double>(),
                 1e-12)
         << loss;
+  }
   // 672 TFLOP/s settled against the table's 693: the clocks fell from 1980 to 1485 MHz at the cap.
   EXPECT_NEAR(fitted["losses"]["sustained_gemm_fraction"]["value"].get<double>(), 0.970, 0.001);
   EXPECT_EQ(fitted["gemm"], json::parse(slurp(kH200Profile))["gemm"]);
@@ -186,6 +187,11 @@ TEST(CalibrateFit, RefusesBadResultsInOneLine) {
   expect_bad_input(
       run_pipescope({"calibrate", "fit", "--plan", dir.file("one.json"), "-o", dir.file("p.json")}),
       "--plan needs --trace DIR");
+  write_file(dir.file("cut-plan.json"), R"({"schema_version": 3, "uniform": {)");
+  expect_bad_input(
+      run_pipescope({"calibrate", "fit", "--trace", kH200Trace, "--plan", dir.file("cut-plan.json"), "-o",
+                     dir.file("p.json")}),
+      "cut-plan.json: not valid JSON (syntax error at byte 35) (expected 'pipescope plan --json' output)");
   EXPECT_FALSE(fs::exists(dir.file("p.json")));
 }
 
@@ -196,7 +202,7 @@ double stage_s(const json& stage) {
 // kPlan's `plan --json` document: what `calibrate fit --plan` reads back.
 std::string plan_document() {
   std::vector<std::string> args = kPlan;
-  args.push_back("--json");
+  args.emplace_back("--json");
   const CommandResult r = run_pipescope(args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.out;
@@ -499,7 +505,7 @@ TEST(CalibrateRun, WithoutAGpuTheProfileAskedForIsAFailureAndADryRunSucceeds) {
 
 // A stand-in for the GPU suite: lists benchmarks and names a device, as gpu_benchmark does.
 std::string fake_suite(const Dir& dir, const std::string& device) {
-  const std::string suite = dir.file("suite");
+  std::string suite = dir.file("suite");
   fs::create_directories(suite);
   const std::string program = suite + "/gpu_benchmark";
   write_file(program, "#!/bin/sh\necho 'device: " + device + "' >&2\necho gemm/bf16/m:1024/n:1024/k:1024\n");

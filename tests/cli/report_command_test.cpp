@@ -137,9 +137,10 @@ TEST(ReportCommand, ARealH200TraceOfEagerPyTorchTrainingReadsAsItRan) {
   // Eager PyTorch returns from the launches long before the GPU has run them: the forward and
   // backward ranges (85 ms a step) are the host's, and the report says so.
   bool host_side = false;
-  for (const auto& w : doc["warnings"])
+  for (const auto& w : doc["warnings"]) {
     host_side = host_side ||
                 w.get<std::string>().find("the host queued the work ahead of the GPU") != std::string::npos;
+  }
   EXPECT_TRUE(host_side);
   // The GPU's own time a micro-batch (one a step): every kernel but NCCL's, and the copies.
   EXPECT_NEAR(doc["stages"][0]["gpu_ns_per_microbatch"].get<double>() * 1e-6, 140.9, 0.1);
@@ -635,15 +636,20 @@ TEST(ReportCommand, BadInputIsOneLineAndExit2) {
 
   Dir twice;
   write_run(twice, a);
-  for (const auto& entry : fs::directory_iterator(twice.path()))
+  for (const auto& entry : fs::directory_iterator(twice.path())) {
     if (entry.path().filename().string().starts_with("rank-0."))
       fs::copy_file(entry.path(), twice.file("copy-of-rank-0.pst"));
+  }
   expect_bad_input(run_pipescope({"report", twice.path()}), "rank 0 has two traces");
 
   Dir plan;
   write_run(plan, a);
   std::ofstream(plan.file("plan.json")) << "{\"not\": \"a plan\"}";
   expect_bad_input(run_pipescope({"report", plan.path(), "--plan", plan.file("plan.json")}), "plan.json");
+  std::ofstream(plan.file("cut.json")) << "{\"schema_version\": 3, \"uniform\": {";
+  expect_bad_input(
+      run_pipescope({"report", plan.path(), "--plan", plan.file("cut.json")}),
+      "cut.json: not valid JSON (syntax error at byte 35) (expected 'pipescope plan --json' output)");
 }
 
 TEST(ReportCommand, TruncatedTraceIsUsedAsFarAsItGoes) {
@@ -723,9 +729,10 @@ TEST(ReportCommand, AttemptPicksOneRestartOfTheRun) {
     const auto doc = nlohmann::json::parse(r.out);
     EXPECT_EQ(doc["attempt"], attempt);
     EXPECT_EQ(doc["steps"]["count"], attempt == 0 ? 3 : 2);
-    for (const auto& f : doc["files"])
+    for (const auto& f : doc["files"]) {
       EXPECT_EQ(fs::path(f["path"].get<std::string>()).filename().string().starts_with("restart-"),
                 attempt == 1);
+    }
   }
   expect_bad_input(run_pipescope({"report", dir.path(), "--attempt", "2"}), "--attempt 2");
   const CommandResult exported = run_pipescope(
@@ -1085,10 +1092,11 @@ TEST(ExportCommand, SqliteKnowsTheLayoutAndRunsTheDocumentedQueries) {
     if (q.find("r.stage, MAX(level)") != std::string::npos) {
       const auto stages = rows_of(db, q);
       ASSERT_EQ(stages.size(), 4u);
-      for (int st = 0; st < 4; ++st)
+      for (int st = 0; st < 4; ++st) {
         EXPECT_EQ(stages[static_cast<size_t>(st)],
                   (std::vector<std::string>{std::to_string(st),
                                             std::to_string((8ull << 30) + (4 - st) * (256ull << 20))}));
+      }
     }
   }
   sqlite3_close(db);

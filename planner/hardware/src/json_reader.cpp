@@ -1,12 +1,9 @@
 #include "json_reader.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <utility>
 
-#include "pipescope/common/json_error_text.h"
+#include "pipescope/common/json_document.h"
 
 namespace pipescope::planner::detail {
 namespace {
@@ -56,23 +53,13 @@ void JsonReader::fail(const std::string& message) {
 }
 
 json JsonReader::parse(std::string_view text) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // A syntax error is an input error: turned into a value here, never thrown past the parser.
-    fail("not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
-    return json::object();
-  } catch (const json::exception& e) {
-    // Valid syntax the parser still cannot hold, such as 1e400 (out_of_range.406).
-    fail("holds a number out of range (" + json_error_text(e) + ")");
-    return json::object();
+  Expected<json> root = parse_json_object(text, document_);
+  if (root) return std::move(*root);
+  if (!failed_) {
+    failed_ = true;
+    message_ = root.error().message;
   }
-  if (!root.is_object()) {
-    fail("the top level must be a JSON object, got " + shown(root));
-    return json::object();
-  }
-  return root;
+  return json::object();
 }
 
 void JsonReader::check_schema_version(const json& root, int supported) {

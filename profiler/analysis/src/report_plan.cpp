@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "pipescope/common/json_document.h"
 #include "pipescope/trace/capture_kinds.h"
 #include "report_context.h"
 
@@ -27,9 +28,10 @@ double number(const nlohmann::json& j, const char* key) {
 Expected<double> required_number(const nlohmann::json& j, const char* key, const std::string& where,
                                  const std::string& path) {
   const auto it = j.find(key);
-  if (it == j.end() || !it->is_number())
+  if (it == j.end() || !it->is_number()) {
     return Error(where + ": " + path + "." + key +
                  " is missing or not a number: not a complete 'pipescope plan --json' output");
+  }
   return it->get<double>();
 }
 
@@ -48,7 +50,7 @@ std::optional<double> seconds(const std::optional<int64_t>& ns) {
 void compare_config(const nlohmann::json& doc, const RunReport& report, PlanComparison& plan) {
   const auto inputs = doc.find("inputs");
   if (inputs == doc.end() || !inputs->is_object() || !inputs->contains("config")) {
-    plan.notes.push_back("the plan records no inputs.config: its layout is not compared");
+    plan.notes.emplace_back("the plan records no inputs.config: its layout is not compared");
     return;
   }
   const nlohmann::json& config = (*inputs)["config"];
@@ -56,21 +58,23 @@ void compare_config(const nlohmann::json& doc, const RunReport& report, PlanComp
   if (layout.source == "inferred" || layout.source == "stated") {
     for (const auto& [key, run] : {std::pair{"tp", layout.tp}, {"pp", layout.pp}, {"dp", layout.dp}}) {
       const double planned = number(config, key);
-      if (planned > 0 && static_cast<int32_t>(planned) != run)
+      if (planned > 0 && static_cast<int32_t>(planned) != run) {
         plan.notes.push_back(std::string("the plan is for ") + key + " " +
                              std::to_string(static_cast<int>(planned)) + ", the run has " + key + " " +
                              std::to_string(run) + ": its per-stage figures are for another split");
+      }
     }
   }
   const double planned = number(config, "micro_batches");
   for (const StageReport& s : report.stages) {
     if (!s.microbatches_per_step || planned <= 0) continue;
-    if (std::lround(*s.microbatches_per_step) != std::lround(planned))
+    if (std::lround(*s.microbatches_per_step) != std::lround(planned)) {
       plan.notes.push_back("the plan has " + std::to_string(std::lround(planned)) +
                            " micro-batches a step (micro-batch size " +
                            std::to_string(static_cast<int>(number(config, "micro_batch"))) + "), the run " +
                            std::to_string(std::lround(*s.microbatches_per_step)) + " on stage " +
                            std::to_string(s.stage) + ": the micro-batch size or the global batch differ");
+    }
     break;
   }
 }
@@ -131,25 +135,27 @@ bool opened_no_nccl_communicator(const LoadedRun& run) {
 }  // namespace
 
 Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
-  const nlohmann::json doc = nlohmann::json::parse(ctx.options.plan_json, nullptr, false);
   const std::string where = ctx.options.plan_path.empty() ? "--plan" : ctx.options.plan_path;
-  if (doc.is_discarded() || !doc.is_object())
-    return Error(where + " is not JSON (expected 'pipescope plan --json' output)");
+  const Expected<nlohmann::json> parsed = parse_json_object(ctx.options.plan_json, where);
+  if (!parsed) return Error(parsed.error().message + " (expected 'pipescope plan --json' output)");
+  const nlohmann::json& doc = *parsed;
   // The plan's baseline is its `uniform` object, whichever split it holds (`baseline` says).
   const bool baseline = ctx.options.plan_split == PlanSplit::kBaseline;
   const std::string key = baseline ? "uniform" : "suggested";
   const auto side = doc.find(key);
   if (!doc.contains("schema_version") || side == doc.end() || !side->is_object() ||
-      !side->contains("stages") || !(*side)["stages"].is_array())
+      !side->contains("stages") || !(*side)["stages"].is_array()) {
     return Error(where + " is not the output of 'pipescope plan --json' (no schema_version / " + key +
                  ".stages)");
+  }
   const nlohmann::json& version = doc["schema_version"];
   if (!version.is_number_integer() || version.get<int64_t>() < kOldestPlanSchemaVersion ||
-      version.get<int64_t>() > kNewestPlanSchemaVersion)
+      version.get<int64_t>() > kNewestPlanSchemaVersion) {
     return Error(where + " has plan schema_version " + version.dump() + "; this pipescope reads versions " +
                  std::to_string(kOldestPlanSchemaVersion) + " to " +
                  std::to_string(kNewestPlanSchemaVersion) +
                  " (plan it again with this build's 'pipescope plan --json')");
+  }
   auto planned_step_s = required_number(*side, "iteration_s", where, key);
   if (!planned_step_s) return planned_step_s.error();
   auto planned_bubble = required_number(*side, "bubble_fraction", where, key);
@@ -172,7 +178,7 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   for (const RankReport& r : report.ranks)
     if (r.memory_figure != "none") memory = r.memory_figure;
   plan.memory_figure = memory;
-  if (memory == "none") plan.notes.push_back("the traces hold no memory records: memory not compared");
+  if (memory == "none") plan.notes.emplace_back("the traces hold no memory records: memory not compared");
 
   // A trace sees what was cudaMalloc'd, NCCL's buffers included, never the CUDA context; and a
   // run whose traces captured NCCL but show no communicator never allocated NCCL's buffers.
@@ -200,15 +206,16 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
   const double micro_batches = inputs != doc.end() && inputs->is_object() && inputs->contains("config")
                                    ? number((*inputs)["config"], "micro_batches")
                                    : 0.0;
-  if (stages.size() != report.stages.size())
+  if (stages.size() != report.stages.size()) {
     plan.notes.push_back("the plan has " + std::to_string(stages.size()) + " stages, the run " +
                          std::to_string(report.stages.size()) +
                          "; compared stage by stage as far as both go");
+  }
   for (size_t k = 0; k < stages.size() && k < report.stages.size(); ++k) {
     const nlohmann::json& s = stages[k];
-    if (!s.is_object())
-      return Error(where + ": " + key + ".stages[" + std::to_string(k) + "] is not an object");
     const std::string path = key + ".stages[" + std::to_string(k) + "]";
+    if (!s.is_object())
+      return Error(std::string(where).append(": ").append(path).append(" is not an object"));
     auto forward_s = required_number(s, "forward_s", where, path);
     if (!forward_s) return forward_s.error();
     auto backward_s = required_number(s, "backward_s", where, path);
@@ -257,7 +264,7 @@ Status add_plan_comparison(const ReportContext& ctx, RunReport& report) {
                        report.steps.count == 0
                            ? std::nullopt
                            : std::optional<double>(static_cast<double>(report.steps.median_ns) * 1e-9));
-  if (report.steps.count == 0) plan.notes.push_back("no steps in the traces: step time not measured");
+  if (report.steps.count == 0) plan.notes.emplace_back("no steps in the traces: step time not measured");
   report.plan = std::move(plan);
   return Status::Ok();
 }
