@@ -50,18 +50,23 @@ TEST(NcclReport, LayoutAndStageOrderOfAWaitingJob) {
 // step's waits are start-up skew (ranks start one after another, rank 0 makes the NCCL id),
 // which is not blamed any more, and a rank late only because it waited for its pipeline peer
 // passes the blame on. Eight processes on a few busy cores still make a rank late now and then
-// by chance, so the test asks that no rank is named in two of three jobs: a systematic false
-// straggler would be.
+// by chance (the same rank in two of three jobs, once, on a noisy CI-like machine), so the test
+// asks that no rank is named in most of five jobs: a systematic false straggler would be.
 TEST(NcclReport, JobsWithoutAPlantedStragglerNameNoRankAgainAndAgain) {
+  constexpr int kJobs = 5;
   std::map<int32_t, int> named;
-  for (int job = 0; job < 3; ++job) {
+  for (int job = 0; job < kJobs; ++job) {
     RigRun run;
     for (const analysis::Straggler& s :
-         report_of(job == 2 ? std::vector<std::string>{"--zero", "4"} : std::vector<std::string>{}, run)
-             .stragglers)
+         report_of(job % 2 == 1 ? std::vector<std::string>{"--zero", "4"} : std::vector<std::string>{}, run)
+             .stragglers) {
       ++named[s.rank];
+    }
   }
-  for (const auto& [rank, jobs] : named) EXPECT_LT(jobs, 2) << "rank " << rank << " named a straggler";
+  for (const auto& [rank, jobs] : named) {
+    EXPECT_LE(jobs, kJobs / 2) << "rank " << rank << " named a straggler in " << jobs << " of " << kJobs
+                               << " jobs";
+  }
 }
 
 TEST(NcclReport, PlantedStragglerIsTheOneNamed) {
