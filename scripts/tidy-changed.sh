@@ -7,11 +7,19 @@
 #
 # BASE is a commit (default HEAD~1: the last commit, as CI checks it); uncommitted changes count
 # too. BUILD_DIR must have compile_commands.json (the project's builds write it). In a clone
-# without BASE (a shallow one) it says so and checks nothing.
+# without HEAD~1 (a shallow one) it says so and checks nothing; a BASE given that is not a commit
+# is an error.
 set -euo pipefail
-build=${1:?usage: scripts/tidy-changed.sh BUILD_DIR [BASE]}
+if [[ $# -lt 1 || $# -gt 2 ]]; then
+  echo "usage: scripts/tidy-changed.sh BUILD_DIR [BASE]" >&2
+  exit 2
+fi
+if [[ ! -d $1 ]]; then
+  echo "tidy-changed: $1 is not a build directory" >&2
+  exit 2
+fi
+build=$(cd "$1" && pwd)
 base=${2:-HEAD~1}
-build=$(cd "$build" && pwd)
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 database=$build/compile_commands.json
@@ -20,6 +28,10 @@ if [[ ! -f $database ]]; then
   exit 2
 fi
 if ! git rev-parse --verify --quiet "$base^{commit}" >/dev/null; then
+  if [[ $# -eq 2 ]]; then
+    echo "tidy-changed: $base is not a commit of this repository" >&2
+    exit 2
+  fi
   echo "tidy-changed: $base is not in this clone (shallow?); nothing to compare with, nothing checked"
   exit 0
 fi
