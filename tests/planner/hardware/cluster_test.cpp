@@ -216,5 +216,13 @@ TEST(UserClusterFiles, NotJsonAtAll) {
       << cluster.error().message;
 }
 
+TEST(UserClusterFiles, ATopLevelThatIsNotAnObjectIsNamed) {
+  auto cluster = load_cluster(write_temp_file("list.json", "[8, 8]"));
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_NE(cluster.error().message.find("list.json': the top level must be a JSON object, got an array"),
+            std::string::npos)
+      << cluster.error().message;
+}
+
 }  // namespace
 }  // namespace pipescope::planner
