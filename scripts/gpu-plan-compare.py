@@ -12,6 +12,10 @@ bound time on the busiest stage against the kernel categories of the profiler's 
 case's trace (RUN_DIR/train/trace-*-report.json, the case RUN_DIR/train/*.json run under
 pipescope), per step.
 
+Each case is planned with `--framework pytorch-eager`, the framework the examples are (a decoder in
+eager PyTorch ops; docs/planner.md, "Frameworks"); `--framework generic` plans them without one,
+with Megatron-LM's fused kernels, as this script did before pytorch-eager existed.
+
 The profile is RUN_DIR/profile.json, fitted from that run's calibration suite alone: the
 training cases themselves are never fitted, so the comparison tests the planner. A run without one
 (it measured no calibration suite) is planned with the bundled profile of its GPU. Cases run under
@@ -33,11 +37,19 @@ from markdown_tables import documented_table  # noqa: E402
 GIB = 2**30
 
 
+DEFAULT_FRAMEWORK = "pytorch-eager"
+FRAMEWORK = [DEFAULT_FRAMEWORK]  # --framework; "generic" plans without one
+
+
+def framework_flags():
+    return [] if FRAMEWORK[0] == "generic" else ["--framework", FRAMEWORK[0]]
+
+
 def plan(pipescope, case, profile, gpu):
     gbs = case["mbs"] * case["micro_batches"]
     args = [pipescope, "plan", "--model", case["model"], "--gpu", gpu, *(["--calibration", profile] if profile else []),
             "--gpus", "1", "--tp", "1", "--pp", "1", "--mbs", str(case["mbs"]), "--gbs", str(gbs), "--seq",
-            str(case["seq"]), "--recompute", case["recompute"], "--json"]
+            str(case["seq"]), "--recompute", case["recompute"], *framework_flags(), "--json"]
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"gpu-plan-compare: {' '.join(args[1:])} failed: {done.stderr.strip()}")
@@ -115,7 +127,8 @@ def pipeline_table(pipescope, run_dir, examples, gpu):
                 gpu_of(m, gpu),
                 "--calibration", profile, "--gpus", str(stages), "--tp", "1", "--pp", str(stages),
                 "--mbs", str(m["mbs"]), "--gbs", str(m["mbs"] * m["micro_batches"]), "--seq", str(m["seq"]),
-                "--recompute", m["recompute"], "--split", ",".join(str(n) for n in m["split"]), "--json"]
+                "--recompute", m["recompute"], "--split", ",".join(str(n) for n in m["split"]), *framework_flags(),
+                "--json"]
         doc = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
         overheads = doc["memory_overheads"]
         fixed = overheads["cuda_context_bytes"] + overheads["nccl_buffer_bytes"]
@@ -145,10 +158,13 @@ def main():
     p.add_argument("run_dir")
     p.add_argument("--pipescope", default=os.path.join(os.path.dirname(__file__), "..", "build", "cli", "pipescope"))
     p.add_argument("--gpu", help="the planner's GPU name (default: from the device each case ran on)")
+    p.add_argument("--framework", default=DEFAULT_FRAMEWORK,
+                   help="plan the cases as this --framework (default pytorch-eager, what the examples are; generic: none)")
     p.add_argument("--components", action="store_true", help="print the second table (work by kind)")
     p.add_argument("--pipeline", action="store_true", help="print the pipeline runs' table (memory per stage)")
     p.add_argument("--check", metavar="MARKDOWN", help="compare with the tables that follow RUN_DIR's commands there")
     args = p.parse_args()
+    FRAMEWORK[0] = args.framework
     profile = os.path.join(args.run_dir, "profile.json")
     if not os.path.exists(profile):
         profile = None  # the GPU's bundled profile

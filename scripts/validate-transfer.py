@@ -70,7 +70,7 @@ def plan_args(case, profile):
     calibration = ["--calibration", profile] if profile else []
     return ["plan", "--model", model, "--gpu", gpu_of(case), *calibration, "--gpus", "1", "--tp", "1",
             "--pp", "1", "--mbs", str(case["mbs"]), "--gbs", str(case["mbs"] * case["micro_batches"]), "--seq",
-            str(case["seq"]), "--recompute", case["recompute"], "--json"]
+            str(case["seq"]), "--recompute", case["recompute"], "--framework", "pytorch-eager", "--json"]
 
 
 def run(pipescope, args):

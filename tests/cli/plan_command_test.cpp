@@ -303,7 +303,7 @@ TEST(PlanCommand, AnUnprovenTimeLimitIsStatedAgainstTheFastestSplitFound) {
 TEST(PlanCommand, APlanThatDoesNotFitIsStillAPlanWithOverflowsFlaggedAndFixesSuggested) {
   const CommandResult r = run_pipescope(plan_args(kSeventyB));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("!"), std::string::npos);
+  EXPECT_NE(r.out.find('!'), std::string::npos);
   EXPECT_NE(r.out.find("does not fit"), std::string::npos);
   EXPECT_NE(r.out.find("What would make it fit"), std::string::npos);
 
@@ -517,6 +517,36 @@ TEST(PlanCommand, AFrameworkSetsTheRecipeAndWhenTheGradientSyncRuns) {
 
   expect_bad_input(with(base, {"--framework", "megatron"}), "--framework");
   expect_bad_input(with(base, {"--grad-sync", "never"}), "--grad-sync");
+}
+
+TEST(PlanCommand, PyTorchEagerPricesItsUnfusedKernelsAndSaysSo) {
+  // One H100, the example's 7B-layer model: GEMMs and attention as for any framework, the
+  // memory-bound work (and the step) as eager PyTorch's own kernels, the sync after the backward.
+  const std::string model = std::string(PIPESCOPE_SOURCE_DIR) + "/examples/llama2-7b-8-layers.json";
+  const std::vector<std::string> base = {"--model", model,  "--gpu", "h100-80gb", "--gpus", "1",     "--tp",
+                                         "1",       "--pp", "1",     "--gbs",     "4",      "--seq", "4096"};
+  const json fused = plan_json(base);
+  const json eager = plan_json(with(base, {"--framework", "pytorch-eager"}));
+  EXPECT_EQ(eager["inputs"]["config"]["framework"], "pytorch-eager");
+  EXPECT_EQ(eager["inputs"]["config"]["optimizer"], "megatron");
+  EXPECT_EQ(eager["inputs"]["config"]["grad_sync_overlaps_backward"], false);
+  const json& f = fused["uniform"]["busiest_stage_work_per_step"];
+  const json& e = eager["uniform"]["busiest_stage_work_per_step"];
+  EXPECT_DOUBLE_EQ(e["gemm_s"].get<double>(), f["gemm_s"].get<double>());
+  EXPECT_DOUBLE_EQ(e["attention_s"].get<double>(), f["attention_s"].get<double>());
+  EXPECT_GT(e["memory_bound_s"].get<double>(), 3 * f["memory_bound_s"].get<double>());
+  EXPECT_NEAR(e["optimizer_s"].get<double>() / f["optimizer_s"].get<double>(), 38.0 / 30.0, 1e-9);
+  bool noted = false;
+  for (const json& note : eager["notes"])
+    noted = noted || note.get<std::string>().rfind("pytorch-eager:", 0) == 0;
+  EXPECT_TRUE(noted) << eager["notes"];
+
+  const CommandResult moe =
+      run_pipescope(plan_args({"--model", "mixtral-8x7b", "--gpu", "h100-80gb", "--gpus", "8", "--tp", "8",
+                               "--pp", "1", "--framework", "pytorch-eager"}));
+  EXPECT_EQ(moe.exit_code, 2);
+  EXPECT_NE(moe.err.find("--framework pytorch-eager prices a dense decoder"), std::string::npos) << moe.err;
+  EXPECT_EQ(std::count(moe.err.begin(), moe.err.end(), '\n'), 1) << moe.err;
 }
 
 TEST(PlanCommand, DeepSpeedsStepBuffersAreHeldAfterTheStepAndShown) {

@@ -84,8 +84,8 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   model.nccl_buffer_bytes = llround(communicators * overheads.nccl_buffer_bytes_per_communicator.value);
   model.fixed_bytes = model.cuda_context_bytes + model.nccl_buffer_bytes;
 
-  const double tokens = static_cast<double>(c.micro_batch) * (c.seq_length / c.cp);
-  const double p2p_bytes = tokens * m.hidden_size * kHalf / (base.sequence_parallel ? c.tp : 1);
+  const double tokens = real(c.micro_batch) * real(c.seq_length / c.cp);  // cp divides the sequence
+  const double p2p_bytes = tokens * real(m.hidden_size) * kHalf / real(base.sequence_parallel ? c.tp : 1);
   model.p2p_s = price.collective_s(CollectiveKind::kSendRecv, p2p_bytes, 2, c.tp * c.cp * dp);
 
   auto same_for_all_modes = [](UnitCost& unit, const Pass& pass, int64_t activation_bytes) {
@@ -103,8 +103,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   embedding_pass.backward[kMemoryBound] +=
       price.gradient_accumulation_s(static_cast<double>(whole.embedding));
   same_for_all_modes(embedding, embedding_pass, models::embedding_activation_bytes(m, base));
-  const double word_embedding =
-      static_cast<double>(models::padded_vocab_size(m, base)) / static_cast<double>(c.tp) * m.hidden_size;
+  const double word_embedding = real(models::padded_vocab_size(m, base)) / real(c.tp) * real(m.hidden_size);
   for (UnitOptionCost& option : embedding.by_mode)
     option.transient_bytes = price.gradient_cast_bytes(word_embedding);
   embedding.dp_sync_s = price.dp_sync_s(static_cast<double>(whole.embedding), dp, group);
@@ -198,7 +197,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
 
   switch (c.optimizer) {
     case OptimizerRecipe::kDeepSpeedBf16:
-      model.notes.push_back(
+      model.notes.emplace_back(
           "memory: DeepSpeed BF16_Optimizer: bf16 weights and gradients, unsharded fp32 gradients, "
           "fp32 master weights and Adam state sharded over data parallelism (8 + 12/dp bytes per "
           "parameter); its gradient all-reduce runs on a bf16 copy of the fp32 gradients (2 bytes per "
@@ -206,7 +205,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
           "step' is what nvidia-smi shows");
       break;
     case OptimizerRecipe::kInternEvo:
-      model.notes.push_back(
+      model.notes.emplace_back(
           "memory: InternEvo HybridZeroOptimizer: bf16 weights and gradients, fp32 master weights and Adam "
           "state sharded within the zero1 group (4 + 12/g bytes per parameter); bf16 gradients all-reduced "
           "over all data parallelism, each shard's weights broadcast to its group after the step; the step "
@@ -214,19 +213,25 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
           "allocator segments that stay cached: 'held after step' is what nvidia-smi shows)");
       break;
     case OptimizerRecipe::kMegatron:
-      model.notes.push_back(
+      model.notes.emplace_back(
           "memory: bf16 weights, fp32 gradients, fp32 Adam state (18 bytes per parameter before ZeRO)");
       break;
   }
   if (c.zero_stage > 0 && group < dp && c.optimizer != OptimizerRecipe::kInternEvo) {
-    model.notes.push_back("hierarchical ZeRO: states sharded within groups of " + std::to_string(group) +
-                          " data-parallel ranks, gradient slices all-reduced across the groups");
+    model.notes.emplace_back("hierarchical ZeRO: states sharded within groups of " + std::to_string(group) +
+                             " data-parallel ranks, gradient slices all-reduced across the groups");
   }
-  if (c.flash_attention) model.notes.push_back("attention: fused (flash) kernels, causal");
+  if (c.flash_attention) model.notes.emplace_back("attention: fused (flash) kernels, causal");
+  if (c.framework == TrainingFramework::kPyTorchEager) {
+    model.notes.emplace_back(
+        "pytorch-eager: memory-bound work as eager PyTorch's own kernels (examples/llama_train_step.py: "
+        "unfused rotary and SwiGLU, an fp32 SwiGLU backward, fp32 cross entropy), main gradients added by "
+        "hooks after every micro-batch, fused Adam with its bf16 copy and gradient zeroing");
+  }
   if (const std::string losses = losses_note(in.profile.losses); !losses.empty())
-    model.notes.push_back(losses);
+    model.notes.emplace_back(losses);
   // What reading the model's description assumed (config.json fields left out, sliding windows).
-  for (const std::string& note : in.model.notes) model.notes.push_back("model: " + note);
+  for (const std::string& note : in.model.notes) model.notes.emplace_back("model: " + note);
   return model;
 }
 

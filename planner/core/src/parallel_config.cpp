@@ -66,6 +66,7 @@ std::string_view to_string(TrainingFramework framework) {
     case TrainingFramework::kDeepSpeed: return "deepspeed";
     case TrainingFramework::kInternEvo: return "internevo";
     case TrainingFramework::kInternLM2023: return "internlm-2023";
+    case TrainingFramework::kPyTorchEager: return "pytorch-eager";
   }
   return "?";
 }
@@ -73,7 +74,7 @@ std::string_view to_string(TrainingFramework framework) {
 std::optional<TrainingFramework> parse_training_framework(std::string_view name) {
   for (TrainingFramework framework :
        {TrainingFramework::kMegatronCore, TrainingFramework::kMegatron2022, TrainingFramework::kDeepSpeed,
-        TrainingFramework::kInternEvo, TrainingFramework::kInternLM2023}) {
+        TrainingFramework::kInternEvo, TrainingFramework::kInternLM2023, TrainingFramework::kPyTorchEager}) {
     if (name == to_string(framework)) return framework;
   }
   return std::nullopt;
@@ -86,7 +87,8 @@ OptimizerRecipe framework_optimizer(TrainingFramework framework) {
     case TrainingFramework::kInternLM2023: return OptimizerRecipe::kInternEvo;
     case TrainingFramework::kGeneric:
     case TrainingFramework::kMegatronCore:
-    case TrainingFramework::kMegatron2022: break;
+    case TrainingFramework::kMegatron2022:
+    case TrainingFramework::kPyTorchEager: break;
   }
   return OptimizerRecipe::kMegatron;
 }
@@ -114,7 +116,8 @@ bool sync_overlaps_backward(const ParallelConfig& c) {
     case TrainingFramework::kInternEvo: return true;
     case TrainingFramework::kMegatron2022:
     case TrainingFramework::kDeepSpeed:
-    case TrainingFramework::kInternLM2023: return false;
+    case TrainingFramework::kInternLM2023:
+    case TrainingFramework::kPyTorchEager: return false;
     case TrainingFramework::kGeneric: break;
   }
   // DeepSpeed's pipeline engine issues ReduceGrads after the last backward (pipe/schedule.py,
@@ -200,6 +203,11 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
   } else if (c.ep > 1) {
     return Error{"--ep applies to mixture-of-experts models; " + model.name + " has no experts"};
   }
+  if (c.framework == TrainingFramework::kPyTorchEager && model.moe.num_experts > 0) {
+    return Error{
+        "--framework pytorch-eager prices a dense decoder (examples/llama_train_step.py's kernels); " +
+        model.name + " has mixture-of-experts layers"};
+  }
   if (c.global_batch == 0) c.global_batch = c.micro_batch * dp * c.pp;
   if (c.global_batch % (c.micro_batch * dp) != 0) {
     return Error{"--gbs " + num(c.global_batch) + " is not divisible by --mbs x dp = " + num(c.micro_batch) +
@@ -244,9 +252,10 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
     }
   }
   if (!c.chunk_layers.empty()) {
-    if (c.schedule != ScheduleKind::kInterleaved)
+    if (c.schedule != ScheduleKind::kInterleaved) {
       return Error{
           "per-chunk layers apply to the interleaved schedule; give 1f1b and gpipe splits per stage"};
+    }
     if (!c.stage_layers.empty()) return Error{"give the split per stage or per chunk, not both"};
     if (static_cast<int64_t>(c.chunk_layers.size()) != c.pp * c.vpp) {
       return Error{"--pipeline-layout has " + num(static_cast<int64_t>(c.chunk_layers.size())) +

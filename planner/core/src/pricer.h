@@ -13,6 +13,7 @@
 #include "pipescope/models/flop_count.h"
 #include "pipescope/models/parameter_count.h"
 #include "pipescope/planner/cost_model.h"
+#include "pipescope/planner/eager_kernels.h"
 
 namespace pipescope::planner::pricing {
 
@@ -33,6 +34,8 @@ constexpr WorkKind kGemm = WorkKind::kGemm;
 constexpr WorkKind kAttention = WorkKind::kAttention;
 constexpr WorkKind kMemoryBound = WorkKind::kMemoryBound;
 constexpr WorkKind kCommunication = WorkKind::kCommunication;
+
+inline double real(int64_t count) { return static_cast<double>(count); }
 
 inline Pass pass_of(WorkKind kind, double forward_s, double backward_s) {
   Pass pass;
@@ -112,8 +115,9 @@ class Pricer {
 
   Pass attention_core(int64_t layer, const CostOptions& o) const {
     const ModelDesc& m = in_.model;
-    const double heads = static_cast<double>(m.num_attention_heads) / c_.tp;
-    const double b = o.micro_batch_size, q = o.seq_length, kv = c_.seq_length, d = m.head_dim;
+    const double heads = real(m.num_attention_heads) / real(c_.tp);
+    const double b = real(o.micro_batch_size), q = real(o.seq_length), kv = real(c_.seq_length);
+    const double d = real(m.head_dim);
     if (c_.flash_attention) {
       // Causal kernels skip the masked half, and blocks outside a sliding window (the share of the
       // whole sequence's causal pairs its window keeps); the profile's efficiency is on this count.
@@ -140,52 +144,66 @@ class Pricer {
   // and the tensor-, context- and expert-parallel communication that sits on its critical path.
   Pass layer(int64_t index, const CostOptions& o, Pass* core) const {
     const ModelDesc& m = in_.model;
-    const double t = c_.tp, h = m.hidden_size, d = m.head_dim;
-    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
+    const double t = real(c_.tp), h = real(m.hidden_size), d = real(m.head_dim);
+    const double tokens = real(o.micro_batch_size) * real(o.seq_length);
     const double shard = o.sequence_parallel ? tokens / t : tokens;
-    const double q_width = m.num_attention_heads * d / t, kv_width = m.num_kv_heads * d / t;
+    const double q_width = real(m.num_attention_heads) * d / t, kv_width = real(m.num_kv_heads) * d / t;
     const int up_matrices = m.mlp == models::MlpKind::kSwiglu ? 2 : 1;
     Pass pass;
     pass += linear(tokens, q_width + 2 * kv_width, h);  // Q, K, V
     pass += linear(tokens, h, q_width);                 // output projection
     double activation_width = 0;                        // elements per token through GELU / SwiGLU
     if (!m.is_moe_layer(index)) {
-      const double f = m.ffn_hidden_size / t;
+      const double f = real(m.ffn_hidden_size) / t;
       pass += linear(tokens, up_matrices * f, h);
       pass += linear(tokens, h, f);
       activation_width = tokens * f;
     } else {
       const models::MoeDesc& e = m.moe;
-      const double f = e.expert_ffn_hidden_size / t;
-      const double local_experts = static_cast<double>(e.num_experts) / c_.ep;
-      const double rows = tokens * e.top_k / local_experts;  // balanced routing: rows per local expert
+      const double f = real(e.expert_ffn_hidden_size) / t;
+      const double local_experts = real(e.num_experts) / real(c_.ep);
+      const double rows = tokens * real(e.top_k) / local_experts;  // balanced routing: rows per local expert
       Pass expert = linear(rows, up_matrices * f, h);
       expert += linear(rows, h, f);
       pass += scaled(expert, local_experts);
-      pass += linear(shard, e.num_experts, h);  // router
-      activation_width = tokens * e.top_k * f;
+      pass += linear(shard, real(e.num_experts), h);  // router
+      activation_width = tokens * real(e.top_k) * f;
       if (e.num_shared_experts > 0) {
-        const double fs = static_cast<double>(e.num_shared_experts) * e.shared_expert_ffn_hidden_size / t;
+        const double fs = real(e.num_shared_experts) * real(e.shared_expert_ffn_hidden_size) / t;
         pass += linear(tokens, up_matrices * fs, h);
         pass += linear(tokens, h, fs);
         activation_width += tokens * fs;
       }
       // Token dispatch and combine: two all-to-alls each way over the expert-parallel group.
-      const double routed_bytes = tokens * e.top_k * h * kHalf;
+      const double routed_bytes = tokens * real(e.top_k) * h * kHalf;
       const double a2a = collective_s(CollectiveKind::kAllToAll, routed_bytes, c_.ep, c_.tp * c_.cp);
       pass += pass_of(kCommunication, 2 * a2a, 2 * a2a);
     }
     *core = attention_core(index, o);
     pass += *core;
 
-    // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
-    // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
-    double bytes = 2 * 2 * shard * h * kHalf + 2 * 3 * shard * h * kHalf;
-    if (m.position == models::PositionKind::kRope) bytes += 2 * tokens * (q_width + kv_width) * kHalf;
-    bytes += (up_matrices + 1) * activation_width * kHalf;
-    if (m.hidden_dropout > 0) bytes += 2 * 2.5 * shard * h * kHalf;
-    pass += pass_of(kMemoryBound, memory_s(bytes),
-                    memory_s(2 * bytes));  // backward touches each tensor about twice
+    if (eager()) {
+      eager::LayerShape shape;
+      shape.tokens = tokens;
+      shape.norm_tokens = shard;
+      shape.hidden = h;
+      shape.q_width = q_width;
+      shape.kv_width = kv_width;
+      shape.ffn_width = static_cast<double>(m.ffn_hidden_size) / t;
+      shape.gated_mlp = m.mlp == models::MlpKind::kSwiglu;
+      shape.rope = m.position == models::PositionKind::kRope;
+      shape.dropout = m.hidden_dropout > 0;
+      pass += memory_bound(eager::layer(shape));
+    } else {
+      // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
+      // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
+      double bytes = 2 * 2 * shard * h * kHalf + 2 * 3 * shard * h * kHalf;
+      if (m.position == models::PositionKind::kRope) bytes += 2 * tokens * (q_width + kv_width) * kHalf;
+      bytes += (up_matrices + 1) * activation_width * kHalf;
+      if (m.hidden_dropout > 0) bytes += 2 * 2.5 * shard * h * kHalf;
+      pass += pass_of(kMemoryBound, memory_s(bytes),
+                      memory_s(2 * bytes));  // backward touches each tensor about twice
+    }
 
     // Megatron's TP: two all-reduces per layer each way, or with sequence parallelism an
     // all-gather and a reduce-scatter in their place (Korthikanti et al. 2022, section 4.2.2).
@@ -202,8 +220,8 @@ class Pricer {
     // Context parallelism passes K and V around a ring of cp ranks, overlapped with the
     // attention core (ring attention); only what the core cannot hide is exposed.
     if (c_.cp > 1) {
-      const double kv_bytes = 2 * o.micro_batch_size * o.seq_length * kv_width * kHalf;
-      const double ring_s = (c_.cp - 1) * collective_s(CollectiveKind::kSendRecv, kv_bytes, 2, c_.tp);
+      const double kv_bytes = 2 * real(o.micro_batch_size) * real(o.seq_length) * kv_width * kHalf;
+      const double ring_s = real(c_.cp - 1) * collective_s(CollectiveKind::kSendRecv, kv_bytes, 2, c_.tp);
       pass += pass_of(
           kCommunication, exposed_beside_s(ring_s, core->forward.total_s(), overlap_slowdown(core->forward)),
           exposed_beside_s(2 * ring_s, core->backward.total_s(), overlap_slowdown(core->backward)));
@@ -212,10 +230,11 @@ class Pricer {
   }
 
   Pass embedding(const CostOptions& o) const {
-    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
-    const double h = in_.model.hidden_size, bytes = tokens * h * kHalf;
-    Pass pass = pass_of(kMemoryBound, memory_s(2 * bytes),
-                        memory_s(3 * bytes));  // gather rows; scatter-add their gradients
+    const double tokens = real(o.micro_batch_size) * real(o.seq_length);
+    const double h = real(in_.model.hidden_size), bytes = tokens * h * kHalf;
+    Pass pass = eager() ? memory_bound(eager::embedding(tokens, h, vocab_rows(o)))
+                        : pass_of(kMemoryBound, memory_s(2 * bytes),
+                                  memory_s(3 * bytes));  // gather rows; scatter-add their gradients
     // The vocabulary-parallel embedding sums the TP ranks' partial lookups.
     if (o.sequence_parallel) {
       pass += pass_of(kCommunication, collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1),
@@ -227,15 +246,19 @@ class Pricer {
   }
 
   Pass head(const CostOptions& o) const {
-    const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
-    const double h = in_.model.hidden_size;
-    const double shard = o.sequence_parallel ? tokens / c_.tp : tokens;
-    const double vocab = static_cast<double>(models::padded_vocab_size(in_.model, o)) / c_.tp;
+    const double tokens = real(o.micro_batch_size) * real(o.seq_length);
+    const double h = real(in_.model.hidden_size);
+    const double shard = o.sequence_parallel ? tokens / real(c_.tp) : tokens;
+    const double vocab = vocab_rows(o);
     Pass pass = linear(tokens, vocab, h);
-    const double norm_bytes = 2 * shard * h * kHalf;
-    const double logits_bytes = tokens * vocab * kFloat;  // cross entropy works on fp32 logits
-    pass += pass_of(kMemoryBound, memory_s(norm_bytes + 4 * logits_bytes),
-                    memory_s(2 * norm_bytes + 2 * logits_bytes));
+    if (eager()) {
+      pass += memory_bound(eager::head(tokens, shard, h, vocab));
+    } else {
+      const double norm_bytes = 2 * shard * h * kHalf;
+      const double logits_bytes = tokens * vocab * kFloat;  // cross entropy works on fp32 logits
+      pass += pass_of(kMemoryBound, memory_s(norm_bytes + 4 * logits_bytes),
+                      memory_s(2 * norm_bytes + 2 * logits_bytes));
+    }
     if (o.sequence_parallel) {
       const double bytes = tokens * h * kHalf;
       pass += pass_of(kCommunication, collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1),
@@ -268,13 +291,29 @@ class Pricer {
 
   bool recipe_is(OptimizerRecipe recipe) const { return c_.optimizer == recipe; }
 
+  // Eager PyTorch: its memory-bound work is the kernels eager_kernels.h lists, not Megatron-LM's
+  // fused ones.
+  bool eager() const { return c_.framework == TrainingFramework::kPyTorchEager; }
+
+  Pass memory_bound(const eager::PassTraffic& traffic) const {
+    return pass_of(kMemoryBound, memory_s(traffic.forward.bytes), memory_s(traffic.backward.bytes));
+  }
+
+  // The word embedding's rows on one rank (and the logits' columns).
+  double vocab_rows(const CostOptions& o) const {
+    return static_cast<double>(models::padded_vocab_size(in_.model, o)) / static_cast<double>(c_.tp);
+  }
+
   // Gradient accumulation outside the GEMMs, per micro-batch. BF16_Optimizer adds each
   // micro-batch's bf16 gradients into the fp32 buffer after its backward (update_hp_grads): read
   // 2 + 4 bytes, write 4, per parameter. InternEvo's layers leave it to autograd, which adds each
   // micro-batch's bf16 weight gradient into .grad after the first (read 2 + 2, write 2): spread
   // over the m micro-batches as (m - 1) / m of that. Megatron accumulates into its fp32 main
   // gradients inside the weight-gradient GEMM.
+  // Eager PyTorch's main-gradient hooks add every micro-batch's bf16 gradients into the fp32 main
+  // gradients (eager_kernels.h), outside the GEMMs.
   double gradient_accumulation_s(double params) const {
+    if (eager()) return memory_s(eager::gradient_hooks(params, 0).bytes);
     if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) return memory_s(params * (kHalf + 2 * kFloat));
     if (recipe_is(OptimizerRecipe::kInternEvo)) {
       const double m = static_cast<double>(c_.micro_batches());
@@ -309,7 +348,7 @@ class Pricer {
     }
     // Hierarchical ZeRO: the shard groups then all-reduce their gradient slices with each other.
     if (group < dp)
-      s += collective_s(CollectiveKind::kAllReduce, grad_bytes / group, dp / group, stride * group);
+      s += collective_s(CollectiveKind::kAllReduce, grad_bytes / real(group), dp / group, stride * group);
     return s;
   }
 
@@ -331,6 +370,7 @@ class Pricer {
   double optimizer_s(double params, int64_t group) const {
     const bool sharded = c_.zero_stage >= 1 || recipe_is(OptimizerRecipe::kDeepSpeedBf16);
     const double share = sharded ? params / static_cast<double>(group) : params;
+    if (eager()) return memory_s(eager::optimizer_step(share).bytes);
     if (!recipe_is(OptimizerRecipe::kInternEvo)) return memory_s(share * kAdamBytesPerParameter);
     // HybridZeroOptimizer first flattens the shard's bf16 gradients (read 2, write 2) and casts
     // them to fp32 (read 2, write 4).

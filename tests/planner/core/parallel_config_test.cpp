@@ -17,7 +17,7 @@ ParallelConfig config(int64_t gpus, int64_t tp, int64_t pp) {
   return c;
 }
 
-void expect_refused(ParallelConfig c, const std::string& mentions) {
+void expect_refused(const ParallelConfig& c, const std::string& mentions) {
   auto resolved = resolve_config(llama2_7b(), c);
   ASSERT_FALSE(resolved.ok()) << "expected a refusal mentioning " << mentions;
   EXPECT_NE(resolved.error().message.find(mentions), std::string::npos) << resolved.error().message;
@@ -109,7 +109,7 @@ TEST(ResolveConfig, InterleavedNeedsVirtualStagesThatDivideLayers) {
   c.vpp = 3;  // 4 x 3 does not divide 32
   expect_refused(c, "does not divide");
   c.vpp = 2;
-  c.global_batch = 4 * 6;  // dp 4: 6 micro-batches, not a multiple of pp 4
+  c.global_batch = int64_t{4} * 6;  // dp 4: 6 micro-batches, not a multiple of pp 4
   expect_refused(c, "multiple of --pp 4");
 }
 
@@ -144,6 +144,7 @@ TEST(TrainingFrameworks, EachSetsItsRecipeAndWhenItsGradientSyncRuns) {
   };
   for (const Expected& e :
        {Expected{TrainingFramework::kMegatronCore, "megatron-core", OptimizerRecipe::kMegatron, true},
+        {TrainingFramework::kPyTorchEager, "pytorch-eager", OptimizerRecipe::kMegatron, false},
         {TrainingFramework::kMegatron2022, "megatron-2022", OptimizerRecipe::kMegatron, false},
         {TrainingFramework::kDeepSpeed, "deepspeed", OptimizerRecipe::kDeepSpeedBf16, false},
         {TrainingFramework::kInternEvo, "internevo", OptimizerRecipe::kInternEvo, true},

@@ -52,13 +52,18 @@ enum class OptimizerRecipe { kMegatron, kDeepSpeedBf16, kInternEvo };
 //                  synchronizes (the device at 20fe5ac, the communication stream at 01e7fd61)
 //                  before each bucket's all-reduce, so backward and all-reduces take turns: the
 //                  sync is priced as after the backward (docs/validation.md, V09).
+//   kPyTorchEager  a dense decoder in eager PyTorch ops as examples/llama_train_step.py writes it
+//                  (PyTorch 2.11): every elementwise op its own kernel (eager_kernels.h), the
+//                  main gradients accumulated by hooks, Megatron-LM's optimizer recipe stepped by
+//                  fused Adam, and the gradients all-reduced after the backward.
 enum class TrainingFramework {
   kGeneric,
   kMegatronCore,
   kMegatron2022,
   kDeepSpeed,
   kInternEvo,
-  kInternLM2023
+  kInternLM2023,
+  kPyTorchEager
 };
 
 // When the data-parallel gradient sync runs, where a run departs from its framework's default
@@ -113,9 +118,8 @@ std::string_view to_string(BalanceGoal goal);  // the --balance spellings
 // "megatron", "deepspeed-bf16", "internevo": the --optimizer spellings
 std::string_view to_string(OptimizerRecipe recipe);
 std::optional<OptimizerRecipe> parse_optimizer_recipe(std::string_view name);
-// "megatron-core", "megatron-2022", "deepspeed", "internevo", "internlm-2023" (the --framework
-// spellings); kGeneric
-// is "generic" and is not a --framework choice.
+// "megatron-core", "megatron-2022", "deepspeed", "internevo", "internlm-2023", "pytorch-eager" (the
+// --framework spellings); kGeneric is "generic" and is not a --framework choice.
 std::string_view to_string(TrainingFramework framework);
 std::optional<TrainingFramework> parse_training_framework(std::string_view name);
 // "during-backward", "after-backward" (the --grad-sync spellings); kFrameworkDefault is "default".

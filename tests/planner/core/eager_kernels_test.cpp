@@ -1,0 +1,151 @@
+// Eager PyTorch's kernels between the GEMMs (eager_kernels.h), on small shapes whose bytes and
+// launches are counted by hand, op by op, and what --framework pytorch-eager does to a plan.
+#include "pipescope/planner/eager_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include "pipescope/models/model_catalog.h"
+
+#include "pipescope/planner/cost_model.h"
+#include "pipescope/planner/plan.h"
+#include "planner_fixture.h"
+
+namespace pipescope::planner {
+namespace {
+
+eager::LayerShape small_layer() {
+  eager::LayerShape s;
+  s.tokens = 1000;
+  s.norm_tokens = 1000;
+  s.hidden = 100;
+  s.q_width = 100;
+  s.kv_width = 100;
+  s.ffn_width = 300;
+  return s;
+}
+
+TEST(EagerKernels, ALayersForwardIsEveryOpReadAndWrittenOnce) {
+  const eager::PassTraffic t = eager::layer(small_layer());
+  // bf16, 1000 tokens: two rms_norms (read 100, write 100 a token) and two residual adds (read
+  // 200, write 100): 2 x 400 + 2 x 600 bytes a token.
+  const double norms_and_adds = 1000 * (2 * 400 + 2 * 600);
+  // Rotary on Q and on K: x cos (1 + 1), -x2 (0.5 + 0.5), cat (1 + 1), R(x) sin (1 + 1), the sum
+  // (2 + 1): 10 elements of 2 bytes per element of the 100-wide tensor.
+  const double rotary = 2 * 1000 * 100 * 10 * 2;
+  const double v_contiguous = 1000 * 100 * 2 * 2;
+  const double swiglu = 1000 * 300 * (2 + 3) * 2;  // SiLU (1 + 1), its product with up (2 + 1)
+  EXPECT_DOUBLE_EQ(t.forward.bytes, norms_and_adds + rotary + v_contiguous + swiglu);
+  EXPECT_DOUBLE_EQ(t.forward.kernels, 4 + 2 * 5 + 1 + 2);
+}
+
+TEST(EagerKernels, ALayersBackwardCountsTheFp32SwigluSliceBySlice) {
+  const eager::PassTraffic t = eager::layer(small_layer());
+  // rms_norm's input gradient (read x and dy, write dx) and weight gradient (read both again),
+  // twice; the two gradient sums where the residual stream forks (read 2, write 1).
+  const double norms_and_sums = 1000 * 100 * 2 * (2 * 5 + 2 * 3);
+  const double rotary = 2 * 1000 * 100 * 10 * 2;
+  const double v_copy = 1000 * 100 * 2 * 2;
+  const double qkv_cat = 1000 * 300 * 2 * 2;  // Q, K and V gradients into the fused projection's
+  // Per FFN element: four casts up (2 + 4), three fp32 unary ops (4 + 4), six products (8 + 4),
+  // two casts down (4 + 2); then gate and up gradients concatenated (2 + 2 elements of 2 bytes).
+  const double swiglu = 1000 * 300 * (4 * 6 + 3 * 8 + 6 * 12 + 2 * 6) + 1000 * 300 * 4 * 2;
+  EXPECT_DOUBLE_EQ(t.backward.bytes, norms_and_sums + rotary + v_copy + qkv_cat + swiglu);
+  // 1,000 rows of 300 fit one slice of 4 M elements: fifteen kernels, and the concatenation.
+  EXPECT_DOUBLE_EQ(t.backward.kernels, 6 + 2 * 5 + 1 + 1 + 15 + 1);
+
+  eager::LayerShape wide = small_layer();
+  wide.ffn_width = 1 << 21;  // two rows a slice: 500 slices of fifteen kernels
+  EXPECT_DOUBLE_EQ(eager::layer(wide).backward.kernels, 6 + 2 * 5 + 1 + 1 + 500 * 15 + 1);
+}
+
+TEST(EagerKernels, GroupedQueryAttentionRepeatsKAndVAndANonGatedMlpRunsGelu) {
+  eager::LayerShape gqa = small_layer();
+  gqa.kv_width = 25;
+  const eager::PassTraffic with_gqa = eager::layer(gqa);
+  eager::LayerShape mha = gqa;
+  mha.kv_width = 100;
+  // repeat_interleave reads 25 and writes 100 elements a token, for K and for V.
+  const double repeat = 2 * 1000 * (25 + 100) * 2;
+  const double narrower = 1000 * 75 * (10 * 2 + 2 * 2);  // K's rotary and V's copy, 75 narrower
+  EXPECT_DOUBLE_EQ(with_gqa.forward.bytes, eager::layer(mha).forward.bytes - narrower + repeat);
+
+  eager::LayerShape gelu = small_layer();
+  gelu.gated_mlp = false;
+  const eager::PassTraffic t = eager::layer(gelu);
+  const eager::PassTraffic swiglu = eager::layer(small_layer());
+  EXPECT_DOUBLE_EQ(t.forward.bytes, swiglu.forward.bytes - 1000 * 300 * 10 + 1000 * 300 * 4);
+  EXPECT_DOUBLE_EQ(t.forward.kernels, swiglu.forward.kernels - 1);
+}
+
+TEST(EagerKernels, TheHeadsFp32CrossEntropyAndTheEmbeddingsDenseGradient) {
+  const eager::PassTraffic head = eager::head(10, 10, 4, 100);
+  // rms_norm (2 + 2 bytes a hidden element); logits.float() (2 + 4) and log_softmax (4 + 4) on
+  // 1,000 logits.
+  EXPECT_DOUBLE_EQ(head.forward.bytes, 10 * 4 * 4 + 1000 * (6 + 8));
+  // The fp32 gradient zeroed (4), log_softmax's backward (4 + 4 + 4), the cast down (4 + 2);
+  // rms_norm's two gradients (10 bytes a hidden element).
+  EXPECT_DOUBLE_EQ(head.backward.bytes, 1000 * (4 + 12 + 6) + 10 * 4 * 10);
+
+  const eager::PassTraffic embedding = eager::embedding(10, 4, 1000);
+  EXPECT_DOUBLE_EQ(embedding.forward.bytes, 10 * 4 * 4);
+  // The whole 1,000 x 4 bf16 gradient zeroed, whatever the tokens, and 14 bytes a token element.
+  EXPECT_DOUBLE_EQ(embedding.backward.bytes, 1000 * 4 * 2 + 10 * 4 * 14);
+}
+
+TEST(EagerKernels, HooksAndTheOptimizerStepPerParameter) {
+  EXPECT_DOUBLE_EQ(eager::gradient_hooks(1000, 6).bytes, 1000 * 10);
+  EXPECT_DOUBLE_EQ(eager::gradient_hooks(1000, 6).kernels, 6);
+  const double one_launch = 320.0 * 65536;
+  EXPECT_DOUBLE_EQ(eager::optimizer_step(one_launch).bytes, one_launch * 38);
+  EXPECT_DOUBLE_EQ(eager::optimizer_step(one_launch).kernels, 3);
+  EXPECT_DOUBLE_EQ(eager::optimizer_step(one_launch + 1).kernels, 6);
+}
+
+PlanInputs eager_inputs(TrainingFramework framework) {
+  ParallelConfig c;
+  c.gpus = 8;
+  c.micro_batch = 1;
+  c.global_batch = 64;
+  c.seq_length = 4096;
+  c.zero_stage = 1;
+  c.framework = framework;
+  return test::inputs("llama2-7b", "dgx-h100", c);
+}
+
+TEST(EagerKernels, PyTorchEagerPricesMoreMemoryBoundWorkAndTheFusedAdamsStep) {
+  const auto generic = build_cost_model(eager_inputs(TrainingFramework::kGeneric));
+  const auto eager_model = build_cost_model(eager_inputs(TrainingFramework::kPyTorchEager));
+  ASSERT_TRUE(generic.ok() && eager_model.ok());
+  const UnitCost& fused = generic->units[1];
+  const UnitCost& unfused = eager_model->units[1];
+  // GEMMs and attention are the same kernels; the memory-bound work between them is not.
+  EXPECT_DOUBLE_EQ(unfused.work_by_mode[0].forward[WorkKind::kGemm],
+                   fused.work_by_mode[0].forward[WorkKind::kGemm]);
+  EXPECT_GT(unfused.work_by_mode[0].forward[WorkKind::kMemoryBound],
+            2 * fused.work_by_mode[0].forward[WorkKind::kMemoryBound]);
+  EXPECT_GT(unfused.work_by_mode[0].backward[WorkKind::kMemoryBound],
+            4 * fused.work_by_mode[0].backward[WorkKind::kMemoryBound]);
+  // Adam (28 bytes a parameter), the bf16 copy (6) and the gradient zeroing (4) against the fused
+  // recipe's 30, on the same ZeRO-1 shard.
+  EXPECT_NEAR(unfused.optimizer_s / fused.optimizer_s, 38.0 / 30.0, 1e-12);
+  bool noted = false;
+  for (const std::string& note : eager_model->notes) noted = noted || note.rfind("pytorch-eager:", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
+TEST(EagerKernels, PyTorchEagerRefusesAMixtureOfExperts) {
+  auto model = models::load_model("mixtral-8x7b");
+  ASSERT_TRUE(model.ok());
+  ParallelConfig c;
+  c.gpus = 8;
+  c.tp = 8;
+  c.framework = TrainingFramework::kPyTorchEager;
+  const auto resolved = resolve_config(*model, c);
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_NE(resolved.error().message.find("--framework pytorch-eager prices a dense decoder"),
+            std::string::npos)
+      << resolved.error().message;
+}
+
+}  // namespace
+}  // namespace pipescope::planner
