@@ -74,7 +74,7 @@ std::vector<std::string> plan_notes(const planner::PlanOutcome& o) {
         "); one recompute mode on every stage");
   }
   if (o.uniform_split_has_empty_stage)
-    notes.push_back("the uniform split leaves a stage without layers; only the suggested split is shown");
+    notes.emplace_back("the uniform split leaves a stage without layers; only the suggested split is shown");
   return notes;
 }
 
@@ -186,8 +186,10 @@ void write_step_work(std::ostream& out, const planner::PlanOutcome& o) {
       << " (the busiest): " << part("GEMM", w.pipeline[WorkKind::kGemm]) << ", "
       << part("attention", w.pipeline[WorkKind::kAttention]) << ", "
       << part("memory-bound", w.pipeline[WorkKind::kMemoryBound]) << ", "
-      << part("communication", w.pipeline[WorkKind::kCommunication]) << ", "
-      << part("optimizer step", w.optimizer_s);
+      << part("communication", w.pipeline[WorkKind::kCommunication]) << ", ";
+  if (w.pipeline[WorkKind::kLaunchGap] > 0)
+    out << part("launch gaps", w.pipeline[WorkKind::kLaunchGap]) << ", ";
+  out << part("optimizer step", w.optimizer_s);
   if (w.dp_sync_exposed_s > 0) out << ", " << part("exposed gradient sync", w.dp_sync_exposed_s);
   out << '\n';
 }
@@ -226,7 +228,8 @@ void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
   }
 }
 
-// Seconds by kind of work, keyed "gemm_s", "attention_s", "memory_bound_s", "communication_s".
+// Seconds by kind of work, keyed "gemm_s", "attention_s", "memory_bound_s", "communication_s",
+// "launch_gap_s".
 ordered_json work_json(const planner::WorkTimes& w) {
   ordered_json out;
   for (size_t k = 0; k < planner::kWorkKinds; ++k)

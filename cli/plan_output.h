@@ -16,8 +16,9 @@
 namespace pipescope::cli {
 
 // 2 (2026-11-27): each side's `layout` string and each stage's `chunk_layers`; `inputs.arguments`
-// gained `pipeline_layout`. Readers of version 1 read version 2's other fields unchanged.
-inline constexpr int kPlanSchemaVersion = 2;
+// gained `pipeline_layout`. 3 (2026-11-28): every figure of work by kind gained `launch_gap_s`.
+// Readers of older versions read the newer ones' other fields unchanged.
+inline constexpr int kPlanSchemaVersion = 3;
 
 struct PlanPrintout {
   models::ModelDesc model;

@@ -6,6 +6,7 @@ table, the planner's step time and memory with what examples/llama_train_step.py
     scripts/gpu-plan-compare.py RUN_DIR --components [--pipescope ...]   # the second table
     scripts/gpu-plan-compare.py RUN_DIR --pipeline [--pipescope ...]     # the pipeline runs, stage by stage
     scripts/gpu-plan-compare.py RUN_DIR --check docs/validation.md   # exit 1 when a table differs
+    scripts/gpu-plan-compare.py RUN_DIR --profile OTHER/profile.json  # another profile of that GPU
 
 The second table splits one case's step by kind of work: the plan's GEMM, attention and memory-
 bound time on the busiest stage against the kernel categories of the profiler's report of that
@@ -83,8 +84,7 @@ COMPONENTS = [
 ]
 
 
-def components_table(pipescope, run_dir, examples, gpu):
-    profile = os.path.join(run_dir, "profile.json")
+def components_table(pipescope, run_dir, examples, gpu, profile):
     # gpu-train-check.sh's names: the 1B case run under `pipescope record` and its trace's report.
     report_path = os.path.join(run_dir, "train", "trace-1b-report.json")
     case_path = os.path.join(run_dir, "train", "overhead-pipescope.json")
@@ -113,10 +113,9 @@ def components_table(pipescope, run_dir, examples, gpu):
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def pipeline_table(pipescope, run_dir, examples, gpu):
+def pipeline_table(pipescope, run_dir, examples, gpu, profile):
     """Each stage of each pipeline run (examples/pipeline_1f1b.py, not profiled) against the plan of
     the same split: memory only, as the stages share one GPU and their times are not their own."""
-    profile = os.path.join(run_dir, "profile.json")
     rows = []
     for path in sorted(glob.glob(os.path.join(run_dir, "train", "pipeline-*.json"))):
         m = json.load(open(path))
@@ -160,20 +159,21 @@ def main():
     p.add_argument("--gpu", help="the planner's GPU name (default: from the device each case ran on)")
     p.add_argument("--framework", default=DEFAULT_FRAMEWORK,
                    help="plan the cases as this --framework (default pytorch-eager, what the examples are; generic: none)")
+    p.add_argument("--profile", help="plan with this calibration profile instead of RUN_DIR/profile.json")
     p.add_argument("--components", action="store_true", help="print the second table (work by kind)")
     p.add_argument("--pipeline", action="store_true", help="print the pipeline runs' table (memory per stage)")
     p.add_argument("--check", metavar="MARKDOWN", help="compare with the tables that follow RUN_DIR's commands there")
     args = p.parse_args()
     FRAMEWORK[0] = args.framework
-    profile = os.path.join(args.run_dir, "profile.json")
+    profile = args.profile or os.path.join(args.run_dir, "profile.json")
     if not os.path.exists(profile):
         profile = None  # the GPU's bundled profile
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
     if args.components and not args.check:
-        print("\n".join(components_table(args.pipescope, args.run_dir, examples, args.gpu)))
+        print("\n".join(components_table(args.pipescope, args.run_dir, examples, args.gpu, profile)))
         return 0
     if args.pipeline and not args.check:
-        print("\n".join(pipeline_table(args.pipescope, args.run_dir, examples, args.gpu)))
+        print("\n".join(pipeline_table(args.pipescope, args.run_dir, examples, args.gpu, profile)))
         return 0
     rows = []
     for path in sorted(glob.glob(os.path.join(args.run_dir, "train", "*.json"))):
@@ -205,13 +205,17 @@ def main():
         return 0
     tables = [("", table)]
     # The work-by-kind table needs the overhead part's report of the 1B trace; a run without it has none.
-    if os.path.exists(os.path.join(args.run_dir, "train", "trace-1b-report.json")):
-        tables.append((" --components", components_table(args.pipescope, args.run_dir, examples, args.gpu)))
-    if glob.glob(os.path.join(args.run_dir, "train", "pipeline-*.json")):
-        tables.append((" --pipeline", pipeline_table(args.pipescope, args.run_dir, examples, args.gpu)))
+    # With another --profile, the documents keep the case table alone.
+    if args.profile:
+        pass
+    elif os.path.exists(os.path.join(args.run_dir, "train", "trace-1b-report.json")):
+        tables.append((" --components", components_table(args.pipescope, args.run_dir, examples, args.gpu, profile)))
+    if not args.profile and glob.glob(os.path.join(args.run_dir, "train", "pipeline-*.json")):
+        tables.append((" --pipeline", pipeline_table(args.pipescope, args.run_dir, examples, args.gpu, profile)))
     failed = False
+    given_profile = f" --profile {os.path.normpath(args.profile)}" if args.profile else ""
     for flags, expected in tables:
-        command = f"scripts/gpu-plan-compare.py {os.path.normpath(args.run_dir)}{flags}"
+        command = f"scripts/gpu-plan-compare.py {os.path.normpath(args.run_dir)}{given_profile}{flags}"
         if documented_table(args.check, command) == expected:
             print(f"the {len(expected)} table lines after '{command}' in {args.check} match this build's predictions")
             continue

@@ -2,12 +2,16 @@
 
 
 def documented_table(markdown_path, command):
-    """The tables after the line that is `command` (followed by spaces or a comment): the first,
+    """The tables after the line that is `command` (followed by nothing but spaces or a comment, so that
+    a command is not taken for a longer one that begins with it): the first,
     and each that follows it after one blank line (kept as an empty line between them)."""
     with open(markdown_path) as f:
         text = f.read().splitlines()
-    starts = [i for i, line in enumerate(text)
-              if line == command or line.startswith(command + " ") or line.startswith(command + "\t")]
+    def is_command(line):
+        rest = line[len(command):]
+        return line.startswith(command) and (rest.strip() == "" or (rest[:1] in " \t" and rest.lstrip().startswith("#")))
+
+    starts = [i for i, line in enumerate(text) if is_command(line)]
     if not starts:
         return None
     lines = []

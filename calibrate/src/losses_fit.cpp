@@ -76,6 +76,23 @@ std::optional<LossFit> fit_sustained(const std::vector<SustainedSample>& sustain
   return fit;
 }
 
+namespace {
+
+std::string layout_source(const std::string& pass, size_t shapes, double low, double high,
+                          const std::string& source) {
+  const std::string what = pass == "dgrad" ? "input-gradient (dx = dy W)" : "weight-gradient (dW = dy^T x)";
+  return "measured: geometric mean over " + std::to_string(shapes) + " bf16 " + what +
+         " GEMM shapes of their time in their own operand layout over the forward layout's (" +
+         significant(low, 3) + " to " + significant(high, 3) + "), " + source;
+}
+
+std::string layout_summary(double ratio, size_t shapes, double low, double high) {
+  return significant(ratio, 4) + " of the forward layout's time, " + std::to_string(shapes) + " shapes, " +
+         significant(low, 3) + " to " + significant(high, 3);
+}
+
+}  // namespace
+
 LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::string& source,
                        std::vector<std::string>& notes) {
   using Shape = std::tuple<int64_t, int64_t, int64_t>;
@@ -99,10 +116,11 @@ LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::
       }
       ratios.emplace_back(shape, median(own->second) / median(forward->second));
     }
-    if (unpaired > 0)
+    if (unpaired > 0) {
       notes.push_back(
           std::to_string(unpaired) + " " + pass +
           " GEMM shapes have no forward-layout measurement beside them; left out of the layout ratio");
+    }
     if (ratios.empty()) continue;
     double log_sum = 0, low = ratios.front().second, high = low;
     for (const auto& [shape, r] : ratios) {
@@ -112,13 +130,8 @@ LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::
     }
     const double ratio = std::exp(log_sum / static_cast<double>(ratios.size()));
     LossFit fit;
-    const std::string what = pass == "dgrad" ? "input-gradient (dx = dy W)" : "weight-gradient (dW = dy^T x)";
-    fit.value = {ratio,
-                 "measured: geometric mean over " + std::to_string(ratios.size()) + " bf16 " + what +
-                     " GEMM shapes of their time in their own operand layout over the forward layout's (" +
-                     significant(low, 3) + " to " + significant(high, 3) + "), " + source};
-    fit.summary = significant(ratio, 4) + " of the forward layout's time, " + std::to_string(ratios.size()) +
-                  " shapes, " + significant(low, 3) + " to " + significant(high, 3);
+    fit.value = {ratio, layout_source(pass, ratios.size(), low, high, source)};
+    fit.summary = layout_summary(ratio, ratios.size(), low, high);
     for (const auto& [shape, r] : ratios) fit.quality.add(names[shape], r, ratio);
     fit.quality.finish();
     (pass == "dgrad" ? out.dgrad : out.wgrad) = std::move(fit);
@@ -139,9 +152,10 @@ std::optional<LossFit> fit_interference(const std::vector<InterferenceSample>& s
   }
   const double slowdown = std::max(0.0, median(by_sms[sms]));
   std::string by_count;
-  for (const auto& [count, values] : by_sms)
+  for (const auto& [count, values] : by_sms) {
     by_count +=
         (by_count.empty() ? "" : ", ") + std::to_string(count) + " SMs " + significant(median(values), 3);
+  }
   const std::string what = work == "gemm" ? "bf16 GEMMs" : "memory-bound copies";
   LossFit fit;
   fit.value = {slowdown, "measured: median slowdown of " + what + " beside a copy kernel holding " +
@@ -173,6 +187,23 @@ std::optional<std::string> launch_gaps_summary(const std::vector<LaunchGapSample
             significant(s.host_s * 1e6, 3) + " us a launch";
   }
   return text;
+}
+
+std::optional<LossFit> fit_launch_gap(const std::vector<LaunchGapSample>& samples,
+                                      const std::string& source) {
+  const auto empty = std::find_if(samples.begin(), samples.end(),
+                                  [](const LaunchGapSample& s) { return s.bytes == 0 && s.graph_s > 0; });
+  if (empty == samples.end()) return std::nullopt;
+  LossFit fit;
+  fit.value = {empty->graph_s,
+               "measured: an empty kernel replayed 1,000 at a time from a CUDA graph took " +
+                   significant(empty->graph_s * 1e6, 3) +
+                   " us a kernel (launched one at a time: " + significant(empty->stream_s * 1e6, 3) +
+                   " us, the host's " + significant(empty->host_s * 1e6, 3) + " us a launch), " + source};
+  fit.summary = *launch_gaps_summary(samples);
+  for (const LaunchGapSample& s : samples) fit.quality.add(s.id.name, s.stream_s, s.graph_s + s.gap_s());
+  fit.quality.finish();
+  return fit;
 }
 
 }  // namespace pipescope::calibrate

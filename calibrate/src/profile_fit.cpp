@@ -19,8 +19,6 @@ namespace {
 
 using detail::significant;
 
-using planner::CalibrationProfile;
-
 std::string gb_per_s(double bytes_per_s) { return significant(bytes_per_s / 1e9, 4) + " GB/s"; }
 
 // "gpu_benchmark on NVIDIA H100 80GB HBM3 (driver 580.65, 2026-11-22)": what every source names.
@@ -57,9 +55,9 @@ Status add_gemm(const BenchResults& r, const std::string& source, ProfileFit& ou
           "the results hold one bf16 GEMM shape, which makes no table; the base's table is kept" +
           std::string(r.sustained.empty() ? "" : " (the shape is the sustained GEMM's reference)"));
     } else if (!r.gemm.empty()) {
-      out.notes.push_back("GEMM results hold no bf16 shapes; the planner prices bf16, so none are used");
+      out.notes.emplace_back("GEMM results hold no bf16 shapes; the planner prices bf16, so none are used");
     }
-    out.kept_from_base.push_back("gemm");
+    out.kept_from_base.emplace_back("gemm");
     return Status::Ok();
   }
   GemmFitInputs in{out.gpu.peak_dense_bf16_flops_per_s, static_cast<int64_t>(context_number(r, "sm_count")),
@@ -96,8 +94,8 @@ Status add_gemm(const BenchResults& r, const std::string& source, ProfileFit& ou
 
 Status add_attention(const BenchResults& r, const std::string& source, ProfileFit& out) {
   if (r.attention.empty()) {
-    out.kept_from_base.push_back("attention forward");
-    out.kept_from_base.push_back("attention backward");
+    out.kept_from_base.emplace_back("attention forward");
+    out.kept_from_base.emplace_back("attention backward");
     return Status::Ok();
   }
   auto fit = fit_attention(r.attention, out.gpu.peak_dense_bf16_flops_per_s, source);
@@ -125,9 +123,10 @@ Status add_attention(const BenchResults& r, const std::string& source, ProfileFi
 
 Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileFit& out) {
   const double l2_cache_bytes = context_number(r, "l2_cache_bytes");
-  if (l2_cache_bytes <= 0 && !r.bandwidth.empty())
-    out.notes.push_back(
+  if (l2_cache_bytes <= 0 && !r.bandwidth.empty()) {
+    out.notes.emplace_back(
         "the results do not give the L2 cache size: HBM sizes that the cache serves were fitted too");
+  }
   auto fits = fit_bandwidths(r.bandwidth, l2_cache_bytes);
   if (!fits.ok()) return fits.error();
   std::vector<double> hbm;
@@ -152,7 +151,7 @@ Status add_bandwidths(const BenchResults& r, const std::string& source, ProfileF
     }
   }
   if (hbm.empty()) {
-    out.kept_from_base.push_back("memory_bound");
+    out.kept_from_base.emplace_back("memory_bound");
     return Status::Ok();
   }
   std::sort(hbm.begin(), hbm.end());
@@ -188,10 +187,13 @@ Status add_collectives(const BenchResults& r, const std::string& source, Profile
     if (!kind) continue;
     auto& slot = out.profile.measured_collectives[static_cast<size_t>(f.tier)][static_cast<size_t>(*kind)];
     if (fitted.emplace(f.tier, *kind).second) slot.clear();  // the base's entries give way to this run's
-    planner::MeasuredCollective entry{f.ranks,
-                                      {},
-                                      "measured: " + what + " on " + std::to_string(f.nodes) +
-                                          (f.nodes == 1 ? " node, " : " nodes, ") + source};
+    std::string entry_source = "measured: ";
+    entry_source += what;
+    entry_source += " on ";
+    entry_source += std::to_string(f.nodes);
+    entry_source += f.nodes == 1 ? " node, " : " nodes, ";
+    entry_source += source;
+    planner::MeasuredCollective entry{f.ranks, {}, std::move(entry_source)};
     for (const Regime& g : f.regimes) {
       entry.segments.push_back({f.max_bytes(g), g.line.latency_s, 1 / g.line.seconds_per_unit,
                                 "fitted over " + std::to_string(g.points) + " sizes, rms error " +
@@ -256,12 +258,7 @@ Status add_losses(const BenchResults& r, const std::string& source, ProfileFit& 
         losses.overlap_gemm_slowdown);
   place("interference memory-bound", "losses.overlap_memory_bound_slowdown",
         fit_interference(r.interference, "memory", source), losses.overlap_memory_bound_slowdown);
-  if (auto gaps = launch_gaps_summary(r.launch_gaps)) {
-    FitQuality quality;
-    for (const LaunchGapSample& s : r.launch_gaps) quality.add(s.id.name, s.stream_s, s.graph_s + s.gap_s());
-    quality.finish();
-    out.sections.push_back({"launch gaps", *gaps, quality, false});
-  }
+  place("launch gaps", "losses.launch_gap_s", fit_launch_gap(r.launch_gaps, source), losses.launch_gap_s);
   return Status::Ok();
 }
 
@@ -293,17 +290,17 @@ void add_overheads(const BenchResults& r, const std::string& source, ProfileFit&
   if (const double bytes = context_number(r, "cuda_context_bytes"); bytes > 0) {
     o.cuda_context_bytes = {bytes, "measured: device memory taken by creating the CUDA context, " + source};
   } else {
-    out.kept_from_base.push_back("memory_overheads.cuda_context_bytes");
+    out.kept_from_base.emplace_back("memory_overheads.cuda_context_bytes");
   }
   if (const auto [bytes, ranks] = nccl_buffer_bytes(r); bytes > 0) {
     o.nccl_buffer_bytes_per_communicator = {
         bytes, "measured: device memory taken by one NCCL communicator of " + std::to_string(ranks) +
                    " ranks, " + source};
   } else {
-    out.kept_from_base.push_back("memory_overheads.nccl_buffer_bytes_per_communicator");
+    out.kept_from_base.emplace_back("memory_overheads.nccl_buffer_bytes_per_communicator");
   }
-  out.kept_from_base.push_back("memory_overheads.allocator_reserve_fraction");
-  out.kept_from_base.push_back("memory_overheads.memory_headroom_fraction");
+  out.kept_from_base.emplace_back("memory_overheads.allocator_reserve_fraction");
+  out.kept_from_base.emplace_back("memory_overheads.memory_headroom_fraction");
 }
 
 // What the GPU reported while it worked. A power cap or a thermal or hardware slowdown lowers

@@ -18,16 +18,16 @@ Plot gemm_plot(const CalibrationProfile& p, const planner::Gpu& gpu, const Bench
   PlotSeries square{"profile, m=n=k", {}, true};
   for (double s = 128; s <= 32768; s *= std::sqrt(2.0)) {
     const auto n = static_cast<int64_t>(std::llround(s));
-    square.points.push_back({2.0 * s * s * s, p.gemm_efficiency(n, n, n)});
+    square.points.emplace_back(2.0 * s * s * s, p.gemm_efficiency(n, n, n));
   }
   PlotSeries table{"profile table", {}, false};
-  for (const auto& g : p.gemm) table.points.push_back({g.flops(), p.gemm_efficiency(g.m, g.n, g.k)});
+  for (const auto& g : p.gemm) table.points.emplace_back(g.flops(), p.gemm_efficiency(g.m, g.n, g.k));
   plot.series = {square, table};
   if (measured != nullptr) {
     PlotSeries raw{"measured", {}, false};
     for (const auto& s : measured->gemm) {
       if (s.dtype == "bf16")
-        raw.points.push_back({s.flops(), s.flops() / (s.seconds * gpu.peak_dense_bf16_flops_per_s)});
+        raw.points.emplace_back(s.flops(), s.flops() / (s.seconds * gpu.peak_dense_bf16_flops_per_s));
     }
     plot.series.push_back(raw);
   }
@@ -45,15 +45,16 @@ Plot attention_plot(const CalibrationProfile& p, const planner::Gpu& gpu, const 
                    {},
                    true};
       for (double seq = 512; seq <= 65536; seq *= 2)
-        s.points.push_back({seq, p.attention_efficiency(static_cast<int64_t>(seq), dim, pass)});
+        s.points.emplace_back(seq, p.attention_efficiency(static_cast<int64_t>(seq), dim, pass));
       plot.series.push_back(s);
     }
   }
   if (measured != nullptr) {
     PlotSeries raw{"measured", {}, false};
-    for (const auto& a : measured->attention)
-      raw.points.push_back(
-          {static_cast<double>(a.seq), a.flops / (a.seconds * gpu.peak_dense_bf16_flops_per_s)});
+    for (const auto& a : measured->attention) {
+      raw.points.emplace_back(static_cast<double>(a.seq),
+                              a.flops / (a.seconds * gpu.peak_dense_bf16_flops_per_s));
+    }
     plot.series.push_back(raw);
   }
   return plot;
@@ -72,7 +73,7 @@ Plot collective_plot(const CalibrationProfile& p, planner::LinkTier tier, const 
       const double factor = planner::bus_bandwidth_factor(kind, e.ranks);
       for (double bytes = 8; bytes <= (1ull << 31); bytes *= 2) {
         const double t = p.collective_time_s(kind, bytes, e.ranks, tier, 1.0);
-        s.points.push_back({bytes, bytes * factor / t / 1e9});
+        s.points.emplace_back(bytes, bytes * factor / t / 1e9);
       }
       plot.series.push_back(s);
     }
@@ -82,8 +83,8 @@ Plot collective_plot(const CalibrationProfile& p, planner::LinkTier tier, const 
     for (const auto& c : measured->collectives) {
       const auto kind = planner::parse_collective_kind(c.kind);
       if (!kind || c.ranks <= 1 || (c.nodes > 1) != (tier == planner::LinkTier::kInterNode)) continue;
-      raw.points.push_back(
-          {c.bytes, c.bytes * planner::bus_bandwidth_factor(*kind, c.ranks) / c.seconds / 1e9});
+      raw.points.emplace_back(c.bytes,
+                              c.bytes * planner::bus_bandwidth_factor(*kind, c.ranks) / c.seconds / 1e9);
     }
     plot.series.push_back(raw);
   }
@@ -101,12 +102,12 @@ Plot bandwidth_plot(const CalibrationProfile& p, const planner::Gpu& gpu, const 
     if (c.bytes_per_s <= 0) continue;
     PlotSeries s{std::string(planner::copy_kind_name(kind)), {}, true};
     for (double bytes = 4096; bytes <= (1ull << 31); bytes *= 2)
-      s.points.push_back({bytes, bytes / (c.latency_s + bytes / c.bytes_per_s) / 1e9});
+      s.points.emplace_back(bytes, bytes / (c.latency_s + bytes / c.bytes_per_s) / 1e9);
     plot.series.push_back(s);
   }
   if (measured != nullptr) {
     PlotSeries raw{"measured", {}, false};
-    for (const auto& b : measured->bandwidth) raw.points.push_back({b.bytes, b.bytes / b.seconds / 1e9});
+    for (const auto& b : measured->bandwidth) raw.points.emplace_back(b.bytes, b.bytes / b.seconds / 1e9);
     plot.series.push_back(raw);
   }
   return plot;
@@ -115,14 +116,15 @@ Plot bandwidth_plot(const CalibrationProfile& p, const planner::Gpu& gpu, const 
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<')
+    if (c == '<') {
       out += "&lt;";
-    else if (c == '>')
+    } else if (c == '>') {
       out += "&gt;";
-    else if (c == '&')
+    } else if (c == '&') {
       out += "&amp;";
-    else
+    } else {
       out += c;
+    }
   }
   return out;
 }
@@ -134,7 +136,8 @@ std::string losses_table(const planner::TrainingLosses& l) {
       {"input-gradient GEMMs: time in their own layout over the forward layout's", &l.dgrad_time_ratio},
       {"weight-gradient GEMMs: time in their own layout over the forward layout's", &l.wgrad_time_ratio},
       {"GEMMs and attention beside an overlapped collective: slowdown", &l.overlap_gemm_slowdown},
-      {"memory-bound kernels beside an overlapped collective: slowdown", &l.overlap_memory_bound_slowdown}};
+      {"memory-bound kernels beside an overlapped collective: slowdown", &l.overlap_memory_bound_slowdown},
+      {"GPU time per kernel launched, beyond its own work (seconds)", &l.launch_gap_s}};
   std::string html = "<h2>Training losses</h2><table><tr><th>loss</th><th>value</th><th>source</th></tr>";
   for (const auto& [what, value] : rows) {
     char number[32];

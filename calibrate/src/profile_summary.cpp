@@ -53,7 +53,7 @@ void count_sources(const CalibrationProfile& p, ProfileSummary& s) {
     add(v->source);
   for (const auto* v :
        {&p.losses.sustained_gemm_fraction, &p.losses.dgrad_time_ratio, &p.losses.wgrad_time_ratio,
-        &p.losses.overlap_gemm_slowdown, &p.losses.overlap_memory_bound_slowdown}) {
+        &p.losses.overlap_gemm_slowdown, &p.losses.overlap_memory_bound_slowdown, &p.losses.launch_gap_s}) {
     if (!v->source.empty()) add(v->source);
   }
 }
@@ -90,9 +90,10 @@ ProfileSummary summarize_profile(const CalibrationProfile& p, const planner::Gpu
                         gpu.hbm_bytes_per_s, p.hbm_bandwidth_fraction.value, 0});
   for (planner::CopyKind kind : planner::kCopyKinds) {
     const planner::CopyCost& c = p.copy(kind);
-    if (c.bytes_per_s > 0)
+    if (c.bytes_per_s > 0) {
       s.achieved.push_back({"copy", std::string(planner::copy_kind_name(kind)), "bytes_per_s", c.bytes_per_s,
                             0, 0, c.latency_s});
+    }
   }
   for (LinkTier tier : planner::kLinkTiers) {
     for (CollectiveKind kind : planner::kCollectiveKinds) {
@@ -192,6 +193,10 @@ void write_profile_summary(std::ostream& out, const ProfileSummary& s) {
                      format("GEMMs and attention +%.1f%%", l.overlap_gemm_slowdown.value * 100) +
                          format(", memory-bound +%.1f%%", l.overlap_memory_bound_slowdown.value * 100) +
                          " while a collective overlaps them")
+      << "\n    launch gaps: "
+      << measured_or(l.launch_gap_s,
+                     format("%.2f us of GPU time a kernel launched", l.launch_gap_s.value * 1e6) +
+                         " (priced for frameworks whose kernels it lists: pytorch-eager)")
       << '\n';
 }
 
@@ -217,10 +222,11 @@ std::string profile_summary_json(const ProfileSummary& s) {
       row["latency_ranks"] = c.latency_ranks;
       row["latency_nodes"] = c.latency_nodes;
     }
-    if (c.bus_bandwidth_fraction > 0)
+    if (c.bus_bandwidth_fraction > 0) {
       row["bus_bandwidth_fraction"] = c.bus_bandwidth_fraction;
-    else
+    } else {
       row["bus_bandwidth_bytes_per_s"] = c.bus_bandwidth_bytes_per_s;
+    }
     collectives.push_back(std::move(row));
   }
   const planner::Provenance& v = s.provenance;
@@ -255,10 +261,12 @@ std::string profile_summary_json(const ProfileSummary& s) {
                    {"dgrad_time_ratio", loss_value(l.dgrad_time_ratio)},
                    {"wgrad_time_ratio", loss_value(l.wgrad_time_ratio)},
                    {"overlap_gemm_slowdown", loss_value(l.overlap_gemm_slowdown)},
-                   {"overlap_memory_bound_slowdown", loss_value(l.overlap_memory_bound_slowdown)}};
-  if (s.waves.enabled())
+                   {"overlap_memory_bound_slowdown", loss_value(l.overlap_memory_bound_slowdown)},
+                   {"launch_gap_s", loss_value(l.launch_gap_s)}};
+  if (s.waves.enabled()) {
     doc["gemm_waves"] = {
         {"sm_count", s.waves.sm_count}, {"tile_m", s.waves.tile_m}, {"tile_n", s.waves.tile_n}};
+  }
   return doc.dump(2) + "\n";
 }
 

@@ -196,7 +196,7 @@ TEST(BenchResults, RefusesALayoutWithoutItsPassAndInterferenceWithoutItsCounters
   }
 }
 
-TEST(LaunchGaps, ReadAndSaidPerKernelButNotInTheProfile) {
+TEST(LaunchGaps, ReadSaidPerKernelAndTheGraphsEmptyKernelIsTheGap) {
   const std::string text = R"({"benchmarks": [
     {"name": "launch/gap/bytes:0/iterations:5/manual_time", "run_type": "iteration", "real_time": 4.5,
      "time_unit": "us", "stream_s_per_kernel": 4.5e-6, "graph_s_per_kernel": 1.5e-6, "host_s_per_launch": 4.2e-6},
@@ -214,6 +214,17 @@ TEST(LaunchGaps, ReadAndSaidPerKernelButNotInTheProfile) {
             "kernel), host 4.2 us a launch; copy of 1 MiB: 5 us a kernel launched one at a time, 4 us from a "
             "graph (the GPU idles 1 us a kernel), host 4.1 us a launch");
   EXPECT_FALSE(launch_gaps_summary({}).has_value());
+  // The profile's figure: the empty kernel's time from a graph, 1.5 us, whatever the copies took.
+  const auto fit = fit_launch_gap(r.launch_gaps, "suite on X");
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_DOUBLE_EQ(fit->value.value, 1.5e-6);
+  EXPECT_EQ(
+      fit->value.source,
+      "measured: an empty kernel replayed 1,000 at a time from a CUDA graph took 1.5 us a kernel (launched "
+      "one at a time: 4.5 us, the host's 4.2 us a launch), suite on X");
+  EXPECT_EQ(fit->summary, *summary);
+  // Copies alone say nothing of the gap: their graph time is mostly the copy.
+  EXPECT_FALSE(fit_launch_gap({r.launch_gaps[1]}, "x").has_value());
   BenchResults bad;
   EXPECT_FALSE(add_bench_results(R"({"benchmarks": [{"name": "launch/gap/bytes:0", "real_time": 1,
       "time_unit": "us"}]})",

@@ -93,7 +93,7 @@ TEST(PlanCommand, PrintsTheUniformAndTheSuggestedSplitSideBySide) {
 
 TEST(PlanCommand, JsonHasBothPlansWithTheirStages) {
   const json doc = plan_json(kThirteenB);
-  EXPECT_EQ(doc["schema_version"], 2);
+  EXPECT_EQ(doc["schema_version"], 3);
   EXPECT_EQ(doc["memory_figure"]["predicted"], "reserved");
   EXPECT_EQ(doc["inputs"]["model"]["name"], "llama2-13b");
   EXPECT_EQ(doc["inputs"]["config"]["pp"], 8);
@@ -520,10 +520,11 @@ TEST(PlanCommand, AFrameworkSetsTheRecipeAndWhenTheGradientSyncRuns) {
 }
 
 TEST(PlanCommand, PyTorchEagerPricesItsUnfusedKernelsAndSaysSo) {
-  // One H100, the example's 7B-layer model: GEMMs and attention as for any framework, the
-  // memory-bound work (and the step) as eager PyTorch's own kernels, the sync after the backward.
+  // One A100 (whose profile measured no launch gap), the example's 7B-layer model: GEMMs and
+  // attention as for any framework, the memory-bound work (and the step) as eager PyTorch's own
+  // kernels, the sync after the backward.
   const std::string model = std::string(PIPESCOPE_SOURCE_DIR) + "/examples/llama2-7b-8-layers.json";
-  const std::vector<std::string> base = {"--model", model,  "--gpu", "h100-80gb", "--gpus", "1",     "--tp",
+  const std::vector<std::string> base = {"--model", model,  "--gpu", "a100-80gb", "--gpus", "1",     "--tp",
                                          "1",       "--pp", "1",     "--gbs",     "4",      "--seq", "4096"};
   const json fused = plan_json(base);
   const json eager = plan_json(with(base, {"--framework", "pytorch-eager"}));
@@ -540,6 +541,16 @@ TEST(PlanCommand, PyTorchEagerPricesItsUnfusedKernelsAndSaysSo) {
   for (const json& note : eager["notes"])
     noted = noted || note.get<std::string>().rfind("pytorch-eager:", 0) == 0;
   EXPECT_TRUE(noted) << eager["notes"];
+  EXPECT_EQ(e["launch_gap_s"].get<double>(), 0);
+  // On an H100, whose bundled profile measured the GPU's gap between kernels, each kernel costs it.
+  std::vector<std::string> h100 = base;
+  h100[3] = "h100-80gb";
+  const json gapped = plan_json(with(h100, {"--framework", "pytorch-eager"}));
+  EXPECT_GT(gapped["uniform"]["busiest_stage_work_per_step"]["launch_gap_s"].get<double>(), 1e-3);
+  EXPECT_EQ(plan_json(h100)["uniform"]["busiest_stage_work_per_step"]["launch_gap_s"].get<double>(), 0);
+  const CommandResult text = run_pipescope(plan_args(with(h100, {"--framework", "pytorch-eager"})));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("launch gaps "), std::string::npos) << text.out;
 
   const CommandResult moe =
       run_pipescope(plan_args({"--model", "mixtral-8x7b", "--gpu", "h100-80gb", "--gpus", "8", "--tp", "8",

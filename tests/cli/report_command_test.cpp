@@ -873,7 +873,7 @@ TEST(ReportCommand, AnInterleavedPlanIsComparedStageByStage) {
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   std::ofstream(plan_file) << plan.out;
   const auto plan_doc = nlohmann::json::parse(plan.out);
-  EXPECT_EQ(plan_doc["schema_version"], 2);
+  EXPECT_EQ(plan_doc["schema_version"], 3);
   EXPECT_EQ(plan_doc["uniform"]["layout"], "Et*3|(t*4|)*6t*5L");
   const CommandResult r =
       run_pipescope({"report", dir.path(), "--plan", plan_file, "--plan-split", "baseline", "--json"});
@@ -908,8 +908,8 @@ TEST(ReportCommand, APlanOfAnotherVersionOrMissingAFigureIsRefused) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   };
   auto newer = good;
-  newer["schema_version"] = 3;
-  refused(newer, "has plan schema_version 3; this pipescope reads versions 1 to 2");
+  newer["schema_version"] = 4;
+  refused(newer, "has plan schema_version 4; this pipescope reads versions 1 to 3");
   auto no_forward = good;
   no_forward["suggested"]["stages"][1].erase("forward_s");
   refused(no_forward, "suggested.stages[1].forward_s is missing or not a number");

@@ -11,8 +11,9 @@
 namespace pipescope::planner {
 namespace {
 
-// What the profile's measured training losses add to the table's figures, in a plan's words.
-std::string losses_note(const TrainingLosses& l) {
+// What the profile's measured training losses add to the table's figures, in a plan's words; the
+// launch gaps where the plan knows the kernels (`prices_launch_gaps`).
+std::string losses_note(const TrainingLosses& l, bool prices_launch_gaps) {
   std::string parts;
   auto add = [&](const std::string& part) { parts += (parts.empty() ? "" : "; ") + part; };
   char text[160];
@@ -30,6 +31,10 @@ std::string losses_note(const TrainingLosses& l) {
     std::snprintf(text, sizeof(text),
                   "compute beside an overlapped collective +%.0f%% (GEMM, attention), +%.0f%% (memory-bound)",
                   100 * l.overlap_gemm_slowdown.value, 100 * l.overlap_memory_bound_slowdown.value);
+    add(text);
+  }
+  if (prices_launch_gaps && !l.launch_gap_s.source.empty()) {
+    std::snprintf(text, sizeof(text), "%.2f us of GPU time per kernel launched", l.launch_gap_s.value * 1e6);
     add(text);
   }
   return parts.empty() ? parts : "training losses measured in the profile: " + parts;
@@ -100,8 +105,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   embedding.parameters = whole.embedding;
   embedding.static_bytes = price.static_bytes(static_cast<double>(whole.embedding), group);
   Pass embedding_pass = price.embedding(base);
-  embedding_pass.backward[kMemoryBound] +=
-      price.gradient_accumulation_s(static_cast<double>(whole.embedding));
+  embedding_pass += price.gradient_accumulation(static_cast<double>(whole.embedding), 1);
   same_for_all_modes(embedding, embedding_pass, models::embedding_activation_bytes(m, base));
   const double word_embedding = real(models::padded_vocab_size(m, base)) / real(c.tp) * real(m.hidden_size);
   for (UnitOptionCost& option : embedding.by_mode)
@@ -125,7 +129,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         price.static_bytes(dense_params, group) + price.static_bytes(expert_params, expert_group);
     Pass core;
     Pass pass = price.layer(layer, base, &core);
-    pass.backward[kMemoryBound] += price.gradient_accumulation_s(static_cast<double>(p.total()));
+    pass += price.gradient_accumulation(static_cast<double>(p.total()), price.layer_parameter_tensors());
     const Pass zero3 = price.zero3_exposed(static_cast<double>(p.total()), group, pass);
     pass += zero3;
     const int64_t full_activations = models::layer_activation_bytes(m, layer, base).total_bytes();
@@ -171,7 +175,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   head.parameters = whole.final_norm + whole.lm_head + tied_copy;
   head.static_bytes = price.static_bytes(static_cast<double>(head.parameters), group);
   Pass head_pass = price.head(base);
-  head_pass.backward[kMemoryBound] += price.gradient_accumulation_s(static_cast<double>(head.parameters));
+  head_pass += price.gradient_accumulation(static_cast<double>(head.parameters), tied_copy > 0 ? 3 : 2);
   same_for_all_modes(head, head_pass, models::output_activation_bytes(m, base));
   for (UnitOptionCost& option : head.by_mode) {
     option.transient_bytes = models::output_transient_bytes(m, base);
@@ -222,14 +226,18 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
                              " data-parallel ranks, gradient slices all-reduced across the groups");
   }
   if (c.flash_attention) model.notes.emplace_back("attention: fused (flash) kernels, causal");
-  if (c.framework == TrainingFramework::kPyTorchEager) {
+  const bool eager = c.framework == TrainingFramework::kPyTorchEager;
+  if (eager) {
     model.notes.emplace_back(
         "pytorch-eager: memory-bound work as eager PyTorch's own kernels (examples/llama_train_step.py: "
         "unfused rotary and SwiGLU, an fp32 SwiGLU backward, fp32 cross entropy), main gradients added by "
-        "hooks after every micro-batch, fused Adam with its bf16 copy and gradient zeroing");
+        "hooks after every micro-batch, fused Adam with its bf16 copy and gradient zeroing; each kernel "
+        "launched "
+        "costs the profile's launch gap, where measured");
   }
-  if (const std::string losses = losses_note(in.profile.losses); !losses.empty())
+  if (const std::string losses = losses_note(in.profile.losses, eager); !losses.empty()) {
     model.notes.emplace_back(losses);
+  }
   // What reading the model's description assumed (config.json fields left out, sliding windows).
   for (const std::string& note : in.model.notes) model.notes.emplace_back("model: " + note);
   return model;
@@ -250,6 +258,7 @@ const char* work_kind_name(WorkKind kind) {
     case WorkKind::kAttention: return "attention";
     case WorkKind::kMemoryBound: return "memory_bound";
     case WorkKind::kCommunication: return "communication";
+    case WorkKind::kLaunchGap: return "launch_gap";
   }
   return "?";
 }

@@ -34,6 +34,15 @@ constexpr WorkKind kGemm = WorkKind::kGemm;
 constexpr WorkKind kAttention = WorkKind::kAttention;
 constexpr WorkKind kMemoryBound = WorkKind::kMemoryBound;
 constexpr WorkKind kCommunication = WorkKind::kCommunication;
+constexpr WorkKind kLaunchGap = WorkKind::kLaunchGap;
+
+// GEMM launches of a dense decoder layer's four linears: one each forward, two each backward.
+constexpr double kLayerForwardGemms = 4;
+constexpr double kLayerBackwardGemms = 8;
+// The fused attention core's launches: the forward kernel; the backward's dO.O sum, its main
+// kernel and the dQ conversion (cuDNN's and FlashAttention's backward alike).
+constexpr double kFusedAttentionForwardKernels = 1;
+constexpr double kFusedAttentionBackwardKernels = 3;
 
 inline double real(int64_t count) { return static_cast<double>(count); }
 
@@ -126,12 +135,14 @@ class Pricer {
           window > 0 ? models::attention_pairs(kv, window, true) / models::attention_pairs(kv, 0, true) : 1.0;
       const double flops = 4 * b * q * kv * d * heads / 2 * window_share;
       const double peak = gpu_.peak_dense_bf16_flops_per_s * sustained();
-      return pass_of(
+      Pass fused = pass_of(
           kAttention,
           flops /
               (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kForward)),
           kAttentionBackwardFlopRatio * flops /
               (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kBackward)));
+      if (eager()) fused += launch_gaps(kFusedAttentionForwardKernels, kFusedAttentionBackwardKernels);
+      return fused;
     }
     // Unfused: two batched GEMMs, and the s x s scores through softmax (and dropout) in memory.
     const double gemms = 2 * b * heads * gemm_s(q, kv, d);
@@ -193,7 +204,10 @@ class Pricer {
       shape.gated_mlp = m.mlp == models::MlpKind::kSwiglu;
       shape.rope = m.position == models::PositionKind::kRope;
       shape.dropout = m.hidden_dropout > 0;
-      pass += memory_bound(eager::layer(shape));
+      const eager::PassTraffic traffic = eager::layer(shape);
+      pass += memory_bound(traffic);
+      pass += launch_gaps(traffic.forward.kernels + kLayerForwardGemms,
+                          traffic.backward.kernels + kLayerBackwardGemms);
     } else {
       // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
       // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
@@ -232,9 +246,14 @@ class Pricer {
   Pass embedding(const CostOptions& o) const {
     const double tokens = real(o.micro_batch_size) * real(o.seq_length);
     const double h = real(in_.model.hidden_size), bytes = tokens * h * kHalf;
-    Pass pass = eager() ? memory_bound(eager::embedding(tokens, h, vocab_rows(o)))
-                        : pass_of(kMemoryBound, memory_s(2 * bytes),
-                                  memory_s(3 * bytes));  // gather rows; scatter-add their gradients
+    Pass pass;
+    if (eager()) {
+      const eager::PassTraffic traffic = eager::embedding(tokens, h, vocab_rows(o));
+      pass = memory_bound(traffic);
+      pass += launch_gaps(traffic.forward.kernels, traffic.backward.kernels);
+    } else {
+      pass = pass_of(kMemoryBound, memory_s(2 * bytes), memory_s(3 * bytes));  // gather rows; scatter-add
+    }
     // The vocabulary-parallel embedding sums the TP ranks' partial lookups.
     if (o.sequence_parallel) {
       pass += pass_of(kCommunication, collective_s(CollectiveKind::kReduceScatter, bytes, c_.tp, 1),
@@ -252,7 +271,9 @@ class Pricer {
     const double vocab = vocab_rows(o);
     Pass pass = linear(tokens, vocab, h);
     if (eager()) {
-      pass += memory_bound(eager::head(tokens, shard, h, vocab));
+      const eager::PassTraffic traffic = eager::head(tokens, shard, h, vocab);
+      pass += memory_bound(traffic);
+      pass += launch_gaps(traffic.forward.kernels + 1, traffic.backward.kernels + 2);  // the LM head's GEMMs
     } else {
       const double norm_bytes = 2 * shard * h * kHalf;
       const double logits_bytes = tokens * vocab * kFloat;  // cross entropy works on fp32 logits
@@ -299,6 +320,22 @@ class Pricer {
     return pass_of(kMemoryBound, memory_s(traffic.forward.bytes), memory_s(traffic.backward.bytes));
   }
 
+  // The GPU's idle time between kernels, per kernel launched (0 where the profile has not measured
+  // it); priced where the planner knows the kernels, as under eager PyTorch.
+  double launch_gap_s() const { return in_.profile.losses.launch_gap_s.value; }
+
+  Pass launch_gaps(double forward_kernels, double backward_kernels) const {
+    return pass_of(kLaunchGap, forward_kernels * launch_gap_s(), backward_kernels * launch_gap_s());
+  }
+
+  // Parameter tensors of a dense decoder layer: the four linears' weights, the two norms' (and
+  // LayerNorm's biases), the linears' biases where the model has them.
+  double layer_parameter_tensors() const {
+    const ModelDesc& m = in_.model;
+    const double norms = m.norm == models::NormKind::kLayerNorm ? 4 : 2;
+    return 4 + norms + (m.qkv_bias ? 1 : 0) + (m.attention_output_bias ? 1 : 0) + (m.mlp_bias ? 2 : 0);
+  }
+
   // The word embedding's rows on one rank (and the logits' columns).
   double vocab_rows(const CostOptions& o) const {
     return static_cast<double>(models::padded_vocab_size(in_.model, o)) / static_cast<double>(c_.tp);
@@ -312,6 +349,14 @@ class Pricer {
   // gradients inside the weight-gradient GEMM.
   // Eager PyTorch's main-gradient hooks add every micro-batch's bf16 gradients into the fp32 main
   // gradients (eager_kernels.h), outside the GEMMs.
+  // As a pass: the backward's memory-bound work and, under eager PyTorch, one hook's launch per
+  // parameter tensor.
+  Pass gradient_accumulation(double params, double tensors) const {
+    Pass pass = pass_of(kMemoryBound, 0, gradient_accumulation_s(params));
+    if (eager()) pass += launch_gaps(0, eager::gradient_hooks(params, tensors).kernels);
+    return pass;
+  }
+
   double gradient_accumulation_s(double params) const {
     if (eager()) return memory_s(eager::gradient_hooks(params, 0).bytes);
     if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) return memory_s(params * (kHalf + 2 * kFloat));
@@ -370,7 +415,10 @@ class Pricer {
   double optimizer_s(double params, int64_t group) const {
     const bool sharded = c_.zero_stage >= 1 || recipe_is(OptimizerRecipe::kDeepSpeedBf16);
     const double share = sharded ? params / static_cast<double>(group) : params;
-    if (eager()) return memory_s(eager::optimizer_step(share).bytes);
+    if (eager()) {
+      const eager::Traffic step = eager::optimizer_step(share);
+      return memory_s(step.bytes) + step.kernels * launch_gap_s();
+    }
     if (!recipe_is(OptimizerRecipe::kInternEvo)) return memory_s(share * kAdamBytesPerParameter);
     // HybridZeroOptimizer first flattens the shard's bf16 gradients (read 2, write 2) and casts
     // them to fp32 (read 2, write 4).

@@ -344,7 +344,7 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
     const std::string path = "losses";
     reader.only_fields(*losses, path,
                        {"sustained_gemm_fraction", "dgrad_time_ratio", "wgrad_time_ratio",
-                        "overlap_gemm_slowdown", "overlap_memory_bound_slowdown"});
+                        "overlap_gemm_slowdown", "overlap_memory_bound_slowdown", "launch_gap_s"});
     TrainingLosses& out = profile.losses;
     auto optional = [&](std::string_view key, Range range) {
       return losses->contains(key) ? read_sourced(reader, *losses, key, path, range) : SourcedValue{};
@@ -354,6 +354,7 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
     out.wgrad_time_ratio = optional("wgrad_time_ratio", Range::kPositive);
     out.overlap_gemm_slowdown = optional("overlap_gemm_slowdown", Range::kNonNegative);
     out.overlap_memory_bound_slowdown = optional("overlap_memory_bound_slowdown", Range::kNonNegative);
+    out.launch_gap_s = optional("launch_gap_s", Range::kNonNegative);
   }
   return profile;
 }
@@ -385,7 +386,8 @@ json losses_json(const TrainingLosses& losses) {
       {"dgrad_time_ratio", &losses.dgrad_time_ratio},
       {"wgrad_time_ratio", &losses.wgrad_time_ratio},
       {"overlap_gemm_slowdown", &losses.overlap_gemm_slowdown},
-      {"overlap_memory_bound_slowdown", &losses.overlap_memory_bound_slowdown}};
+      {"overlap_memory_bound_slowdown", &losses.overlap_memory_bound_slowdown},
+      {"launch_gap_s", &losses.launch_gap_s}};
   for (const auto& [name, value] : fields) {
     if (!value->source.empty() || value->value != 0) out[name] = sourced_json(*value);
   }

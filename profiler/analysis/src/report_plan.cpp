@@ -14,10 +14,10 @@ namespace pipescope::analysis {
 namespace {
 
 // The plan documents this report reads (`pipescope plan --json`'s schema_version): 2 added the
-// layout string and the interleaved schedule's chunks, which are not read here; a newer one may
-// move or rename what is read below.
+// layout string and the interleaved schedule's chunks, 3 the launch gaps by kind of work, none of
+// them read here; a newer one may move or rename what is read below.
 constexpr int kOldestPlanSchemaVersion = 1;
-constexpr int kNewestPlanSchemaVersion = 2;
+constexpr int kNewestPlanSchemaVersion = 3;
 
 double number(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);

@@ -18,7 +18,7 @@ constexpr double kEmbeddingParams = 32000.0 * 4096;
 constexpr double kLayerParams = 4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096;
 
 CostModel costs_for(ParallelConfig c, const std::string& model = "llama2-7b") {
-  const PlanInputs in = test::inputs(model, "dgx-a100", c);
+  const PlanInputs in = test::inputs(model, "dgx-a100", std::move(c));
   auto costs = build_cost_model(in);
   EXPECT_TRUE(costs.ok()) << costs.error().message;
   return costs.ok() ? *costs : CostModel{};
@@ -355,7 +355,7 @@ TEST(ExpertParallel, ShardsTheExpertsWeightsGradientsAndOptimizerState) {
   // expert state over the 2 ranks holding the same experts (2 + 4 + 12/2 = 12).
   c.gpus = 4;
   c.zero_stage = 1;
-  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].static_bytes, 9 * kDense + 12 * 4 * kExpert);
+  EXPECT_EQ(costs_for(c, "mixtral-8x7b").units[1].static_bytes, 9 * kDense + int64_t{12} * 4 * kExpert);
 }
 
 TEST(TensorParallel, SplitsComputeButPaysForItsAllReduces) {

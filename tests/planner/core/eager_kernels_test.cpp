@@ -101,6 +101,7 @@ TEST(EagerKernels, HooksAndTheOptimizerStepPerParameter) {
   EXPECT_DOUBLE_EQ(eager::optimizer_step(one_launch + 1).kernels, 6);
 }
 
+// llama2-7b on eight H100s; the bundled profile's launch gap left out, each test setting its own.
 PlanInputs eager_inputs(TrainingFramework framework) {
   ParallelConfig c;
   c.gpus = 8;
@@ -109,7 +110,9 @@ PlanInputs eager_inputs(TrainingFramework framework) {
   c.seq_length = 4096;
   c.zero_stage = 1;
   c.framework = framework;
-  return test::inputs("llama2-7b", "dgx-h100", c);
+  PlanInputs in = test::inputs("llama2-7b", "dgx-h100", c);
+  in.profile.losses.launch_gap_s = {};
+  return in;
 }
 
 TEST(EagerKernels, PyTorchEagerPricesMoreMemoryBoundWorkAndTheFusedAdamsStep) {
@@ -131,6 +134,42 @@ TEST(EagerKernels, PyTorchEagerPricesMoreMemoryBoundWorkAndTheFusedAdamsStep) {
   bool noted = false;
   for (const std::string& note : eager_model->notes) noted = noted || note.rfind("pytorch-eager:", 0) == 0;
   EXPECT_TRUE(noted);
+}
+
+TEST(EagerKernels, EveryKernelLaunchedCostsTheProfilesLaunchGap) {
+  PlanInputs in = eager_inputs(TrainingFramework::kPyTorchEager);
+  in.profile.losses.launch_gap_s = {1e-6, "measured: test"};
+  const auto costs = build_cost_model(in);
+  ASSERT_TRUE(costs.ok()) << costs.error().message;
+  const UnitCost& layer = costs->units[1];
+  // llama2-7b, 4,096 tokens. Forward: 17 memory-bound kernels, 4 GEMMs, the attention kernel.
+  EXPECT_NEAR(layer.work_by_mode[0].forward[WorkKind::kLaunchGap], 22e-6, 1e-15);
+  // Backward: 6 norm and sum kernels, 10 rotary, V's copy, the Q/K/V concatenation, 11 slices of
+  // 381 rows (4 M elements / 11,008) at 15 kernels, the gate/up concatenation; 8 GEMMs, 3 attention
+  // kernels and 6 main-gradient hooks.
+  EXPECT_NEAR(layer.work_by_mode[0].backward[WorkKind::kLaunchGap],
+              (6 + 10 + 1 + 1 + 165 + 1 + 8 + 3 + 6) * 1e-6, 1e-15);
+  // Recomputation launches the attention kernel again (selective) or the whole forward (full).
+  EXPECT_NEAR(layer.work_by_mode[1].backward[WorkKind::kLaunchGap], 202e-6, 1e-15);
+  EXPECT_NEAR(layer.work_by_mode[2].backward[WorkKind::kLaunchGap], 223e-6, 1e-15);
+  bool noted = false;
+  for (const std::string& note : costs->notes)
+    noted = noted || note.find("1.00 us of GPU time per kernel") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  // Only where the planner knows the kernels: Megatron-LM's fused layer prices no gap.
+  PlanInputs fused = eager_inputs(TrainingFramework::kGeneric);
+  fused.profile.losses.launch_gap_s = {1e-6, "measured: test"};
+  const auto fused_costs = build_cost_model(fused);
+  ASSERT_TRUE(fused_costs.ok());
+  for (const UnitCost& unit : fused_costs->units) {
+    EXPECT_EQ(unit.work_by_mode[0].forward[WorkKind::kLaunchGap], 0) << unit.name;
+    EXPECT_EQ(unit.work_by_mode[0].backward[WorkKind::kLaunchGap], 0) << unit.name;
+  }
+  // A profile that did not measure it prices none.
+  const auto unmeasured = build_cost_model(eager_inputs(TrainingFramework::kPyTorchEager));
+  ASSERT_TRUE(unmeasured.ok());
+  EXPECT_EQ(unmeasured->units[1].work_by_mode[0].backward[WorkKind::kLaunchGap], 0);
 }
 
 TEST(EagerKernels, PyTorchEagerRefusesAMixtureOfExperts) {

@@ -48,9 +48,14 @@ LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::
 std::optional<LossFit> fit_interference(const std::vector<InterferenceSample>& samples,
                                         const std::string& work, const std::string& source);
 
-// What launching kernels one at a time costs, in words, for `calibrate fit` (the profile has no
-// place for it yet: pricing it needs the kernels a framework launches per layer). Empty when not
+// What launching kernels one at a time costs, in words, for `calibrate fit`. Empty when not
 // measured.
 std::optional<std::string> launch_gaps_summary(const std::vector<LaunchGapSample>& samples);
+
+// The GPU time a kernel launch costs beyond the kernel's own work while the host keeps ahead:
+// the empty kernel's time per kernel replayed from a CUDA graph (the GPU's own gap between
+// queued kernels; launched one at a time, the host's launch cost shows instead). The summary
+// gives every measured kernel. Empty when the empty kernel was not measured.
+std::optional<LossFit> fit_launch_gap(const std::vector<LaunchGapSample>& samples, const std::string& source);
 
 }  // namespace pipescope::calibrate

@@ -71,16 +71,23 @@ inline constexpr int64_t kPlanSearchWork = kSearchWorkPerSecond;
 // What a unit's time is spent on, as the calibration profile prices it: GEMMs, the attention
 // core, memory-bound kernels (norms, activations, residuals, rotary, the loss, gradient
 // accumulation) and the collectives on the critical path (TP, CP, EP; ZeRO-3's exposed gathers).
-// The profiler's report groups a trace's kernels the same way, so the two can be compared.
-enum class WorkKind { kGemm, kAttention, kMemoryBound, kCommunication };
-inline constexpr size_t kWorkKinds = 4;
-const char* work_kind_name(WorkKind kind);  // "gemm", "attention", "memory_bound", "communication"
+// The profiler's report groups a trace's kernels the same way, so the two can be compared. The
+// launch gaps are the GPU's idle time between kernels, per kernel launched (the profile's
+// losses.launch_gap_s), where the planner knows a framework's kernels (--framework pytorch-eager).
+enum class WorkKind { kGemm, kAttention, kMemoryBound, kCommunication, kLaunchGap };
+inline constexpr size_t kWorkKinds = 5;
+// "gemm", "attention", "memory_bound", "communication", "launch_gap"
+const char* work_kind_name(WorkKind kind);
 
 struct WorkTimes {
   std::array<double, kWorkKinds> s{};  // seconds, by WorkKind
   double& operator[](WorkKind kind) { return s[static_cast<size_t>(kind)]; }
   double operator[](WorkKind kind) const { return s[static_cast<size_t>(kind)]; }
-  double total_s() const { return s[0] + s[1] + s[2] + s[3]; }
+  double total_s() const {
+    double total = 0;
+    for (double part : s) total += part;
+    return total;
+  }
   WorkTimes& operator+=(const WorkTimes& o) {
     for (size_t k = 0; k < kWorkKinds; ++k) s[k] += o.s[k];
     return *this;

@@ -141,6 +141,10 @@ struct TrainingLosses {
   // How much longer a GEMM and a memory-bound kernel take while a communication kernel runs
   // beside them (time x (1 + slowdown)); priced wherever a plan overlaps the two.
   SourcedValue overlap_gemm_slowdown, overlap_memory_bound_slowdown;
+  // Seconds of GPU time each kernel launch costs beyond the kernel's own work while the host keeps
+  // ahead: an empty kernel's time, replayed 1,000 at a time from a CUDA graph. Priced per kernel
+  // where the planner knows a framework's kernels (--framework pytorch-eager).
+  SourcedValue launch_gap_s;
 
   double sustained_fraction() const {
     return sustained_gemm_fraction.value > 0 ? sustained_gemm_fraction.value : 1;
