@@ -194,20 +194,7 @@ class Pricer {
     pass += *core;
 
     if (eager()) {
-      eager::LayerShape shape;
-      shape.tokens = tokens;
-      shape.norm_tokens = shard;
-      shape.hidden = h;
-      shape.q_width = q_width;
-      shape.kv_width = kv_width;
-      shape.ffn_width = static_cast<double>(m.ffn_hidden_size) / t;
-      shape.gated_mlp = m.mlp == models::MlpKind::kSwiglu;
-      shape.rope = m.position == models::PositionKind::kRope;
-      shape.dropout = m.hidden_dropout > 0;
-      const eager::PassTraffic traffic = eager::layer(shape);
-      pass += memory_bound(traffic);
-      pass += launch_gaps(traffic.forward.kernels + kLayerForwardGemms,
-                          traffic.backward.kernels + kLayerBackwardGemms);
+      pass += eager_layer_kernels(tokens, shard, q_width, kv_width);
     } else {
       // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
       // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
@@ -240,6 +227,27 @@ class Pricer {
           kCommunication, exposed_beside_s(ring_s, core->forward.total_s(), overlap_slowdown(core->forward)),
           exposed_beside_s(2 * ring_s, core->backward.total_s(), overlap_slowdown(core->backward)));
     }
+    return pass;
+  }
+
+  // A dense decoder layer's kernels between its GEMMs as eager PyTorch launches them, and every
+  // launch's gap (the GEMMs' too); `shard` tokens pass the norms and residual adds.
+  Pass eager_layer_kernels(double tokens, double shard, double q_width, double kv_width) const {
+    const ModelDesc& m = in_.model;
+    eager::LayerShape shape;
+    shape.tokens = tokens;
+    shape.norm_tokens = shard;
+    shape.hidden = real(m.hidden_size);
+    shape.q_width = q_width;
+    shape.kv_width = kv_width;
+    shape.ffn_width = real(m.ffn_hidden_size) / real(c_.tp);
+    shape.gated_mlp = m.mlp == models::MlpKind::kSwiglu;
+    shape.rope = m.position == models::PositionKind::kRope;
+    shape.dropout = m.hidden_dropout > 0;
+    const eager::PassTraffic traffic = eager::layer(shape);
+    Pass pass = memory_bound(traffic);
+    pass += launch_gaps(traffic.forward.kernels + kLayerForwardGemms,
+                        traffic.backward.kernels + kLayerBackwardGemms);
     return pass;
   }
 
