@@ -129,12 +129,13 @@ Listing list_benchmarks(const std::string& command) {
   Listing out;
   std::istringstream lines(c.out);
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("no GPU", 0) == 0)
+    if (line.rfind("no GPU", 0) == 0) {
       out.no_gpu = line;
-    else if (line.rfind("device: ", 0) == 0)
+    } else if (line.rfind("device: ", 0) == 0) {
       out.device = line.substr(8);
-    else if (!line.empty())
+    } else if (!line.empty()) {
       out.names.insert(line);
+    }
   }
   return out;
 }
@@ -223,6 +224,9 @@ int without_a_gpu(const CalibrateArgs& a, const std::string& why) {
 
 int run_calibrate_run(const CalibrateArgs& a) {
   const std::string gpu_program = find_program("gpu_benchmark");
+  if (gpu_program.empty() && !kProfilerBuilt) {
+    return needs_profiler_build(kRun, "the GPU calibration suite", "PIPESCOPE_SUITE_DIR");
+  }
   if (gpu_program.empty()) {
     if (visible_gpus() == 0) return without_a_gpu(a, "no GPU on this machine");
     std::cerr << kRun
@@ -232,9 +236,10 @@ int run_calibrate_run(const CalibrateArgs& a) {
   }
   const std::string quick = a.quick ? " --quick" : "";
   const Listing gpu_listing = list_benchmarks(quote(gpu_program) + quick + " --benchmark_list_tests=true");
-  if (!gpu_listing.no_gpu.empty() || gpu_listing.names.empty())
+  if (!gpu_listing.no_gpu.empty() || gpu_listing.names.empty()) {
     return without_a_gpu(
         a, gpu_listing.no_gpu.empty() ? "no GPU: the suite lists no benchmark" : gpu_listing.no_gpu);
+  }
   std::error_code ec;
   const fs::path work = fs::temp_directory_path(ec) / ("pipescope-calibrate." + std::to_string(getpid()));
   const int ranks = std::max(1, visible_gpus());
@@ -295,10 +300,11 @@ int run_calibrate_run(const CalibrateArgs& a) {
     const bool ran = run_phase(
         "python3 " + quote(attention_script) + quick + " -o " + quote(attention_json) + " 2>" + quote(log),
         phase, progress, bar);
-    if (ran && fs::exists(attention_json, ec))
+    if (ran && fs::exists(attention_json, ec)) {
       fit.bench_files.push_back(attention_json);
-    else
+    } else {
       std::cerr << '\n' << kRun << ": the attention benchmark measured nothing (see " << log << ")\n";
+    }
   }
   bar.finish();
   if (fit.output.empty()) fit.output = "calibration.json";

@@ -35,4 +35,12 @@ Command add_inspect_command(CLI::App& root);
 // One line on stderr, "pipescope <command>: <message>"; returns kExitUsage.
 int usage_error(const std::string& command, const std::string& message);
 
+// Whether this binary was built with the profiler and the GPU suite (PIPESCOPE_PROFILER); the
+// planner-only build's `record` and `calibrate run` refuse in one line unless told where a
+// profiler build's library or suite is.
+inline constexpr bool kProfilerBuilt = PIPESCOPE_PROFILER_BUILT != 0;
+
+// The refusal: "pipescope <command>: this pipescope is the planner-only build ... set <variable>".
+int needs_profiler_build(const std::string& command, const std::string& what, const std::string& variable);
+
 }  // namespace pipescope::cli

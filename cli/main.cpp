@@ -16,11 +16,18 @@ int usage_error(const std::string& command, const std::string& message) {
   return kExitUsage;
 }
 
+int needs_profiler_build(const std::string& command, const std::string& what, const std::string& variable) {
+  return usage_error(command, "this pipescope is the planner-only build (PIPESCOPE_PROFILER=OFF), without " +
+                                  what + "; build with the CUDA toolkit and NCCL, or set " + variable +
+                                  " to a profiler build's");
+}
+
 namespace {
 
 std::string version_text() {
   return std::string("pipescope ") + PIPESCOPE_VERSION + " (trace format " +
-         std::to_string(trace::kFormatMajor) + "." + std::to_string(trace::kFormatMinor) + ")";
+         std::to_string(trace::kFormatMajor) + "." + std::to_string(trace::kFormatMinor) + ")" +
+         (kProfilerBuilt ? "" : ", planner-only build");
 }
 
 // CLI11's messages can span lines; the contract is one line.

@@ -10,12 +10,15 @@
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "arg_specs.h"
 #include "child_process.h"
 #include "command.h"
 
-extern char** environ;
+extern char**
+    environ;  // NOLINT(readability-redundant-declaration): unistd.h declares it only under _GNU_SOURCE
 
 namespace pipescope::cli {
 namespace {
@@ -70,7 +73,12 @@ std::vector<std::string> child_environment(const std::string& library,
     if (!overridden) env.push_back(text);
   }
   env.push_back("LD_PRELOAD=" + preload);
-  for (const auto& [key, value] : settings) env.push_back(key + "=" + value);
+  for (const auto& [key, value] : settings) {
+    std::string assignment = key;
+    assignment += '=';
+    assignment += value;
+    env.push_back(std::move(assignment));
+  }
   return env;
 }
 
@@ -110,6 +118,10 @@ void say_what_was_written(const std::filesystem::path& dir, const std::set<std::
 
 int run_record(const RecordArgs& args, const CLI::App& app) {
   const std::string library = find_injection_library();
+  if (library.empty() && !kProfilerBuilt) {
+    return needs_profiler_build("pipescope record", "the preload library (libpipescope.so)",
+                                "PIPESCOPE_LIBRARY");
+  }
   if (library.empty()) {
     return usage_error("pipescope record",
                        "cannot find libpipescope.so next to this binary; set PIPESCOPE_LIBRARY to its path");

@@ -22,8 +22,11 @@ set_target_properties(libdeflate::libdeflate PROPERTIES IMPORTED_LOCATION "${LIB
                                                         INTERFACE_INCLUDE_DIRECTORIES "${LIBDEFLATE_INCLUDE_DIR}")
 # profiler/inject (CUPTI, NVTX3, NCCL) and benches/gpu (cudart, cuBLASLt, NCCL). The library
 # is opened with dlopen at run time; a machine without a GPU or driver still builds and tests.
-find_package(CUDAToolkit 13 REQUIRED)
-find_package(NCCL 2.18 REQUIRED)
+# The planner-only build (PIPESCOPE_PROFILER=OFF) looks for neither.
+if(PIPESCOPE_PROFILER)
+  find_package(CUDAToolkit 13 REQUIRED)
+  find_package(NCCL 2.18 REQUIRED)
+endif()
 
 if(PIPESCOPE_BUILD_TESTS)
   find_package(GTest 1.12 REQUIRED CONFIG)
