@@ -349,24 +349,27 @@ class Pricer {
     return static_cast<double>(models::padded_vocab_size(in_.model, o)) / static_cast<double>(c_.tp);
   }
 
+  // Eager PyTorch running Megatron-LM's recipe as the example does: main-gradient hooks and fused
+  // Adam over fp32 masters (eager_kernels.h). An explicit other --optimizer keeps its own pricing.
+  bool eager_megatron_step() const { return eager() && recipe_is(OptimizerRecipe::kMegatron); }
+
+  // gradient_accumulation_s() as a backward pass's work, with one hook launch per parameter tensor
+  // where the hooks run.
+  Pass gradient_accumulation(double params, double tensors) const {
+    Pass pass = pass_of(kMemoryBound, 0, gradient_accumulation_s(params));
+    if (eager_megatron_step()) pass += launch_gaps(0, eager::gradient_hooks(params, tensors).kernels);
+    return pass;
+  }
+
   // Gradient accumulation outside the GEMMs, per micro-batch. BF16_Optimizer adds each
   // micro-batch's bf16 gradients into the fp32 buffer after its backward (update_hp_grads): read
   // 2 + 4 bytes, write 4, per parameter. InternEvo's layers leave it to autograd, which adds each
   // micro-batch's bf16 weight gradient into .grad after the first (read 2 + 2, write 2): spread
   // over the m micro-batches as (m - 1) / m of that. Megatron accumulates into its fp32 main
-  // gradients inside the weight-gradient GEMM.
-  // Eager PyTorch's main-gradient hooks add every micro-batch's bf16 gradients into the fp32 main
-  // gradients (eager_kernels.h), outside the GEMMs.
-  // As a pass: the backward's memory-bound work and, under eager PyTorch, one hook's launch per
-  // parameter tensor.
-  Pass gradient_accumulation(double params, double tensors) const {
-    Pass pass = pass_of(kMemoryBound, 0, gradient_accumulation_s(params));
-    if (eager()) pass += launch_gaps(0, eager::gradient_hooks(params, tensors).kernels);
-    return pass;
-  }
-
+  // gradients inside the weight-gradient GEMM; eager PyTorch's hooks add every micro-batch's bf16
+  // gradients into them outside it.
   double gradient_accumulation_s(double params) const {
-    if (eager()) return memory_s(eager::gradient_hooks(params, 0).bytes);
+    if (eager_megatron_step()) return memory_s(eager::gradient_hooks(params, 0).bytes);
     if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) return memory_s(params * (kHalf + 2 * kFloat));
     if (recipe_is(OptimizerRecipe::kInternEvo)) {
       const double m = static_cast<double>(c_.micro_batches());
@@ -423,7 +426,7 @@ class Pricer {
   double optimizer_s(double params, int64_t group) const {
     const bool sharded = c_.zero_stage >= 1 || recipe_is(OptimizerRecipe::kDeepSpeedBf16);
     const double share = sharded ? params / static_cast<double>(group) : params;
-    if (eager()) {
+    if (eager_megatron_step()) {
       const eager::Traffic step = eager::optimizer_step(share);
       return memory_s(step.bytes) + step.kernels * launch_gap_s();
     }

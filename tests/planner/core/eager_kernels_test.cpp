@@ -136,6 +136,31 @@ TEST(EagerKernels, PyTorchEagerPricesMoreMemoryBoundWorkAndTheFusedAdamsStep) {
   EXPECT_TRUE(noted);
 }
 
+TEST(EagerKernels, AnExplicitOptimizerKeepsItsOwnStepAndAccumulation) {
+  // pytorch-eager's step and hooks are those of Megatron-LM's recipe, which the example runs; an
+  // explicit --optimizer deepspeed-bf16 is priced as DeepSpeed's, with eager kernels in the layers.
+  PlanInputs eager_deepspeed = eager_inputs(TrainingFramework::kPyTorchEager);
+  eager_deepspeed.config.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  PlanInputs fused_deepspeed = eager_inputs(TrainingFramework::kGeneric);
+  fused_deepspeed.config.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  const auto eager_costs = build_cost_model(eager_deepspeed);
+  const auto fused_costs = build_cost_model(fused_deepspeed);
+  ASSERT_TRUE(eager_costs.ok() && fused_costs.ok());
+  EXPECT_DOUBLE_EQ(eager_costs->units[1].optimizer_s, fused_costs->units[1].optimizer_s);
+  // DeepSpeed's accumulation into its fp32 buffer (read 2 + 4, write 4) moves the same 10 bytes a
+  // parameter as the example's hooks (read 4 + 2, write 4): the layer's memory-bound backward is
+  // the same under either recipe, and no hook is launched under DeepSpeed's.
+  const auto eager_megatron = build_cost_model(eager_inputs(TrainingFramework::kPyTorchEager));
+  ASSERT_TRUE(eager_megatron.ok());
+  EXPECT_NEAR(eager_costs->units[1].work_by_mode[0].backward[WorkKind::kMemoryBound],
+              eager_megatron->units[1].work_by_mode[0].backward[WorkKind::kMemoryBound], 1e-12);
+  PlanInputs gapped = eager_deepspeed;
+  gapped.profile.losses.launch_gap_s = {1e-6, "measured: test"};
+  const auto gapped_costs = build_cost_model(gapped);
+  ASSERT_TRUE(gapped_costs.ok());
+  EXPECT_NEAR(gapped_costs->units[1].work_by_mode[0].backward[WorkKind::kLaunchGap], (201 - 6) * 1e-6, 1e-15);
+}
+
 TEST(EagerKernels, EveryKernelLaunchedCostsTheProfilesLaunchGap) {
   PlanInputs in = eager_inputs(TrainingFramework::kPyTorchEager);
   in.profile.losses.launch_gap_s = {1e-6, "measured: test"};
