@@ -17,8 +17,8 @@
 #include "child_process.h"
 #include "command.h"
 
-extern char**
-    environ;  // NOLINT(readability-redundant-declaration): unistd.h declares it only under _GNU_SOURCE
+// unistd.h declares it only under _GNU_SOURCE.
+extern char** environ;  // NOLINT(readability-redundant-declaration)
 
 namespace pipescope::cli {
 namespace {

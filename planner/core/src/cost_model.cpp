@@ -232,8 +232,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         "pytorch-eager: memory-bound work as eager PyTorch's own kernels (examples/llama_train_step.py: "
         "unfused rotary and SwiGLU, an fp32 SwiGLU backward, fp32 cross entropy), main gradients added by "
         "hooks after every micro-batch, fused Adam with its bf16 copy and gradient zeroing; each kernel "
-        "launched "
-        "costs the profile's launch gap, where measured");
+        "launched costs the profile's launch gap, where measured");
   }
   if (const std::string losses = losses_note(in.profile.losses, eager); !losses.empty()) {
     model.notes.emplace_back(losses);

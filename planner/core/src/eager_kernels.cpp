@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "element_bytes.h"
+
 namespace pipescope::planner::eager {
 namespace {
-
-constexpr double kHalf = 2;   // bytes of a bf16 element
-constexpr double kFloat = 4;  // bytes of an fp32 element
 
 // The example's SwiGLU backward works on slices of this many elements (4 M: 16 MB per fp32
 // temporary).

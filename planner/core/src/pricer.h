@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "element_bytes.h"
 #include "pipescope/models/activation_memory.h"
 #include "pipescope/models/flop_count.h"
 #include "pipescope/models/parameter_count.h"
@@ -21,8 +22,6 @@ using models::CostOptions;
 using models::ModelDesc;
 using models::RecomputeMode;
 
-constexpr double kHalf = 2;   // bytes of a bf16 element
-constexpr double kFloat = 4;  // bytes of an fp32 element
 // Adam step traffic per parameter: fp32 master, m and v read and written (24), the fp32
 // gradient read (4), the bf16 weight written (2).
 constexpr double kAdamBytesPerParameter = 30;
