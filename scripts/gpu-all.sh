@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU check of docs/gpu-validation.md in one go, each step bounded in time so that one
 # that hangs cannot take the others' time: the machine's description, the calibration suite
-# (quick), the training losses (backward layouts, interference, sustained clocks), PyTorch's GEMMs
+# (quick), the training losses (backward layouts, interference, sustained clocks), the launch gap and
+# PyTorch's own memory-bound kernels (step eager, run only when named), PyTorch's GEMMs
 # beside the suite's, the planner's training cases, the profiler smoke test, the profiler's
 # overhead, the 4-stage 1F1B runs. Logs and
 # results land in OUT_DIR/results and are packed into TARBALL (default OUT_DIR/gpu-results.tar.gz).
@@ -86,6 +87,12 @@ run_step() {  # one of the step names below
         --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
         --benchmark_out="$res/losses.json" --benchmark_out_format=json
       ;;
+    eager)  # the launch gap, and PyTorch's own memory-bound kernels (eager_elementwise.py)
+      step launch 60 "$root/bin/gpu_benchmark" --benchmark_filter='^(device|launch)' \
+        --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --benchmark_out="$res/launch.json" --benchmark_out_format=json
+      step eager 120 python3 "$root/share/eager_elementwise.py" -o "$res/eager.json"
+      ;;
     sustained)  # a GEMM run until its clocks settle, beside the table's figure for the same shape
       PIPESCOPE_SUSTAINED_SECONDS=${PIPESCOPE_SUSTAINED_SECONDS:-90} step sustained 220 "$root/bin/gpu_benchmark" \
         --benchmark_filter='^(device|gemm/bf16/m:8192/n:8192/k:8192/|sustained)' \
@@ -105,7 +112,10 @@ run_step() {  # one of the step names below
     overhead)  # the overhead tables: per-kernel floor, then interleaved training runs (gpu-overhead.py)
       local budget=${PIPESCOPE_OVERHEAD_BUDGET_S:-330}
       step overhead $((budget + 90)) python3 "$root/gpu-overhead.py" "$root" "$res" --budget-s "$budget" --keep-trace \
-        --parts "${PIPESCOPE_OVERHEAD_PARTS:-floor,train-1b,train-7b}"
+        --parts "${PIPESCOPE_OVERHEAD_PARTS:-floor,train-1b,train-7b}" \
+        ${PIPESCOPE_OVERHEAD_VARIANTS:+--variants "$PIPESCOPE_OVERHEAD_VARIANTS"} \
+        ${PIPESCOPE_OVERHEAD_FLOOR_VARIANTS:+--floor-variants "$PIPESCOPE_OVERHEAD_FLOOR_VARIANTS"} \
+        ${PIPESCOPE_OVERHEAD_FLOOR_ROUNDS:+--floor-rounds "$PIPESCOPE_OVERHEAD_FLOOR_ROUNDS"}
       python3 "$root/overhead-summary.py" "$res" >"$res/overhead-summary.md" 2>&1
       cat "$res/overhead-summary.md"
       ;;

@@ -3,7 +3,7 @@
 # NVIDIA driver, NCCL, cuBLAS and (for the PyTorch checks) torch, but no build tools:
 #   bin/pipescope  lib/libpipescope.so  bin/cuda_nccl_smoke  bin/gpu_trace_check
 #   bin/gpu_benchmark  bin/nccl_benchmark  bin/trace_overhead  lib/libbenchmark.so.*  lib/libsimdjson.so.*
-#   share/attention_sdpa.py  share/torch_train_loop.py  share/examples/  gpu-smoke.sh
+#   share/attention_sdpa.py  share/eager_elementwise.py  share/torch_train_loop.py  share/examples/  gpu-smoke.sh
 #   gpu-calibrate.sh  gpu-train-check.sh  gpu-overhead.py  overhead-summary.py
 # A stripped Release build; executables find lib/ through an $ORIGIN run path. libnccl.so.2 and
 # libcuda.so.1 come from the GPU machine (NCCL alone is over 200 MB). Checked with ldd: nothing
@@ -37,7 +37,7 @@ benchmark_lib=$(ldd "$out/bin/gpu_benchmark" 2>/dev/null | awk '/libbenchmark\.s
 [[ -n "$benchmark_lib" ]] && cp -L "$benchmark_lib" "$out/lib/"
 simdjson_lib=$(ldd "$out/bin/pipescope" 2>/dev/null | awk '/libsimdjson\.so/ {print $3; exit}')
 [[ -n "$simdjson_lib" ]] && cp -L "$simdjson_lib" "$out/lib/"
-cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py "$out/share/"
+cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py benches/gpu/eager_elementwise.py "$out/share/"
 mkdir -p "$out/share/examples"
 cp examples/*.py examples/*.json "$out/share/examples/"
 cp scripts/gpu-smoke.sh scripts/gpu-calibrate.sh scripts/gpu-train-check.sh scripts/gpu-gemm-crosscheck.py \

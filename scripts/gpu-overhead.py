@@ -35,6 +35,9 @@ FLOOR_VARIANTS = [
     ("kernel-offset-clock", "kernel", {"PIPESCOPE_CUPTI_CLOCK": "offset"}),
     ("kernel-host-pinned", "kernel", {"PIPESCOPE_CUPTI_HOST_PINNED": "1"}),
     ("kernel-device-buffer-32mb", "kernel", {"PIPESCOPE_CUPTI_DEVICE_BUFFER_MB": "32"}),
+    ("kernel-device-buffers-1", "kernel", {"PIPESCOPE_CUPTI_DEVICE_BUFFERS": "1"}),
+    ("kernel-device-buffers-16", "kernel", {"PIPESCOPE_CUPTI_DEVICE_BUFFERS": "16"}),
+    ("default-all-sync-records", "default", {"PIPESCOPE_CUPTI_ALL_SYNC_RECORDS": "1"}),
     ("kernel-buffer-1mb", "kernel", {"PIPESCOPE_CUPTI_BUFFER_MB": "1"}),
     ("kernel-buffer-64mb", "kernel", {"PIPESCOPE_CUPTI_BUFFER_MB": "64"}),
     ("kernel-shared-buffers", "kernel", {"PIPESCOPE_CUPTI_PER_THREAD_BUFFERS": "0"}),
@@ -63,6 +66,9 @@ TRAIN_VARIANTS = {
     "pipescope": ("default", [], {}),
     "torch": (None, ["--torch-profiler"], {}),
     "pipescope-sampled": ("default", [], {"PIPESCOPE_KERNEL_SAMPLE": str(KERNEL_SAMPLE)}),
+    # Records for the polls that found the work unfinished too (PyTorch's NCCL watchdog polls).
+    "pipescope-all-sync-records": ("default", [], {"PIPESCOPE_CUPTI_ALL_SYNC_RECORDS": "1"}),
+    "pipescope-device-buffers-16": ("default", [], {"PIPESCOPE_CUPTI_DEVICE_BUFFERS": "16"}),
     # Converting CUPTI's buffers inside its completion callback, as pipescope did before.
     "pipescope-callback": ("default", [], {"PIPESCOPE_CUPTI_CONVERT": "callback"}),
     # The settings before the knobs were measured: 4 MiB buffers CUPTI zeroes, converted in the callback.

@@ -253,7 +253,7 @@ def device_uuid(torch):
     return f"GPU-{uuid}" if uuid is not None else ""
 
 
-def context(torch, command, idle_state):
+def context(torch, command, idle_state, suite="attention"):
     props = torch.cuda.get_device_properties(0)
     keys = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -261,7 +261,7 @@ def context(torch, command, idle_state):
         "executable": os.path.abspath(sys.argv[0]),
         "num_cpus": os.cpu_count() or 0,
         "library_build_type": "release",
-        "pipescope_suite": "attention",
+        "pipescope_suite": suite,
         "gpu_name": props.name,
         "gpu_uuid": device_uuid(torch),
         "compute_capability": f"{props.major}.{props.minor}",
