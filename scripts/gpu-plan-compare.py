@@ -114,13 +114,17 @@ def components_table(pipescope, run_dir, examples, gpu, profile):
 
 
 def pipeline_table(pipescope, run_dir, examples, gpu, profile):
-    """Each stage of each pipeline run (examples/pipeline_1f1b.py, not profiled) against the plan of
-    the same split: memory only, as the stages share one GPU and their times are not their own."""
+    """Each stage of each pipeline run (examples/pipeline_1f1b.py; a run under pipescope record is
+    marked "(traced)": the profiler holds nothing in PyTorch's allocator) against the plan of the
+    same split: memory only, as the stages share one GPU and their times are not their own."""
     rows = []
     for path in sorted(glob.glob(os.path.join(run_dir, "train", "pipeline-*.json"))):
         m = json.load(open(path))
-        if "stage_memory" not in m or m.get("profiled_by_pipescope"):
+        if "stage_memory" not in m:
             continue
+        name = os.path.basename(path)[:-5]
+        if m.get("profiled_by_pipescope") and "traced" not in name:
+            name += " (traced)"
         stages = m["stages"]
         args = [pipescope, "plan", "--model", os.path.join(examples, os.path.basename(m["config"])), "--gpu",
                 gpu_of(m, gpu),
@@ -136,7 +140,7 @@ def pipeline_table(pipescope, run_dir, examples, gpu, profile):
             # context, NCCL's buffers: the stages pass tensors through gloo).
             reserved = s["peak_memory_bytes"] - fixed
             rows.append([
-                os.path.basename(path)[:-5], ",".join(str(n) for n in m["split"]), str(measured["stage"]),
+                name, ",".join(str(n) for n in m["split"]), str(measured["stage"]),
                 str(measured["layers"][1] - measured["layers"][0]),
                 f"{measured['max_allocated_bytes'] / GIB:.2f}", f"{s['allocated_bytes'] / GIB:.2f}",
                 error(s["allocated_bytes"], measured["max_allocated_bytes"]),

@@ -254,6 +254,42 @@ Status add_launch_gap(const EntryReader& e, BenchResults& into) {
   return Status::Ok();
 }
 
+Status add_eager_kernel(const EntryReader& e, double seconds, BenchResults& into) {
+  EagerKernelSample s;
+  s.id = e.id();
+  s.op = e.parsed().variant;
+  s.seconds = seconds;
+  auto elements = e.integer("elements");
+  if (!elements.ok()) return elements.error();
+  if (*elements == 0) return e.fail("has elements:0");
+  s.elements = *elements;
+  auto bytes = e.counter("bytes");
+  if (!bytes.ok()) return bytes.error();
+  if (!(*bytes > 0)) return e.fail("moves no bytes");
+  s.bytes = *bytes;
+  into.eager_kernels.push_back(std::move(s));
+  return Status::Ok();
+}
+
+// Context keys that differ between any two files of one session: when and how each ran, the host's
+// load, and the GPU's instantaneous readings.
+bool differs_by_nature(const std::string& key) {
+  static const std::set<std::string> kKeys = {"date",     "command", "executable",    "pipescope_suite",
+                                              "load_avg", "power_w", "temperature_c", "sm_clock_mhz"};
+  return kKeys.count(key) != 0 || key.rfind("library_", 0) == 0 || key.rfind("cpu", 0) == 0 ||
+         key.rfind("caches", 0) == 0;
+}
+
+std::string context_clash(const std::string& key, const std::string& first, const std::string& later,
+                          const std::string& origin) {
+  std::string note = "context '" + key + "' differs between files: '";
+  note += first;
+  note += "' and '";
+  note += later;
+  note += "' (" + origin + "); the first is kept";
+  return note;
+}
+
 Status add_entry(const EntryReader& e, BenchResults& into) {
   const ParsedName& p = e.parsed();
   auto seconds = e.seconds();
@@ -315,6 +351,7 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
   if (p.family == "sustained") return add_sustained(e, into);
   if (p.family == "interference") return add_interference(e, into);
   if (p.family == "launch" && p.variant == "gap") return add_launch_gap(e, into);
+  if (p.family == "eager") return add_eager_kernel(e, *seconds, into);
   if (p.family == "device" && p.variant == "state") {
     DeviceStateSample s;
     s.id = e.id();
@@ -415,12 +452,8 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
       const std::string text_value = value.is_string() ? value.get<std::string>() : value.dump();
       own_context.emplace(key, text_value);
       const auto [it, inserted] = into.context.emplace(key, text_value);
-      if (!inserted && it->second != text_value && key != "date" && key != "command" && key != "executable" &&
-          key != "pipescope_suite" && key.rfind("library_", 0) != 0 && key.rfind("cpu", 0) != 0 &&
-          key.rfind("caches", 0) != 0 && key != "load_avg") {
-        into.notes.push_back("context '" + key + "' differs between files: '" + it->second + "' and '" +
-                             text_value + "' (" + origin + "); the first is kept");
-      }
+      if (!inserted && it->second != text_value && !differs_by_nature(key))
+        into.notes.push_back(context_clash(key, it->second, text_value, origin));
     }
   }
   const json& list = doc["benchmarks"];

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "fit_numbers.h"
+#include "pipescope/calibrate/latency_bandwidth_fit.h"
 
 namespace pipescope::calibrate {
 namespace {
@@ -204,6 +205,102 @@ std::optional<LossFit> fit_launch_gap(const std::vector<LaunchGapSample>& sample
   for (const LaunchGapSample& s : samples) fit.quality.add(s.id.name, s.stream_s, s.graph_s + s.gap_s());
   fit.quality.finish();
   return fit;
+}
+
+namespace {
+
+struct EagerOpLine {
+  std::string op;
+  bool unvectorized = false;
+  LineFit line;
+};
+
+std::vector<EagerOpLine> eager_op_lines(const std::vector<EagerKernelSample>& samples,
+                                        std::vector<std::string>& notes) {
+  std::map<std::string, std::vector<TimedSize>> by_op;
+  std::map<std::string, bool> unvectorized;
+  for (const EagerKernelSample& s : samples) {
+    by_op[s.op].push_back({s.bytes, s.seconds, s.id.name});
+    unvectorized[s.op] = s.unvectorized();
+  }
+  std::vector<EagerOpLine> lines;
+  for (const auto& [op, points] : by_op) {
+    auto line = fit_line(points, "eager/" + op);
+    if (!line.ok()) {
+      notes.push_back("eager/" + op + " left out of PyTorch's kernels: " + line.error().message);
+      continue;
+    }
+    lines.push_back({op, unvectorized[op], *line});
+  }
+  return lines;
+}
+
+std::string bandwidth_text(double bytes_per_s) { return significant(bytes_per_s / 1e9, 4) + " GB/s"; }
+
+}  // namespace
+
+EagerFits fit_eager_kernels(const std::vector<EagerKernelSample>& samples, double launch_gap_s,
+                            double memory_bound_bytes_per_s, const std::string& source,
+                            std::vector<std::string>& notes) {
+  const std::vector<EagerOpLine> lines = eager_op_lines(samples, notes);
+  if (lines.empty()) return {};
+  std::vector<double> fixed, unvectorized_bandwidth;
+  std::string per_op;
+  for (const EagerOpLine& l : lines) {
+    fixed.push_back(l.line.latency_s);
+    const double bandwidth = 1 / l.line.seconds_per_unit;
+    if (l.unvectorized) unvectorized_bandwidth.push_back(bandwidth);
+    per_op += (per_op.empty() ? "" : ", ") + l.op + " " + significant(l.line.latency_s * 1e6, 3) + " us + " +
+              bandwidth_text(bandwidth);
+  }
+  const double intercept = median(fixed);
+  double kernel_fixed = intercept - launch_gap_s;
+  if (kernel_fixed < 0) {
+    notes.push_back("PyTorch's kernels took less fixed time (" + significant(intercept * 1e6, 3) +
+                    " us) than the launch gap (" + significant(launch_gap_s * 1e6, 3) +
+                    " us); no fixed time is priced beyond it");
+    kernel_fixed = 0;
+  }
+  double fraction = 0;
+  if (!unvectorized_bandwidth.empty() && memory_bound_bytes_per_s > 0) {
+    fraction = median(unvectorized_bandwidth) / memory_bound_bytes_per_s;
+    if (fraction > 1) {
+      notes.push_back("PyTorch's unvectorized kernels (" + bandwidth_text(median(unvectorized_bandwidth)) +
+                      ") ran faster than the memory-bound bandwidth (" +
+                      bandwidth_text(memory_bound_bytes_per_s) + "); the fraction is held at 1");
+      fraction = 1;
+    }
+  }
+  // The pricing's own view of every measurement: the ops' fixed time and the class bandwidth.
+  FitQuality quality;
+  for (const EagerKernelSample& s : samples) {
+    const double bandwidth =
+        s.unvectorized() && fraction > 0 ? fraction * memory_bound_bytes_per_s : memory_bound_bytes_per_s;
+    if (bandwidth > 0) quality.add(s.id.name, s.seconds, intercept + s.bytes / bandwidth);
+  }
+  quality.finish();
+  const std::string measured =
+      "measured: PyTorch's own memory-bound kernels replayed from a CUDA graph, "
+      "a line per op (fixed time + bytes / bandwidth): " +
+      per_op;
+  EagerFits out;
+  out.kernel_fixed = LossFit{
+      {kernel_fixed, measured + "; the median op's fixed time " + significant(intercept * 1e6, 3) +
+                         " us less the launch gap " + significant(launch_gap_s * 1e6, 3) + " us, " + source},
+      significant(kernel_fixed * 1e6, 3) + " us a kernel beyond its bytes and the launch gap (" + per_op +
+          ")",
+      quality};
+  if (fraction > 0) {
+    out.unvectorized =
+        LossFit{{fraction, measured + "; the median unvectorized op (casts, layout copies) at " +
+                               bandwidth_text(median(unvectorized_bandwidth)) + " over the memory-bound " +
+                               bandwidth_text(memory_bound_bytes_per_s) + ", " + source},
+                significant(fraction, 4) +
+                    " of the memory-bound bandwidth: " + bandwidth_text(median(unvectorized_bandwidth)) +
+                    " against " + bandwidth_text(memory_bound_bytes_per_s),
+                quality};
+  }
+  return out;
 }
 
 }  // namespace pipescope::calibrate

@@ -259,6 +259,12 @@ Status add_losses(const BenchResults& r, const std::string& source, ProfileFit& 
   place("interference memory-bound", "losses.overlap_memory_bound_slowdown",
         fit_interference(r.interference, "memory", source), losses.overlap_memory_bound_slowdown);
   place("launch gaps", "losses.launch_gap_s", fit_launch_gap(r.launch_gaps, source), losses.launch_gap_s);
+  EagerFits eager = fit_eager_kernels(r.eager_kernels, losses.launch_gap_s.value,
+                                      out.profile.memory_bound_bytes_per_s(out.gpu), source, out.notes);
+  place("PyTorch's kernels, fixed time", "losses.eager_kernel_fixed_s", std::move(eager.kernel_fixed),
+        losses.eager_kernel_fixed_s);
+  place("PyTorch's unvectorized kernels", "losses.unvectorized_bandwidth_fraction",
+        std::move(eager.unvectorized), losses.unvectorized_bandwidth_fraction);
   return Status::Ok();
 }
 

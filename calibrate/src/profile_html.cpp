@@ -137,7 +137,11 @@ std::string losses_table(const planner::TrainingLosses& l) {
       {"weight-gradient GEMMs: time in their own layout over the forward layout's", &l.wgrad_time_ratio},
       {"GEMMs and attention beside an overlapped collective: slowdown", &l.overlap_gemm_slowdown},
       {"memory-bound kernels beside an overlapped collective: slowdown", &l.overlap_memory_bound_slowdown},
-      {"GPU time per kernel launched, beyond its own work (seconds)", &l.launch_gap_s}};
+      {"GPU time per kernel launched, beyond its own work (seconds)", &l.launch_gap_s},
+      {"PyTorch's own kernels: GPU time per kernel beyond its bytes and the launch gap (seconds)",
+       &l.eager_kernel_fixed_s},
+      {"PyTorch's unvectorized kernels (casts, layout copies): bandwidth over the memory-bound bandwidth",
+       &l.unvectorized_bandwidth_fraction}};
   std::string html = "<h2>Training losses</h2><table><tr><th>loss</th><th>value</th><th>source</th></tr>";
   for (const auto& [what, value] : rows) {
     char number[32];

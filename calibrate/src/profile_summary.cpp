@@ -53,7 +53,8 @@ void count_sources(const CalibrationProfile& p, ProfileSummary& s) {
     add(v->source);
   for (const auto* v :
        {&p.losses.sustained_gemm_fraction, &p.losses.dgrad_time_ratio, &p.losses.wgrad_time_ratio,
-        &p.losses.overlap_gemm_slowdown, &p.losses.overlap_memory_bound_slowdown, &p.losses.launch_gap_s}) {
+        &p.losses.overlap_gemm_slowdown, &p.losses.overlap_memory_bound_slowdown, &p.losses.launch_gap_s,
+        &p.losses.eager_kernel_fixed_s, &p.losses.unvectorized_bandwidth_fraction}) {
     if (!v->source.empty()) add(v->source);
   }
 }
@@ -197,6 +198,12 @@ void write_profile_summary(std::ostream& out, const ProfileSummary& s) {
       << measured_or(l.launch_gap_s,
                      format("%.2f us of GPU time a kernel launched", l.launch_gap_s.value * 1e6) +
                          " (priced for frameworks whose kernels it lists: pytorch-eager)")
+      << "\n    PyTorch's own kernels: "
+      << measured_or(l.eager_kernel_fixed_s,
+                     format("%.2f us a kernel beyond its bytes", l.eager_kernel_fixed_s.value * 1e6) +
+                         ", unvectorized ones (casts, layout copies) at " +
+                         format("%.3f", l.unvectorized_fraction()) + " of the memory-bound bandwidth" +
+                         " (priced under pytorch-eager)")
       << '\n';
 }
 
@@ -262,7 +269,9 @@ std::string profile_summary_json(const ProfileSummary& s) {
                    {"wgrad_time_ratio", loss_value(l.wgrad_time_ratio)},
                    {"overlap_gemm_slowdown", loss_value(l.overlap_gemm_slowdown)},
                    {"overlap_memory_bound_slowdown", loss_value(l.overlap_memory_bound_slowdown)},
-                   {"launch_gap_s", loss_value(l.launch_gap_s)}};
+                   {"launch_gap_s", loss_value(l.launch_gap_s)},
+                   {"eager_kernel_fixed_s", loss_value(l.eager_kernel_fixed_s)},
+                   {"unvectorized_bandwidth_fraction", loss_value(l.unvectorized_bandwidth_fraction)}};
   if (s.waves.enabled()) {
     doc["gemm_waves"] = {
         {"sm_count", s.waves.sm_count}, {"tile_m", s.waves.tile_m}, {"tile_n", s.waves.tile_n}};

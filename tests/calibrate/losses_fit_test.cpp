@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "pipescope/calibrate/bench_results.h"
@@ -230,6 +231,106 @@ TEST(LaunchGaps, ReadSaidPerKernelAndTheGraphsEmptyKernelIsTheGap) {
       "time_unit": "us"}]})",
                                  "bad.json", bad)
                    .ok());
+}
+
+EagerKernelSample eager_sample(const std::string& op, double bytes, double fixed_s, double bytes_per_s) {
+  EagerKernelSample s;
+  s.id = {"eager/" + op + "/elements:" + std::to_string(static_cast<int64_t>(bytes)), "eager.json"};
+  s.op = op;
+  s.elements = static_cast<int64_t>(bytes);
+  s.bytes = bytes;
+  s.seconds = fixed_s + bytes / bytes_per_s;
+  return s;
+}
+
+std::vector<EagerKernelSample> eager_sweep(const std::string& op, double fixed_s, double bytes_per_s) {
+  std::vector<EagerKernelSample> out;
+  for (double bytes = 1 << 20; bytes <= (1 << 28); bytes *= 4)
+    out.push_back(eager_sample(op, bytes, fixed_s, bytes_per_s));
+  return out;
+}
+
+TEST(EagerKernelFits, TheMedianOpsFixedTimeLessTheGapAndTheUnvectorizedBandwidth) {
+  std::vector<EagerKernelSample> samples;
+  for (const auto& [op, fixed, bandwidth] : {std::tuple{"mul_bf16", 2.0e-6, 4.0e12},
+                                             {"add_bf16", 2.1e-6, 4.0e12},
+                                             {"cast_bf16_fp32", 2.3e-6, 2.0e12},
+                                             {"transpose_bf16", 2.2e-6, 1.0e12}}) {
+    const auto sweep = eager_sweep(op, fixed, bandwidth);
+    samples.insert(samples.end(), sweep.begin(), sweep.end());
+  }
+  std::vector<std::string> notes;
+  const EagerFits fits = fit_eager_kernels(samples, 0.5e-6, 4.0e12, "suite on X", notes);
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  // Fixed times 2.0, 2.1, 2.2, 2.3 us: the median 2.15 less the graph's 0.5 us gap.
+  ASSERT_TRUE(fits.kernel_fixed.has_value());
+  EXPECT_NEAR(fits.kernel_fixed->value.value, 1.65e-6, 1e-12);
+  // Unvectorized: the cast at 2 TB/s and the transpose at 1 TB/s, the median 1.5 of 4 TB/s.
+  ASSERT_TRUE(fits.unvectorized.has_value());
+  EXPECT_NEAR(fits.unvectorized->value.value, 0.375, 1e-9);
+  EXPECT_NE(
+      fits.unvectorized->value.source.find("the median unvectorized op (casts, layout copies) at 1500 GB/s"),
+      std::string::npos)
+      << fits.unvectorized->value.source;
+  EXPECT_NE(fits.kernel_fixed->value.source.find("mul_bf16 2 us + 4000 GB/s"), std::string::npos)
+      << fits.kernel_fixed->value.source;
+  EXPECT_EQ(fits.kernel_fixed->quality.points, samples.size());
+
+  // Without an unvectorized op there is no fraction; without samples, nothing.
+  const EagerFits vectorized_only =
+      fit_eager_kernels(eager_sweep("mul_bf16", 2e-6, 4e12), 0, 4e12, "x", notes);
+  EXPECT_TRUE(vectorized_only.kernel_fixed.has_value());
+  EXPECT_FALSE(vectorized_only.unvectorized.has_value());
+  const EagerFits none = fit_eager_kernels({}, 0, 4e12, "x", notes);
+  EXPECT_FALSE(none.kernel_fixed.has_value() || none.unvectorized.has_value());
+}
+
+TEST(EagerKernelFits, HeldAtTheirBoundsAndSaidSo) {
+  std::vector<std::string> notes;
+  // A cast faster than the memory-bound bandwidth, and kernels quicker than the launch gap.
+  const EagerFits fits = fit_eager_kernels(eager_sweep("cast_bf16_fp32", 1e-6, 5e12), 2e-6, 4e12, "x", notes);
+  ASSERT_TRUE(fits.kernel_fixed && fits.unvectorized);
+  EXPECT_EQ(fits.kernel_fixed->value.value, 0);
+  EXPECT_EQ(fits.unvectorized->value.value, 1);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("less fixed time (1 us) than the launch gap (2 us)"), std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[1].find("ran faster than the memory-bound bandwidth"), std::string::npos) << notes[1];
+  // One size says nothing of a line: that op is left out, and said so.
+  notes.clear();
+  const EagerFits one =
+      fit_eager_kernels({eager_sample("mul_bf16", 1 << 20, 2e-6, 4e12)}, 0, 4e12, "x", notes);
+  EXPECT_FALSE(one.kernel_fixed.has_value());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("eager/mul_bf16 left out"), std::string::npos) << notes[0];
+}
+
+TEST(BenchResults, ReadsPyTorchsKernelsAndRefusesOneWithoutItsSizeOrBytes) {
+  const std::string text = R"({"benchmarks": [
+    {"name": "eager/cast_bf16_fp32/elements:1048576/manual_time", "run_type": "iteration", "real_time": 5.08,
+     "time_unit": "us", "bytes": 6291456},
+    {"name": "eager/mul_bf16/elements:1048576/manual_time", "run_type": "iteration", "real_time": 3.33,
+     "time_unit": "us", "bytes": 6291456}]})";
+  BenchResults r;
+  const Status s = add_bench_results(text, "eager.json", r);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(r.eager_kernels.size(), 2u);
+  EXPECT_EQ(r.eager_kernels[0].op, "cast_bf16_fp32");
+  EXPECT_TRUE(r.eager_kernels[0].unvectorized());
+  EXPECT_FALSE(r.eager_kernels[1].unvectorized());
+  EXPECT_EQ(r.eager_kernels[0].elements, 1048576);
+  EXPECT_DOUBLE_EQ(r.eager_kernels[0].bytes, 6291456);
+  EXPECT_NEAR(r.eager_kernels[0].seconds, 5.08e-6, 1e-15);
+  EXPECT_FALSE(r.empty());
+  for (const char* bad :
+       {R"({"benchmarks": [{"name": "eager/mul_bf16/manual_time", "real_time": 1, "time_unit": "us",
+                              "bytes": 8}]})",
+        R"({"benchmarks": [{"name": "eager/mul_bf16/elements:4", "real_time": 1, "time_unit": "us"}]})",
+        R"({"benchmarks": [{"name": "eager/mul_bf16/elements:4", "real_time": 1, "time_unit": "us",
+                              "bytes": 0}]})"}) {
+    BenchResults into;
+    EXPECT_FALSE(add_bench_results(bad, "bad.json", into).ok()) << bad;
+  }
 }
 
 }  // namespace

@@ -138,6 +138,42 @@ TEST(CalibrateFit, TheH100sLaunchGapIsInItsProfileAndShown) {
   EXPECT_NE(bundled.out.find("launch gaps: 0.98 us"), std::string::npos) << bundled.out;
 }
 
+TEST(CalibrateFit, TheH200sPyTorchKernelsAreInItsProfileAndShown) {
+  // docs/gpu-runs/2026-11-28-h200: launch/gap (0.511 us from a graph) and eager_elementwise.py
+  // (seven PyTorch ops at seven sizes), fitted over the bundled H200 profile as there.
+  const std::string run = std::string(PIPESCOPE_SOURCE_DIR) + "/docs/gpu-runs/2026-11-28-h200/";
+  Dir dir;
+  const CommandResult fit = run_pipescope({"calibrate", "fit", run + "launch.json", run + "eager.json",
+                                           "--base", "h200-141gb", "-o", dir.file("p.json")});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("PyTorch's unvectorized kernels"), std::string::npos) << fit.out;
+  const json fitted = json::parse(slurp(dir.file("p.json")));
+  EXPECT_EQ(fitted["losses"], json::parse(slurp(run + "profile.json"))["losses"]);
+  EXPECT_NEAR(fitted["losses"]["launch_gap_s"]["value"].get<double>(), 0.511e-6, 0.001e-6);
+  EXPECT_NEAR(fitted["losses"]["eager_kernel_fixed_s"]["value"].get<double>(), 1.53e-6, 0.01e-6);
+  EXPECT_NEAR(fitted["losses"]["unvectorized_bandwidth_fraction"]["value"].get<double>(), 0.441, 0.001);
+
+  const std::string shown_line =
+      "PyTorch's own kernels: 1.53 us a kernel beyond its bytes, unvectorized ones (casts, layout copies) at "
+      "0.441 of the memory-bound bandwidth";
+  const CommandResult show = run_pipescope({"calibrate", "show", dir.file("p.json")});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find(shown_line), std::string::npos) << show.out;
+  const CommandResult shown = run_pipescope({"calibrate", "show", dir.file("p.json"), "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NEAR(json::parse(shown.out)["losses"]["unvectorized_bandwidth_fraction"].get<double>(), 0.441,
+              0.001);
+  ASSERT_EQ(run_pipescope({"calibrate", "show", dir.file("p.json"), "--html", dir.file("p.html")}).exit_code,
+            0);
+  EXPECT_NE(slurp(dir.file("p.html")).find("PyTorch's unvectorized kernels (casts, layout copies)"),
+            std::string::npos);
+  // The bundled H200 profile carries the same measurements.
+  const CommandResult bundled = run_pipescope({"calibrate", "show", "h200-141gb"});
+  ASSERT_EQ(bundled.exit_code, 0) << bundled.err;
+  EXPECT_NE(bundled.out.find(shown_line), std::string::npos) << bundled.out;
+  EXPECT_NE(bundled.out.find("launch gaps: 0.51 us"), std::string::npos) << bundled.out;
+}
+
 TEST(CalibrateFit, TheH200sLossesFromItsResultsAreTheProfilesInTheRepository) {
   // docs/gpu-runs/2026-11-27-h200-b: the sustained GEMM (with the table's entry for its shape) and
   // the layout and interference benchmarks, fitted over the suite-fitted profile of 2026-11-26.

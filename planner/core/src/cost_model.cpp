@@ -12,8 +12,8 @@ namespace pipescope::planner {
 namespace {
 
 // What the profile's measured training losses add to the table's figures, in a plan's words; the
-// launch gaps where the plan knows the kernels (`prices_launch_gaps`).
-std::string losses_note(const TrainingLosses& l, bool prices_launch_gaps) {
+// launch gaps and PyTorch's kernels where the plan knows the kernels (`knows_the_kernels`).
+std::string losses_note(const TrainingLosses& l, bool knows_the_kernels) {
   std::string parts;
   auto add = [&](const std::string& part) { parts += (parts.empty() ? "" : "; ") + part; };
   char text[160];
@@ -33,8 +33,18 @@ std::string losses_note(const TrainingLosses& l, bool prices_launch_gaps) {
                   100 * l.overlap_gemm_slowdown.value, 100 * l.overlap_memory_bound_slowdown.value);
     add(text);
   }
-  if (prices_launch_gaps && !l.launch_gap_s.source.empty()) {
+  if (knows_the_kernels && !l.launch_gap_s.source.empty()) {
     std::snprintf(text, sizeof(text), "%.2f us of GPU time per kernel launched", l.launch_gap_s.value * 1e6);
+    add(text);
+  }
+  if (knows_the_kernels && !l.eager_kernel_fixed_s.source.empty()) {
+    std::snprintf(text, sizeof(text), "PyTorch's kernels %.2f us each beyond their bytes",
+                  l.eager_kernel_fixed_s.value * 1e6);
+    add(text);
+  }
+  if (knows_the_kernels && !l.unvectorized_bandwidth_fraction.source.empty()) {
+    std::snprintf(text, sizeof(text), "casts and layout copies at %.2f of the memory-bound bandwidth",
+                  l.unvectorized_fraction());
     add(text);
   }
   return parts.empty() ? parts : "training losses measured in the profile: " + parts;

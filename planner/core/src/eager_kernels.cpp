@@ -15,6 +15,7 @@ constexpr double kSwigluSliceElements = 4 << 20;
 // (twice) cast to fp32 (read 2, write 4), sigmoid, 1 - s and 1 + x (1 - s) (read 4, write 4 each),
 // six fp32 products (read 8, write 4) and the two gradients cast back to bf16 (read 4, write 2).
 constexpr double kSwigluBackwardBytes = 4 * 6 + 3 * 8 + 6 * 12 + 2 * 6;
+constexpr double kSwigluBackwardCastBytes = 4 * 6 + 2 * 6;  // the casts, unvectorized
 constexpr double kSwigluBackwardKernels = 15;
 
 // multi_tensor_apply launches one kernel per 320 blocks of 65,536 elements (ATen's
@@ -25,7 +26,10 @@ constexpr double kMultiTensorElementsPerLaunch = 320.0 * 65536;
 // kernels and the two that sum rows: small launches whatever the batch.
 constexpr double kEmbeddingBackwardKernels = 15;
 
-Traffic traffic(double bytes, double kernels) { return {bytes, kernels}; }
+Traffic traffic(double bytes, double kernels) { return {bytes, kernels, 0}; }
+
+// Kernels that take ATen's unvectorized path: casts, mixed dtypes, another layout.
+Traffic unvectorized(double bytes, double kernels) { return {bytes, kernels, bytes}; }
 
 // Rotary as the example's autograd function writes it, on the `elements` of Q or of K: forward
 // x cos, -x2, cat, R(x) sin, the sum (read 5.5, write 4.5 elements an element); backward g cos,
@@ -54,21 +58,24 @@ PassTraffic layer(const LayerShape& s) {
     }
   }
   // V made contiguous; its gradient copied back to the token-major layout.
-  fwd += traffic(2 * t * kv * kHalf, 1);
-  bwd += traffic(2 * t * kv * kHalf, 1);
+  fwd += unvectorized(2 * t * kv * kHalf, 1);
+  bwd += unvectorized(2 * t * kv * kHalf, 1);
   // The Q/K/V gradients concatenated into the fused projection's (split's backward).
   bwd += traffic(2 * t * (q + 2 * kv) * kHalf, 1);
   if (kv < q) {
-    // repeat_interleave of K and V to every query head (read kv, write q); its backward zeroes
-    // the kv gradient and adds each group's gradients into it.
-    fwd += traffic(2 * t * (kv + q) * kHalf, 2);
+    // repeat_interleave of K and V to every query head (read kv, write q: a copy into another
+    // layout); its backward zeroes the kv gradient and adds each group's gradients into it.
+    fwd += unvectorized(2 * t * (kv + q) * kHalf, 2);
     bwd += traffic(2 * t * (q + 2 * kv) * kHalf, 4);
   }
 
   if (s.gated_mlp) {
     fwd += traffic(t * f * 2 * kHalf + t * f * 3 * kHalf, 2);  // SiLU, then its product with up
     const double rows_per_slice = std::max(1.0, std::floor(kSwigluSliceElements / std::max(f, 1.0)));
-    bwd += traffic(t * f * kSwigluBackwardBytes, kSwigluBackwardKernels * std::ceil(t / rows_per_slice));
+    Traffic swiglu_backward =
+        traffic(t * f * kSwigluBackwardBytes, kSwigluBackwardKernels * std::ceil(t / rows_per_slice));
+    swiglu_backward.unvectorized_bytes = t * f * kSwigluBackwardCastBytes;
+    bwd += swiglu_backward;
     bwd += traffic(2 * 2 * t * f * kHalf, 1);  // gate and up gradients concatenated (chunk's backward)
   } else {
     fwd += traffic(2 * t * f * kHalf, 1);  // GELU
@@ -89,12 +96,14 @@ PassTraffic head(double tokens, double norm_tokens, double hidden, double vocab)
   // rms_norm; logits.float() (read 2, write 4); log_softmax (read 4, write 4); nll_loss.
   pass.forward =
       traffic(2 * norm_tokens * hidden * kHalf + logits * (kHalf + kFloat) + logits * 2 * kFloat, 4);
+  pass.forward.unvectorized_bytes = logits * (kHalf + kFloat);
   // nll_loss's backward zeroes an fp32 gradient and scatters into it; log_softmax's backward reads
   // the gradient and its output and writes one; the cast back to bf16 (read 4, write 2); rms_norm's
   // input and weight gradients.
   pass.backward = traffic(
       logits * kFloat + logits * 3 * kFloat + logits * (kFloat + kHalf) + 5 * norm_tokens * hidden * kHalf,
       6);
+  pass.backward.unvectorized_bytes = logits * (kFloat + kHalf);
   return pass;
 }
 
@@ -109,7 +118,7 @@ PassTraffic embedding(double tokens, double hidden, double vocab_rows) {
 }
 
 Traffic gradient_hooks(double parameters, double tensors) {
-  return traffic(parameters * (kFloat + kHalf + kFloat), tensors);
+  return unvectorized(parameters * (kFloat + kHalf + kFloat), tensors);
 }
 
 Traffic optimizer_step(double parameters) {

@@ -324,7 +324,17 @@ class Pricer {
   bool eager() const { return c_.framework == TrainingFramework::kPyTorchEager; }
 
   Pass memory_bound(const eager::PassTraffic& traffic) const {
-    return pass_of(kMemoryBound, memory_s(traffic.forward.bytes), memory_s(traffic.backward.bytes));
+    return pass_of(kMemoryBound, eager_s(traffic.forward), eager_s(traffic.backward));
+  }
+
+  // Eager PyTorch's kernels as the profile measured PyTorch's own (TrainingLosses): their bytes at
+  // the memory-bound bandwidth, the unvectorized part at its fraction of it, and each kernel's
+  // fixed time. A profile that did not measure them prices bytes alone.
+  double eager_s(const eager::Traffic& traffic) const {
+    const TrainingLosses& l = in_.profile.losses;
+    return memory_s(traffic.bytes - traffic.unvectorized_bytes) +
+           memory_s(traffic.unvectorized_bytes) / l.unvectorized_fraction() +
+           traffic.kernels * l.eager_kernel_fixed_s.value;
   }
 
   // The GPU's idle time between kernels, per kernel launched (0 where the profile has not measured
@@ -355,9 +365,13 @@ class Pricer {
   // gradient_accumulation_s() as a backward pass's work, with one hook launch per parameter tensor
   // where the hooks run.
   Pass gradient_accumulation(double params, double tensors) const {
-    Pass pass = pass_of(kMemoryBound, 0, gradient_accumulation_s(params));
-    if (eager_megatron_step()) pass += launch_gaps(0, eager::gradient_hooks(params, tensors).kernels);
-    return pass;
+    if (eager_megatron_step()) {
+      const eager::Traffic hooks = eager::gradient_hooks(params, tensors);
+      Pass pass = pass_of(kMemoryBound, 0, eager_s(hooks));
+      pass += launch_gaps(0, hooks.kernels);
+      return pass;
+    }
+    return pass_of(kMemoryBound, 0, gradient_accumulation_s(params));
   }
 
   // Gradient accumulation outside the GEMMs, per micro-batch. BF16_Optimizer adds each
@@ -368,7 +382,6 @@ class Pricer {
   // gradients inside the weight-gradient GEMM; eager PyTorch's hooks add every micro-batch's bf16
   // gradients into them outside it.
   double gradient_accumulation_s(double params) const {
-    if (eager_megatron_step()) return memory_s(eager::gradient_hooks(params, 0).bytes);
     if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) return memory_s(params * (kHalf + 2 * kFloat));
     if (recipe_is(OptimizerRecipe::kInternEvo)) {
       const double m = static_cast<double>(c_.micro_batches());
@@ -427,7 +440,7 @@ class Pricer {
     const double share = sharded ? params / static_cast<double>(group) : params;
     if (eager_megatron_step()) {
       const eager::Traffic step = eager::optimizer_step(share);
-      return memory_s(step.bytes) + step.kernels * launch_gap_s();
+      return eager_s(step) + step.kernels * launch_gap_s();
     }
     if (!recipe_is(OptimizerRecipe::kInternEvo)) return memory_s(share * kAdamBytesPerParameter);
     // HybridZeroOptimizer first flattens the shard's bf16 gradients (read 2, write 2) and casts

@@ -344,7 +344,8 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
     const std::string path = "losses";
     reader.only_fields(*losses, path,
                        {"sustained_gemm_fraction", "dgrad_time_ratio", "wgrad_time_ratio",
-                        "overlap_gemm_slowdown", "overlap_memory_bound_slowdown", "launch_gap_s"});
+                        "overlap_gemm_slowdown", "overlap_memory_bound_slowdown", "launch_gap_s",
+                        "eager_kernel_fixed_s", "unvectorized_bandwidth_fraction"});
     TrainingLosses& out = profile.losses;
     auto optional = [&](std::string_view key, Range range) {
       return losses->contains(key) ? read_sourced(reader, *losses, key, path, range) : SourcedValue{};
@@ -355,6 +356,8 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
     out.overlap_gemm_slowdown = optional("overlap_gemm_slowdown", Range::kNonNegative);
     out.overlap_memory_bound_slowdown = optional("overlap_memory_bound_slowdown", Range::kNonNegative);
     out.launch_gap_s = optional("launch_gap_s", Range::kNonNegative);
+    out.eager_kernel_fixed_s = optional("eager_kernel_fixed_s", Range::kNonNegative);
+    out.unvectorized_bandwidth_fraction = optional("unvectorized_bandwidth_fraction", Range::kFraction);
   }
   return profile;
 }
@@ -387,7 +390,9 @@ json losses_json(const TrainingLosses& losses) {
       {"wgrad_time_ratio", &losses.wgrad_time_ratio},
       {"overlap_gemm_slowdown", &losses.overlap_gemm_slowdown},
       {"overlap_memory_bound_slowdown", &losses.overlap_memory_bound_slowdown},
-      {"launch_gap_s", &losses.launch_gap_s}};
+      {"launch_gap_s", &losses.launch_gap_s},
+      {"eager_kernel_fixed_s", &losses.eager_kernel_fixed_s},
+      {"unvectorized_bandwidth_fraction", &losses.unvectorized_bandwidth_fraction}};
   for (const auto& [name, value] : fields) {
     if (!value->source.empty() || value->value != 0) out[name] = sourced_json(*value);
   }

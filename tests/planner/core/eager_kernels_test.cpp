@@ -92,6 +92,28 @@ TEST(EagerKernels, TheHeadsFp32CrossEntropyAndTheEmbeddingsDenseGradient) {
   EXPECT_DOUBLE_EQ(embedding.backward.bytes, 1000 * 4 * 2 + 10 * 4 * 14);
 }
 
+TEST(EagerKernels, CastsMixedDtypesAndLayoutCopiesAreTheUnvectorizedBytes) {
+  const eager::PassTraffic t = eager::layer(small_layer());
+  // Forward: V made contiguous (1 + 1 elements of 2 bytes); no GQA repeat at kv = q.
+  EXPECT_DOUBLE_EQ(t.forward.unvectorized_bytes, 1000 * 100 * 2 * 2);
+  // Backward: V's gradient copied back, and the SwiGLU backward's four casts up (2 + 4) and two
+  // casts down (4 + 2) per FFN element.
+  EXPECT_DOUBLE_EQ(t.backward.unvectorized_bytes, 1000 * 100 * 2 * 2 + 1000 * 300 * (4 * 6 + 2 * 6));
+  // Grouped-query attention repeats K and V into every head's layout (read kv, write q).
+  eager::LayerShape gqa = small_layer();
+  gqa.kv_width = 25;
+  EXPECT_DOUBLE_EQ(eager::layer(gqa).forward.unvectorized_bytes,
+                   1000 * 25 * 2 * 2 + 1000 * (25 + 100) * 2 * 2);
+  // The head's logits cast to fp32 and their gradient cast back: 6 bytes a logit each way.
+  const eager::PassTraffic head = eager::head(10, 10, 4, 100);
+  EXPECT_DOUBLE_EQ(head.forward.unvectorized_bytes, 1000 * 6);
+  EXPECT_DOUBLE_EQ(head.backward.unvectorized_bytes, 1000 * 6);
+  // The hooks add bf16 gradients into fp32 ones: all of it; fused Adam's multi-tensor kernels none.
+  EXPECT_DOUBLE_EQ(eager::gradient_hooks(1000, 6).unvectorized_bytes, 1000 * 10);
+  EXPECT_DOUBLE_EQ(eager::optimizer_step(1000).unvectorized_bytes, 0);
+  EXPECT_DOUBLE_EQ(eager::embedding(10, 4, 1000).backward.unvectorized_bytes, 0);
+}
+
 TEST(EagerKernels, HooksAndTheOptimizerStepPerParameter) {
   EXPECT_DOUBLE_EQ(eager::gradient_hooks(1000, 6).bytes, 1000 * 10);
   EXPECT_DOUBLE_EQ(eager::gradient_hooks(1000, 6).kernels, 6);
@@ -195,6 +217,45 @@ TEST(EagerKernels, EveryKernelLaunchedCostsTheProfilesLaunchGap) {
   const auto unmeasured = build_cost_model(eager_inputs(TrainingFramework::kPyTorchEager));
   ASSERT_TRUE(unmeasured.ok());
   EXPECT_EQ(unmeasured->units[1].work_by_mode[0].backward[WorkKind::kLaunchGap], 0);
+}
+
+TEST(EagerKernels, PyTorchsMeasuredKernelsCostTheirFixedTimeAndTheUnvectorizedBandwidth) {
+  const PlanInputs plain = eager_inputs(TrainingFramework::kPyTorchEager);
+  PlanInputs measured = plain;
+  measured.profile.losses.eager_kernel_fixed_s = {2e-6, "measured: test"};
+  measured.profile.losses.unvectorized_bandwidth_fraction = {0.5, "measured: test"};
+  const auto before = build_cost_model(plain);
+  const auto after = build_cost_model(measured);
+  ASSERT_TRUE(before.ok() && after.ok());
+  // llama2-7b, 4,096 tokens on one GPU: each memory-bound kernel costs 2 us more, and its
+  // unvectorized bytes take twice as long. Forward: 17 kernels; V made contiguous, 2 x 4,096 x
+  // 4,096 x 2 bytes.
+  const double bandwidth = plain.profile.memory_bound_bytes_per_s(plain.cluster.gpu);
+  const double v_copy = 2.0 * 4096 * 4096 * 2;
+  EXPECT_NEAR(after->units[1].work_by_mode[0].forward[WorkKind::kMemoryBound] -
+                  before->units[1].work_by_mode[0].forward[WorkKind::kMemoryBound],
+              17 * 2e-6 + v_copy / bandwidth, 1e-12);
+  // Backward: 6 + 10 + 1 + 1 + 165 + 1 kernels and 6 hooks; V's gradient copy, the SwiGLU's casts
+  // (36 bytes an FFN element) and the hooks' 10 bytes a parameter.
+  const double params = static_cast<double>(before->units[1].parameters);
+  const double unvectorized = v_copy + 4096.0 * 11008 * 36 + params * 10;
+  EXPECT_NEAR(after->units[1].work_by_mode[0].backward[WorkKind::kMemoryBound] -
+                  before->units[1].work_by_mode[0].backward[WorkKind::kMemoryBound],
+              (184 + 6) * 2e-6 + unvectorized / bandwidth, 1e-12);
+  int said = 0;
+  for (const std::string& note : after->notes) {
+    said += note.find("PyTorch's kernels 2.00 us each beyond their bytes") != std::string::npos;
+    said += note.find("casts and layout copies at 0.50 of the memory-bound bandwidth") != std::string::npos;
+  }
+  EXPECT_EQ(said, 2);
+  // Megatron-LM's fused layer is not PyTorch's kernels: unchanged.
+  PlanInputs fused = eager_inputs(TrainingFramework::kGeneric);
+  const auto fused_before = build_cost_model(fused);
+  fused.profile.losses = measured.profile.losses;
+  const auto fused_after = build_cost_model(fused);
+  ASSERT_TRUE(fused_before.ok() && fused_after.ok());
+  EXPECT_DOUBLE_EQ(fused_after->units[1].work_by_mode[0].backward[WorkKind::kMemoryBound],
+                   fused_before->units[1].work_by_mode[0].backward[WorkKind::kMemoryBound]);
 }
 
 TEST(EagerKernels, PyTorchEagerRefusesAMixtureOfExperts) {

@@ -299,11 +299,15 @@ TEST(ParseCalibrationProfile, TrainingLossesReadBackAndAreCheckedEachOnItsOwn) {
   doc["schema_version"] = 3;
   doc["losses"] = {{"sustained_gemm_fraction", {{"value", 0.97}, {"source", "measured: s"}}},
                    {"overlap_gemm_slowdown", {{"value", 0.42}, {"source", "measured: i"}}},
-                   {"launch_gap_s", {{"value", 1e-6}, {"source", "measured: g"}}}};
+                   {"launch_gap_s", {{"value", 1e-6}, {"source", "measured: g"}}},
+                   {"eager_kernel_fixed_s", {{"value", 1.5e-6}, {"source", "measured: e"}}},
+                   {"unvectorized_bandwidth_fraction", {{"value", 0.44}, {"source", "measured: u"}}}};
   auto profile = parse_calibration_profile(doc.dump(), "p.json");
   ASSERT_TRUE(profile.ok()) << profile.error().message;
   EXPECT_EQ(profile->losses.sustained_gemm_fraction, (SourcedValue{0.97, "measured: s"}));
   EXPECT_EQ(profile->losses.launch_gap_s, (SourcedValue{1e-6, "measured: g"}));
+  EXPECT_EQ(profile->losses.eager_kernel_fixed_s, (SourcedValue{1.5e-6, "measured: e"}));
+  EXPECT_EQ(profile->losses.unvectorized_fraction(), 0.44);
   EXPECT_EQ(profile->losses.sustained_fraction(), 0.97);
   EXPECT_EQ(profile->losses.dgrad_ratio(), 1.0);  // absent: no loss
   EXPECT_EQ(profile->losses.overlap_memory_bound_slowdown, SourcedValue{});
@@ -327,12 +331,18 @@ TEST(ParseCalibrationProfile, TrainingLossesReadBackAndAreCheckedEachOnItsOwn) {
             }),
             "calibration profile 'p.json': field 'losses.overlap_gemm_slowdown.value' must be a number >= 0, "
             "got -0.1");
+  EXPECT_EQ(
+      error_after([](nlohmann::json& d) {
+        d["losses"] = {{"host_gap", {{"value", 1}, {"source", "x"}}}};
+      }),
+      "calibration profile 'p.json': unknown field 'losses.host_gap' (known here: "
+      "sustained_gemm_fraction, dgrad_time_ratio, wgrad_time_ratio, overlap_gemm_slowdown, "
+      "overlap_memory_bound_slowdown, launch_gap_s, eager_kernel_fixed_s, unvectorized_bandwidth_fraction)");
   EXPECT_EQ(error_after([](nlohmann::json& d) {
-              d["losses"] = {{"host_gap", {{"value", 1}, {"source", "x"}}}};
+              d["losses"] = {{"unvectorized_bandwidth_fraction", {{"value", 0}, {"source", "x"}}}};
             }),
-            "calibration profile 'p.json': unknown field 'losses.host_gap' (known here: "
-            "sustained_gemm_fraction, dgrad_time_ratio, wgrad_time_ratio, overlap_gemm_slowdown, "
-            "overlap_memory_bound_slowdown, launch_gap_s)");
+            "calibration profile 'p.json': field 'losses.unvectorized_bandwidth_fraction.value' must be a "
+            "fraction in (0, 1], got 0");
   EXPECT_EQ(
       error_after([](nlohmann::json& d) {
         d["losses"] = {{"launch_gap_s", {{"value", -1e-6}, {"source", "x"}}}};

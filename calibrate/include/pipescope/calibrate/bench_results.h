@@ -103,12 +103,25 @@ struct LaunchGapSample {
   double gap_s() const { return stream_s > graph_s ? stream_s - graph_s : 0; }
 };
 
+// eager/<op>/elements:: one of PyTorch's own memory-bound kernels (benches/gpu/eager_elementwise.py),
+// its GPU time per kernel replayed from a CUDA graph.
+struct EagerKernelSample {
+  SampleId id;
+  std::string op;  // mul_bf16, add_bf16, silu_bf16, mul_fp32, cast_bf16_fp32, transpose_bf16, cat_bf16
+  int64_t elements = 0;
+  double bytes = 0;  // read plus written
+  double seconds = 0;
+  // ATen's unvectorized path: a cast (another dtype) or a copy into another layout.
+  bool unvectorized() const { return op.rfind("cast_", 0) == 0 || op.rfind("transpose_", 0) == 0; }
+};
+
 struct BenchResults {
   std::vector<GemmSample> gemm;
   std::vector<GemmLayoutSample> gemm_layouts;
   std::vector<SustainedSample> sustained;
   std::vector<InterferenceSample> interference;
   std::vector<LaunchGapSample> launch_gaps;
+  std::vector<EagerKernelSample> eager_kernels;
   std::vector<AttentionSample> attention;
   std::vector<BandwidthSample> bandwidth;
   std::vector<CollectiveSample> collectives;
@@ -120,7 +133,8 @@ struct BenchResults {
   std::vector<std::string> notes;  // entries skipped (errors, unknown families), context clashes
   bool empty() const {
     return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty() &&
-           gemm_layouts.empty() && sustained.empty() && interference.empty() && launch_gaps.empty();
+           gemm_layouts.empty() && sustained.empty() && interference.empty() && launch_gaps.empty() &&
+           eager_kernels.empty();
   }
   std::string context_value(std::string_view key) const;
 };

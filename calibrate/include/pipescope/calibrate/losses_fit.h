@@ -58,4 +58,18 @@ std::optional<std::string> launch_gaps_summary(const std::vector<LaunchGapSample
 // gives every measured kernel. Empty when the empty kernel was not measured.
 std::optional<LossFit> fit_launch_gap(const std::vector<LaunchGapSample>& samples, const std::string& source);
 
+// PyTorch's own memory-bound kernels (eager/*): a line, time = fixed + bytes / bandwidth, per op.
+// `kernel_fixed`: the median op's fixed time less `launch_gap_s` (the graph's own gap between
+// kernels, which the benchmark's replay includes and the planner prices apart), at least 0.
+// `unvectorized`: the median unvectorized op's bandwidth (casts, layout copies) over
+// `memory_bound_bytes_per_s`, held at 1 with a note where faster. Each empty when not measured
+// (unvectorized also when no unvectorized op was); an op whose line does not fit is noted and left
+// out.
+struct EagerFits {
+  std::optional<LossFit> kernel_fixed, unvectorized;
+};
+EagerFits fit_eager_kernels(const std::vector<EagerKernelSample>& samples, double launch_gap_s,
+                            double memory_bound_bytes_per_s, const std::string& source,
+                            std::vector<std::string>& notes);
+
 }  // namespace pipescope::calibrate

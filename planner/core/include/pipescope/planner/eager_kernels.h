@@ -20,13 +20,19 @@
 namespace pipescope::planner::eager {
 
 // HBM bytes read and written by a run of kernels, and how many kernels it launches.
+// `unvectorized_bytes` is the part of `bytes` that ATen's elementwise kernels move without vector
+// loads: they vectorize only where every operand is contiguous and of one dtype, so casts,
+// mixed-dtype arithmetic and copies into another layout take the slower path (the calibration
+// suite's eager/cast_* and eager/transpose_* benchmarks measure it).
 struct Traffic {
   double bytes = 0;
   double kernels = 0;
+  double unvectorized_bytes = 0;
 
   Traffic& operator+=(const Traffic& other) {
     bytes += other.bytes;
     kernels += other.kernels;
+    unvectorized_bytes += other.unvectorized_bytes;
     return *this;
   }
 };
@@ -61,7 +67,8 @@ PassTraffic head(double tokens, double norm_tokens, double hidden, double vocab)
 PassTraffic embedding(double tokens, double hidden, double vocab_rows);
 
 // The example's main-gradient hooks: after each micro-batch's backward every parameter tensor's
-// bf16 gradient is added into its fp32 main gradient (read 4 + 2, write 4 bytes a parameter).
+// bf16 gradient is added into its fp32 main gradient (read 4 + 2, write 4 bytes a parameter; mixed
+// dtypes, so unvectorized).
 Traffic gradient_hooks(double parameters, double tensors);
 
 // The optimizer step on fp32 masters: fused Adam (read parameter, gradient and both moments,

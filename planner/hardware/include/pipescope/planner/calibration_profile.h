@@ -145,12 +145,22 @@ struct TrainingLosses {
   // ahead: an empty kernel's time, replayed 1,000 at a time from a CUDA graph. Priced per kernel
   // where the planner knows a framework's kernels (--framework pytorch-eager).
   SourcedValue launch_gap_s;
+  // PyTorch's own memory-bound kernels (eager/* of the suite), priced where the planner knows a
+  // framework's kernels: the GPU time each kernel takes beyond its bytes and the launch gap (the
+  // ramp and tail of a kernel too short to fill the GPU), and the bandwidth of the kernels that
+  // take ATen's unvectorized path (casts, mixed dtypes, copies into another layout) over the
+  // memory-bound bandwidth. (0, 1].
+  SourcedValue eager_kernel_fixed_s;
+  SourcedValue unvectorized_bandwidth_fraction;
 
   double sustained_fraction() const {
     return sustained_gemm_fraction.value > 0 ? sustained_gemm_fraction.value : 1;
   }
   double dgrad_ratio() const { return dgrad_time_ratio.value > 0 ? dgrad_time_ratio.value : 1; }
   double wgrad_ratio() const { return wgrad_time_ratio.value > 0 ? wgrad_time_ratio.value : 1; }
+  double unvectorized_fraction() const {
+    return unvectorized_bandwidth_fraction.value > 0 ? unvectorized_bandwidth_fraction.value : 1;
+  }
   bool empty() const { return *this == TrainingLosses{}; }
   bool operator==(const TrainingLosses&) const = default;
 };
