@@ -252,6 +252,9 @@ int run_calibrate_run(const CalibrateArgs& a) {
   }
   const std::string attention_script = find_program("attention_sdpa.py");
   const bool attention = !attention_script.empty() && torch_with_cuda();
+  // PyTorch's own memory-bound kernels, priced under --framework pytorch-eager; a suite without the
+  // script leaves those losses to the base profile.
+  const std::string eager_script = attention ? find_program("eager_elementwise.py") : std::string();
   if (int rc =
           check_before_measuring(a, gpu_listing.device, nccl_program, !nccl_names.empty(), ranks, attention);
       rc != kExitOk)
@@ -270,6 +273,10 @@ int run_calibrate_run(const CalibrateArgs& a) {
   if (attention) {
     phases.push_back({"attention_sdpa.py",
                       list_benchmarks("python3 " + quote(attention_script) + quick + " --list").names, 1.0});
+  }
+  if (!eager_script.empty()) {
+    phases.push_back({"eager_elementwise.py",
+                      list_benchmarks("python3 " + quote(eager_script) + quick + " --list").names, 0.2});
   }
   calibrate::SuiteProgress progress(phases);
   ProgressBar bar(progress);
@@ -294,18 +301,21 @@ int run_calibrate_run(const CalibrateArgs& a) {
                 << "); collectives keep the base profile\n";
     }
   }
-  if (attention) {
-    const std::string attention_json = (work / "attention.json").string();
-    const std::string log = (work / "attention.err").string();
-    const bool ran = run_phase(
-        "python3 " + quote(attention_script) + quick + " -o " + quote(attention_json) + " 2>" + quote(log),
-        phase, progress, bar);
-    if (ran && fs::exists(attention_json, ec)) {
-      fit.bench_files.push_back(attention_json);
+  // A PyTorch script of the suite: its results join the fit, or the base keeps what it measures.
+  auto run_script = [&](const std::string& script, const std::string& name, const std::string& what) {
+    const std::string json_file = (work / (name + ".json")).string();
+    const std::string log = (work / (name + ".err")).string();
+    const bool ran =
+        run_phase("python3 " + quote(script) + quick + " -o " + quote(json_file) + " 2>" + quote(log),
+                  phase++, progress, bar);
+    if (ran && fs::exists(json_file, ec)) {
+      fit.bench_files.push_back(json_file);
     } else {
-      std::cerr << '\n' << kRun << ": the attention benchmark measured nothing (see " << log << ")\n";
+      std::cerr << '\n' << kRun << ": the " << what << " benchmark measured nothing (see " << log << ")\n";
     }
-  }
+  };
+  if (attention) run_script(attention_script, "attention", "attention");
+  if (!eager_script.empty()) run_script(eager_script, "eager", "PyTorch kernels");
   bar.finish();
   if (fit.output.empty()) fit.output = "calibration.json";
   fit.command_line = std::string(kRun) + quick + (a.gpu.empty() ? "" : " --gpu " + a.gpu) +

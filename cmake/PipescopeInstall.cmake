@@ -24,7 +24,8 @@ foreach(suite gpu_benchmark nccl_benchmark trace_overhead)
   endif()
 endforeach()
 if(TARGET gpu_benchmark)
-  install(FILES benches/gpu/attention_sdpa.py DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/pipescope COMPONENT gpu_suite)
+  install(FILES benches/gpu/attention_sdpa.py benches/gpu/eager_elementwise.py
+          DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/pipescope COMPONENT gpu_suite)
 endif()
 
 install(DIRECTORY models/bundled/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pipescope/models FILES_MATCHING PATTERN "*.json")

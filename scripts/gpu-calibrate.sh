@@ -2,8 +2,8 @@
 # Measures this machine's GPUs for the planner (docs/calibration-results.md): gpu_benchmark
 # (GEMM, memory-bound kernels, copies), nccl_benchmark on one rank and, with more than one GPU
 # visible, on all of them (one process per GPU, torchrun's variables, a rendezvous file), and
-# the PyTorch attention script; then fits a profile with `pipescope calibrate fit` when the
-# pipescope binary is there. Without a GPU it says so and exits 0 (CI runs that path).
+# the PyTorch scripts (attention, PyTorch's own memory-bound kernels); then fits a profile with
+# `pipescope calibrate fit` when the pipescope binary is there. Without a GPU it says so and exits 0 (CI runs that path).
 # Usage: scripts/gpu-calibrate.sh [BUILD_DIR] [OUT_DIR] [--quick] [--gpu NAME] [--base NAME|FILE]
 #   BUILD_DIR: a build tree (default ./build) or a bundle (bin/); OUT_DIR: default a new
 #   directory under /tmp. The JSON files and the profile land in OUT_DIR. --gpu and --base go to
@@ -45,6 +45,7 @@ pick() { for f in "$@"; do [[ -e "$f" ]] && { echo "$f"; return; }; done; }
 gpu_bench=$(pick "$build/bin/gpu_benchmark" "$build/benches/gpu/gpu_benchmark")
 nccl_bench=$(pick "$build/bin/nccl_benchmark" "$build/benches/gpu/nccl_benchmark")
 attention=$(pick "$build/share/attention_sdpa.py" "$here/../benches/gpu/attention_sdpa.py")
+eager=$(pick "$build/share/eager_elementwise.py" "$here/../benches/gpu/eager_elementwise.py")
 pipescope=$(pick "$build/bin/pipescope" "$build/cli/pipescope")
 if [[ -z "$gpu_bench" ]]; then
   echo "gpu-calibrate: no gpu_benchmark under $build: build with the CUDA toolkit (nvcc) present" >&2
@@ -96,13 +97,15 @@ fi
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   echo "== attention_sdpa.py -> $out/attention.json"
   python3 "$attention" "${quick[@]}" -o "$out/attention.json" || failed=1
+  echo "== eager_elementwise.py -> $out/eager.json"
+  python3 "$eager" "${quick[@]}" -o "$out/eager.json" || failed=1
 else
   echo "gpu-calibrate: PyTorch with CUDA is not importable; attention not measured" >&2
 fi
 
 if [[ -n "$pipescope" ]]; then
   results=()
-  for f in "$out/gpu.json" "$out"/nccl-*.json "$out/attention.json"; do [[ -f "$f" ]] && results+=("$f"); done
+  for f in "$out/gpu.json" "$out"/nccl-*.json "$out/attention.json" "$out/eager.json"; do [[ -f "$f" ]] && results+=("$f"); done
   echo "== pipescope calibrate fit -> $out/profile.json"
   "$pipescope" calibrate fit "${results[@]}" "${fit_args[@]}" -o "$out/profile.json" || failed=1
 else
