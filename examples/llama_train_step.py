@@ -27,7 +27,8 @@ Flags: --recompute none|selective|full (full: every layer recomputed from its in
 the attention core), --nccl (one-rank NCCL process group; main gradients all-reduced each step,
 as data parallelism would), --torch-profiler (torch.profiler with CUDA activities around the
 timed steps), --allocator default|async (cudaMallocAsync). NVTX ranges name each step
-(`train_step`), forward, backward and optimizer step.
+(`train_step`), forward, backward and optimizer step. The GPU's SM clock and power during the
+timed steps are read by nvidia-smi every 100 ms (`clocks` in the JSON; gpu_clocks.py).
 """
 import argparse
 import json
@@ -36,6 +37,10 @@ import os
 import statistics
 import sys
 import time
+
+# Beside this script (a test or pipeline_1f1b.py may load it by path, which puts nothing on sys.path).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_clocks import ClockSampler  # noqa: E402
 
 
 def parse_args(argv):
@@ -288,6 +293,12 @@ def torch_to_measure_with(prog, need_gpu=True, cpu_hint=""):
     return torch
 
 
+def device_id(torch, device):
+    """The GPU as nvidia-smi names it: its UUID (CUDA_VISIBLE_DEVICES renumbers), else the index."""
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return f"GPU-{uuid}" if uuid is not None else str(device.index or 0)
+
+
 def profiled_by_pipescope():
     return "libpipescope" in os.environ.get("LD_PRELOAD", "")
 
@@ -364,12 +375,15 @@ def main(argv):
     losses = []
     first = {}
     profiler = None
+    sampler = None
     for step in range(args.warmup + args.steps):
         if step == args.warmup and args.torch_profiler:
             from torch.profiler import ProfilerActivity, profile
 
             profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
             profiler.__enter__()
+        if step == args.warmup:
+            sampler = ClockSampler.start(device_id(torch, device))
         torch.cuda.synchronize()
         start = time.perf_counter()
         loss = train_step()
@@ -385,6 +399,7 @@ def main(argv):
             }
         if step >= args.warmup:
             times_s.append(elapsed)
+    clocks = sampler.stop() if sampler is not None else None
     if profiler is not None:
         profiler.__exit__(None, None, None)
     free, _ = torch.cuda.mem_get_info()
@@ -417,6 +432,7 @@ def main(argv):
         "median_step_s": statistics.median(times_s),
         "tokens_per_s": tokens_per_step / statistics.median(times_s),
         "losses": losses,
+        "clocks": clocks,  # nvidia-smi's readings during the timed steps (gpu_clocks.py); None without it
         "memory": {
             "cuda_context_bytes": context_bytes,
             "static_allocated_bytes": static_allocated,
