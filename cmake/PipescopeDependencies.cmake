@@ -23,6 +23,17 @@ set_target_properties(libdeflate::libdeflate PROPERTIES IMPORTED_LOCATION "${LIB
 # profiler/inject (CUPTI, NVTX3, NCCL) and benches/gpu (cudart, cuBLASLt, NCCL). The library
 # is opened with dlopen at run time; a machine without a GPU or driver still builds and tests.
 # The planner-only build (PIPESCOPE_PROFILER=OFF) looks for neither.
+# AUTO (the pip wheel's choice): the profiler where both are found, the planner-only build otherwise.
+if(PIPESCOPE_PROFILER STREQUAL "AUTO")
+  find_package(CUDAToolkit 13 QUIET)
+  find_package(NCCL 2.18 QUIET)
+  if(CUDAToolkit_FOUND AND NCCL_FOUND)
+    set(PIPESCOPE_PROFILER ON)
+  else()
+    message(STATUS "pipescope: no CUDA 13 toolkit with NCCL here; building the planner-only pipescope")
+    set(PIPESCOPE_PROFILER OFF)
+  endif()
+endif()
 if(PIPESCOPE_PROFILER)
   find_package(CUDAToolkit 13 REQUIRED)
   find_package(NCCL 2.18 REQUIRED)

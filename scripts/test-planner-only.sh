@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The planner-only build (PIPESCOPE_PROFILER=OFF) as on a machine that has no CUDA toolkit and no
-# NCCL: CMake may not find either (CMAKE_DISABLE_FIND_PACKAGE_*), CUDA's directories are off the
+# The planner-only build as on a machine that has no CUDA toolkit and no NCCL, configured as the
+# pip wheel configures it (PIPESCOPE_PROFILER=AUTO, which must fall back to OFF): CMake may not find either (CMAKE_DISABLE_FIND_PACKAGE_*), CUDA's directories are off the
 # PATH and its variables unset; afterwards no compile command may name a CUDA or NCCL directory
 # and the binary may need neither's library. Builds `pipescope` alone, unoptimized (the point is
 # that it builds), then runs what it must do and what it must refuse:
@@ -28,9 +28,11 @@ fail() { echo "test-planner-only: $*" >&2; exit 1; }
 parts=(-DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_BENCHES=OFF)
 [ "$configure_only" = 1 ] && parts=(-DPIPESCOPE_BUILD_TESTS=ON -DPIPESCOPE_BUILD_BENCHES=ON)
 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
-  -DPIPESCOPE_PROFILER=OFF "${parts[@]}" \
+  -DPIPESCOPE_PROFILER=AUTO "${parts[@]}" \
   -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_NCCL=ON > "$build.configure.log" 2>&1 \
   || fail "configuring without CUDA and NCCL failed: $(grep -m1 -i error "$build.configure.log")"
+grep -q "building the planner-only pipescope" "$build.configure.log" ||
+  fail "PIPESCOPE_PROFILER=AUTO did not fall back to the planner-only build without CUDA and NCCL"
 if grep -E -i -- '-I[^ ]*(cuda|nccl)|-isystem [^ ]*(cuda|nccl)' "$build/compile_commands.json" > /dev/null; then
   fail "a compile command names a CUDA or NCCL include directory"
 fi
