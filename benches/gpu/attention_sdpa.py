@@ -133,6 +133,27 @@ def no_gpu(reason):
     return 0
 
 
+def cuda_torch():
+    """PyTorch with device 0 current, or None after the suite's one "no GPU" line."""
+    try:
+        import torch
+    except ImportError as e:
+        no_gpu(f"PyTorch is not importable ({e})")
+        return None
+    if not torch.cuda.is_available():
+        no_gpu("torch.cuda.is_available() is False")
+        return None
+    torch.cuda.set_device(0)
+    return torch
+
+
+def write_results(path, doc):
+    """The Google Benchmark JSON document, written whole or not at all."""
+    with open(path + ".tmp", "w") as out:
+        json.dump(doc, out, indent=2)
+    os.replace(path + ".tmp", path)
+
+
 def backends(torch):
     """(label, context manager factory) per backend, preferred first, for this PyTorch."""
     try:
@@ -294,13 +315,9 @@ def main():
         print("device/state/at:end/manual_time")
         return 0
     command = " ".join([sys.argv[0]] + sys.argv[1:])
-    try:
-        import torch
-    except ImportError as e:
-        return no_gpu(f"PyTorch is not importable ({e})")
-    if not torch.cuda.is_available():
-        return no_gpu("torch.cuda.is_available() is False")
-    torch.cuda.set_device(0)
+    torch = cuda_torch()
+    if torch is None:
+        return 0
     uuid = device_uuid(torch)
     idle_state = device_state(uuid)
     benchmarks = []
@@ -316,10 +333,7 @@ def main():
         report(measure(torch, batch, seq, head_dim, causal))
         torch.cuda.empty_cache()
     report([state_entry(torch, "end", uuid)])
-    doc = {"context": context(torch, command, idle_state), "benchmarks": benchmarks}
-    with open(args.output + ".tmp", "w") as out:
-        json.dump(doc, out, indent=2)
-    os.replace(args.output + ".tmp", args.output)
+    write_results(args.output, {"context": context(torch, command, idle_state), "benchmarks": benchmarks})
     return 0
 
 

@@ -15,7 +15,6 @@ Without PyTorch or without a CUDA device: one "no GPU: ..." line on stderr, no f
 Python 3 standard library and torch only.
 """
 import argparse
-import json
 import math
 import os
 import statistics
@@ -150,13 +149,9 @@ def main():
         print("device/state/at:end/manual_time")
         return 0
     command = " ".join([sys.argv[0]] + sys.argv[1:])
-    try:
-        import torch
-    except ImportError as e:
-        return suite.no_gpu(f"PyTorch is not importable ({e})")
-    if not torch.cuda.is_available():
-        return suite.no_gpu("torch.cuda.is_available() is False")
-    torch.cuda.set_device(0)
+    torch = suite.cuda_torch()
+    if torch is None:
+        return 0
     uuid = suite.device_uuid(torch)
     idle_state = suite.device_state(uuid)
     l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or (64 << 20)
@@ -181,10 +176,8 @@ def main():
             benchmarks.append(failed)
         torch.cuda.empty_cache()
     report(suite.state_entry(torch, "end", uuid))
-    doc = {"context": suite.context(torch, command, idle_state, "eager"), "benchmarks": benchmarks}
-    with open(args.output + ".tmp", "w") as out:
-        json.dump(doc, out, indent=2)
-    os.replace(args.output + ".tmp", args.output)
+    suite.write_results(args.output, {"context": suite.context(torch, command, idle_state, "eager"),
+                                      "benchmarks": benchmarks})
     return 0
 
 
