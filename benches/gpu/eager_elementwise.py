@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch's own memory-bound kernels, as eager training launches them between its GEMMs, for the
 calibration suite (docs/calibration-results.md, "eager"): bf16 and fp32 products, a sum, SiLU, a
-cast up to fp32, a head-major copy of a token-major tensor (.contiguous() after a transpose) and a
-concatenation, each at sizes from 1 M to 64 M elements. Each op writes into a preallocated output
+cast up to fp32, a head-major copy of a token-major tensor (.contiguous() after a transpose), a
+concatenation, and rotary's broadcast product and half-slice negation, each at sizes from 1 M to
+64 M elements. Each op writes into a preallocated output
 (the same kernel as the op that allocates), fifty calls are captured in a CUDA graph and the graph
 is replayed, so that the time per kernel is the GPU's (with the graph's own gap between kernels,
 as launch/gap measures it), not the Python dispatcher's. The calls rotate over enough operand
@@ -44,6 +45,10 @@ OPS = [
     ("cast_bf16_fp32", 2, 4, "bf16 to fp32 (.float(), the SwiGLU backward's casts up)"),
     ("transpose_bf16", 2, 2, "bf16 token-major to head-major copy (.contiguous() after transpose)"),
     ("cat_bf16", 2, 2, "bf16 concatenation of two halves along the last dimension"),
+    # Rotary's two strided shapes: a product with the (tokens, 1, head_dim) cos table broadcast over
+    # the heads, and the negated second half of each head (rotate_half's -x2).
+    ("mul_bcast_bf16", 2 + 2 / (HIDDEN // HEAD_DIM), 2, "bf16 x * cos broadcast over the heads (rotary)"),
+    ("neg_slice_bf16", 2, 2, "bf16 -x2 of each head's second half (rotary's rotate_half)"),
 ]
 
 
@@ -77,6 +82,17 @@ def operand_set(torch, name, n):
         a = empty((rows, heads, HEAD_DIM), bf16).normal_()
         c = empty((heads, rows, HEAD_DIM), bf16)
         return (lambda: c.copy_(a.transpose(0, 1))), (a, c)
+    if name == "mul_bcast_bf16":
+        heads = HIDDEN // HEAD_DIM
+        a, c = empty((rows, heads, HEAD_DIM), bf16).normal_(), empty((rows, heads, HEAD_DIM), bf16)
+        cos = empty((rows, 1, HEAD_DIM), bf16).normal_()
+        return (lambda: torch.mul(a, cos, out=c)), (a, cos, c)
+    if name == "neg_slice_bf16":
+        heads = HIDDEN // HEAD_DIM
+        half_rows = n // (heads * (HEAD_DIM // 2))  # n output elements: each head's second half
+        a = empty((half_rows, heads, HEAD_DIM), bf16).normal_()
+        c = empty((half_rows, heads, HEAD_DIM // 2), bf16)
+        return (lambda: torch.neg(a[..., HEAD_DIM // 2:], out=c)), (a, c)
     if name == "cat_bf16":
         x, y = empty((rows, HIDDEN // 2), bf16).normal_(), empty((rows, HIDDEN // 2), bf16).normal_()
         c = empty((rows, HIDDEN), bf16)

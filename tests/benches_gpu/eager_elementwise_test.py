@@ -18,12 +18,12 @@ class Names(unittest.TestCase):
         names = out.stdout.splitlines()
         self.assertEqual(names[0], "device/state/at:warm/manual_time")
         self.assertEqual(names[-1], "device/state/at:end/manual_time")
-        self.assertEqual(len(names), 2 + 7 * 7)
+        self.assertEqual(len(names), 2 + 9 * 7)
         self.assertIn("eager/cast_bf16_fp32/elements:1048576/manual_time", names)
         self.assertIn("eager/transpose_bf16/elements:67108864/manual_time", names)
         quick = subprocess.run([sys.executable, SCRIPT, "--list", "--quick"], capture_output=True, text=True,
                                check=True).stdout.splitlines()
-        self.assertEqual(len(quick), 2 + 7 * 4)
+        self.assertEqual(len(quick), 2 + 9 * 4)
 
 
 class MovedBytes(unittest.TestCase):
@@ -34,6 +34,9 @@ class MovedBytes(unittest.TestCase):
         self.assertEqual(eager.moved_bytes("cast_bf16_fp32", n), n * 6)  # 2 in, 4 out
         self.assertEqual(eager.moved_bytes("silu_bf16", n), n * 4)
         self.assertEqual(eager.moved_bytes("cat_bf16", n), n * 4)  # halves in, the whole out
+        # Rotary: x and a cos row shared by the 32 heads in, the product out; the half-slice.
+        self.assertEqual(eager.moved_bytes("mul_bcast_bf16", n), n * (4 + 2 / 32))
+        self.assertEqual(eager.moved_bytes("neg_slice_bf16", n), n * 4)
 
     def test_an_entry_is_the_time_per_kernel_and_its_bandwidth(self):
         e = eager.entry("add_bf16", 1 << 20, 3.0e-6, 4)
