@@ -20,6 +20,7 @@ packages=(
   clang-14 libclang-rt-14-dev                # sanitizer and libFuzzer build
   clang-format clang-tidy                    # style checks
   pkgconf file                               # install tests: the .pc file; CPack's shlibdeps
+  python3 python3-venv                       # scripts and examples; the wheel's and HTA's fresh venvs
 )
 
 missing=()

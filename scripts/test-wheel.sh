@@ -3,26 +3,59 @@
 # meets it: installed into a fresh virtual environment, `pipescope --version` and `plan` from the
 # environment's bin/, the `pipescope_llm` module's plan() without PIPESCOPE_BINARY, and, in a
 # profiler build, `record -- /bin/true` (the preload library found beside the command).
-# Usage: scripts/test-wheel.sh [--planner-only] [WORK_DIR]
+# Usage: scripts/test-wheel.sh [--planner-only] [--build-dir DIR] [--skip-without-pypi] [WORK_DIR]
 #   --planner-only: build as on a machine without the CUDA toolkit (PIPESCOPE_PROFILER=OFF), the
 #   faster build; otherwise PIPESCOPE_PROFILER=AUTO, as `pip install .` does. WORK_DIR (default
 #   build-wheel) keeps the CMake build between runs, the wheel and the two environments.
+#   --build-dir DIR: build the wheel in an existing Release build tree (scripts/test.sh's) with
+#   that tree's own PIPESCOPE_* settings, so that nothing is rebuilt and the tree keeps its tests.
+#   --skip-without-pypi: where scikit-build-core cannot be installed (no PyPI), say so and exit 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profiler=AUTO
-if [[ ${1:-} == --planner-only ]]; then
-  profiler=OFF
+build_dir=
+skip_without_pypi=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --planner-only) profiler=OFF ;;
+    --skip-without-pypi) skip_without_pypi=1 ;;
+    --build-dir)
+      [[ $# -ge 2 ]] || { echo "test-wheel: --build-dir needs a directory" >&2; exit 2; }
+      build_dir=$(realpath -m "$2")
+      shift
+      ;;
+    -*) echo "test-wheel: unknown option $1 (--planner-only, --build-dir DIR, --skip-without-pypi)" >&2; exit 2 ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 work=$(realpath -m "${1:-build-wheel}")
 mkdir -p "$work"
 fail() { echo "test-wheel: $*" >&2; exit 1; }
+defines=(-C cmake.define.PIPESCOPE_PROFILER="$profiler")
+if [[ -n $build_dir ]]; then
+  cache=$build_dir/CMakeCache.txt
+  [[ -f $cache ]] || fail "--build-dir $build_dir is not a configured build tree (no CMakeCache.txt)"
+  defines=()
+  for var in PIPESCOPE_PROFILER PIPESCOPE_BUILD_TESTS PIPESCOPE_BUILD_BENCHES PIPESCOPE_WERROR; do
+    value=$(sed -n "s/^$var:[A-Z]*=//p" "$cache")
+    [[ -n $value ]] && defines+=(-C "cmake.define.$var=$value")
+  done
+else
+  build_dir=$work/cmake-$profiler
+fi
 
 python3 -m venv "$work/build-env" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
-"$work/build-env/bin/pip" install -q 'scikit-build-core>=0.10' || fail "could not install scikit-build-core from PyPI"
+if ! "$work/build-env/bin/pip" install -q 'scikit-build-core>=0.10'; then
+  if [[ $skip_without_pypi == 1 ]]; then
+    echo "test-wheel: skipped: scikit-build-core could not be installed from PyPI"
+    exit 0
+  fi
+  fail "could not install scikit-build-core from PyPI"
+fi
 rm -rf "$work/dist"
 "$work/build-env/bin/pip" wheel . --no-build-isolation --no-deps -w "$work/dist" \
-  -C build-dir="$work/cmake-$profiler" -C cmake.define.PIPESCOPE_PROFILER="$profiler" >"$work/wheel.log" 2>&1 ||
+  -C build-dir="$build_dir" "${defines[@]}" >"$work/wheel.log" 2>&1 ||
   { tail -n 30 "$work/wheel.log" >&2; fail "the wheel did not build (log: $work/wheel.log)"; }
 wheel=$(ls "$work"/dist/pipescope_llm-*.whl)
 echo "test-wheel: built $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"

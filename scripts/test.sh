@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up and runs every test: the main build (g++) and a second build under AddressSanitizer
-# and UndefinedBehaviorSanitizer with clang, which also builds the libFuzzer targets and runs
-# them over their seed corpus and for a short fuzzing session. Ends with CTest's summary line.
+# Sets up and runs every test: the main build (g++), the pip wheel built from it, and a second
+# build under AddressSanitizer and UndefinedBehaviorSanitizer with clang, which also builds the
+# libFuzzer targets and runs them over their seed corpus and for a short fuzzing session. Ends
+# with CTest's summary line.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -14,6 +15,9 @@ jobs=$(nproc)
 "$repo/scripts/bootstrap.sh" "$repo/build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
   "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" -DPIPESCOPE_WERROR=ON
 ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
+# The pip wheel, built from the tree just tested (nothing rebuilds) and installed in a fresh virtual
+# environment: the command, the module and the preload library from there.
+"$repo/scripts/test-wheel.sh" --build-dir "$repo/build" --skip-without-pypi "$repo/build/wheel-test"
 
 # The sanitizer build: clang so that libFuzzer is available; no benchmarks (timing under a
 # sanitizer means nothing). Crash-status tests inside it tell the sanitizer to leave those
