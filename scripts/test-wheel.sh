@@ -32,14 +32,14 @@ done
 work=$(realpath -m "${1:-build-wheel}")
 mkdir -p "$work"
 fail() { echo "test-wheel: $*" >&2; exit 1; }
-defines=(-C cmake.define.PIPESCOPE_PROFILER="$profiler")
+defines=(--config-settings=cmake.define.PIPESCOPE_PROFILER="$profiler")
 if [[ -n $build_dir ]]; then
   cache=$build_dir/CMakeCache.txt
   [[ -f $cache ]] || fail "--build-dir $build_dir is not a configured build tree (no CMakeCache.txt)"
   defines=()
   for var in PIPESCOPE_PROFILER PIPESCOPE_BUILD_TESTS PIPESCOPE_BUILD_BENCHES PIPESCOPE_WERROR; do
     value=$(sed -n "s/^$var:[A-Z]*=//p" "$cache")
-    [[ -n $value ]] && defines+=(-C "cmake.define.$var=$value")
+    [[ -n $value ]] && defines+=("--config-settings=cmake.define.$var=$value")
   done
 else
   build_dir=$work/cmake-$profiler
@@ -55,7 +55,7 @@ if ! "$work/build-env/bin/pip" install -q 'scikit-build-core>=0.10'; then
 fi
 rm -rf "$work/dist"
 "$work/build-env/bin/pip" wheel . --no-build-isolation --no-deps -w "$work/dist" \
-  -C build-dir="$build_dir" "${defines[@]}" >"$work/wheel.log" 2>&1 ||
+  --config-settings=build-dir="$build_dir" "${defines[@]}" >"$work/wheel.log" 2>&1 ||
   { tail -n 30 "$work/wheel.log" >&2; fail "the wheel did not build (log: $work/wheel.log)"; }
 wheel=$(ls "$work"/dist/pipescope_llm-*.whl)
 echo "test-wheel: built $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
