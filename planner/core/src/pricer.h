@@ -379,8 +379,8 @@ class Pricer {
   // 2 + 4 bytes, write 4, per parameter. InternEvo's layers leave it to autograd, which adds each
   // micro-batch's bf16 weight gradient into .grad after the first (read 2 + 2, write 2): spread
   // over the m micro-batches as (m - 1) / m of that. Megatron accumulates into its fp32 main
-  // gradients inside the weight-gradient GEMM; eager PyTorch's hooks add every micro-batch's bf16
-  // gradients into them outside it.
+  // gradients inside the weight-gradient GEMM; eager PyTorch's hooks, which add every micro-batch's
+  // bf16 gradients into them outside it, are priced as its kernels (gradient_accumulation()).
   double gradient_accumulation_s(double params) const {
     if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) return memory_s(params * (kHalf + 2 * kFloat));
     if (recipe_is(OptimizerRecipe::kInternEvo)) {
