@@ -133,6 +133,23 @@ def no_gpu(reason):
     return 0
 
 
+def suite_arguments(description, quick_help, default_output):
+    """The suite scripts' command line: --quick, -o FILE, --list."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("-o", "--output", default=default_output, help="the JSON file to write")
+    parser.add_argument("--list", action="store_true", help="print the names it would measure and exit")
+    return parser.parse_args()
+
+
+def print_listing(names):
+    """--list: the names it would measure, between the device readings, as it writes them."""
+    print("device/state/at:warm/manual_time")
+    for name in names:
+        print(name)
+    print("device/state/at:end/manual_time")
+
+
 def cuda_torch():
     """PyTorch with device 0 current, or None after the suite's one "no GPU" line."""
     try:
@@ -302,17 +319,10 @@ def context(torch, command, idle_state, suite="attention"):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer sequence lengths and head dimensions")
-    parser.add_argument("-o", "--output", default="attention.json", help="the JSON file to write")
-    parser.add_argument("--list", action="store_true", help="print the names it would measure and exit")
-    args = parser.parse_args()
+    args = suite_arguments(__doc__.splitlines()[0], "fewer sequence lengths and head dimensions", "attention.json")
     if args.list:
-        print("device/state/at:warm/manual_time")
-        for batch, seq, head_dim, causal in shapes(args.quick):
-            for p in ("forward", "backward"):
-                print(f"attention/{p}/{params_of(batch, seq, head_dim, causal)}/manual_time")
-        print("device/state/at:end/manual_time")
+        print_listing(f"attention/{p}/{params_of(batch, seq, head_dim, causal)}/manual_time"
+                      for batch, seq, head_dim, causal in shapes(args.quick) for p in ("forward", "backward"))
         return 0
     command = " ".join([sys.argv[0]] + sys.argv[1:])
     torch = cuda_torch()

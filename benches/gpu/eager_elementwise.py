@@ -15,7 +15,6 @@ Usage: eager_elementwise.py [--quick] [-o FILE] [--list]
 Without PyTorch or without a CUDA device: one "no GPU: ..." line on stderr, no file, exit 0.
 Python 3 standard library and torch only.
 """
-import argparse
 import math
 import os
 import statistics
@@ -153,16 +152,9 @@ def entry(name, n, seconds, replays):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="four sizes instead of seven")
-    parser.add_argument("-o", "--output", default="eager.json", help="the JSON file to write")
-    parser.add_argument("--list", action="store_true", help="print the names it would measure and exit")
-    args = parser.parse_args()
+    args = suite.suite_arguments(__doc__.splitlines()[0], "four sizes instead of seven", "eager.json")
     if args.list:
-        print("device/state/at:warm/manual_time")
-        for name, n in op_names(args.quick):
-            print(f"eager/{name}/elements:{n}/manual_time")
-        print("device/state/at:end/manual_time")
+        suite.print_listing(f"eager/{name}/elements:{n}/manual_time" for name, n in op_names(args.quick))
         return 0
     command = " ".join([sys.argv[0]] + sys.argv[1:])
     torch = suite.cuda_torch()
