@@ -73,6 +73,16 @@ Expected<ModelDesc> model_from_pipescope_json(const nlohmann::json& document, st
   m.attention_dropout = fields.number_or("attention_dropout", 0.0);
   m.hidden_dropout = fields.number_or("hidden_dropout", 0.0);
   if (const nlohmann::json* moe = fields.optional_object("moe")) m.moe = read_moe(*moe, origin, fields);
+  // Numbers the description had to assume (no public source), each with its reason: a plan says them.
+  if (const nlohmann::json* assumptions = fields.optional_array("assumptions")) {
+    for (const nlohmann::json& assumption : *assumptions) {
+      if (!assumption.is_string()) {
+        fields.fail("assumptions", "must be a list of strings, got " + describe_json_value(assumption));
+        break;
+      }
+      m.notes.push_back(assumption.get<std::string>());
+    }
+  }
   fields.reject_unknown_fields();
   if (Status s = fields.status(); !s) return s.error();
   if (Status s = validate(m); !s) return Error{std::string(origin) + ": " + s.error().message};
@@ -118,6 +128,7 @@ std::string to_model_json(const ModelDesc& m) {
                 {"shared_expert_ffn_hidden_size", m.moe.shared_expert_ffn_hidden_size},
                 {"layer_frequency", m.moe.layer_frequency}};
   }
+  if (!m.notes.empty()) j["assumptions"] = m.notes;
   return j.dump(2) + "\n";
 }
 

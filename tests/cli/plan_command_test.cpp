@@ -468,7 +468,7 @@ TEST(PlanCommand, InternEvoOptimizerRecipeHoldsLessAndSaysSo) {
   EXPECT_TRUE(noted) << i["notes"];
   expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "1", "--pp", "1",
                     "--zero", "2", "--optimizer", "internevo"},
-                   "for --zero 2 use --optimizer megatron");
+                   "it has no ZeRO stage 2");
   expect_bad_input(with(base, {"--optimizer", "lamb"}), "--optimizer");
 }
 
@@ -653,6 +653,42 @@ TEST(PlanCommandBadInput, NotANumberIsRefusedWhereANumberIsAsked) {
 TEST(PlanCommandBadInput, GpuWithoutABundledProfileNamesCalibration) {
   expect_bad_input({"--model", "llama2-7b", "--gpu", "b200-180gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
                    "--calibration");
+}
+
+TEST(PlanCommand, TheStudys123BWorkloadShowsV1sImbalanceAndPlansV2sShardedMemory) {
+  // examples/internevo-123b.md: InternEvo v1 (tp 8, pp 4, 1F1B) and v2 (zero1.fsdp in groups of 64,
+  // full recomputation) on 2,048 A100s of Seren.
+  const std::vector<std::string> common = {"--model", "internlm-123b", "--cluster",   "seren",
+                                           "--gpus",  "2048",          "--seq",       "2048",
+                                           "--gbs",   "2048",          "--framework", "internevo"};
+  const json v1 = plan_json(with(common, {"--tp", "8", "--pp", "4", "--mbs", "2", "--zero", "1"}));
+  const json& uniform = v1["uniform"]["stages"];
+  ASSERT_EQ(uniform.size(), 4u);
+  // 1F1B: the first stage holds 4 micro-batches, the last 1; its peak is the job's, near twice the last's.
+  for (size_t s = 1; s < 4; ++s) {
+    EXPECT_LT(uniform[s]["peak_memory_bytes"].get<double>(),
+              uniform[s - 1]["peak_memory_bytes"].get<double>());
+  }
+  EXPECT_GT(uniform[0]["peak_memory_bytes"].get<double>(),
+            1.8 * uniform[3]["peak_memory_bytes"].get<double>());
+  // The suggested split moves layers off the first stage and lowers the job's peak.
+  EXPECT_LT(v1["suggested"]["stages"][0]["layers"].get<int>(), 24);
+  EXPECT_LT(v1["suggested"]["peak_memory_bytes"].get<double>(),
+            v1["uniform"]["peak_memory_bytes"].get<double>());
+  EXPECT_TRUE(v1["suggested"]["fits"].get<bool>());
+
+  const json v2 = plan_json(with(common, {"--tp", "1", "--pp", "1", "--mbs", "1", "--zero", "3",
+                                          "--zero-shard", "64", "--recompute", "full"}));
+  const json& stage = v2["suggested"]["stages"][0];
+  EXPECT_EQ(stage["parameters"].get<int64_t>(), 123'166'402'560);
+  // 16 bytes per parameter over the 64 ranks of a zero1 group.
+  EXPECT_NEAR(stage["static_bytes"].get<double>(), 16.0 * 123'166'402'560 / 64, 1e3);
+  EXPECT_TRUE(v2["suggested"]["fits"].get<bool>());
+  EXPECT_EQ(v2["inputs"]["config"]["zero_stage"], 3);
+  EXPECT_EQ(v2["inputs"]["config"]["grad_sync_overlaps_backward"], false);
+  // zero1.fsdp refuses a pipeline: so does the plan.
+  expect_bad_input(with(common, {"--tp", "8", "--pp", "4", "--zero", "3"}),
+                   "zero1.fsdp, which refuses pipeline parallelism");
 }
 
 }  // namespace

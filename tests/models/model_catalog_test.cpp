@@ -40,11 +40,44 @@ class ModelFiles : public ::testing::Test {
 const char* const kTinyHfConfig = R"({"model_type": "llama", "hidden_size": 256,
   "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 688, "vocab_size": 1000})";
 
-TEST(ModelCatalog, BundlesTheTenModelsOfTheIssue) {
-  EXPECT_EQ(
-      list_bundled_models(),
-      (std::vector<std::string>{"gpt3-175b", "internlm2-20b", "internlm2-7b", "llama2-13b", "llama2-70b",
-                                "llama2-7b", "llama3-405b", "llama3-70b", "llama3-8b", "mixtral-8x7b"}));
+TEST(ModelCatalog, BundlesTheElevenModels) {
+  EXPECT_EQ(list_bundled_models(),
+            (std::vector<std::string>{"gpt3-175b", "internlm-123b", "internlm2-20b", "internlm2-7b",
+                                      "llama2-13b", "llama2-70b", "llama2-7b", "llama3-405b", "llama3-70b",
+                                      "llama3-8b", "mixtral-8x7b"}));
+}
+
+TEST(ModelCatalog, TheStudys123BStatesWhatItAssumes) {
+  // The 123B's shape is not published: the description says what it takes from InternLM 104B and
+  // InternEvo's layer, and each assumption reaches the plan's notes.
+  Expected<ModelDesc> m = load_bundled_model("internlm-123b");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->hidden_size, 10240);
+  EXPECT_EQ(m->num_attention_heads, 80);
+  EXPECT_EQ(m->ffn_hidden_size, 27392);  // InternEvo's FeedForward: int(10240 * 8/3) rounded up to 256
+  EXPECT_EQ(m->num_layers, 96);
+  EXPECT_TRUE(m->qkv_bias);
+  EXPECT_TRUE(m->attention_output_bias);
+  EXPECT_FALSE(m->mlp_bias);
+  ASSERT_EQ(m->notes.size(), 4u);
+  EXPECT_THAT(m->notes[0], HasSubstr("not published"));
+  EXPECT_THAT(m->source, HasSubstr("2403.07648"));
+}
+
+TEST(ModelCatalog, AssumptionsAreAListOfStrings) {
+  const std::string base = R"({"schema_version": 1, "name": "m", "vocab_size": 1000, "hidden_size": 256,
+    "num_layers": 2, "num_attention_heads": 4, "ffn_hidden_size": 688, "mlp": "swiglu", "norm": "rmsnorm",
+    "position_embedding": "rope", "tied_embeddings": false)";
+  Expected<ModelDesc> m = parse_model_json(base + R"(, "assumptions": ["a", "b"]})", "m.json");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->notes, (std::vector<std::string>{"a", "b"}));
+  Expected<ModelDesc> again = parse_model_json(to_model_json(*m), "again.json");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->notes, m->notes);
+  Expected<ModelDesc> bad = parse_model_json(base + R"(, "assumptions": ["a", 3]})", "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, HasSubstr("assumptions"));
+  EXPECT_THAT(bad.error().message, HasSubstr("must be a list of strings, got"));
 }
 
 TEST(ModelCatalog, EveryBundledModelLoadsNamedForItsFileAndStatesItsSource) {

@@ -47,8 +47,9 @@ TEST(ParameterCount, BundledModelsMatchPublishedSizes) {
     const char* name;
     double published;
   } kPublished[] = {
-      {"llama2-7b", 6.74e9},  {"llama2-13b", 13.0e9},   {"llama2-70b", 68.98e9},  {"llama3-8b", 8.03e9},
-      {"llama3-70b", 70.6e9}, {"llama3-405b", 405.9e9}, {"mixtral-8x7b", 46.7e9}, {"gpt3-175b", 175e9},
+      {"llama2-7b", 6.74e9},      {"llama2-13b", 13.0e9},   {"llama2-70b", 68.98e9},
+      {"llama3-8b", 8.03e9},      {"llama3-70b", 70.6e9},   {"llama3-405b", 405.9e9},
+      {"internlm-123b", 123.2e9}, {"mixtral-8x7b", 46.7e9}, {"gpt3-175b", 175e9},
   };
   for (const auto& p : kPublished) {
     SCOPED_TRACE(p.name);

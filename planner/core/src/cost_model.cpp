@@ -118,8 +118,10 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   embedding_pass += price.gradient_accumulation(static_cast<double>(whole.embedding), 1);
   same_for_all_modes(embedding, embedding_pass, models::embedding_activation_bytes(m, base));
   const double word_embedding = real(models::padded_vocab_size(m, base)) / real(c.tp) * real(m.hidden_size);
-  for (UnitOptionCost& option : embedding.by_mode)
-    option.transient_bytes = price.gradient_cast_bytes(word_embedding);
+  for (UnitOptionCost& option : embedding.by_mode) {
+    option.transient_bytes = price.gradient_cast_bytes(word_embedding) +
+                             price.zero3_gathered_bytes(static_cast<double>(whole.embedding));
+  }
   embedding.dp_sync_s = price.dp_sync_s(static_cast<double>(whole.embedding), dp, group);
   embedding.optimizer_s = price.optimizer_s(static_cast<double>(whole.embedding), group);
   embedding.step_bytes = price.step_bytes(static_cast<double>(whole.embedding), group);
@@ -165,12 +167,13 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         option.transient_bytes = full_activations + backward.peak_bytes();
       }
       option.transient_bytes =
-          std::max(option.transient_bytes, price.gradient_cast_bytes(largest_layer_tensor(m, layer, c.tp)));
+          std::max(option.transient_bytes, price.gradient_cast_bytes(largest_layer_tensor(m, layer, c.tp))) +
+          price.zero3_gathered_bytes(static_cast<double>(p.total()));
       option.forward_s = work.forward.total_s();
       option.backward_s = work.backward.total_s();
     }
-    unit.dp_sync_s =
-        price.dp_sync_s(dense_params, dp, group) + price.dp_sync_s(expert_params, expert_dp, expert_group);
+    unit.dp_sync_s = price.dp_sync_s(dense_params, dp, group, price.layer_parameter_tensors()) +
+                     price.dp_sync_s(expert_params, expert_dp, expert_group);
     unit.optimizer_s =
         price.optimizer_s(dense_params, group) + price.optimizer_s(expert_params, expert_group);
     unit.step_bytes = price.step_bytes(dense_params, group) + price.step_bytes(expert_params, expert_group);
@@ -191,8 +194,9 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
     option.transient_bytes = models::output_transient_bytes(m, base);
     if (whole.lm_head + tied_copy > 0)
       option.transient_bytes = std::max(option.transient_bytes, price.gradient_cast_bytes(word_embedding));
+    option.transient_bytes += price.zero3_gathered_bytes(static_cast<double>(head.parameters));
   }
-  head.dp_sync_s = price.dp_sync_s(static_cast<double>(head.parameters), dp, group);
+  head.dp_sync_s = price.dp_sync_s(static_cast<double>(head.parameters), dp, group, tied_copy > 0 ? 3 : 2);
   head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group);
   head.step_bytes = price.step_bytes(static_cast<double>(head.parameters), group);
   model.units.push_back(head);
@@ -219,6 +223,15 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
           "step' is what nvidia-smi shows");
       break;
     case OptimizerRecipe::kInternEvo:
+      if (c.zero_stage == 3) {
+        model.notes.emplace_back(
+            "memory: InternEvo zero1.fsdp: torch FSDP (FULL_SHARD) within the zero1 group, bf16 weights and "
+            "gradients, FSDPadaptOptimizer's fp32 weights and Adam state, all sharded (16/g bytes per "
+            "parameter); a layer's weights gathered before its forward and backward, its bf16 gradients "
+            "reduce-scattered every micro-batch, and (groups smaller than data parallelism) the shards "
+            "all-reduced across the groups tensor by tensor in the optimizer step, after the backward");
+        break;
+      }
       model.notes.emplace_back(
           "memory: InternEvo HybridZeroOptimizer: bf16 weights and gradients, fp32 master weights and Adam "
           "state sharded within the zero1 group (4 + 12/g bytes per parameter); bf16 gradients all-reduced "
@@ -230,6 +243,12 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
       model.notes.emplace_back(
           "memory: bf16 weights, fp32 gradients, fp32 Adam state (18 bytes per parameter before ZeRO)");
       break;
+  }
+  if (c.zero_stage == 3) {
+    model.notes.emplace_back(
+        "memory: ZeRO-3 gathers a layer's whole bf16 weights for its forward and backward while the next "
+        "layer's are gathered, and makes its whole bf16 gradient before reducing it: three bf16 copies of "
+        "one layer's weights are counted at the backward's peak");
   }
   if (c.zero_stage > 0 && group < dp && c.optimizer != OptimizerRecipe::kInternEvo) {
     model.notes.emplace_back("hierarchical ZeRO: states sharded within groups of " + std::to_string(group) +

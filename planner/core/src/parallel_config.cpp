@@ -111,6 +111,9 @@ std::optional<GradSync> parse_grad_sync(std::string_view name) {
 
 bool sync_overlaps_backward(const ParallelConfig& c) {
   if (c.grad_sync != GradSync::kFrameworkDefault) return c.grad_sync == GradSync::kDuringBackward;
+  // InternEvo's FSDPadaptOptimizer all-reduces the gradient shards across the zero1 groups in
+  // its step(), after the backward.
+  if (c.optimizer == OptimizerRecipe::kInternEvo && c.zero_stage == 3) return false;
   switch (c.framework) {
     case TrainingFramework::kMegatronCore:
     case TrainingFramework::kInternEvo: return true;
@@ -137,6 +140,31 @@ models::CostOptions cost_options(const ParallelConfig& config, models::Recompute
   o.flash_attention = config.flash_attention;
   o.recompute = recompute;
   return o;
+}
+
+Status check_optimizer_sharding(const models::ModelDesc& model, const ParallelConfig& c) {
+  if (c.optimizer != OptimizerRecipe::kInternEvo) return Status::Ok();
+  // InternEvo (c628a8c8) shards the optimizer state with HybridZeroOptimizer (parallel.zero1) and
+  // everything with zero1.fsdp: torch FSDP within the zero1 group, which launch.py refuses with
+  // pipeline parallelism and with experts. Gradients alone it does not shard.
+  if (c.zero_stage == 2) {
+    return Error{
+        "--optimizer internevo shards the optimizer state (zero1, --zero 1) or, with zero1.fsdp, the "
+        "weights and gradients too (--zero 3); it has no ZeRO stage 2"};
+  }
+  if (c.zero_stage == 3 && c.pp > 1) {
+    return Error{
+        "--optimizer internevo at --zero 3 is InternEvo's zero1.fsdp, which refuses pipeline "
+        "parallelism: use --pp 1, or --zero 1 with --pp " +
+        num(c.pp)};
+  }
+  if (c.zero_stage == 3 && model.moe.num_experts > 0) {
+    return Error{
+        "--optimizer internevo at --zero 3 is InternEvo's zero1.fsdp, which refuses "
+        "mixture-of-experts models such as " +
+        model.name};
+  }
+  return Status::Ok();
 }
 
 Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, ParallelConfig c) {
@@ -236,14 +264,7 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
     if (c.zero_shard > 0)
       return Error{"--optimizer deepspeed-bf16 shards over all data-parallel ranks; drop --zero-shard"};
   }
-  if (c.optimizer == OptimizerRecipe::kInternEvo && c.zero_stage > 1) {
-    // HybridZeroOptimizer shards the optimizer state only (parallel.zero1); InternEvo's other
-    // sharding, zero1.fsdp, is torch FSDP with its own recipe.
-    return Error{
-        "--optimizer internevo is InternEvo's HybridZeroOptimizer, which shards the optimizer state "
-        "only (zero1); for --zero " +
-        num(c.zero_stage) + " use --optimizer megatron"};
-  }
+  if (Status s = check_optimizer_sharding(model, c); !s.ok()) return s.error();
   if (c.zero_shard > 0) {
     if (c.zero_stage == 0) return Error{"--zero-shard needs --zero 1, 2 or 3"};
     if (dp % c.zero_shard != 0) {

@@ -308,6 +308,9 @@ class Pricer {
         // sharded over the group.
         return llround(params * (kHalf + kHalf + kFloat + 3 * kFloat / g));
       case OptimizerRecipe::kInternEvo:
+        // zero1.fsdp: FSDP's bf16 flat weights and gradients, and FSDPadaptOptimizer's fp32 copy
+        // of them with Adam's moments, all for the rank's shard of its zero1 group.
+        if (z == 3) return llround(params * (kHalf + kHalf + 3 * kFloat) / g);
         // HybridZeroOptimizer: bf16 weights and gradients; fp32 master weights and Adam's moments
         // for the rank's shard of its zero1 group (none sharded at ZeRO 0: zero1 size 1).
         return llround(params * (kHalf + kHalf + 3 * kFloat / (z >= 1 ? g : 1)));
@@ -384,17 +387,26 @@ class Pricer {
   double gradient_accumulation_s(double params) const {
     if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) return memory_s(params * (kHalf + 2 * kFloat));
     if (recipe_is(OptimizerRecipe::kInternEvo)) {
+      // Under zero1.fsdp, FSDP adds each micro-batch's reduced shard into the sharded gradient.
       const double m = static_cast<double>(c_.micro_batches());
-      return memory_s(params * 3 * kHalf) * (m - 1) / m;
+      const double held = c_.zero_stage == 3 ? params / static_cast<double>(c_.shard_group()) : params;
+      return memory_s(held * 3 * kHalf) * (m - 1) / m;
     }
     return 0;
   }
 
-  // Gradient sync (and ZeRO's parameter all-gather) of `params` once per iteration, over a data-
-  // parallel group of `dp` ranks sharded in groups of `group`.
-  double dp_sync_s(double params, int64_t dp, int64_t group) const {
+  // Gradient sync (and ZeRO's parameter all-gather) of `params` in `tensors` parameter tensors once
+  // per iteration, over a data-parallel group of `dp` ranks sharded in groups of `group`.
+  double dp_sync_s(double params, int64_t dp, int64_t group, double tensors = 1) const {
     const int64_t stride = c_.tp * c_.cp;
     const double grad_bytes = params * kFloat;
+    if (recipe_is(OptimizerRecipe::kInternEvo) && c_.zero_stage == 3) {
+      // FSDPadaptOptimizer.step() all-reduces each parameter's bf16 gradient shard across the
+      // zero1 groups (ZERO3_DP) and waits for it before the next: one collective per tensor.
+      if (group >= dp) return 0;
+      const double shard_bytes = params * kHalf / real(group) / tensors;
+      return tensors * collective_s(CollectiveKind::kAllReduce, shard_bytes, dp / group, stride * group);
+    }
     if (recipe_is(OptimizerRecipe::kInternEvo)) {
       // bf16 gradients all-reduced over all of data parallelism during the last backward
       // (overlap_sync_grad); the weight broadcast follows the step (optimizer_s).
@@ -426,11 +438,21 @@ class Pricer {
     if (c_.zero_stage < 3) return {};
     const int64_t stride = c_.tp * c_.cp;
     const double gather = collective_s(CollectiveKind::kAllGather, params * kHalf, group, stride);
-    const double scatter = collective_s(CollectiveKind::kReduceScatter, params * kFloat, group, stride);
+    // InternEvo's FSDP reduces the bf16 gradients; the other recipes keep fp32 gradient shards.
+    const double grad_size = recipe_is(OptimizerRecipe::kInternEvo) ? kHalf : kFloat;
+    const double scatter = collective_s(CollectiveKind::kReduceScatter, params * grad_size, group, stride);
     return pass_of(
         kCommunication,
         exposed_beside_s(gather, compute.forward.total_s(), overlap_slowdown(compute.forward)),
         exposed_beside_s(gather + scatter, compute.backward.total_s(), overlap_slowdown(compute.backward)));
+  }
+
+  // ZeRO-3 materializes a unit's whole weights for its forward and its backward, gathering the
+  // next unit's while this one runs (FSDP's prefetch, DeepSpeed's likewise), and the backward
+  // makes the unit's whole bf16 gradient before reducing it: three bf16 copies of `params` at the
+  // backward's peak, beside its working memory.
+  int64_t zero3_gathered_bytes(double params) const {
+    return c_.zero_stage < 3 ? 0 : llround(3 * kHalf * params);
   }
 
   // The optimizer step on the rank's shard; InternEvo's step() also broadcasts the updated
@@ -444,7 +466,9 @@ class Pricer {
     }
     if (!recipe_is(OptimizerRecipe::kInternEvo)) return memory_s(share * kAdamBytesPerParameter);
     // HybridZeroOptimizer first flattens the shard's bf16 gradients (read 2, write 2) and casts
-    // them to fp32 (read 2, write 4).
+    // them to fp32 (read 2, write 4). FSDPadaptOptimizer (zero1.fsdp) casts them (read 2, write
+    // 4) and copies the fp32 weights into the bf16 ones after Adam (read 4, write 2, where Adam's
+    // own bf16 write is 2): 10 bytes more as well.
     constexpr double kFlattenAndCastBytes = 10;
     const double step_s = memory_s(share * (kAdamBytesPerParameter + kFlattenAndCastBytes));
     if (!broadcasts_shards(group)) return step_s;
@@ -469,7 +493,8 @@ class Pricer {
       case OptimizerRecipe::kDeepSpeedBf16: return llround(params * kHalf);
       case OptimizerRecipe::kInternEvo: {
         const double g = c_.zero_stage >= 1 ? static_cast<double>(group) : 1.0;
-        return llround(params / g * (kHalf + kFloat));
+        // zero1.fsdp: the shard's fp32 gradient copies; HybridZeroOptimizer: also its flat bf16 ones.
+        return llround(params / g * (c_.zero_stage == 3 ? kFloat : kHalf + kFloat));
       }
       case OptimizerRecipe::kMegatron: break;
     }
@@ -484,9 +509,10 @@ class Pricer {
     return recipe_is(OptimizerRecipe::kDeepSpeedBf16) ? llround(largest_tensor * kFloat) : 0;
   }
 
-  // InternEvo with its optimizer state sharded over a zero1 group of more than one rank.
+  // InternEvo's HybridZeroOptimizer with its optimizer state sharded over a zero1 group of more
+  // than one rank (zero1.fsdp keeps the weights sharded: nothing to broadcast).
   bool broadcasts_shards(int64_t group) const {
-    return recipe_is(OptimizerRecipe::kInternEvo) && c_.zero_stage >= 1 && group > 1;
+    return recipe_is(OptimizerRecipe::kInternEvo) && c_.zero_stage >= 1 && c_.zero_stage < 3 && group > 1;
   }
 
   // The profile has no broadcast entry: a ring broadcast of b bytes sends b over every link of the

@@ -83,13 +83,17 @@ OptimizerRecipe framework_recipe(Framework framework, int zero_stage) {
   return OptimizerRecipe::kMegatron;
 }
 
-std::string recipe_text(OptimizerRecipe recipe) {
+std::string recipe_text(OptimizerRecipe recipe, int zero_stage) {
   switch (recipe) {
     case OptimizerRecipe::kMegatron:
       return "Megatron-LM's optimizer recipe (fp32 gradients: 6 + 12/dp bytes per parameter at ZeRO 1)";
     case OptimizerRecipe::kDeepSpeedBf16:
       return "DeepSpeed's BF16_Optimizer (bf16 and unsharded fp32 gradients: 8 + 12/dp bytes per parameter)";
     case OptimizerRecipe::kInternEvo:
+      if (zero_stage == 3) {
+        return "InternEvo's zero1.fsdp (torch FSDP and FSDPadaptOptimizer: 16/g bytes per parameter, g the "
+               "zero1 group)";
+      }
       return "InternEvo's HybridZeroOptimizer (bf16 gradients: 4 + 12/g bytes per parameter, g the zero1 "
              "group)";
   }
@@ -102,8 +106,8 @@ std::string recipe_mismatch(OptimizerRecipe planned, Framework framework, int ze
   const OptimizerRecipe runs = framework_recipe(framework, zero_stage);
   if (runs == planned) return {};
   // --emit only writes settings; the plan's memory stays what was asked for.
-  return "This plan's memory is priced with " + recipe_text(planned) + "; " +
-         std::string(display_name(framework)) + " runs " + recipe_text(runs) +
+  return "This plan's memory is priced with " + recipe_text(planned, zero_stage) + "; " +
+         std::string(display_name(framework)) + " runs " + recipe_text(runs, zero_stage) +
          ": `pipescope plan ... --optimizer " + std::string(to_string(runs)) + "` predicts its memory.";
 }
 
@@ -135,9 +139,10 @@ std::optional<PricedRecompute> fastest_expressible(const std::vector<UniformReco
 bool whole_layers_only(const StageSplit& split, const CommonRecompute& common) {
   if (!common.exact || common.mode == "selective") return false;
   if (common.mode == "none") return true;
-  for (size_t s = 0; s < split.layers.size(); ++s)
+  for (size_t s = 0; s < split.layers.size(); ++s) {
     if (s < split.full_recompute_layers.size() && split.full_recompute_layers[s] != split.layers[s])
       return false;
+  }
   return true;
 }
 

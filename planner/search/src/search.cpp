@@ -53,13 +53,15 @@ Status check_request(const SearchRequest& r) {
   }
   if (c.max_tp < 0) return Error{"the TP limit must not be negative"};
   const int64_t replica_gpus = r.gpus / c.cp;
-  if (c.tp && (*c.tp < 1 || replica_gpus % *c.tp != 0))
+  if (c.tp && (*c.tp < 1 || replica_gpus % *c.tp != 0)) {
     return Error{"--tp " + std::to_string(*c.tp) + " does not divide the " + std::to_string(replica_gpus) +
                  " GPUs of a model replica (--gpus / --cp)"};
-  if (c.pp && (*c.pp < 1 || replica_gpus % (*c.pp * c.tp.value_or(1)) != 0))
+  }
+  if (c.pp && (*c.pp < 1 || replica_gpus % (*c.pp * c.tp.value_or(1)) != 0)) {
     return Error{"--pp " + std::to_string(*c.pp) + " does not divide the " +
                  std::to_string(replica_gpus / c.tp.value_or(1)) + " GPUs left for it (--gpus / --cp" +
                  (c.tp ? " / --tp" : "") + ")"};
+  }
   if (c.vpp && *c.vpp < 1) return Error{"--vpp must be at least 1"};
   if (c.micro_batches.empty() || c.schedules.empty() || c.recompute.empty() || c.zero_stages.empty()) {
     return Error{"the search constraints leave nothing to search: every list needs at least one value"};
@@ -229,6 +231,13 @@ Status Searcher::enumerate_layout(int64_t tp, int64_t pp, int64_t mbs) {
     reduced_.config = layouts_[first_layout].config;
     reduced_.config.zero_stage = z.zero;
     reduced_.config.zero_shard = z.shard;
+    if (Status s = check_optimizer_sharding(request_.model, reduced_.config); !s.ok()) {
+      int64_t configs = 0;
+      for (size_t l = first_layout; l < layouts_.size(); ++l)
+        configs += static_cast<int64_t>(space_.recompute(layouts_[l].config.schedule).size());
+      rejected_.add(s.error().message, configs);
+      continue;
+    }
     auto costs = search_detail::screening_costs(reduced_);
     if (!costs.ok()) return costs.error();
     ++stats_.cost_models;
@@ -364,10 +373,10 @@ void Searcher::finish(SearchResult& result) {
   result.stats = stats_;
   result.seq_length = seq_length_;
   result.capacity_bytes = costs_.empty() ? 0 : costs_.front().costs.capacity_bytes;
-  result.notes.push_back(
+  result.notes.emplace_back(
       "sequence parallelism is on whenever tp > 1, as Megatron-LM recommends (Korthikanti et al. 2022): it "
       "only removes activation memory");
-  result.notes.push_back(
+  result.notes.emplace_back(
       "plans use the split frameworks run by default (uniform; Megatron's uniform chunks for interleaved); a "
       "configuration whose uniform split runs out of memory is ranked on the time-balanced split that fits, "
       "which `pipescope plan --balance time` refines");
@@ -400,12 +409,12 @@ Expected<SearchResult> search(const SearchRequest& request) {
     effective.constraints.zero_stages = {0};
     effective.constraints.shard_groups = false;
   } else if (request.optimizer == OptimizerRecipe::kInternEvo) {
-    // HybridZeroOptimizer is ZeRO-1 only (zero1 size 1 is stage 0).
-    std::erase_if(effective.constraints.zero_stages, [](int stage) { return stage > 1; });
+    // InternEvo has no ZeRO stage 2 (check_optimizer_sharding); its stage 3 is checked per layout.
+    std::erase_if(effective.constraints.zero_stages, [](int stage) { return stage == 2; });
     if (effective.constraints.zero_stages.empty()) {
       return Error{
-          "--optimizer internevo shards the optimizer state only (ZeRO stage 0 or 1); the search "
-          "allows neither"};
+          "--optimizer internevo shards the optimizer state (ZeRO stage 1) or everything (stage 3, "
+          "zero1.fsdp); the search allows neither"};
     }
   }
   Searcher searcher(effective, resolved->seq_length);

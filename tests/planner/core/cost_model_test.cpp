@@ -84,6 +84,36 @@ TEST(StaticMemory, InternEvoKeepsBf16GradientsAndShardsWithinItsZeroOneGroup) {
   EXPECT_EQ(costs_for(c).units[1].static_bytes, static_cast<int64_t>(16.0 * kLayerParams));
 }
 
+TEST(StaticMemory, InternEvosFsdpShardsEverythingWithinItsZeroOneGroup) {
+  // zero1.fsdp (--zero 3): FSDP's bf16 weights 2 and gradients 2, FSDPadaptOptimizer's fp32
+  // weights and moments 12, all over the zero1 group: 16/4 bytes per parameter in groups of 4, 16/8
+  // over all of dp 8. Megatron's recipe at ZeRO 3 keeps fp32 gradients: 18/8.
+  ParallelConfig c = data_parallel_8(3, 4);
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  EXPECT_EQ(costs_for(c).units[1].static_bytes, static_cast<int64_t>(4.0 * kLayerParams));
+  EXPECT_EQ(costs_for(c).units[0].static_bytes, static_cast<int64_t>(4.0 * kEmbeddingParams));
+  c.zero_shard = 0;
+  EXPECT_EQ(costs_for(c).units[1].static_bytes, static_cast<int64_t>(2.0 * kLayerParams));
+  // Its step casts the shard's bf16 gradients to fp32: 4 bytes per shard parameter.
+  EXPECT_EQ(costs_for(c).units[1].step_bytes, static_cast<int64_t>(4 * kLayerParams / 8));
+}
+
+TEST(StepMemory, ZeroThreeHoldsALayersGatheredWeightsAndGradientAtTheBackwardsPeak) {
+  // A layer's bf16 weights gathered, the next layer's prefetched, and its whole bf16 gradient before
+  // the reduce-scatter: 3 x 2 bytes per layer parameter on top of what ZeRO 1 holds in the backward.
+  ParallelConfig zero1 = data_parallel_8(1);
+  ParallelConfig zero3 = data_parallel_8(3);
+  for (size_t mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(mode);
+    EXPECT_EQ(costs_for(zero3).units[1].by_mode[mode].transient_bytes -
+                  costs_for(zero1).units[1].by_mode[mode].transient_bytes,
+              std::llround(6 * kLayerParams));
+    EXPECT_EQ(costs_for(zero3).units[0].by_mode[mode].transient_bytes -
+                  costs_for(zero1).units[0].by_mode[mode].transient_bytes,
+              std::llround(6 * kEmbeddingParams));
+  }
+}
+
 TEST(StepMemory, EachRecipeSizesItsOptimizerStepsWorkingMemory) {
   // DeepSpeed's all-reduce runs on a bf16 copy of the stage's fp32 gradients: 2 bytes per
   // parameter, sharded or not. InternEvo flattens the shard's bf16 gradients (2) and casts them to
@@ -211,6 +241,34 @@ TEST(OptimizerStep, InternEvoBroadcastsEachShardOneAfterAnother) {
   c.zero_stage = 0;
   EXPECT_EQ(costs_for(c).step_fixed_s, 0);
   EXPECT_NEAR(costs_for(c).units[1].optimizer_s, kLayerParams * 40 / hbm, 1e-12);
+}
+
+TEST(DataParallel, InternEvosFsdpAllReducesEachGradientShardAcrossTheGroupsAfterTheBackward) {
+  // dp 16 on two dgx-a100 nodes, zero1.fsdp in groups of 8: every micro-batch reduce-scatters the
+  // bf16 gradients within the group (in the backward's communication); the step all-reduces each
+  // tensor's shard (2 bytes x params / 8) across the 2 groups, one collective per tensor, after
+  // the backward. llama2-7b's layer has 6 tensors (4 linears, 2 norms). No shard is broadcast.
+  ParallelConfig c;
+  c.gpus = 16;
+  c.zero_stage = 3;
+  c.zero_shard = 8;
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  c.framework = TrainingFramework::kInternEvo;
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  // The 8 groups' all-reduces run at once, one member per node each: an eighth of the node's NICs.
+  const double nic_share = 8 * 200e9 / 8 / 8;  // bytes/s
+  const CostModel costs = costs_for(c);
+  EXPECT_NEAR(costs.units[1].dp_sync_s,
+              6 * in.profile
+                      .collective_cost(CollectiveKind::kAllReduce, 2 * kLayerParams / 8 / 6, 2, 2,
+                                       LinkTier::kInterNode, nic_share)
+                      .total_s(),
+              1e-12);
+  EXPECT_FALSE(costs.sync_overlaps_backward);
+  EXPECT_EQ(costs.step_fixed_s, 0);
+  // Without a second group there is nothing to all-reduce.
+  c.zero_shard = 0;
+  EXPECT_EQ(costs_for(c).units[1].dp_sync_s, 0);
 }
 
 TEST(GradientAccumulation, InternEvoAddsEachLaterMicroBatchsBf16GradientsInMemory) {

@@ -65,7 +65,7 @@ TEST(ResolveConfig, DeepSpeedBf16OptimizerRunsAtZeroStageZeroOrOne) {
   expect_refused(c, "--zero-shard");
 }
 
-TEST(ResolveConfig, InternEvoOptimizerShardsTheOptimizerStateOnly) {
+TEST(ResolveConfig, InternEvoShardsTheOptimizerStateOrWithFsdpEverythingButHasNoStageTwo) {
   ParallelConfig c = config(16, 2, 1);  // dp 8
   c.optimizer = OptimizerRecipe::kInternEvo;
   for (int zero : {0, 1}) {
@@ -74,10 +74,27 @@ TEST(ResolveConfig, InternEvoOptimizerShardsTheOptimizerStateOnly) {
   }
   c.zero_shard = 4;
   EXPECT_TRUE(resolve_config(llama2_7b(), c).ok());
-  for (int zero : {2, 3}) {
-    c.zero_stage = zero;
-    expect_refused(c, "for --zero " + std::to_string(zero) + " use --optimizer megatron");
-  }
+  c.zero_stage = 2;
+  expect_refused(c, "--optimizer internevo shards the optimizer state (zero1, --zero 1) or, with zero1.fsdp");
+  // zero1.fsdp: torch FSDP, which InternEvo refuses with pipeline parallelism and with experts.
+  c.zero_stage = 3;
+  EXPECT_TRUE(resolve_config(llama2_7b(), c).ok());  // tp 2, no pipeline
+  ParallelConfig piped = config(16, 1, 2);
+  piped.optimizer = OptimizerRecipe::kInternEvo;
+  piped.zero_stage = 3;
+  expect_refused(piped,
+                 "zero1.fsdp, which refuses pipeline parallelism: use --pp 1, or --zero 1 with --pp 2");
+  ParallelConfig fsdp = config(16, 1, 1);  // dp 16
+  fsdp.optimizer = OptimizerRecipe::kInternEvo;
+  fsdp.zero_stage = 3;
+  fsdp.zero_shard = 8;
+  EXPECT_TRUE(resolve_config(llama2_7b(), fsdp).ok());
+  fsdp.gpus = 32;  // mixtral-8x7b needs ep to divide dp
+  auto moe = resolve_config(*models::load_model("mixtral-8x7b"), fsdp);
+  ASSERT_FALSE(moe.ok());
+  EXPECT_NE(moe.error().message.find("refuses mixture-of-experts models such as mixtral-8x7b"),
+            std::string::npos)
+      << moe.error().message;
 }
 
 TEST(OptimizerRecipe, EverySpellingReadsBack) {

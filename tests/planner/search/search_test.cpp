@@ -147,7 +147,8 @@ TEST(Search, FiguresAreThoseOfPlanForTheSameConfiguration) {
 
 TEST(Search, InternEvoRecipeSearchesZeroOneInShardGroupsWithPlansFigures) {
   // HybridZeroOptimizer shards the optimizer state only: ZeRO 0 or 1, within zero1 groups or over
-  // all of DP; its per-stage broadcast latencies reach the ranking as they reach `plan`.
+  // all of DP; its per-stage broadcast latencies reach the ranking as they reach `plan`. zero1.fsdp
+  // (ZeRO 3) runs without a pipeline only.
   SearchRequest request = test::request("llama2-7b", "dgx-a100", 32, 128, 4096);
   request.optimizer = OptimizerRecipe::kInternEvo;
   request.top = 0;
@@ -155,8 +156,13 @@ TEST(Search, InternEvoRecipeSearchesZeroOneInShardGroupsWithPlansFigures) {
   ASSERT_FALSE(r.ranked.empty());
   bool in_groups = false;
   int compared = 0;
+  bool fsdp = false;
   for (const RankedPlan& p : r.ranked) {
-    EXPECT_LE(p.config.zero_stage, 1) << describe(p.config);
+    EXPECT_NE(p.config.zero_stage, 2) << describe(p.config);
+    if (p.config.zero_stage == 3) {
+      EXPECT_EQ(p.config.pp, 1) << describe(p.config);
+      fsdp = true;
+    }
     EXPECT_EQ(p.config.optimizer, OptimizerRecipe::kInternEvo);
     in_groups = in_groups || p.config.zero_shard > 0;
     if (compared >= 4 || !p.uniform_fits || p.config.zero_stage != 1 || p.config.pp > 2) continue;
@@ -167,12 +173,22 @@ TEST(Search, InternEvoRecipeSearchesZeroOneInShardGroupsWithPlansFigures) {
     ++compared;
   }
   EXPECT_TRUE(in_groups);
+  EXPECT_TRUE(fsdp);
   EXPECT_EQ(compared, 4);
 
-  request.constraints.zero_stages = {2, 3};
+  request.constraints.zero_stages = {2};
   auto refused = search(request);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("--optimizer internevo"), std::string::npos);
+  // Pinned to ZeRO 3 with a pipeline, every layout is refused for the reason resolve_config gives.
+  request.constraints.zero_stages = {3};
+  request.constraints.pp = 2;
+  const SearchResult piped = run(request);
+  EXPECT_TRUE(piped.ranked.empty());
+  bool said = false;
+  for (const auto& reason : piped.rejected)
+    said = said || reason.reason.find("refuses pipeline parallelism") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(Search, ABalancedSplitRescuesWhatTheUniformSplitCannotHold) {
@@ -228,7 +244,7 @@ TEST(Search, RefusesARequestItCannotSearch) {
 }
 
 // The screening costs price one layer per kind; expanded, they must be the full cost model's.
-void expect_expansion_matches(const models::ModelDesc& model, ParallelConfig config) {
+void expect_expansion_matches(const models::ModelDesc& model, const ParallelConfig& config) {
   auto cluster = load_cluster("dgx-h100");
   ASSERT_TRUE(cluster.ok());
   const CalibrationProfile profile = *profile_for_gpu(cluster->gpu);

@@ -28,10 +28,15 @@ enum class BalanceGoal { kMemory, kTime, kHeadroom };
 //   kDeepSpeedBf16  DeepSpeed's BF16_Optimizer (bf16 with ZeRO stage 0 or 1): bf16 weights and the
 //                   bf16 gradients autograd makes, an fp32 gradient buffer that is not sharded,
 //                   fp32 master weights and Adam moments sharded over data parallelism.
-//   kInternEvo      InternEvo's HybridZeroOptimizer (ZeRO stage 0 or 1): bf16 weights and bf16
-//                   gradients, fp32 master weights and Adam moments sharded within the zero1
+//   kInternEvo      InternEvo (c628a8c8). ZeRO stage 0 or 1, HybridZeroOptimizer: bf16 weights and
+//                   bf16 gradients, fp32 master weights and Adam moments sharded within the zero1
 //                   group (--zero-shard, else all of data parallelism); gradients all-reduced in
 //                   bf16 over all of data parallelism, updated weights broadcast from each shard.
+//                   ZeRO stage 3, zero1.fsdp (torch FSDP, FULL_SHARD, in the zero1 group, with
+//                   FSDPadaptOptimizer; no pipeline parallelism): bf16 weights and gradients, fp32
+//                   master weights and Adam moments, all sharded in the group; gradients
+//                   reduce-scattered in bf16 within it every micro-batch, and the shards
+//                   all-reduced across the groups in the optimizer step.
 enum class OptimizerRecipe { kMegatron, kDeepSpeedBf16, kInternEvo };
 
 // The training framework whose behaviour a plan prices (docs/planner.md, "Frameworks"), each read
@@ -130,6 +135,10 @@ OptimizerRecipe framework_optimizer(TrainingFramework framework);
 // Whether the data-parallel gradient sync runs during the last backward: --grad-sync, else the
 // framework's (TrainingFramework's comment).
 bool sync_overlaps_backward(const ParallelConfig& config);
+// What the optimizer recipe can shard at config's ZeRO stage and layout (InternEvo: zero1 at
+// stage 1, zero1.fsdp at stage 3 without pipeline parallelism or experts); resolve_config() checks
+// it, and search checks each ZeRO variant with it.
+Status check_optimizer_sharding(const models::ModelDesc& model, const ParallelConfig& config);
 std::string describe(const ParallelConfig& config);  // "tp 8, pp 4, dp 64, mbs 1, gbs 1024, ..."
 
 }  // namespace pipescope::planner
