@@ -9,6 +9,7 @@
 
 #include "pipescope/calibrate/run_refinement.h"
 #include "pipescope/common/expected.h"
+#include "pipescope/common/plan_schema.h"
 #include "pipescope/planner/calibration_profile.h"
 
 namespace pipescope::cli {
@@ -44,7 +45,7 @@ struct TraceRefinement {
   std::vector<std::string> notes;
 };
 // `plan --json`'s document, with the arguments it was planned with.
-Expected<nlohmann::json> read_plan_json(const std::string& path);
+Expected<plan_schema::PlanSide> read_plan_json(const std::string& path);
 // Refines `profile` in place with the traces in a.trace_dir of the run planned in a.plan_file.
 Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::CalibrationProfile& profile);
 void print_refinement(const TraceRefinement& refinement);

@@ -144,16 +144,17 @@ int run_calibrate_fit(const CalibrateArgs& a) {
         results, {a.gpu, a.base, a.command_line.empty() ? command_line(a) : a.command_line,
                   std::string("pipescope ") + PIPESCOPE_VERSION});
     if (!fit.ok()) return usage_error(kFit, fit.error().message);
-    if (a.json)
+    if (a.json) {
       report["fit"] = fit_json(*fit, results);
-    else
+    } else {
       print_fit(*fit, results);
+    }
     profile = fit->profile;
   } else {
     // Refining alone: start from --base, or from the profile the plan used.
     auto doc = read_plan_json(a.plan_file);
     if (!doc.ok()) return usage_error(kFit, doc.error().message);
-    auto plan = plan_arguments_from_json((*doc)["inputs"]["arguments"]);
+    auto plan = plan_arguments_from_json(nlohmann::json::parse(doc->arguments));
     if (!plan.ok()) return usage_error(kFit, a.plan_file + ": " + plan.error().message);
     auto cluster = cluster_of(plan->args);
     if (!cluster.ok()) return usage_error(kFit, cluster.error().message);
@@ -169,16 +170,18 @@ int run_calibrate_fit(const CalibrateArgs& a) {
   if (!a.trace_dir.empty()) {
     auto refined = refine_with_traces(a, profile);
     if (!refined.ok()) return usage_error(kFit, refined.error().message);
-    if (a.json)
+    if (a.json) {
       report["refinement"] = refinement_json(*refined);
-    else
+    } else {
       print_refinement(*refined);
+    }
   }
   if (!write_output_file(kFit, a.output, planner::write_calibration_profile(profile))) return kExitFailure;
-  if (a.json)
+  if (a.json) {
     std::cout << report.dump(2) << '\n';
-  else
+  } else {
     std::cout << "wrote " << a.output << '\n';
+  }
   std::cout.flush();
   return std::cout ? kExitOk : kExitFailure;
 }

@@ -125,30 +125,26 @@ calibrate::RunObservation observe(const analysis::RunReport& report, const std::
 
 }  // namespace
 
-Expected<nlohmann::json> read_plan_json(const std::string& path) {
+Expected<plan_schema::PlanSide> read_plan_json(const std::string& path) {
   auto text = read_text_file(path, "plan");
   if (!text) return text.error();
-  Expected<nlohmann::json> parsed = parse_json_object(*text, path);
-  if (!parsed) return Error{parsed.error().message + " (expected 'pipescope plan --json' output)"};
-  nlohmann::json doc = std::move(*parsed);
-  if (!doc.contains("suggested") || !doc.contains("inputs")) {
-    return Error{path + " is not the output of 'pipescope plan --json'"};
-  }
-  if (!doc["inputs"].contains("arguments")) {
+  Expected<plan_schema::PlanSide> plan =
+      plan_schema::read_plan_side(*text, path, plan_schema::kSuggestedSide);
+  if (!plan) return plan.error();
+  if (plan->arguments.empty()) {
     return Error{
         path + " has no inputs.arguments (written by an older pipescope); run 'pipescope plan --json' again"};
   }
-  return doc;
+  return plan;
 }
 
 Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::CalibrationProfile& profile) {
   auto doc = read_plan_json(a.plan_file);
   if (!doc.ok()) return doc.error();
-  auto plan = plan_arguments_from_json((*doc)["inputs"]["arguments"]);
+  auto plan = plan_arguments_from_json(nlohmann::json::parse(doc->arguments));
   if (!plan.ok()) return Error{a.plan_file + ": " + plan.error().message};
   plan->args.split.clear();
-  for (const auto& stage : (*doc)["suggested"]["stages"])
-    plan->args.split.push_back(stage.value("layers", 0));
+  for (const plan_schema::StageFigures& stage : doc->figures.stages) plan->args.split.push_back(stage.layers);
 
   auto chosen = load_chosen_run(a.trace_dir, analysis::LoadOptions{}, "", -1);
   if (!chosen.ok()) return chosen.error();

@@ -1,6 +1,7 @@
 #include "plan_output.h"
 
 #include "pipescope/planner/pipeline_layout.h"
+#include "pipescope/planner/plan_json.h"
 #include "pipescope/planner/stage_split.h"
 #include "text_format.h"
 
@@ -18,7 +19,6 @@ namespace {
 
 using planner::PlanReport;
 using planner::StageReport;
-using ordered_json = nlohmann::ordered_json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -228,101 +228,6 @@ void write_fit(std::ostream& out, const planner::PlanOutcome& o) {
   }
 }
 
-// Seconds by kind of work, keyed "gemm_s", "attention_s", "memory_bound_s", "communication_s",
-// "launch_gap_s".
-ordered_json work_json(const planner::WorkTimes& w) {
-  ordered_json out;
-  for (size_t k = 0; k < planner::kWorkKinds; ++k)
-    out[std::string(planner::work_kind_name(static_cast<planner::WorkKind>(k))) + "_s"] = w.s[k];
-  return out;
-}
-
-// The interleaved schedule's chunks per stage, from a report (1 without per-chunk counts).
-int chunks_per_stage(const PlanReport& r) {
-  return r.stages.empty() ? 1 : std::max<int>(1, static_cast<int>(r.stages.front().chunk_layers.size()));
-}
-
-ordered_json stage_json(const StageReport& s) {
-  ordered_json chunk_layers = ordered_json::array();
-  for (int layers : s.chunk_layers) chunk_layers.push_back(layers);
-  return ordered_json{
-      {"index", s.index},
-      {"layers", s.layers},
-      {"chunk_layers", chunk_layers},
-      {"has_embedding", s.has_embedding},
-      {"has_head", s.has_head},
-      {"first_unit", s.first_unit},
-      {"end_unit", s.end_unit},
-      {"parameters", s.parameters},
-      {"in_flight", s.in_flight},
-      {"recompute", s.recompute},
-      {"full_recompute_layers", s.full_recompute_layers},
-      {"static_bytes", s.static_bytes},
-      {"activation_bytes", s.activation_bytes},
-      {"transient_bytes", s.transient_bytes},
-      {"step_bytes", s.step_bytes},
-      {"allocated_bytes", s.allocated_bytes},
-      {"reserved_bytes", s.reserved_bytes},
-      {"peak_memory_bytes", s.peak_memory_bytes},
-      {"forward_s", s.forward_s},
-      {"backward_s", s.backward_s},
-      {"work", {{"forward", work_json(s.work.forward)}, {"backward", work_json(s.work.backward)}}},
-      {"idle_s", s.idle_s},
-      {"dp_sync_exposed_s", s.dp_sync_exposed_s},
-      {"optimizer_s", s.optimizer_s},
-      {"overflows", s.overflows}};
-}
-
-ordered_json report_json(const PlanReport& r, int64_t micro_batches) {
-  ordered_json stages = ordered_json::array();
-  for (const StageReport& s : r.stages) stages.push_back(stage_json(s));
-  const planner::StageStepWork busiest = planner::busiest_stage_work(r, micro_batches);
-  ordered_json step_work = work_json(busiest.pipeline);
-  step_work["optimizer_s"] = busiest.optimizer_s;
-  step_work["dp_sync_exposed_s"] = busiest.dp_sync_exposed_s;
-  return ordered_json{
-      {"fits", r.fits},
-      {"layout", planner::pipeline_layout_string(planner::model_order_chunks(r, chunks_per_stage(r)))},
-      {"peak_memory_bytes", r.peak_memory_bytes},
-      {"reserved_bytes", r.reserved_bytes},
-      {"iteration_s", r.iteration_s},
-      {"pipeline_s", r.pipeline_s},
-      {"bubble_fraction", r.bubble_fraction},
-      {"tokens_per_s", r.tokens_per_s},
-      {"tflops_per_gpu", r.tflops_per_gpu},
-      {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
-      {"model_flops_per_s_per_gpu", r.tflops_per_gpu * 1e12},
-      {"mfu", r.mfu},
-      {"mfu_causal", r.mfu_causal},
-      {"busiest_stage", busiest.stage},
-      {"busiest_stage_work_per_step", step_work},
-      {"stages", stages}};
-}
-
-ordered_json config_json(const planner::ParallelConfig& c) {
-  return ordered_json{{"gpus", c.gpus},
-                      {"tp", c.tp},
-                      {"pp", c.pp},
-                      {"vpp", c.vpp},
-                      {"cp", c.cp},
-                      {"ep", c.ep},
-                      {"dp", c.dp()},
-                      {"micro_batch", c.micro_batch},
-                      {"global_batch", c.global_batch},
-                      {"micro_batches", c.micro_batches()},
-                      {"seq_length", c.seq_length},
-                      {"zero_stage", c.zero_stage},
-                      {"zero_shard", c.zero_shard},
-                      {"recompute", std::string(planner::to_string(c.recompute))},
-                      {"sequence_parallel", c.sequence_parallel},
-                      {"schedule", std::string(planner::to_string(c.schedule))},
-                      {"balance", std::string(planner::to_string(c.balance))},
-                      {"optimizer", std::string(planner::to_string(c.optimizer))},
-                      {"framework", std::string(planner::to_string(c.framework))},
-                      {"grad_sync_overlaps_backward", planner::sync_overlaps_backward(c)},
-                      {"description", planner::describe(c)}};
-}
-
 // Whether the suggested split is proven optimal, or how close to it it is proven to be.
 std::string optimality_text(const planner::PlanOutcome& o) {
   if (o.suggested_is_optimal) return "the suggested split is proven optimal";
@@ -406,78 +311,17 @@ void write_plan_text(std::ostream& out, const PlanPrintout& p) {
 
 std::string plan_json(const PlanPrintout& p) {
   const planner::PlanOutcome& o = p.outcome;
-  ordered_json doc;
-  doc["schema_version"] = kPlanSchemaVersion;
-  doc["inputs"] = ordered_json{{"model",
-                                {{"name", p.model.name},
-                                 {"architecture", p.model.architecture},
-                                 {"num_layers", p.model.num_layers},
-                                 {"source", p.model.source}}},
-                               {"cluster",
-                                {{"name", p.cluster.name},
-                                 {"gpu", p.cluster.gpu.name},
-                                 {"gpus_per_node", p.cluster.gpus_per_node},
-                                 {"gpu_memory_bytes", p.cluster.gpu.memory_bytes}}},
-                               {"calibration", {{"gpu", p.profile.gpu}, {"origin", p.calibration_origin}}},
-                               {"config", config_json(o.config)}};
-  if (!p.arguments.is_null()) doc["inputs"]["arguments"] = p.arguments;
-  doc["memory_figure"] = ordered_json{
-      {"predicted", "reserved"},
-      {"peak_memory_bytes",
-       "reserved: what the CUDA caching allocator holds from the driver, plus the CUDA context and NCCL "
-       "buffers; what runs out"},
-      {"reserved_bytes",
-       "reserved as held once the first optimizer step ran, what nvidia-smi shows: above peak_memory_bytes "
-       "when the step's buffers (step_bytes) take new allocator segments while the activations' stay "
-       "cached"},
-      {"allocated_bytes",
-       "allocated: what tensors use (static + the larger of activation + transient and step)"},
-      {"capacity_bytes", o.capacity_bytes}};
-  // The same on every stage and both sides: what the peaks hold besides the allocator's reserve.
-  doc["memory_overheads"] = ordered_json{{"cuda_context_bytes", o.cuda_context_bytes},
-                                         {"nccl_buffer_bytes", o.nccl_buffer_bytes},
-                                         {"allocator_reserve_fraction", o.allocator_reserve_fraction}};
-  // "uniform" holds the baseline: the framework's uniform split, or the user's --split.
-  doc["baseline"] = o.baseline_is_given_split ? "given_split" : "uniform";
-  doc["uniform"] = report_json(o.uniform, o.config.micro_batches());
-  doc["suggested"] = report_json(o.suggested, o.config.micro_batches());
-  doc["suggested_is_optimal"] = o.suggested_is_optimal;
-  // time_limit_s is 0 where there is no limit: --balance time, the interleaved schedule, no fit.
-  const bool within_limit = o.config.balance == planner::BalanceGoal::kTime || o.time_limit_s == 0 ||
-                            o.suggested.pipeline_s <= o.time_limit_s * (1 + 1e-9);
-  doc["optimality"] = ordered_json{
-      {"proven", o.suggested_is_optimal},
-      {"objective", o.config.balance == planner::BalanceGoal::kTime ? "iteration_s" : "peak_memory_bytes"},
-      {"gap_fraction", o.optimality_gap},
-      {"meets_time_limit", within_limit},
-      {"time_limit_s", o.time_limit_s},
-      {"time_limit_proven", o.time_limit_proven},
-      {"fastest_fitting_s", o.fastest_fitting_s},
-      {"fastest_fitting_lower_bound_s", o.fastest_fitting_lower_s},
-      {"text", optimality_text(o)}};
-  const double u_peak = static_cast<double>(o.uniform.peak_memory_bytes);
-  const int64_t saved = o.uniform.peak_memory_bytes - o.suggested.peak_memory_bytes;
-  const double added_s = o.suggested.iteration_s - o.uniform.iteration_s;
-  doc["comparison"] = ordered_json{
-      {"peak_memory_gain_bytes", saved},
-      {"peak_memory_gain_fraction", u_peak > 0 ? static_cast<double>(saved) / u_peak : 0.0},
-      {"iteration_cost_s", added_s},
-      {"iteration_cost_fraction", o.uniform.iteration_s > 0 ? added_s / o.uniform.iteration_s : 0.0}};
-  doc["fits"] = o.suggested.fits;
-  doc["notes"] = plan_notes(o);
-  ordered_json suggestions = ordered_json::array();
-  for (const planner::FitSuggestion& f : o.suggestions) {
-    suggestions.push_back(ordered_json{{"change", changed_flags(o.config, f.config)},
-                                       {"fits", f.fits},
-                                       {"peak_memory_bytes", f.peak_memory_bytes},
-                                       {"iteration_s", f.iteration_s}});
-  }
-  doc["suggestions"] = suggestions;
-  if (!p.emit_framework.empty()) {
-    doc["emit_framework"] = p.emit_framework;
-    doc["emit"] = p.emit_text;
-  }
-  return doc.dump(2) + "\n";
+  planner::PlanDocumentText text;
+  text.calibration_gpu = p.profile.gpu;
+  text.calibration_origin = p.calibration_origin;
+  text.arguments = &p.arguments;
+  text.notes = plan_notes(o);
+  text.optimality = optimality_text(o);
+  for (const planner::FitSuggestion& f : o.suggestions)
+    text.suggestion_changes.push_back(changed_flags(o.config, f.config));
+  text.emit_framework = p.emit_framework;
+  text.emit_text = p.emit_text;
+  return planner::plan_json(p.model, p.cluster, o, text).dump(2) + "\n";
 }
 
 }  // namespace pipescope::cli

@@ -1,6 +1,7 @@
 // What `pipescope plan` prints: the uniform and the suggested split side by side, stage by stage,
 // with their totals, the gain in peak memory and the cost in step time, and for a plan that does
-// not fit what would make it fit; or the same as one JSON document (kPlanSchemaVersion).
+// not fit what would make it fit; or the same as one JSON document (planner/plan_json.h writes it;
+// common/'s plan_schema.h is its schema).
 #pragma once
 
 #include <ostream>
@@ -14,11 +15,6 @@
 #include "pipescope/planner/plan.h"
 
 namespace pipescope::cli {
-
-// 2 (2026-11-27): each side's `layout` string and each stage's `chunk_layers`; `inputs.arguments`
-// gained `pipeline_layout`. 3 (2026-11-28): every figure of work by kind gained `launch_gap_s`.
-// Readers of older versions read the newer ones' other fields unchanged.
-inline constexpr int kPlanSchemaVersion = 3;
 
 struct PlanPrintout {
   models::ModelDesc model;

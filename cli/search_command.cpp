@@ -12,6 +12,7 @@
 #include "arg_specs.h"
 #include "command.h"
 #include "pipescope/models/model_catalog.h"
+#include "pipescope/planner/plan_json.h"
 #include "pipescope/planner/search.h"
 #include "plan_options.h"
 #include "text_format.h"
@@ -142,42 +143,31 @@ void write_text(std::ostream& out, const planner::SearchRequest& request, const 
   }
 }
 
-ordered_json plan_json(size_t rank, const planner::RankedPlan& p) {
-  const planner::ParallelConfig& c = p.config;
-  return ordered_json{{"rank", rank},
-                      {"tp", c.tp},
-                      {"pp", c.pp},
-                      {"vpp", c.vpp},
-                      {"cp", c.cp},
-                      {"ep", c.ep},
-                      {"dp", c.dp()},
-                      {"micro_batch", c.micro_batch},
-                      {"micro_batches", c.micro_batches()},
-                      {"zero_stage", c.zero_stage},
-                      {"zero_shard", c.zero_shard},
-                      {"recompute", planner::to_string(c.recompute)},
-                      {"sequence_parallel", c.sequence_parallel},
-                      {"schedule", planner::to_string(c.schedule)},
-                      {"split", split_name(p)},
-                      {"stage_layers", p.stage_layers},
-                      {"stage_recompute", p.stage_recompute},
-                      {"iteration_s", p.iteration_s},
-                      {"pipeline_s", p.pipeline_s},
-                      {"bubble_fraction", p.bubble_fraction},
-                      {"tokens_per_s", p.tokens_per_s},
-                      {"tflops_per_gpu", p.tflops_per_gpu},
-                      {"mfu", p.mfu},
-                      {"mfu_causal", p.mfu_causal},
-                      {"peak_memory_bytes", p.peak_memory_bytes},
-                      {"fits", p.fits},
-                      {"uniform_fits", p.uniform_fits},
-                      {"uniform_peak_memory_bytes", p.uniform_peak_memory_bytes},
-                      {"plan_flags", plan_flags(p)}};
+// A ranked configuration: its fields as a plan's inputs.config gives them, then the search's figures.
+ordered_json ranked_json(size_t rank, const planner::RankedPlan& p) {
+  ordered_json out{{"rank", rank}};
+  out.update(planner::config_json(p.config));
+  out.update(ordered_json{{"split", split_name(p)},
+                          {"stage_layers", p.stage_layers},
+                          {"stage_recompute", p.stage_recompute},
+                          {"iteration_s", p.iteration_s},
+                          {"pipeline_s", p.pipeline_s},
+                          {"bubble_fraction", p.bubble_fraction},
+                          {"tokens_per_s", p.tokens_per_s},
+                          {"tflops_per_gpu", p.tflops_per_gpu},
+                          {"mfu", p.mfu},
+                          {"mfu_causal", p.mfu_causal},
+                          {"peak_memory_bytes", p.peak_memory_bytes},
+                          {"fits", p.fits},
+                          {"uniform_fits", p.uniform_fits},
+                          {"uniform_peak_memory_bytes", p.uniform_peak_memory_bytes},
+                          {"plan_flags", plan_flags(p)}});
+  return out;
 }
 
 std::string search_json(const planner::SearchRequest& request, const planner::SearchResult& r) {
   ordered_json ranked = ordered_json::array();
-  for (size_t i = 0; i < r.ranked.size(); ++i) ranked.push_back(plan_json(i + 1, r.ranked[i]));
+  for (size_t i = 0; i < r.ranked.size(); ++i) ranked.push_back(ranked_json(i + 1, r.ranked[i]));
   ordered_json rejected = ordered_json::array();
   for (const planner::Rejection& j : r.rejected)
     rejected.push_back({{"reason", j.reason}, {"configs", j.configs}});
@@ -246,9 +236,10 @@ int run_search(const SearchArgs& args) {
                                        planner::ScheduleKind::kGPipe})
       if (planner::to_string(kind) == args.schedule) k.schedules = {kind};
   }
-  if (args.vpp && *args.vpp > 1 && !args.schedule.empty() && args.schedule != "interleaved")
+  if (args.vpp && *args.vpp > 1 && !args.schedule.empty() && args.schedule != "interleaved") {
     return usage_error(kSearch, "--vpp " + std::to_string(*args.vpp) +
                                     " needs the interleaved schedule, not --schedule " + args.schedule);
+  }
   auto result = planner::search(request);
   if (!result.ok()) return usage_error(kSearch, result.error().message);
   if (a.json) {

@@ -68,7 +68,7 @@ pp::ParallelConfig auto_recompute_config(int64_t gpus, int64_t tp, int64_t pipel
 // every split runs within a few percent of every other (see docs/planner.md). The counters say
 // whether the search proved its split optimal and, when not, the proven gap in peak memory.
 void plan_with_search_counters(benchmark::State& state, const char* model, const char* gpu,
-                               pp::ParallelConfig c) {
+                               const pp::ParallelConfig& c) {
   pp::PlanInputs in;
   in.model = or_die(pipescope::models::load_model(model));
   in.cluster = or_die(pp::make_gpu_cluster(gpu));

@@ -304,6 +304,29 @@ TEST(CalibrateFit, RefusesAPlanWhoseArgumentsNameWhatPlanWouldRefuse) {
   }
 }
 
+TEST(CalibrateFit, RefusesAPlanOfAnotherVersionOrMissingAStagesLayers) {
+  // The plan is read through the plan schema, as `report --plan` reads it.
+  Dir dir;
+  const std::string planned = plan_document();
+  ASSERT_FALSE(planned.empty());
+  fs::create_directories(dir.file("traces"));
+  const auto refused = [&](const json& doc, const std::string& says) {
+    write_file(dir.file("edited.json"), doc.dump());
+    expect_bad_input(run_pipescope({"calibrate", "fit", "--trace", dir.file("traces"), "--plan",
+                                    dir.file("edited.json"), "-o", dir.file("p.json")}),
+                     says);
+  };
+  json newer = json::parse(planned);
+  newer["schema_version"] = 4;
+  refused(newer, "has plan schema_version 4; this pipescope reads versions 1 to 3");
+  json no_layers = json::parse(planned);
+  no_layers["suggested"]["stages"][0].erase("layers");
+  refused(no_layers, "suggested.stages[0].layers is missing or not an integer");
+  json no_arguments = json::parse(planned);
+  no_arguments["inputs"].erase("arguments");
+  refused(no_arguments, "has no inputs.arguments");
+}
+
 TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement) {
   Dir dir;
   const std::string planned = plan_document();

@@ -370,10 +370,14 @@ TEST(ReportOnSyntheticRun, PlannedVersusMeasuredComparesLikeWithLikeWithTheError
   options.plan_json = R"({"schema_version": 1,
       "inputs": {"config": {"tp": 1, "pp": 4, "dp": 4, "micro_batch": 2, "micro_batches": 4}},
       "suggested": {"bubble_fraction": 0.27, "iteration_s": 0.07,
-      "stages": [{"peak_memory_bytes": 10737418240, "allocated_bytes": 1, "forward_s": 0.0025, "backward_s": 0.004},
-                 {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004},
-                 {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004},
-                 {"peak_memory_bytes": 1, "forward_s": 0.002, "backward_s": 0.004}]}})";
+      "stages": [{"layers": 8, "peak_memory_bytes": 10737418240, "allocated_bytes": 1, "forward_s": 0.0025,
+                  "backward_s": 0.004, "optimizer_s": 0},
+                 {"layers": 8, "peak_memory_bytes": 1, "allocated_bytes": 1, "forward_s": 0.002, "backward_s": 0.004,
+                  "optimizer_s": 0},
+                 {"layers": 8, "peak_memory_bytes": 1, "allocated_bytes": 1, "forward_s": 0.002, "backward_s": 0.004,
+                  "optimizer_s": 0},
+                 {"layers": 8, "peak_memory_bytes": 1, "allocated_bytes": 1, "forward_s": 0.002, "backward_s": 0.004,
+                  "optimizer_s": 0}]}})";
   const auto [truth, report] = report_of(SyntheticRunSpec{}, dir, options);
   ASSERT_TRUE(report.plan.has_value());
   const PlanComparison& plan = *report.plan;
@@ -414,7 +418,9 @@ TEST(ReportOnSyntheticRun, PlannedVersusMeasuredSplitsEachStagesGpuTimeByKindOfW
   spec.attention_share = 0.2;
   ReportOptions options;
   options.plan_path = "plan.json";
-  const std::string stage = R"({"peak_memory_bytes": 1, "forward_s": 0.0022, "backward_s": 0.0044,
+  const std::string stage =
+      R"({"layers": 8, "peak_memory_bytes": 1, "allocated_bytes": 1, "forward_s": 0.0022,
+      "backward_s": 0.0044,
       "optimizer_s": 0.0005, "work": {
         "forward": {"gemm_s": 0.0015, "attention_s": 0.0004, "memory_bound_s": 0.0003, "communication_s": 0},
         "backward": {"gemm_s": 0.003, "attention_s": 0.0009, "memory_bound_s": 0.0005, "communication_s": 0}}})";
@@ -438,7 +444,8 @@ TEST(ReportOnSyntheticRun, PlannedVersusMeasuredSplitsEachStagesGpuTimeByKindOfW
   ScratchDir again;
   options.plan_json = R"({"schema_version": 1, "inputs": {"config": {"micro_batches": 8}},
       "suggested": {"bubble_fraction": 0.2, "iteration_s": 0.07,
-                    "stages": [{"forward_s": 0.002, "backward_s": 0.004, "peak_memory_bytes": 1e9}]}})";
+                    "stages": [{"layers": 32, "forward_s": 0.002, "backward_s": 0.004, "peak_memory_bytes": 1e9,
+                                "allocated_bytes": 1e9, "optimizer_s": 0}]}})";
   const auto [truth2, older] = report_of(spec, again, options);
   ASSERT_TRUE(older.plan.has_value());
   EXPECT_FALSE(older.plan->stages[0].gemm_s.has_value());
@@ -452,7 +459,8 @@ TEST(ReportOnSyntheticRun, APlanFigureTheTracesDoNotShowHasNoError) {
   spec.memory = false;
   ReportOptions options;
   options.plan_json = R"({"schema_version": 1, "suggested": {"bubble_fraction": 0.27, "iteration_s": 0.07,
-      "stages": [{"peak_memory_bytes": 5, "forward_s": 0.002, "backward_s": 0.004}]}})";
+      "stages": [{"layers": 32, "peak_memory_bytes": 5, "allocated_bytes": 5, "forward_s": 0.002,
+                  "backward_s": 0.004, "optimizer_s": 0}]}})";
   const auto [truth, report] = report_of(spec, dir, options);
   ASSERT_TRUE(report.plan.has_value());
   const PlanStageComparison& first = report.plan->stages.at(0);

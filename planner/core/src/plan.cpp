@@ -102,6 +102,10 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
                                         const std::vector<int64_t>& chunk_layers) {
   const ParallelConfig& c = in.config;
   const int p = static_cast<int>(c.pp), v = static_cast<int>(c.vpp), chunks = p * v;
+  // Chunk k of stage s is the model's chunk k p + s.
+  const auto chunk_at = [p](int k, int s) {
+    return static_cast<size_t>(k) * static_cast<size_t>(p) + static_cast<size_t>(s);
+  };
   ScheduleSpec spec{ScheduleKind::kInterleaved, p, static_cast<int>(c.micro_batches()), v};
   PipelineCosts pc;
   pc.forward_s.assign(static_cast<size_t>(chunks), 0.0);
@@ -130,15 +134,15 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     st.option = option;
     double f = 0, b = 0;
     for (int k = 0; k < v; ++k) {
-      f += pc.forward_s[static_cast<size_t>(k * p + s)];
-      b += pc.backward_s[static_cast<size_t>(k * p + s)];
+      f += pc.forward_s[chunk_at(k, s)];
+      b += pc.backward_s[chunk_at(k, s)];
     }
     st.forward_s = f;
     st.backward_s = b;
     // The span from the stage's first unit to its last; report_of's sums over it are replaced below.
     st.first_unit = static_cast<int>(costs.units.size());
     for (int k = 0; k < v; ++k) {
-      for (int u : chunk_units[static_cast<size_t>(k * p + s)]) {
+      for (int u : chunk_units[chunk_at(k, s)]) {
         st.first_unit = std::min(st.first_unit, u);
         st.end_unit = std::max(st.end_unit, u + 1);
       }
@@ -155,7 +159,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     st.chunk_layers.clear();
     for (int k = 0; k < v; ++k) {
       StageUnitTotals chunk;
-      for (int u : chunk_units[static_cast<size_t>(k * p + s)]) chunk.add_unit(costs, u, option);
+      for (int u : chunk_units[chunk_at(k, s)]) chunk.add_unit(costs, u, option);
       chunk_activation.push_back(chunk.activation_bytes);
       st.chunk_layers.push_back(chunk.layers);
       totals += chunk;
@@ -186,6 +190,17 @@ Throughput throughput_of(const models::IterationFlops& flops, const ParallelConf
   t.mfu = flops.model / iteration_s / gpus / peak;
   t.mfu_causal = flops.model_causal() / iteration_s / gpus / peak;
   return t;
+}
+
+std::vector<int64_t> model_order_chunks(const PlanReport& plan, int chunks_per_stage) {
+  std::vector<int64_t> chunks;
+  const size_t p = plan.stages.size(), v = static_cast<size_t>(std::max(chunks_per_stage, 1));
+  for (size_t g = 0; g < p * v; ++g) {
+    const StageReport& st = plan.stages[g % p];
+    const size_t k = g / p;
+    chunks.push_back(k < st.chunk_layers.size() ? st.chunk_layers[k] : st.layers / static_cast<int>(v));
+  }
+  return chunks;
 }
 
 StageStepWork busiest_stage_work(const PlanReport& report, int64_t micro_batches) {

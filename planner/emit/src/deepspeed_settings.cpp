@@ -27,7 +27,7 @@ FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutco
   // ZeRO: the pipeline engine takes stage 0 or 1 only; MiCS shards stage 3 within groups.
   int zero_stage = c.zero_stage;
   if (c.pp > 1 && zero_stage >= 2) {
-    out.not_expressible.push_back(
+    out.not_expressible.emplace_back(
         "ZeRO-" + num(zero_stage) +
         " with pipeline parallelism: DeepSpeed's pipeline engine refuses ZeRO-2 and "
         "ZeRO-3. Closest: ZeRO-1 (below); `pipescope plan ... --zero 1` predicts it.");
@@ -38,7 +38,7 @@ FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutco
     if (zero_stage == 3) {
       zero += ", \"mics_shard_size\": " + num(c.zero_shard);
     } else {
-      out.not_expressible.push_back(
+      out.not_expressible.emplace_back(
           "ZeRO-" + num(zero_stage) + " sharded within groups of " + num(c.zero_shard) +
           " data-parallel ranks: DeepSpeed shards within groups only at stage 3 (MiCS, "
           "mics_shard_size). Closest: sharding over all data-parallel ranks (below).");
@@ -77,7 +77,7 @@ FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutco
                                   " on every stage.");
   }
   if (recompute.mode == "selective" && !priced) {
-    out.not_expressible.push_back(
+    out.not_expressible.emplace_back(
         "Selective (attention-core) recompute: PipelineModule checkpoints whole layers only. Closest: full "
         "(activation_checkpoint_interval=1), or selective recompute inside your layer's code.");
   }
@@ -131,10 +131,10 @@ FrameworkSettings emit_deepspeed(const models::ModelDesc& model, const PlanOutco
     out.not_expressible.push_back(note);
   }
   if (c.schedule == ScheduleKind::kInterleaved) {
-    out.not_expressible.push_back(
+    out.not_expressible.emplace_back(
         "The interleaved schedule: DeepSpeed's pipeline engine has one stage per rank.");
   } else if (c.schedule == ScheduleKind::kGPipe) {
-    out.not_expressible.push_back(
+    out.not_expressible.emplace_back(
         "The GPipe schedule: DeepSpeed's pipeline engine runs its own 1F1B-style schedule, which keeps fewer "
         "micro-batches in flight than the GPipe plan.");
   }

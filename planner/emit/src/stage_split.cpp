@@ -32,17 +32,6 @@ StageSplit stage_split(const PlanReport& plan) {
   return split;
 }
 
-std::vector<int64_t> model_order_chunks(const PlanReport& plan, int chunks_per_stage) {
-  std::vector<int64_t> chunks;
-  const size_t p = plan.stages.size(), v = static_cast<size_t>(std::max(chunks_per_stage, 1));
-  for (size_t g = 0; g < p * v; ++g) {
-    const StageReport& st = plan.stages[g % p];
-    const size_t k = g / p;
-    chunks.push_back(k < st.chunk_layers.size() ? st.chunk_layers[k] : st.layers / static_cast<int>(v));
-  }
-  return chunks;
-}
-
 bool all_equal(const std::vector<int>& layers) {
   return std::adjacent_find(layers.begin(), layers.end(), std::not_equal_to<>()) == layers.end();
 }

@@ -85,6 +85,11 @@ struct StageStepWork {
 // The stage with the most work per step (the first of equals); a plan has at least one stage.
 StageStepWork busiest_stage_work(const PlanReport& report, int64_t micro_batches);
 
+// Decoder layers per chunk in model order: one chunk per stage, or, for the interleaved schedule,
+// `chunks_per_stage` each (chunk g on stage g mod p). A report without per-chunk counts holds
+// Megatron-LM's uniform chunks: its stages' layers spread evenly over their chunks.
+std::vector<int64_t> model_order_chunks(const PlanReport& plan, int chunks_per_stage = 1);
+
 // A change to the configuration that could make a plan fit, planned for real. The command line
 // names it by the flags that differ from the configuration planned.
 struct FitSuggestion {

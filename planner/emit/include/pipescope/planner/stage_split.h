@@ -22,11 +22,6 @@ struct StageSplit {
 };
 StageSplit stage_split(const PlanReport& plan);
 
-// Decoder layers per chunk in model order: one chunk per stage, or, for the interleaved schedule,
-// `chunks_per_stage` each (chunk g on stage g mod p). A report without per-chunk counts holds
-// Megatron-LM's uniform chunks: its stages' layers spread evenly over their chunks.
-std::vector<int64_t> model_order_chunks(const PlanReport& plan, int chunks_per_stage = 1);
-
 bool all_equal(const std::vector<int>& layers);
 
 // Megatron-LM's --pipeline-model-parallel-layout for a split without virtual stages
