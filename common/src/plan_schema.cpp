@@ -6,117 +6,53 @@
 #include <nlohmann/json.hpp>
 
 #include "pipescope/common/json_document.h"
+#include "pipescope/common/json_fields.h"
 
 namespace pipescope::plan_schema {
 namespace {
 
 constexpr std::string_view kExpected = "'pipescope plan --json'";
 
-// A field's path in the document: "suggested.stages[2]" and "forward_s" give
-// "suggested.stages[2].forward_s"; a top-level field is its key.
-std::string field_path(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-
-// Reads the fields of one object, keeping the first problem: a required field that is missing or
-// of the wrong type is named by its path in the document.
-class FieldReader {
- public:
-  FieldReader(std::string_view origin, std::string* error) : origin_(origin), error_(error) {}
-
-  double number(const nlohmann::json& object, std::string_view key, const std::string& path) {
-    const auto it = object.find(key);
-    if (it == object.end() || !it->is_number()) {
-      fail(field_path(path, key) + " is missing or not a number");
-      return 0;
-    }
-    return it->get<double>();
-  }
-
-  int64_t integer(const nlohmann::json& object, std::string_view key, const std::string& path) {
-    const auto it = object.find(key);
-    if (it == object.end() || !it->is_number_integer()) {
-      fail(field_path(path, key) + " is missing or not an integer");
-      return 0;
-    }
-    return it->get<int64_t>();
-  }
-
-  // An optional integer: absent or null is nullopt, present of another type is an error.
-  std::optional<int64_t> optional_integer(const nlohmann::json& object, std::string_view key,
-                                          const std::string& path) {
-    const auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return std::nullopt;
-    if (!it->is_number_integer()) {
-      fail(field_path(path, key) + " is not an integer");
-      return std::nullopt;
-    }
-    return it->get<int64_t>();
-  }
-
-  // An optional object: absent or null is nullptr, present of another type is an error.
-  const nlohmann::json* optional_object(const nlohmann::json& object, std::string_view key,
-                                        const std::string& path) {
-    const auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return nullptr;
-    if (!it->is_object()) {
-      fail(field_path(path, key) + " is not an object");
-      return nullptr;
-    }
-    return &*it;
-  }
-
-  void fail(const std::string& problem) {
-    if (error_->empty()) {
-      *error_ =
-          std::string(origin_) + ": " + problem + ": not a complete " + std::string(kExpected) + " output";
-    }
-  }
-
- private:
-  std::string_view origin_;
-  std::string* error_;
-};
-
-WorkByKind read_work(const nlohmann::json& pass, const std::string& path, FieldReader& read) {
+WorkByKind read_work(const nlohmann::json& pass, const std::string& path, JsonFieldReader& read) {
   WorkByKind work;
   for (size_t k = 0; k < kWorkKindKeys.size(); ++k) {
     // launch_gap_s came with version 3: an older document's pass has none.
-    if (kWorkKindKeys[k] == "launch_gap_s" && !pass.contains(kWorkKindKeys[k])) continue;
-    work.s[k] = read.number(pass, kWorkKindKeys[k], path);
+    work.s[k] = kWorkKindKeys[k] == "launch_gap_s"
+                    ? read.optional_number(pass, kWorkKindKeys[k], path).value_or(0)
+                    : read.number(pass, kWorkKindKeys[k], path);
   }
   return work;
 }
 
-StageFigures read_stage(const nlohmann::json& stage, const std::string& path, FieldReader& read) {
+StageFigures read_stage(const nlohmann::json& stage, const std::string& path, JsonFieldReader& read) {
   StageFigures s;
-  s.layers = read.integer(stage, "layers", path);
-  s.forward_s = read.number(stage, "forward_s", path);
-  s.backward_s = read.number(stage, "backward_s", path);
-  s.peak_memory_bytes = read.number(stage, "peak_memory_bytes", path);
-  s.allocated_bytes = read.number(stage, "allocated_bytes", path);
-  s.optimizer_s = read.number(stage, "optimizer_s", path);
+  s.layers = read.integer(stage, "layers", path, JsonRange::kNonNegative);
+  s.forward_s = read.number(stage, "forward_s", path, JsonRange::kNonNegative);
+  s.backward_s = read.number(stage, "backward_s", path, JsonRange::kNonNegative);
+  s.peak_memory_bytes = read.number(stage, "peak_memory_bytes", path, JsonRange::kNonNegative);
+  s.allocated_bytes = read.number(stage, "allocated_bytes", path, JsonRange::kNonNegative);
+  s.optimizer_s = read.number(stage, "optimizer_s", path, JsonRange::kNonNegative);
+  // Work by kind came during version 1: an early document's stages have none.
   if (const nlohmann::json* work = read.optional_object(stage, "work", path)) {
-    const nlohmann::json* forward = read.optional_object(*work, "forward", path + ".work");
-    const nlohmann::json* backward = read.optional_object(*work, "backward", path + ".work");
-    if (forward == nullptr || backward == nullptr) {
-      read.fail(path + ".work needs both forward and backward");
-    } else {
-      s.forward_work = read_work(*forward, path + ".work.forward", read);
-      s.backward_work = read_work(*backward, path + ".work.backward", read);
+    const std::string work_path = field_path(path, "work");
+    const nlohmann::json* forward = read.object(*work, "forward", work_path);
+    const nlohmann::json* backward = read.object(*work, "backward", work_path);
+    if (forward != nullptr && backward != nullptr) {
+      s.forward_work = read_work(*forward, field_path(work_path, "forward"), read);
+      s.backward_work = read_work(*backward, field_path(work_path, "backward"), read);
     }
   }
   return s;
 }
 
-ConfigFigures read_config(const nlohmann::json& config, FieldReader& read) {
+ConfigFigures read_config(const nlohmann::json& config, JsonFieldReader& read) {
   const std::string path = "inputs.config";
   ConfigFigures c;
-  c.tp = read.optional_integer(config, "tp", path);
-  c.pp = read.optional_integer(config, "pp", path);
-  c.dp = read.optional_integer(config, "dp", path);
-  c.micro_batch = read.optional_integer(config, "micro_batch", path);
-  c.micro_batches = read.optional_integer(config, "micro_batches", path);
+  c.tp = read.optional_integer(config, "tp", path, JsonRange::kPositive);
+  c.pp = read.optional_integer(config, "pp", path, JsonRange::kPositive);
+  c.dp = read.optional_integer(config, "dp", path, JsonRange::kPositive);
+  c.micro_batch = read.optional_integer(config, "micro_batch", path, JsonRange::kPositive);
+  c.micro_batches = read.optional_integer(config, "micro_batches", path, JsonRange::kPositive);
   return c;
 }
 
@@ -147,23 +83,18 @@ Expected<PlanSide> read_plan_side(std::string_view text, std::string_view origin
                  std::string(kExpected) + ")");
   }
 
-  std::string error;
-  FieldReader read(origin, &error);
+  JsonFieldReader read("plan '" + std::string(origin) + "'");
   PlanSide plan;
   plan.schema_version = version.get<int>();
   plan.side = key;
   const auto baseline = doc.find("baseline");
   plan.baseline_is_given_split = baseline != doc.end() && *baseline == kGivenSplitBaseline;
-  plan.figures.iteration_s = read.number(*figures, "iteration_s", key);
-  plan.figures.bubble_fraction = read.number(*figures, "bubble_fraction", key);
+  plan.figures.iteration_s = read.number(*figures, "iteration_s", key, JsonRange::kNonNegative);
+  plan.figures.bubble_fraction = read.number(*figures, "bubble_fraction", key, JsonRange::kNonNegative);
   const nlohmann::json& stages = (*figures)["stages"];
-  for (size_t k = 0; k < stages.size() && error.empty(); ++k) {
-    const std::string path = key + ".stages[" + std::to_string(k) + "]";
-    if (!stages[k].is_object()) {
-      read.fail(path + " is not an object");
-      break;
-    }
-    plan.figures.stages.push_back(read_stage(stages[k], path, read));
+  for (size_t k = 0; k < stages.size() && read.ok(); ++k) {
+    const std::string path = index_path(key + ".stages", k);
+    if (read.expect_object(stages[k], path)) plan.figures.stages.push_back(read_stage(stages[k], path, read));
   }
   if (const nlohmann::json* inputs = read.optional_object(doc, "inputs", "")) {
     if (const nlohmann::json* config = read.optional_object(*inputs, "config", "inputs"))
@@ -171,11 +102,13 @@ Expected<PlanSide> read_plan_side(std::string_view text, std::string_view origin
     const auto arguments = inputs->find("arguments");
     if (arguments != inputs->end() && !arguments->is_null()) plan.arguments = arguments->dump();
   }
+  // memory_overheads came during version 1.
   if (const nlohmann::json* overheads = read.optional_object(doc, "memory_overheads", "")) {
-    plan.memory_overheads = MemoryOverheads{read.number(*overheads, "cuda_context_bytes", "memory_overheads"),
-                                            read.number(*overheads, "nccl_buffer_bytes", "memory_overheads")};
+    plan.memory_overheads = MemoryOverheads{
+        read.number(*overheads, "cuda_context_bytes", "memory_overheads", JsonRange::kNonNegative),
+        read.number(*overheads, "nccl_buffer_bytes", "memory_overheads", JsonRange::kNonNegative)};
   }
-  if (!error.empty()) return Error(error);
+  if (!read.ok()) return read.error();
   return plan;
 }
 

@@ -1,7 +1,8 @@
-// Typed reads of a JSON object's fields with errors that name the field, shared by the two
-// description formats (model_json.cpp, hf_config.cpp). Reads never fail on the spot: the first
-// problem is kept and every later read returns a default, so a parser reads all its fields in
-// a row and checks status() once. Internal to pipescope_models.
+// A JSON object's fields read through the project's one field reader (common/json_fields.h), bound
+// to the object and keeping which keys were read, so that a description format (model_json.cpp,
+// hf_config.cpp) can refuse or list the fields it does not know. Reads never fail on the spot: the
+// first problem is kept and every later read returns a default, so a parser reads all its fields
+// in a row and checks status() once. Internal to pipescope_models.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "pipescope/common/expected.h"
 #include "pipescope/common/json_document.h"
+#include "pipescope/common/json_fields.h"
 
 namespace pipescope::models::detail {
 
@@ -51,19 +53,17 @@ class JsonFields {
   // The fields (in key order) no read or ignore() above has touched.
   std::vector<std::string> unknown_fields() const;
 
-  bool ok() const { return !error_.has_value(); }
+  bool ok() const { return reader_.ok(); }
   Status status() const;
 
  private:
-  const nlohmann::json* find(std::string_view key);  // marks the key known; null when absent or null
-  const nlohmann::json* optional_of_type(std::string_view key, bool object, std::string_view expected);
-  void type_error(std::string_view key, std::string_view expected, const nlohmann::json& value);
+  void mark(std::string_view key) { known_.emplace(key); }
 
   const nlohmann::json& object_;
-  std::string where_;
-  std::string key_prefix_;
+  std::string path_;        // the object's path: "" at the top level, "moe" for 'moe.top_k'
+  std::string key_prefix_;  // path_ and a dot, or empty
+  JsonFieldReader reader_;
   std::set<std::string, std::less<>> known_;
-  std::optional<std::string> error_;
 };
 
 // head_dim when the document gives it, else hidden_size / num_attention_heads; when that does

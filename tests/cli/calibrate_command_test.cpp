@@ -321,7 +321,7 @@ TEST(CalibrateFit, RefusesAPlanOfAnotherVersionOrMissingAStagesLayers) {
   refused(newer, "has plan schema_version 4; this pipescope reads versions 1 to 3");
   json no_layers = json::parse(planned);
   no_layers["suggested"]["stages"][0].erase("layers");
-  refused(no_layers, "suggested.stages[0].layers is missing or not an integer");
+  refused(no_layers, "field 'suggested.stages[0].layers' is missing");
   json no_arguments = json::parse(planned);
   no_arguments["inputs"].erase("arguments");
   refused(no_arguments, "has no inputs.arguments");

@@ -164,14 +164,15 @@ TEST(HfConfig, StringWhereANumberBelongsIsNamed) {
   json.replace(json.find(R"("intermediate_size": 11008)"),
                std::string(R"("intermediate_size": 11008)").size(), R"("intermediate_size": "11008")");
   EXPECT_THAT(parse_error(json),
-              HasSubstr("field 'intermediate_size' must be an integer, got the string \"11008\""));
+              HasSubstr("field 'intermediate_size' must be a positive integer, got \"11008\""));
 }
 
 TEST(HfConfig, ASizeBelowOneIsNamedInTheFilesOwnWords) {
   std::string json = kLlama2_7b;
   json.replace(json.find(R"("intermediate_size": 11008)"),
                std::string(R"("intermediate_size": 11008)").size(), R"("intermediate_size": -11008)");
-  EXPECT_THAT(parse_error(json), HasSubstr("field 'intermediate_size' must be positive, got -11008"));
+  EXPECT_THAT(parse_error(json),
+              HasSubstr("field 'intermediate_size' must be a positive integer, got -11008"));
 }
 
 // Real config.json files carry settings of their training code: those known to change nothing are

@@ -185,8 +185,7 @@ TEST(ModelJson, UnknownMoeFieldIsNamedWithItsPath) {
 TEST(ModelJson, WrongTypeIsNamed) {
   std::string json = std::string(kMinimal) + "}";
   json.replace(json.find("\"vocab_size\": 1000"), 18, "\"vocab_size\": 1000.5");
-  EXPECT_THAT(pipescope_error(json),
-              HasSubstr("field 'vocab_size' must be an integer, got the number 1000.5"));
+  EXPECT_THAT(pipescope_error(json), HasSubstr("field 'vocab_size' must be an integer, got 1000.5"));
 }
 
 TEST(ModelJson, UnknownMlpKindIsNamed) {

@@ -5,24 +5,24 @@
 #include <utility>
 
 #include "bundled_data.h"
-#include "json_reader.h"
+#include "named_input.h"
 #include "pipescope/common/data_dirs.h"
 #include "pipescope/planner/calibration_profile.h"
 
 namespace pipescope::planner {
 namespace {
 
-using detail::field_path;
-using detail::index_path;
 using detail::json;
-using detail::JsonReader;
-using detail::Range;
+using pipescope::field_path;
+using pipescope::index_path;
+using pipescope::JsonFieldReader;
+using pipescope::JsonRange;
 
 constexpr std::string_view kLogFlopsInterpolation = "linear_in_log_flops";
 constexpr std::string_view kShapeGridInterpolation = "grid_in_log_mnk";
 
-SourcedValue read_sourced(JsonReader& reader, const json& parent, std::string_view key,
-                          const std::string& path, Range range) {
+SourcedValue read_sourced(JsonFieldReader& reader, const json& parent, std::string_view key,
+                          const std::string& path, JsonRange range) {
   SourcedValue out;
   const json* object = reader.object(parent, key, path);
   if (object == nullptr) return out;
@@ -33,23 +33,23 @@ SourcedValue read_sourced(JsonReader& reader, const json& parent, std::string_vi
   return out;
 }
 
-GemmWaves read_waves(JsonReader& reader, const json& gemm) {
+GemmWaves read_waves(JsonFieldReader& reader, const json& gemm) {
   GemmWaves waves;
   if (!gemm.contains("wave_quantization")) return waves;
   const json* object = reader.object(gemm, "wave_quantization", "gemm");
   if (object == nullptr) return waves;
   const std::string here = "gemm.wave_quantization";
   reader.only_fields(*object, here, {"sm_count", "tile_m", "tile_n", "source"});
-  waves.sm_count = reader.integer(*object, "sm_count", here, Range::kPositive);
-  waves.tile_m = reader.integer(*object, "tile_m", here, Range::kPositive);
-  waves.tile_n = reader.integer(*object, "tile_n", here, Range::kPositive);
+  waves.sm_count = reader.integer(*object, "sm_count", here, JsonRange::kPositive);
+  waves.tile_m = reader.integer(*object, "tile_m", here, JsonRange::kPositive);
+  waves.tile_n = reader.integer(*object, "tile_n", here, JsonRange::kPositive);
   waves.source = reader.string(*object, "source", here);
   return waves;
 }
 
 // The shape grid must hold every (m, n, k) combination of the values it uses, once; it is kept in
 // lexicographic order, which the interpolation walks.
-void check_shape_grid(JsonReader& reader, std::vector<GemmPoint>& points) {
+void check_shape_grid(JsonFieldReader& reader, std::vector<GemmPoint>& points) {
   std::set<int64_t> ms, ns, ks;
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   for (const auto& p : points) {
@@ -74,7 +74,7 @@ void check_shape_grid(JsonReader& reader, std::vector<GemmPoint>& points) {
   });
 }
 
-std::vector<GemmPoint> read_gemm(JsonReader& reader, const json& root, CalibrationProfile& profile) {
+std::vector<GemmPoint> read_gemm(JsonFieldReader& reader, const json& root, CalibrationProfile& profile) {
   std::vector<GemmPoint> points;
   const json* gemm = reader.object(root, "gemm", "");
   if (gemm == nullptr) return points;
@@ -99,10 +99,10 @@ std::vector<GemmPoint> read_gemm(JsonReader& reader, const json& root, Calibrati
     if (!reader.expect_object(item, here)) break;
     reader.only_fields(item, here, {"m", "n", "k", "efficiency", "source"});
     GemmPoint point;
-    point.m = reader.integer(item, "m", here, Range::kPositive);
-    point.n = reader.integer(item, "n", here, Range::kPositive);
-    point.k = reader.integer(item, "k", here, Range::kPositive);
-    point.efficiency = reader.number(item, "efficiency", here, Range::kFraction);
+    point.m = reader.integer(item, "m", here, JsonRange::kPositive);
+    point.n = reader.integer(item, "n", here, JsonRange::kPositive);
+    point.k = reader.integer(item, "k", here, JsonRange::kPositive);
+    point.efficiency = reader.number(item, "efficiency", here, JsonRange::kFraction);
     point.source = reader.string(item, "source", here);
     // Interpolation walks the points in FLOP order; an unordered table is a mistake in the file.
     if (!grid && reader.ok() && !points.empty() && point.flops() <= points.back().flops()) {
@@ -115,7 +115,7 @@ std::vector<GemmPoint> read_gemm(JsonReader& reader, const json& root, Calibrati
   return points;
 }
 
-std::vector<AttentionPoint> read_attention_pass(JsonReader& reader, const json& attention,
+std::vector<AttentionPoint> read_attention_pass(JsonFieldReader& reader, const json& attention,
                                                 std::string_view pass) {
   std::vector<AttentionPoint> points;
   const std::string path = field_path("attention", pass);
@@ -132,9 +132,9 @@ std::vector<AttentionPoint> read_attention_pass(JsonReader& reader, const json& 
     if (!reader.expect_object(item, here)) break;
     reader.only_fields(item, here, {"seq_len", "head_dim", "efficiency", "source"});
     AttentionPoint point;
-    point.seq_len = reader.integer(item, "seq_len", here, Range::kPositive);
-    point.head_dim = reader.integer(item, "head_dim", here, Range::kPositive);
-    point.efficiency = reader.number(item, "efficiency", here, Range::kFraction);
+    point.seq_len = reader.integer(item, "seq_len", here, JsonRange::kPositive);
+    point.head_dim = reader.integer(item, "head_dim", here, JsonRange::kPositive);
+    point.efficiency = reader.number(item, "efficiency", here, JsonRange::kFraction);
     point.source = reader.string(item, "source", here);
     if (reader.ok() && !seen.emplace(point.seq_len, point.head_dim).second) {
       reader.fail("field '" + here + "' repeats seq_len " + std::to_string(point.seq_len) + ", head_dim " +
@@ -155,7 +155,7 @@ std::vector<AttentionPoint> read_attention_pass(JsonReader& reader, const json& 
   return points;
 }
 
-std::vector<MeasuredCollective> read_measured(JsonReader& reader, const json& object,
+std::vector<MeasuredCollective> read_measured(JsonFieldReader& reader, const json& object,
                                               const std::string& path) {
   std::vector<MeasuredCollective> out;
   if (!object.contains("measured")) return out;
@@ -167,7 +167,7 @@ std::vector<MeasuredCollective> read_measured(JsonReader& reader, const json& ob
     if (!reader.expect_object(item, here)) break;
     reader.only_fields(item, here, {"ranks", "segments", "source"});
     MeasuredCollective entry;
-    entry.ranks = static_cast<int>(reader.integer(item, "ranks", here, Range::kPositive, 1 << 24));
+    entry.ranks = static_cast<int>(reader.integer(item, "ranks", here, JsonRange::kPositive, 1 << 24));
     if (reader.ok() && !out.empty() && entry.ranks <= out.back().ranks) {
       reader.fail("field '" + here + "': entries must be in strictly increasing 'ranks' order");
     }
@@ -181,12 +181,13 @@ std::vector<MeasuredCollective> read_measured(JsonReader& reader, const json& ob
       CollectiveSegment segment;
       const bool last = j + 1 == segments->size();
       // The last regime is open-ended; the others end where the next begins.
-      if (!last) segment.max_bytes = reader.number(s, "max_bytes", at, Range::kPositive);
+      if (!last) segment.max_bytes = reader.number(s, "max_bytes", at, JsonRange::kPositive);
       if (last && s.contains("max_bytes") && reader.ok()) {
         reader.fail("field '" + at + ".max_bytes': the last segment has no upper bound; leave it out");
       }
-      segment.latency_s = reader.number(s, "latency_s", at, Range::kNonNegative);
-      segment.bus_bandwidth_bytes_per_s = reader.number(s, "bus_bandwidth_bytes_per_s", at, Range::kPositive);
+      segment.latency_s = reader.number(s, "latency_s", at, JsonRange::kNonNegative);
+      segment.bus_bandwidth_bytes_per_s =
+          reader.number(s, "bus_bandwidth_bytes_per_s", at, JsonRange::kPositive);
       segment.source = reader.string(s, "source", at);
       if (reader.ok() && !entry.segments.empty() && !last &&
           segment.max_bytes <= entry.segments.back().max_bytes) {
@@ -200,7 +201,7 @@ std::vector<MeasuredCollective> read_measured(JsonReader& reader, const json& ob
   return out;
 }
 
-CollectiveCost read_collective(JsonReader& reader, const json& tier, std::string_view kind,
+CollectiveCost read_collective(JsonFieldReader& reader, const json& tier, std::string_view kind,
                                const std::string& path, std::vector<MeasuredCollective>& measured) {
   CollectiveCost cost;
   const json* object = reader.object(tier, kind, path);
@@ -210,7 +211,7 @@ CollectiveCost read_collective(JsonReader& reader, const json& tier, std::string
                      {"latency_s", "latency_ranks", "latency_nodes", "bus_bandwidth_bytes_per_s",
                       "bus_bandwidth_fraction", "source", "measured"});
   measured = read_measured(reader, *object, here);
-  cost.latency_s = reader.number(*object, "latency_s", here, Range::kPositive);
+  cost.latency_s = reader.number(*object, "latency_s", here, JsonRange::kPositive);
   const bool ranks_given = object->contains("latency_ranks");
   if (ranks_given != object->contains("latency_nodes") && reader.ok()) {
     reader.fail("field '" + here + "' needs both or neither of 'latency_ranks' and 'latency_nodes'");
@@ -218,9 +219,9 @@ CollectiveCost read_collective(JsonReader& reader, const json& tier, std::string
   if (ranks_given && reader.ok()) {
     constexpr int64_t kMostRanks = 1 << 20;
     cost.latency_ranks =
-        static_cast<int>(reader.integer(*object, "latency_ranks", here, Range::kPositive, kMostRanks));
+        static_cast<int>(reader.integer(*object, "latency_ranks", here, JsonRange::kPositive, kMostRanks));
     cost.latency_nodes =
-        static_cast<int>(reader.integer(*object, "latency_nodes", here, Range::kPositive, kMostRanks));
+        static_cast<int>(reader.integer(*object, "latency_nodes", here, JsonRange::kPositive, kMostRanks));
     if (reader.ok() && (cost.latency_nodes < 2 || cost.latency_ranks % cost.latency_nodes != 0)) {
       reader.fail("field '" + here + "': latency_ranks " + std::to_string(cost.latency_ranks) +
                   " over latency_nodes " + std::to_string(cost.latency_nodes) +
@@ -236,16 +237,17 @@ CollectiveCost read_collective(JsonReader& reader, const json& tier, std::string
   // NVLink SHARP can push all_reduce busbw past the link rate, so a fraction may exceed 1.
   if (absolute) {
     cost.bus_bandwidth_bytes_per_s =
-        reader.number(*object, "bus_bandwidth_bytes_per_s", here, Range::kPositive);
+        reader.number(*object, "bus_bandwidth_bytes_per_s", here, JsonRange::kPositive);
   }
   if (fraction) {
-    cost.bus_bandwidth_fraction = reader.number(*object, "bus_bandwidth_fraction", here, Range::kPositive);
+    cost.bus_bandwidth_fraction =
+        reader.number(*object, "bus_bandwidth_fraction", here, JsonRange::kPositive);
   }
   cost.source = reader.string(*object, "source", here);
   return cost;
 }
 
-void read_copies(JsonReader& reader, const json& root, CalibrationProfile& profile) {
+void read_copies(JsonFieldReader& reader, const json& root, CalibrationProfile& profile) {
   const json* copies = reader.object(root, "copies", "");
   if (copies == nullptr) return;
   reader.only_fields(*copies, "copies", {"host_to_device", "device_to_host", "device_to_device"});
@@ -256,8 +258,8 @@ void read_copies(JsonReader& reader, const json& root, CalibrationProfile& profi
     const std::string here = field_path("copies", copy_kind_name(kind));
     reader.only_fields(*object, here, {"latency_s", "bytes_per_s", "source"});
     CopyCost& cost = profile.copies[static_cast<size_t>(kind)];
-    cost.latency_s = reader.number(*object, "latency_s", here, Range::kNonNegative);
-    cost.bytes_per_s = reader.number(*object, "bytes_per_s", here, Range::kPositive);
+    cost.latency_s = reader.number(*object, "latency_s", here, JsonRange::kNonNegative);
+    cost.bytes_per_s = reader.number(*object, "bytes_per_s", here, JsonRange::kPositive);
     cost.source = reader.string(*object, "source", here);
   }
 }
@@ -276,7 +278,7 @@ std::vector<std::pair<std::string_view, std::string Provenance::*>> provenance_f
           {"tool", &Provenance::tool}};
 }
 
-void read_provenance(JsonReader& reader, const json& root, Provenance& out) {
+void read_provenance(JsonFieldReader& reader, const json& root, Provenance& out) {
   const json* object = reader.object(root, "provenance", "");
   if (object == nullptr) return;
   for (const auto& [key, value] : object->items()) {
@@ -290,7 +292,7 @@ void read_provenance(JsonReader& reader, const json& root, Provenance& out) {
   }
 }
 
-CalibrationProfile read_profile(JsonReader& reader, const json& root) {
+CalibrationProfile read_profile(JsonFieldReader& reader, const json& root) {
   CalibrationProfile profile;
   reader.check_schema_version(root, kCalibrationSchemaVersion);
   reader.only_fields(root, "",
@@ -307,7 +309,7 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
   if (const json* memory_bound = reader.object(root, "memory_bound", "")) {
     reader.only_fields(*memory_bound, "memory_bound", {"hbm_bandwidth_fraction"});
     profile.hbm_bandwidth_fraction =
-        read_sourced(reader, *memory_bound, "hbm_bandwidth_fraction", "memory_bound", Range::kFraction);
+        read_sourced(reader, *memory_bound, "hbm_bandwidth_fraction", "memory_bound", JsonRange::kFraction);
   }
   if (const json* collectives = reader.object(root, "collectives", "")) {
     reader.only_fields(*collectives, "collectives", {"intra_node", "inter_node"});
@@ -332,13 +334,14 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
                        {"cuda_context_bytes", "allocator_reserve_fraction",
                         "nccl_buffer_bytes_per_communicator", "memory_headroom_fraction"});
     MemoryOverheads& out = profile.overheads;
-    out.cuda_context_bytes = read_sourced(reader, *overheads, "cuda_context_bytes", path, Range::kPositive);
+    out.cuda_context_bytes =
+        read_sourced(reader, *overheads, "cuda_context_bytes", path, JsonRange::kPositive);
     out.allocator_reserve_fraction =
-        read_sourced(reader, *overheads, "allocator_reserve_fraction", path, Range::kOpenFraction);
+        read_sourced(reader, *overheads, "allocator_reserve_fraction", path, JsonRange::kOpenFraction);
     out.nccl_buffer_bytes_per_communicator =
-        read_sourced(reader, *overheads, "nccl_buffer_bytes_per_communicator", path, Range::kPositive);
+        read_sourced(reader, *overheads, "nccl_buffer_bytes_per_communicator", path, JsonRange::kPositive);
     out.memory_headroom_fraction =
-        read_sourced(reader, *overheads, "memory_headroom_fraction", path, Range::kOpenFraction);
+        read_sourced(reader, *overheads, "memory_headroom_fraction", path, JsonRange::kOpenFraction);
   }
   if (const json* losses = root.contains("losses") ? reader.object(root, "losses", "") : nullptr) {
     const std::string path = "losses";
@@ -347,17 +350,17 @@ CalibrationProfile read_profile(JsonReader& reader, const json& root) {
                         "overlap_gemm_slowdown", "overlap_memory_bound_slowdown", "launch_gap_s",
                         "eager_kernel_fixed_s", "unvectorized_bandwidth_fraction"});
     TrainingLosses& out = profile.losses;
-    auto optional = [&](std::string_view key, Range range) {
+    auto optional = [&](std::string_view key, JsonRange range) {
       return losses->contains(key) ? read_sourced(reader, *losses, key, path, range) : SourcedValue{};
     };
-    out.sustained_gemm_fraction = optional("sustained_gemm_fraction", Range::kFraction);
-    out.dgrad_time_ratio = optional("dgrad_time_ratio", Range::kPositive);
-    out.wgrad_time_ratio = optional("wgrad_time_ratio", Range::kPositive);
-    out.overlap_gemm_slowdown = optional("overlap_gemm_slowdown", Range::kNonNegative);
-    out.overlap_memory_bound_slowdown = optional("overlap_memory_bound_slowdown", Range::kNonNegative);
-    out.launch_gap_s = optional("launch_gap_s", Range::kNonNegative);
-    out.eager_kernel_fixed_s = optional("eager_kernel_fixed_s", Range::kNonNegative);
-    out.unvectorized_bandwidth_fraction = optional("unvectorized_bandwidth_fraction", Range::kFraction);
+    out.sustained_gemm_fraction = optional("sustained_gemm_fraction", JsonRange::kFraction);
+    out.dgrad_time_ratio = optional("dgrad_time_ratio", JsonRange::kPositive);
+    out.wgrad_time_ratio = optional("wgrad_time_ratio", JsonRange::kPositive);
+    out.overlap_gemm_slowdown = optional("overlap_gemm_slowdown", JsonRange::kNonNegative);
+    out.overlap_memory_bound_slowdown = optional("overlap_memory_bound_slowdown", JsonRange::kNonNegative);
+    out.launch_gap_s = optional("launch_gap_s", JsonRange::kNonNegative);
+    out.eager_kernel_fixed_s = optional("eager_kernel_fixed_s", JsonRange::kNonNegative);
+    out.unvectorized_bandwidth_fraction = optional("unvectorized_bandwidth_fraction", JsonRange::kFraction);
   }
   return profile;
 }
@@ -419,7 +422,7 @@ std::vector<std::string> known_profile_names() {
 }
 
 Expected<CalibrationProfile> parse_calibration_profile(std::string_view text, std::string_view origin) {
-  JsonReader reader{std::string(origin)};
+  JsonFieldReader reader{std::string(origin)};
   const json root = reader.parse(text);
   CalibrationProfile profile = read_profile(reader, root);
   if (!reader.ok()) return reader.error();

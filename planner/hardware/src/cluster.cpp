@@ -12,8 +12,8 @@ namespace pipescope::planner {
 namespace {
 
 using detail::json;
-using detail::JsonReader;
-using detail::Range;
+using pipescope::JsonFieldReader;
+using pipescope::JsonRange;
 
 // Counts are stored in an int.
 constexpr int64_t kMaxCount = std::numeric_limits<int>::max();
@@ -25,7 +25,7 @@ std::string format_number(double value) {
 }
 
 // "gpu" names a bundled GPU or describes one inline, for hardware pipescope does not ship.
-Gpu read_cluster_gpu(JsonReader& reader, const json& root) {
+Gpu read_cluster_gpu(JsonFieldReader& reader, const json& root) {
   const auto field = root.find("gpu");
   if (!reader.ok()) return {};
   if (field == root.end()) {
@@ -45,7 +45,7 @@ Gpu read_cluster_gpu(JsonReader& reader, const json& root) {
   return std::move(*gpu);
 }
 
-Cluster read_cluster(JsonReader& reader, const json& root) {
+Cluster read_cluster(JsonFieldReader& reader, const json& root) {
   Cluster cluster;
   reader.check_schema_version(root, kHardwareSchemaVersion);
   reader.only_fields(root, "",
@@ -54,18 +54,19 @@ Cluster read_cluster(JsonReader& reader, const json& root) {
   cluster.name = reader.string(root, "name", "");
   cluster.gpu = read_cluster_gpu(reader, root);
   cluster.gpus_per_node =
-      static_cast<int>(reader.integer(root, "gpus_per_node", "", Range::kPositive, kMaxCount));
+      static_cast<int>(reader.integer(root, "gpus_per_node", "", JsonRange::kPositive, kMaxCount));
   if (root.contains("nodes")) {
-    cluster.nodes = static_cast<int>(reader.integer(root, "nodes", "", Range::kPositive, kMaxCount));
+    cluster.nodes = static_cast<int>(reader.integer(root, "nodes", "", JsonRange::kPositive, kMaxCount));
   }
   cluster.nics_per_node =
-      static_cast<int>(reader.integer(root, "nics_per_node", "", Range::kPositive, kMaxCount));
-  cluster.nic_bytes_per_s = reader.number(root, "nic_bytes_per_s", "", Range::kPositive);
+      static_cast<int>(reader.integer(root, "nics_per_node", "", JsonRange::kPositive, kMaxCount));
+  cluster.nic_bytes_per_s = reader.number(root, "nic_bytes_per_s", "", JsonRange::kPositive);
   // NVSwitch nodes give every GPU its full NVLink bandwidth to the rest of the node; a file for
   // another topology states what one GPU actually gets.
-  cluster.intra_node_bytes_per_s = root.contains("intra_node_bytes_per_s")
-                                       ? reader.number(root, "intra_node_bytes_per_s", "", Range::kPositive)
-                                       : cluster.gpu.nvlink_bytes_per_s;
+  cluster.intra_node_bytes_per_s =
+      root.contains("intra_node_bytes_per_s")
+          ? reader.number(root, "intra_node_bytes_per_s", "", JsonRange::kPositive)
+          : cluster.gpu.nvlink_bytes_per_s;
   cluster.inter_node_bytes_per_s = cluster.nics_per_node * cluster.nic_bytes_per_s;
   cluster.source = reader.string(root, "source", "");
   return cluster;
@@ -80,7 +81,7 @@ std::vector<std::string> known_cluster_names() {
 }
 
 Expected<Cluster> parse_cluster_json(std::string_view text, std::string_view origin) {
-  JsonReader reader{std::string(origin)};
+  JsonFieldReader reader{std::string(origin)};
   const json root = reader.parse(text);
   Cluster cluster = read_cluster(reader, root);
   if (!reader.ok()) return reader.error();
@@ -136,7 +137,7 @@ Expected<Cluster> make_gpu_cluster(std::string_view gpu_name, std::optional<int>
   // The default node is data, like every other hardware number: data/gpu-node.json.
   const auto defaults = detail::bundled_node_defaults();
   if (defaults.size() != 1) return Error{"pipescope was built without its bundled data/gpu-node.json"};
-  JsonReader reader{"bundled GPU node 'gpu-node'"};
+  JsonFieldReader reader{"bundled GPU node 'gpu-node'"};
   const json root = reader.parse(defaults[0].text);
   reader.check_schema_version(root, kHardwareSchemaVersion);
   reader.only_fields(root, "",
@@ -144,10 +145,10 @@ Expected<Cluster> make_gpu_cluster(std::string_view gpu_name, std::optional<int>
   Cluster cluster;
   cluster.name = "gpu:" + gpu->name;
   cluster.gpus_per_node =
-      static_cast<int>(reader.integer(root, "gpus_per_node", "", Range::kPositive, kMaxCount));
+      static_cast<int>(reader.integer(root, "gpus_per_node", "", JsonRange::kPositive, kMaxCount));
   cluster.nics_per_node =
-      static_cast<int>(reader.integer(root, "nics_per_node", "", Range::kPositive, kMaxCount));
-  cluster.nic_bytes_per_s = reader.number(root, "nic_bytes_per_s", "", Range::kPositive);
+      static_cast<int>(reader.integer(root, "nics_per_node", "", JsonRange::kPositive, kMaxCount));
+  cluster.nic_bytes_per_s = reader.number(root, "nic_bytes_per_s", "", JsonRange::kPositive);
   cluster.source = reader.string(root, "source", "");
   if (!reader.ok()) return reader.error();
   cluster.inter_node_bytes_per_s = cluster.nics_per_node * cluster.nic_bytes_per_s;

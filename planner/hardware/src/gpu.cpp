@@ -6,7 +6,7 @@
 namespace pipescope::planner {
 namespace detail {
 
-Gpu read_gpu(JsonReader& reader, const json& object, const std::string& path, bool top_level) {
+Gpu read_gpu(JsonFieldReader& reader, const json& object, const std::string& path, bool top_level) {
   Gpu gpu;
   if (!reader.expect_object(object, path)) return gpu;
   if (top_level) {
@@ -22,14 +22,14 @@ Gpu read_gpu(JsonReader& reader, const json& object, const std::string& path, bo
   }
   gpu.name = reader.string(object, "name", path);
   gpu.device_name = reader.optional_string(object, "device_name", path).value_or("");
-  gpu.memory_bytes = reader.integer(object, "memory_bytes", path, Range::kPositive);
+  gpu.memory_bytes = reader.integer(object, "memory_bytes", path, JsonRange::kPositive);
   gpu.peak_dense_bf16_flops_per_s =
-      reader.number(object, "peak_dense_bf16_flops_per_s", path, Range::kPositive);
+      reader.number(object, "peak_dense_bf16_flops_per_s", path, JsonRange::kPositive);
   // Zero is meaningful here: the GPU has no FP8 tensor cores.
   gpu.peak_dense_fp8_flops_per_s =
-      reader.number(object, "peak_dense_fp8_flops_per_s", path, Range::kNonNegative);
-  gpu.hbm_bytes_per_s = reader.number(object, "hbm_bytes_per_s", path, Range::kPositive);
-  gpu.nvlink_bytes_per_s = reader.number(object, "nvlink_bytes_per_s", path, Range::kPositive);
+      reader.number(object, "peak_dense_fp8_flops_per_s", path, JsonRange::kNonNegative);
+  gpu.hbm_bytes_per_s = reader.number(object, "hbm_bytes_per_s", path, JsonRange::kPositive);
+  gpu.nvlink_bytes_per_s = reader.number(object, "nvlink_bytes_per_s", path, JsonRange::kPositive);
   gpu.source = reader.string(object, "source", path);
   return gpu;
 }
@@ -43,7 +43,7 @@ std::vector<std::string> known_gpu_names() {
 }
 
 Expected<Gpu> parse_gpu_json(std::string_view text, std::string_view origin) {
-  detail::JsonReader reader{std::string(origin)};
+  JsonFieldReader reader{std::string(origin)};
   const detail::json root = reader.parse(text);
   Gpu gpu = detail::read_gpu(reader, root, "", /*top_level=*/true);
   if (!reader.ok()) return reader.error();

@@ -122,18 +122,19 @@ TEST(PlanSchema, AnotherVersionAMissingFieldOrAnotherKindOfDocumentIsRefusedNami
   EXPECT_THAT(error(R"({"schema_version": "3", "suggested": {"stages": []}})"),
               HasSubstr("schema_version \"3\""));
   EXPECT_THAT(error(minimal_document(3, R"("forward_s": 0.1, "backward_s": 0.2)")),
-              HasSubstr("p.json: suggested.stages[0].layers is missing or not an integer: not a complete"));
+              HasSubstr("plan 'p.json': field 'suggested.stages[0].layers' is missing"));
   std::string no_step = minimal_document(3, kStage);
   no_step.replace(no_step.find(R"("iteration_s": 1.5, )"), 19, "");
-  EXPECT_THAT(error(no_step), HasSubstr("suggested.iteration_s is missing or not a number"));
+  EXPECT_THAT(error(no_step), HasSubstr("field 'suggested.iteration_s' is missing"));
   EXPECT_THAT(error(minimal_document(3, kStage), schema::kBaselineSide),
               HasSubstr("is not the output of 'pipescope plan --json' (no schema_version / uniform.stages)"));
   EXPECT_THAT(
       error(R"({"schema_version": 3, "suggested": {"iteration_s": 1, "bubble_fraction": 0, "stages": [3]}})"),
-      HasSubstr("suggested.stages[0] is not an object"));
+      HasSubstr("field 'suggested.stages[0]' must be an object, got 3"));
   std::string bad_config = minimal_document(3, kStage);
   bad_config.insert(1, R"("inputs": {"config": {"tp": "eight"}}, )");
-  EXPECT_THAT(error(bad_config), HasSubstr("inputs.config.tp is not an integer"));
+  EXPECT_THAT(error(bad_config),
+              HasSubstr("field 'inputs.config.tp' must be a positive integer, got \"eight\""));
   EXPECT_THAT(error("[1]"), HasSubstr("(expected 'pipescope plan --json' output)"));
 }
 
