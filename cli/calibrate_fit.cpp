@@ -154,8 +154,8 @@ int run_calibrate_fit(const CalibrateArgs& a) {
     // Refining alone: start from --base, or from the profile the plan used.
     auto doc = read_plan_json(a.plan_file);
     if (!doc.ok()) return usage_error(kFit, doc.error().message);
-    auto plan = plan_arguments_from_json(nlohmann::json::parse(doc->arguments));
-    if (!plan.ok()) return usage_error(kFit, a.plan_file + ": " + plan.error().message);
+    auto plan = plan_arguments_from_json(nlohmann::json::parse(doc->arguments), a.plan_file);
+    if (!plan.ok()) return usage_error(kFit, plan.error().message);
     auto cluster = cluster_of(plan->args);
     if (!cluster.ok()) return usage_error(kFit, cluster.error().message);
     Expected<planner::CalibrationProfile> start =

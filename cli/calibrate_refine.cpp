@@ -141,8 +141,8 @@ Expected<plan_schema::PlanSide> read_plan_json(const std::string& path) {
 Expected<TraceRefinement> refine_with_traces(const CalibrateArgs& a, planner::CalibrationProfile& profile) {
   auto doc = read_plan_json(a.plan_file);
   if (!doc.ok()) return doc.error();
-  auto plan = plan_arguments_from_json(nlohmann::json::parse(doc->arguments));
-  if (!plan.ok()) return Error{a.plan_file + ": " + plan.error().message};
+  auto plan = plan_arguments_from_json(nlohmann::json::parse(doc->arguments), a.plan_file);
+  if (!plan.ok()) return plan.error();
   plan->args.split.clear();
   for (const plan_schema::StageFigures& stage : doc->figures.stages) plan->args.split.push_back(stage.layers);
 

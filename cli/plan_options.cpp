@@ -1,5 +1,7 @@
 #include "plan_options.h"
 
+#include "pipescope/common/json_fields.h"
+
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -193,43 +195,50 @@ nlohmann::ordered_json plan_arguments_json(const PlanArgs& a, bool schedule_give
                                 {"search_time_s", a.search_time_s}};
 }
 
-Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
+Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j, const std::string& origin) {
   PlanArguments out;
   PlanArgs& a = out.args;
-  try {
-    a.model = j.at("model").get<std::string>();
-    a.cluster = j.at("cluster").get<std::string>();
-    a.gpu = j.at("gpu").get<std::string>();
-    a.gpus = j.at("gpus").get<int64_t>();
-    a.gpus_per_node = j.at("gpus_per_node").get<int64_t>();
-    a.inter_node_gbps = j.at("inter_node_gbps").get<double>();
-    a.tp = j.at("tp").get<int64_t>();
-    a.pp = j.at("pp").get<int64_t>();
-    a.vpp = j.at("vpp").get<int64_t>();
-    a.cp = j.at("cp").get<int64_t>();
-    a.ep = j.at("ep").get<int64_t>();
-    a.mbs = j.at("mbs").get<int64_t>();
-    a.gbs = j.at("gbs").get<int64_t>();
-    a.seq = j.at("seq").get<int64_t>();
-    a.zero = j.at("zero").get<int64_t>();
-    a.zero_shard = j.at("zero_shard").get<int64_t>();
-    a.recompute = j.at("recompute").get<std::string>();
-    a.sequence_parallel = j.at("sequence_parallel").get<bool>();
-    a.no_flash_attention = j.at("no_flash_attention").get<bool>();
-    a.split = j.at("split").get<std::vector<int64_t>>();
-    a.schedule = j.at("schedule").get<std::string>();
-    out.schedule_given = j.at("schedule_given").get<bool>();
-    a.balance = j.at("balance").get<std::string>();
-    a.calibration = j.at("calibration").get<std::string>();
-    // Absent from plans written before they existed.
-    a.optimizer = j.value("optimizer", std::string());
-    a.framework = j.value("framework", std::string());
-    a.grad_sync = j.value("grad_sync", std::string());
-    a.search_time_s = j.value("search_time_s", 1.0);
-    a.pipeline_layout = j.value("pipeline_layout", std::string());
-  } catch (const nlohmann::json::exception& e) {
-    return Error{std::string("the plan's inputs.arguments are incomplete or malformed (") + e.what() +
-                 "); write the plan again with this pipescope's 'plan --json'"};
+  JsonFieldReader read(origin);
+  const std::string path = "inputs.arguments";
+  if (!read.expect_object(j, path)) return read.error();
+  a.model = read.string(j, "model", path);
+  a.cluster = read.string(j, "cluster", path, /*allow_empty=*/true);
+  a.gpu = read.string(j, "gpu", path, /*allow_empty=*/true);
+  a.gpus = read.integer(j, "gpus", path);
+  a.gpus_per_node = read.integer(j, "gpus_per_node", path);
+  a.inter_node_gbps = read.number(j, "inter_node_gbps", path);
+  a.tp = read.integer(j, "tp", path);
+  a.pp = read.integer(j, "pp", path);
+  a.vpp = read.integer(j, "vpp", path);
+  a.cp = read.integer(j, "cp", path);
+  a.ep = read.integer(j, "ep", path);
+  a.mbs = read.integer(j, "mbs", path);
+  a.gbs = read.integer(j, "gbs", path);
+  a.seq = read.integer(j, "seq", path);
+  a.zero = read.integer(j, "zero", path);
+  a.zero_shard = read.integer(j, "zero_shard", path);
+  a.recompute = read.string(j, "recompute", path);
+  a.sequence_parallel = read.boolean(j, "sequence_parallel", path);
+  a.no_flash_attention = read.boolean(j, "no_flash_attention", path);
+  if (const nlohmann::json* split = read.optional_array(j, "split", path)) {
+    for (size_t i = 0; i < split->size() && read.ok(); ++i) {
+      a.split.push_back(read.integer_value((*split)[i], index_path(field_path(path, "split"), i)));
+    }
+  } else {
+    read.fail_field(field_path(path, "split"), "is missing");
+  }
+  a.schedule = read.string(j, "schedule", path, /*allow_empty=*/true);
+  out.schedule_given = read.boolean(j, "schedule_given", path);
+  a.balance = read.string(j, "balance", path);
+  a.calibration = read.string(j, "calibration", path, /*allow_empty=*/true);
+  // Absent from plans written before they existed.
+  a.optimizer = read.optional_string(j, "optimizer", path).value_or("");
+  a.framework = read.optional_string(j, "framework", path).value_or("");
+  a.grad_sync = read.optional_string(j, "grad_sync", path).value_or("");
+  a.search_time_s = read.optional_number(j, "search_time_s", path).value_or(1.0);
+  a.pipeline_layout = read.optional_string(j, "pipeline_layout", path).value_or("");
+  if (!read.ok()) {
+    return Error{read.error().message + "; write the plan again with this pipescope's 'plan --json'"};
   }
   // The words the command line would have refused, refused here too rather than read as defaults.
   const auto one_of = [](const std::string& value, std::initializer_list<std::string_view> words) {
@@ -246,9 +255,13 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j) {
         {"grad_sync", a.grad_sync,
          a.grad_sync.empty() || planner::parse_grad_sync(a.grad_sync).has_value()}}) {
     if (!ok) {
-      return Error{
-          std::string("the plan's inputs.arguments.") + key + " '" + value +
-          "' is not one pipescope plans for; write the plan again with this pipescope's 'plan --json'"};
+      std::string message = origin;
+      message += ": the plan's inputs.arguments.";
+      message += key;
+      message += " '" + value +
+                 "' is not one pipescope plans for; write the plan again with this pipescope's "
+                 "'plan --json'";
+      return Error{message};
     }
   }
   return out;

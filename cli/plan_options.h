@@ -82,6 +82,6 @@ struct PlanArguments {
   PlanArgs args;
   bool schedule_given = false;
 };
-Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& arguments);
+Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& arguments, const std::string& origin);
 
 }  // namespace pipescope::cli

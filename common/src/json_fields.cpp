@@ -147,20 +147,26 @@ int64_t JsonFieldReader::integer(const json& parent, std::string_view key, const
                                  JsonRange range, int64_t max) {
   const json* value = member(parent, key, path);
   if (value == nullptr) return 1;
+  return integer_value(*value, field_path(path, key), range, max);
+}
+
+int64_t JsonFieldReader::integer_value(const json& value, const std::string& path, JsonRange range,
+                                       int64_t max) {
+  if (failed_) return 1;
   // 80e9 is as good as 80000000000: a number with an integral value is accepted.
-  const double as_double = value->is_number() ? value->get<double>() : 0;
-  const bool integral = value->is_number_integer() || (value->is_number_float() && std::isfinite(as_double) &&
-                                                       std::trunc(as_double) == as_double);
+  const double as_double = value.is_number() ? value.get<double>() : 0;
+  const bool integral = value.is_number_integer() || (value.is_number_float() && std::isfinite(as_double) &&
+                                                      std::trunc(as_double) == as_double);
   const bool too_large =
       integral && (as_double > static_cast<double>(max) ||
-                   (value->is_number_unsigned() && value->get<uint64_t>() > uint64_t{INT64_MAX}));
+                   (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX}));
   if (!integral || !in_range(as_double, range) || too_large) {
-    fail_field(field_path(path, key), "must be " + std::string(range_words(range, true)) +
-                                          (too_large ? " no larger than " + std::to_string(max) : "") +
-                                          ", got " + shown(*value));
+    fail_field(path, "must be " + std::string(range_words(range, true)) +
+                         (too_large ? " no larger than " + std::to_string(max) : "") + ", got " +
+                         shown(value));
     return 1;
   }
-  return value->is_number_float() ? static_cast<int64_t>(as_double) : value->get<int64_t>();
+  return value.is_number_float() ? static_cast<int64_t>(as_double) : value.get<int64_t>();
 }
 
 bool JsonFieldReader::boolean(const json& parent, std::string_view key, const std::string& path) {
@@ -173,11 +179,14 @@ bool JsonFieldReader::boolean(const json& parent, std::string_view key, const st
   return value->get<bool>();
 }
 
-std::string JsonFieldReader::string(const json& parent, std::string_view key, const std::string& path) {
+std::string JsonFieldReader::string(const json& parent, std::string_view key, const std::string& path,
+                                    bool allow_empty) {
   const json* value = member(parent, key, path);
   if (value == nullptr) return {};
-  if (!value->is_string() || value->get<std::string>().empty()) {
-    fail_field(field_path(path, key), "must be a non-empty string, got " + shown(*value));
+  if (!value->is_string() || (!allow_empty && value->get<std::string>().empty())) {
+    fail_field(field_path(path, key),
+               std::string(allow_empty ? "must be a string" : "must be a non-empty string") + ", got " +
+                   shown(*value));
     return {};
   }
   return value->get<std::string>();

@@ -325,6 +325,12 @@ TEST(CalibrateFit, RefusesAPlanOfAnotherVersionOrMissingAStagesLayers) {
   json no_arguments = json::parse(planned);
   no_arguments["inputs"].erase("arguments");
   refused(no_arguments, "has no inputs.arguments");
+  json words_for_gpus = json::parse(planned);
+  words_for_gpus["inputs"]["arguments"]["gpus"] = "eight";
+  refused(words_for_gpus, "edited.json: field 'inputs.arguments.gpus' must be an integer, got \"eight\"");
+  json no_split = json::parse(planned);
+  no_split["inputs"]["arguments"].erase("split");
+  refused(no_split, "field 'inputs.arguments.split' is missing");
 }
 
 TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement) {

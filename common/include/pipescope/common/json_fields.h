@@ -50,8 +50,13 @@ class JsonFieldReader {
   // Integers beyond `max` are refused (counts read into an int pass INT_MAX).
   int64_t integer(const json& parent, std::string_view key, const std::string& path,
                   JsonRange range = JsonRange::kAny, int64_t max = std::numeric_limits<int64_t>::max());
+  // An integer that is not an object's member (an array element), named by its own path.
+  int64_t integer_value(const json& value, const std::string& path, JsonRange range = JsonRange::kAny,
+                        int64_t max = std::numeric_limits<int64_t>::max());
   bool boolean(const json& parent, std::string_view key, const std::string& path);
-  std::string string(const json& parent, std::string_view key, const std::string& path);
+  // Non-empty unless `allow_empty` (a setting whose empty value means "not given").
+  std::string string(const json& parent, std::string_view key, const std::string& path,
+                     bool allow_empty = false);
 
   // Optional fields: absent or null gives nullopt (nullptr); present, the rules above.
   std::optional<double> optional_number(const json& parent, std::string_view key, const std::string& path,
