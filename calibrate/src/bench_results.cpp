@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipescope/common/json_error_text.h"
+#include "pipescope/common/json_fields.h"
 #include "pipescope/common/text_file.h"
 
 namespace pipescope::calibrate {
@@ -457,14 +458,24 @@ Status add_bench_results(std::string_view text, const std::string& origin, Bench
     }
   }
   const json& list = doc["benchmarks"];
+  // The fields read below by name, checked for their types first (the one field reader's rules).
+  JsonFieldReader fields("benchmark results '" + origin + "'");
+  for (size_t i = 0; i < list.size() && fields.ok(); ++i) {
+    const std::string path = index_path("benchmarks", i);
+    if (!fields.expect_object(list[i], path)) break;
+    for (const char* key :
+         {"name", "run_name", "run_type", "aggregate_name", "time_unit", "label", "error_message"})
+      fields.optional_string(list[i], key, path);
+    fields.optional_boolean(list[i], "error_occurred", path);
+  }
+  if (!fields.ok()) return fields.error();
   std::set<std::string> names_with_medians;
   for (const json& entry : list) {
-    if (entry.is_object() && entry.value("aggregate_name", std::string()) == "median")
+    if (entry.value("aggregate_name", std::string()) == "median")
       names_with_medians.insert(run_name_of(entry));
   }
   size_t taken = 0;
   for (const json& entry : list) {
-    if (!entry.is_object()) return Error{"benchmark results '" + origin + "': an entry is not an object"};
     if (!should_take(entry, names_with_medians)) continue;
     const EntryReader reader(entry, origin);
     if (entry.value("error_occurred", false)) {

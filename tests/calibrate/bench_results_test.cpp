@@ -87,6 +87,14 @@ TEST(BenchResults, RefusesWhatIsNotAMeasurement) {
       "benchmark results 'r.json': entry 'gemm/bf16/m:x/n:1/k:1' has 'm:x', not a non-negative integer");
   EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "nccl/all_reduce/ranks:2/bytes:8", "real_time": 3}]})"),
             "benchmark results 'r.json': entry 'nccl/all_reduce/ranks:2/bytes:8' lacks the counter 'bytes'");
+  // A field of the wrong type is named by its path, not read as something else.
+  EXPECT_EQ(error_of(R"({"benchmarks": [{"name": 5, "real_time": 3}]})"),
+            "benchmark results 'r.json': field 'benchmarks[0].name' must be a string, got 5");
+  EXPECT_EQ(
+      error_of(R"({"benchmarks": [{"name": "launch/gap", "real_time": 3, "error_occurred": "yes"}]})"),
+      "benchmark results 'r.json': field 'benchmarks[0].error_occurred' must be true or false, got \"yes\"");
+  EXPECT_EQ(error_of(R"({"benchmarks": [3]})"),
+            "benchmark results 'r.json': field 'benchmarks[0]' must be an object, got 3");
 }
 
 TEST(BenchResults, NamesNonFiniteCountersAndOutOfRangeNumbers) {
