@@ -196,14 +196,20 @@ TEST(DataParallel, DeepSpeedAllReducesABf16CopyOfItsFp32Gradients) {
   EXPECT_NEAR(costs_for(c).units[1].dp_sync_s, expected, 1e-12);
 }
 
+// dp 16 on two dgx-a100 nodes under InternEvo's recipe, sharded in zero1 groups of `shard`.
+ParallelConfig internevo_on_two_nodes(int zero_stage, int64_t shard) {
+  ParallelConfig c;
+  c.gpus = 16;
+  c.zero_stage = zero_stage;
+  c.zero_shard = shard;
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  return c;
+}
+
 TEST(DataParallel, InternEvoAllReducesBf16GradientsOverAllOfDataParallelism) {
   // dp 16 on two dgx-a100 nodes in zero1 groups of 8: the gradients go over all 16 ranks in bf16
   // (half the bytes of Megatron's fp32 sync), whatever the shard group.
-  ParallelConfig c;
-  c.gpus = 16;
-  c.zero_stage = 1;
-  c.zero_shard = 8;
-  c.optimizer = OptimizerRecipe::kInternEvo;
+  const ParallelConfig c = internevo_on_two_nodes(1, 8);
   const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
   const double node_nics = 8 * 200e9 / 8;  // bytes/s
   EXPECT_DOUBLE_EQ(costs_for(c).units[1].dp_sync_s,
@@ -248,11 +254,7 @@ TEST(DataParallel, InternEvosFsdpAllReducesEachGradientShardAcrossTheGroupsAfter
   // bf16 gradients within the group (in the backward's communication); the step all-reduces each
   // tensor's shard (2 bytes x params / 8) across the 2 groups, one collective per tensor, after
   // the backward. llama2-7b's layer has 6 tensors (4 linears, 2 norms). No shard is broadcast.
-  ParallelConfig c;
-  c.gpus = 16;
-  c.zero_stage = 3;
-  c.zero_shard = 8;
-  c.optimizer = OptimizerRecipe::kInternEvo;
+  ParallelConfig c = internevo_on_two_nodes(3, 8);
   c.framework = TrainingFramework::kInternEvo;
   const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
   // The 8 groups' all-reduces run at once, one member per node each: an eighth of the node's NICs.
