@@ -89,7 +89,7 @@ TEST(ExampleDocs, ExcerptsMustBePrintedWholeAndInOrder) {
 
 TEST(ExampleDocs, InternEvo123bShowsWhatPipescopePrints) {
   const std::vector<ShownCommand> commands = shown_commands("examples/internevo-123b.md");
-  ASSERT_EQ(commands.size(), 5u) << "examples/internevo-123b.md shows five commands with their output";
+  ASSERT_EQ(commands.size(), 6u) << "examples/internevo-123b.md shows six commands with their output";
   for (const ShownCommand& command : commands) {
     std::string line;
     for (const std::string& arg : command.args) line += " " + arg;
