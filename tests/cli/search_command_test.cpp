@@ -87,6 +87,11 @@ TEST(SearchCommand, JsonRanksFastestFirstAndListsEveryRefusal) {
                             "iteration_s", "tflops_per_gpu", "mfu", "stage_layers", "plan_flags"}) {
       EXPECT_TRUE(p.contains(key)) << key;
     }
+    // A configuration is written as a plan's inputs.config writes it, then the search's figures.
+    EXPECT_EQ(p["gpus"], 16);
+    EXPECT_EQ(p["global_batch"], 64);
+    EXPECT_EQ(p["framework"], "generic");
+    EXPECT_FALSE(p["description"].get<std::string>().empty());
   }
   int64_t refused = 0;
   for (const json& j : doc["rejected"]) {
