@@ -268,9 +268,40 @@ TEST(DataParallel, InternEvosFsdpAllReducesEachGradientShardAcrossTheGroupsAfter
               1e-12);
   EXPECT_FALSE(costs.sync_overlaps_backward);
   EXPECT_EQ(costs.step_fixed_s, 0);
+  // The step: Adam (30 bytes per shard parameter) and the cast and copy back (10); no broadcast.
+  const double hbm = in.profile.memory_bound_bytes_per_s(in.cluster.gpu);
+  EXPECT_NEAR(costs.units[1].optimizer_s, kLayerParams / 8 * 40 / hbm, 1e-12);
   // Without a second group there is nothing to all-reduce.
   c.zero_shard = 0;
   EXPECT_EQ(costs_for(c).units[1].dp_sync_s, 0);
+  // On seren, one NIC per node, the gathers over both nodes outlast the compute: the backward's
+  // exposed reduce-scatter is of bf16 gradients, less than Megatron's recipe's fp32 ones.
+  ParallelConfig megatron = c;
+  megatron.optimizer = OptimizerRecipe::kMegatron;
+  megatron.framework = TrainingFramework::kGeneric;
+  const auto backward_on_seren = [](const ParallelConfig& config) {
+    auto seren = build_cost_model(test::inputs("llama2-7b", "seren", config));
+    EXPECT_TRUE(seren.ok());
+    return seren.ok() ? seren->units[1].work_by_mode[0].backward : WorkTimes{};
+  };
+  const WorkTimes fsdp = backward_on_seren(c);
+  const WorkTimes fp32 = backward_on_seren(megatron);
+  EXPECT_GT(fsdp[WorkKind::kCommunication], 0);
+  EXPECT_LT(fsdp[WorkKind::kCommunication], fp32[WorkKind::kCommunication]);
+}
+
+TEST(GradientAccumulation, InternEvosFsdpAddsEachLaterMicroBatchsReducedShard) {
+  // zero1.fsdp accumulates the reduced gradient shard: 6 bytes per shard parameter, (m - 1) / m of
+  // it per micro-batch, in zero1 groups of 4 out of dp 8.
+  ParallelConfig c = data_parallel_8(3, 4);
+  c.optimizer = OptimizerRecipe::kInternEvo;
+  c.global_batch = 8;  // m 1
+  const double one = costs_for(c).units[1].by_mode[0].backward_s;
+  c.global_batch = 32;  // m 4
+  const double four = costs_for(c).units[1].by_mode[0].backward_s;
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  const double hbm = in.profile.memory_bound_bytes_per_s(in.cluster.gpu);
+  EXPECT_NEAR(four - one, kLayerParams / 4 * 6 / hbm * 3 / 4, 1e-12);
 }
 
 TEST(GradientAccumulation, InternEvoAddsEachLaterMicroBatchsBf16GradientsInMemory) {
