@@ -60,6 +60,10 @@ Command add_plan_command(CLI::App& root) {
   app->add_option("--tp", a->tp, "Tensor-parallel size")->required()->check(kCount);
   app->add_option("--pp", a->pp, "Pipeline-parallel size")->required()->check(kCount);
   app->add_option("--vpp", a->vpp, "Virtual stages per pipeline rank")->check(kCount);
+  app->add_option("--vpp-group", a->vpp_group,
+                  "Interleaved: micro-batches a stage runs through one chunk before the next (Megatron-LM's "
+                  "--microbatch-group-size-per-virtual-pipeline-stage; default --pp)")
+      ->check(kCount);
   app->add_option("--cp", a->cp, "Context-parallel size")->check(kCount);
   app->add_option("--ep", a->ep, "Expert-parallel size")->check(kCount);
   app->add_option("--zero", a->zero, "ZeRO stage")->check(CLI::Range(0, 3));

@@ -91,6 +91,7 @@ planner::ParallelConfig config_of(const PlanArgs& a, bool schedule_given) {
   c.tp = a.tp;
   c.pp = a.pp;
   c.vpp = a.vpp;
+  c.vpp_group = a.vpp_group;
   c.cp = a.cp;
   c.ep = a.ep;
   c.micro_batch = a.mbs;
@@ -173,6 +174,7 @@ nlohmann::ordered_json plan_arguments_json(const PlanArgs& a, bool schedule_give
                                 {"tp", a.tp},
                                 {"pp", a.pp},
                                 {"vpp", a.vpp},
+                                {"vpp_group", a.vpp_group},
                                 {"cp", a.cp},
                                 {"ep", a.ep},
                                 {"mbs", a.mbs},
@@ -210,6 +212,7 @@ Expected<PlanArguments> plan_arguments_from_json(const nlohmann::json& j, const 
   a.tp = read.integer(j, "tp", path);
   a.pp = read.integer(j, "pp", path);
   a.vpp = read.integer(j, "vpp", path);
+  a.vpp_group = read.optional_integer(j, "vpp_group", path).value_or(0);  // plans since 2026-11-28
   a.cp = read.integer(j, "cp", path);
   a.ep = read.integer(j, "ep", path);
   a.mbs = read.integer(j, "mbs", path);

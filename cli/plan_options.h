@@ -27,6 +27,7 @@ struct PlanArgs {
   int64_t gpus_per_node = 0;   // 0: not given
   double inter_node_gbps = 0;  // 0: not given
   int64_t tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  int64_t vpp_group = 0;              // 0: --pp
   int64_t mbs = 1, gbs = 0, seq = 0;  // gbs, seq 0: the planner's defaults
   int64_t zero = 0, zero_shard = 0;
   std::string recompute = "none";

@@ -427,6 +427,52 @@ TEST(PlanCommandBadInput, APipelineLayoutThatDoesNotFitTheRunIsRefusedNamingWhy)
                    "--pipeline-layout has 29 decoder layers (t); the model has 32");
 }
 
+// --vpp-group N: Megatron-LM's tunable interleaved schedule (N micro-batches through a chunk
+// before the next; N = --pp by default). Stage 0 warms up 2 (p - 1) + (v - 1) N deep.
+TEST(PlanCommand, MicrobatchGroupsWarmUpDeeperAndAreEmittedForMegatron) {
+  const std::vector<std::string> base = {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus",
+                                         "8",       "--tp",      "1",     "--pp",      "4",
+                                         "--vpp",   "2",         "--gbs", "16"};
+  const json by_default = plan_json(base);
+  const json grouped = plan_json(with(base, {"--vpp-group", "8"}));
+  EXPECT_EQ(by_default["inputs"]["config"]["vpp_group"], 4);
+  EXPECT_EQ(grouped["inputs"]["config"]["vpp_group"], 8);
+  EXPECT_EQ(by_default["uniform"]["stages"][0]["in_flight"], 2 * 3 + 4 + 1);
+  EXPECT_EQ(grouped["uniform"]["stages"][0]["in_flight"], 2 * 3 + 8 + 1);
+  EXPECT_EQ(grouped["uniform"]["stages"][3]["in_flight"], 8 + 1);
+  EXPECT_GT(grouped["uniform"]["stages"][0]["peak_memory_bytes"].get<int64_t>(),
+            by_default["uniform"]["stages"][0]["peak_memory_bytes"].get<int64_t>());
+  // The default and N = --pp are the same schedule.
+  EXPECT_EQ(plan_json(with(base, {"--vpp-group", "4"}))["uniform"]["iteration_s"],
+            by_default["uniform"]["iteration_s"]);
+
+  const CommandResult text = run_pipescope(plan_args(with(base, {"--vpp-group", "8", "--emit", "megatron"})));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("pp 4 (vpp 2, groups of 8 micro-batches)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("--microbatch-group-size-per-virtual-pipeline-stage 8"), std::string::npos)
+      << text.out;
+  const CommandResult plain = run_pipescope(plan_args(with(base, {"--emit", "megatron"})));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("--microbatch-group-size-per-virtual-pipeline-stage"), std::string::npos)
+      << plain.out;
+
+  // What Megatron-LM refuses, refused: N below --pp or above the 8 micro-batches, a last group
+  // smaller than --pp, and a group without the interleaved schedule.
+  expect_bad_input(with(base, {"--vpp-group", "3"}),
+                   "--vpp-group 3 must lie between --pp 4 and the 8 micro-batches");
+  expect_bad_input(with(base, {"--vpp-group", "9"}),
+                   "--vpp-group 9 must lie between --pp 4 and the 8 micro-batches");
+  expect_bad_input(with(base, {"--vpp-group", "6"}),
+                   "--vpp-group 6 leaves a last group of 2 of the 8 micro-batches");
+  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "4",
+                    "--vpp-group", "4"},
+                   "--vpp-group needs the interleaved schedule");
+  // A group that is not a divisor of the micro-batches, with a last group of at least --pp, runs.
+  EXPECT_EQ(plan_json({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "4",
+                       "--vpp", "2", "--gbs", "24", "--vpp-group", "8"})["inputs"]["config"]["micro_batches"],
+            12);
+}
+
 TEST(PlanCommand, EmitMegatronPrintsItsFlags) {
   const CommandResult r = run_pipescope(plan_args(with(kThirteenB, {"--emit", "megatron"})));
   ASSERT_EQ(r.exit_code, 0) << r.err;

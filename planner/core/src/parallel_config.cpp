@@ -210,6 +210,9 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
   } else if (c.schedule == ScheduleKind::kInterleaved) {
     return Error{"--schedule interleaved needs --vpp of at least 2"};
   }
+  if (c.vpp_group < 0) return Error{"--vpp-group must be at least 1"};
+  if (c.vpp_group > 0 && c.vpp < 2)
+    return Error{"--vpp-group needs the interleaved schedule (--vpp of at least 2)"};
   if (c.seq_length == 0) {
     c.seq_length =
         model.max_position_embeddings > 0 ? std::min<int64_t>(model.max_position_embeddings, 4096) : 4096;
@@ -247,9 +250,21 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
                  " pipeline chunks that is above the " + num(kMostScheduleOps) +
                  " pipescope simulates; raise --mbs or lower --gbs"};
   }
-  if (c.schedule == ScheduleKind::kInterleaved && c.micro_batches() % c.pp != 0) {
+  if (c.schedule == ScheduleKind::kInterleaved && c.vpp_group == 0 && c.micro_batches() % c.pp != 0) {
     return Error{"the interleaved schedule needs the micro-batch count (" + num(c.micro_batches()) +
-                 ") to be a multiple of --pp " + num(c.pp)};
+                 ") to be a multiple of --pp " + num(c.pp) + ", or --vpp-group"};
+  }
+  if (c.schedule == ScheduleKind::kInterleaved && c.vpp_group > 0) {
+    const int64_t m = c.micro_batches(), n = c.vpp_group;
+    // Megatron-LM's forward_backward_pipelining_with_interleaving refuses the same two.
+    if (n < c.pp || n > m) {
+      return Error{"--vpp-group " + num(n) + " must lie between --pp " + num(c.pp) + " and the " + num(m) +
+                   " micro-batches per step, as Megatron-LM requires"};
+    }
+    if (m % n != 0 && m % n < c.pp) {
+      return Error{"--vpp-group " + num(n) + " leaves a last group of " + num(m % n) + " of the " + num(m) +
+                   " micro-batches, fewer than --pp " + num(c.pp) + "; Megatron-LM refuses that"};
+    }
   }
   if (c.zero_stage < 0 || c.zero_stage > 3) return Error{"--zero must be 0, 1, 2 or 3"};
   if (c.optimizer == OptimizerRecipe::kDeepSpeedBf16) {
@@ -314,7 +329,11 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
 
 std::string describe(const ParallelConfig& c) {
   std::string text = "tp " + num(c.tp) + ", pp " + num(c.pp);
-  if (c.vpp > 1) text += " (vpp " + num(c.vpp) + ")";
+  if (c.vpp > 1) {
+    text += " (vpp " + num(c.vpp);
+    if (c.vpp_group > 0 && c.vpp_group != c.pp) text += ", groups of " + num(c.vpp_group) + " micro-batches";
+    text += ")";
+  }
   if (c.cp > 1) text += ", cp " + num(c.cp);
   if (c.ep > 1) text += ", ep " + num(c.ep);
   text += ", dp " + num(c.dp()) + ", mbs " + num(c.micro_batch) + ", gbs " + num(c.global_batch) + ", seq " +

@@ -94,6 +94,11 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
   return r;
 }
 
+ScheduleSpec interleaved_spec(const ParallelConfig& c) {
+  return {ScheduleKind::kInterleaved, static_cast<int>(c.pp), static_cast<int>(c.micro_batches()),
+          static_cast<int>(c.vpp), static_cast<int>(c.vpp_group)};
+}
+
 // The interleaved schedule: Megatron's uniform split into pp x vpp chunks, simulated exactly;
 // stage s holds chunks s, s + p, ... and in_flight counts chunk activations. A stage's activation
 // memory is its fullest mix of chunks (in_flight_mixes()): the last stage's final chunk, with the
@@ -106,7 +111,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   const auto chunk_at = [p](int k, int s) {
     return static_cast<size_t>(k) * static_cast<size_t>(p) + static_cast<size_t>(s);
   };
-  ScheduleSpec spec{ScheduleKind::kInterleaved, p, static_cast<int>(c.micro_batches()), v};
+  ScheduleSpec spec = interleaved_spec(c);
   PipelineCosts pc;
   pc.forward_s.assign(static_cast<size_t>(chunks), 0.0);
   pc.backward_s.assign(static_cast<size_t>(chunks), 0.0);
@@ -230,11 +235,6 @@ int option_of(RecomputeChoice mode) {
     case RecomputeChoice::kAuto: break;
   }
   return 1;
-}
-
-ScheduleSpec interleaved_spec(const ParallelConfig& c) {
-  return {ScheduleKind::kInterleaved, static_cast<int>(c.pp), static_cast<int>(c.micro_batches()),
-          static_cast<int>(c.vpp)};
 }
 
 // The interleaved schedule under one recompute option: the baseline layout (the user's, or

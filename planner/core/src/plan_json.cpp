@@ -88,6 +88,7 @@ ordered_json config_json(const ParallelConfig& c) {
                       {"tp", c.tp},
                       {"pp", c.pp},
                       {"vpp", c.vpp},
+                      {"vpp_group", c.vpp > 1 ? (c.vpp_group > 0 ? c.vpp_group : c.pp) : 0},
                       {"cp", c.cp},
                       {"ep", c.ep},
                       {"dp", c.dp()},

@@ -66,6 +66,12 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
             older + ".");
       }
     }
+    if (c.vpp_group > 0 && c.vpp_group != c.pp) {
+      flag("--microbatch-group-size-per-virtual-pipeline-stage", num(c.vpp_group));
+      notes.emplace_back(
+          "--microbatch-group-size-per-virtual-pipeline-stage needs a Megatron-LM of November 2024 "
+          "or later (its tunable schedule).");
+    }
   } else if (c.pp > 1 && !all_equal(split.layers)) {
     const auto first_last = megatron_first_last(split.layers);
     if (first_last && first_last->exact) {
@@ -182,7 +188,7 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
         recompute.mode + "` predicts it.");
   }
   if (c.schedule == ScheduleKind::kGPipe) {
-    out.not_expressible.push_back(
+    out.not_expressible.emplace_back(
         "The GPipe schedule: Megatron-LM runs 1F1B (or interleaved 1F1B); with these flags it runs 1F1B, "
         "which keeps fewer micro-batches in flight than the GPipe plan.");
   }

@@ -31,10 +31,10 @@ Expected<ScheduleResult> simulate_schedule(const ScheduleSpec& spec, const Pipel
   auto dag = detail::ScheduleDag::build(spec);
   if (!dag.ok()) return dag.error();
   const size_t chunks = static_cast<size_t>(dag->model_chunks());
-  for (Status s : {check_times(costs.forward_s, chunks, false, "forward_s"),
-                   check_times(costs.backward_s, chunks, false, "backward_s"),
-                   check_times(costs.p2p_forward_s, chunks - 1, true, "p2p_forward_s"),
-                   check_times(costs.p2p_backward_s, chunks - 1, true, "p2p_backward_s")}) {
+  for (const Status& s : {check_times(costs.forward_s, chunks, false, "forward_s"),
+                          check_times(costs.backward_s, chunks, false, "backward_s"),
+                          check_times(costs.p2p_forward_s, chunks - 1, true, "p2p_forward_s"),
+                          check_times(costs.p2p_backward_s, chunks - 1, true, "p2p_backward_s")}) {
     if (!s.ok()) return s.error();
   }
 

@@ -1,6 +1,8 @@
 // Per-stage op orders of the three schedules, transcribed from Megatron-LM
-// (megatron/core/pipeline_parallel/schedules.py) so that the simulator runs what the framework
-// runs; GPipe after Huang et al. 2019 with the backward in autograd's order.
+// (megatron/core/pipeline_parallel/schedules.py, d98e8a64) so that the simulator runs what the
+// framework runs; GPipe after Huang et al. 2019 with the backward in autograd's order. Megatron-LM
+// before its tunable schedule (4295be1a, November 2024) ran every forward first when m == p; it
+// no longer does, and neither does this.
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -21,6 +23,10 @@ Status validate(const ScheduleSpec& spec) {
       return Error{"the " + name + " schedule has one model chunk per stage; virtual chunks (--vpp) " +
                    std::to_string(spec.virtual_chunks) + " needs --schedule interleaved"};
     }
+    if (spec.microbatch_group != 0) {
+      return Error{"the " + name +
+                   " schedule has one model chunk per stage; --vpp-group needs --schedule interleaved"};
+    }
     return Status::Ok();
   }
   if (spec.virtual_chunks < 2) {
@@ -28,11 +34,26 @@ Status validate(const ScheduleSpec& spec) {
                  std::to_string(spec.virtual_chunks)};
   }
   if (spec.stages < 2) return Error{"the interleaved schedule needs at least 2 pipeline stages"};
-  if (spec.micro_batches % spec.stages != 0) {
-    // Megatron asserts the same: its interleaved order walks micro-batches in groups of p.
-    return Error{"the interleaved schedule needs micro-batches (" + std::to_string(spec.micro_batches) +
-                 ") to be a multiple of pipeline stages (" + std::to_string(spec.stages) +
-                 "); change --gbs/--mbs or --pp"};
+  const int p = spec.stages, m = spec.micro_batches, n = microbatch_group(spec);
+  if (spec.microbatch_group == 0) {
+    // N = p: Megatron's checks below come to m being a multiple of p.
+    if (m % p != 0) {
+      return Error{"the interleaved schedule needs micro-batches (" + std::to_string(m) +
+                   ") to be a multiple of pipeline stages (" + std::to_string(p) +
+                   "); change --gbs/--mbs or --pp"};
+    }
+    return Status::Ok();
+  }
+  // Megatron-LM's forward_backward_pipelining_with_interleaving raises the same two.
+  if (n < p || n > m) {
+    return Error{"--vpp-group " + std::to_string(n) + " must lie between --pp (" + std::to_string(p) +
+                 ") and the micro-batches per step (" + std::to_string(m) + "), as Megatron-LM requires"};
+  }
+  if (m % n != 0 && m % n < p) {
+    return Error{"the micro-batches (" + std::to_string(m) + ") leave a last group of " +
+                 std::to_string(m % n) + " after groups of --vpp-group " + std::to_string(n) +
+                 ", fewer than --pp " + std::to_string(p) +
+                 "; Megatron-LM refuses that (it would stall the pipeline)"};
   }
   return Status::Ok();
 }
@@ -60,20 +81,39 @@ std::vector<ScheduledOp> gpipe(int m) {
   return ops;
 }
 
-std::vector<ScheduledOp> interleaved(int p, int m, int v, int s) {
-  // Megatron counts "virtual micro-batches" k = 0..m*v-1. Forward k runs local chunk
-  // (k mod pv) / p on micro-batch (k / pv) * p + k mod p: p micro-batches through chunk 0, the
-  // same p through chunk 1, ..., then the next group of p. Backward k walks the chunks in reverse.
+// Megatron-LM's schedule table (get_schedule_table): micro-batches in groups of n, each group
+// through chunk 0, then chunk 1, ..., the last group taking the m mod n left over. Virtual
+// micro-batch k of the table as (local chunk, micro-batch).
+struct TableEntry {
+  int chunk = 0;
+  int micro_batch = 0;
+};
+
+TableEntry table_entry(int k, int m, int v, int n) {
+  const int full_groups = m / n;
+  const int in_full_groups = full_groups * n * v;
+  if (k < in_full_groups) {
+    const int offset = k % (n * v);
+    return {offset / n, (k / (n * v)) * n + offset % n};
+  }
+  const int rest = m % n, offset = k - in_full_groups;
+  return {offset / rest, full_groups * n + offset % rest};
+}
+
+std::vector<ScheduledOp> interleaved(int p, int m, int v, int n, int s) {
+  // Forward k runs table entry k; backward k the same micro-batch through the chunks in reverse.
+  // Every stage warms up with 2 (p - s - 1) + (v - 1) n forwards (all of them where that is more),
+  // then alternates forward warm-up + k and backward k, then drains.
   const int total = m * v;
-  const int group = p * v;
   const auto forward = [&](int k) {
-    return ScheduledOp{OpKind::kForward, (k % group) / p, (k / group) * p + k % p};
+    const TableEntry e = table_entry(k, m, v, n);
+    return ScheduledOp{OpKind::kForward, e.chunk, e.micro_batch};
   };
   const auto backward = [&](int k) {
-    return ScheduledOp{OpKind::kBackward, v - 1 - (k % group) / p, (k / group) * p + k % p};
+    const TableEntry e = table_entry(k, m, v, n);
+    return ScheduledOp{OpKind::kBackward, v - 1 - e.chunk, e.micro_batch};
   };
-  // With m == p Megatron runs every forward first; otherwise 2 (p - s - 1) + (v - 1) p warm-up.
-  const int warmup = m == p ? total : std::min(2 * (p - s - 1) + (v - 1) * p, total);
+  const int warmup = std::min(2 * (p - s - 1) + (v - 1) * n, total);
   const int steady = total - warmup;
   std::vector<ScheduledOp> ops;
   ops.reserve(2 * static_cast<size_t>(total));
@@ -87,6 +127,10 @@ std::vector<ScheduledOp> interleaved(int p, int m, int v, int s) {
 }
 
 }  // namespace
+
+int microbatch_group(const ScheduleSpec& spec) {
+  return spec.microbatch_group > 0 ? spec.microbatch_group : spec.stages;
+}
 
 std::string_view to_string(ScheduleKind kind) {
   switch (kind) {
@@ -105,7 +149,8 @@ Expected<std::vector<std::vector<ScheduledOp>>> schedule_op_order(const Schedule
       case ScheduleKind::kGPipe: order[s] = gpipe(spec.micro_batches); break;
       case ScheduleKind::kOneFOneB: order[s] = one_f_one_b(spec.stages, spec.micro_batches, s); break;
       case ScheduleKind::kInterleaved:
-        order[s] = interleaved(spec.stages, spec.micro_batches, spec.virtual_chunks, s);
+        order[s] =
+            interleaved(spec.stages, spec.micro_batches, spec.virtual_chunks, microbatch_group(spec), s);
         break;
     }
   }

@@ -65,11 +65,14 @@ TEST(Interleaved, PeakCountsChunkActivations) {
 }
 
 TEST(Interleaved, WrapAroundHandOffPaysP2p) {
-  // p = 2, m = 2 = p (all forwards first), v = 2, every chunk op 1 s; p2p only across model
-  // chunks 1 | 2 (stage 1 back to stage 0), 10 s each way. g = model chunk, b = micro-batch.
-  //   no p2p: F g2 b0 [2,3] ... B g2 b1 [7,8], B g1 b0 [7,8], B g1 b1 [8,9], B g0 b1 [9,10]: 10
-  //   p2p:    F g2 b0 waits for 2 + 10 -> [12,13], everything after shifts by 10, B g2 b0 [16,17],
-  //           B g1 b0 waits for 17 + 10 -> [27,28], B g1 b1 [28,29], B g0 b1 [29,30]: 30
+  // p = 2, m = 2, v = 2 (stage 0 runs every forward first, stage 1 two), every chunk op 1 s; p2p
+  // only across model chunks 1 | 2 (stage 1 back to stage 0), 10 s each way. g = model chunk,
+  // b = micro-batch.
+  //   no p2p: F g2 b0 [2,3] ... B g3 b1 [6,7], B g2 b1 [7,8], B g1 b0 [7,8], B g1 b1 [8,9],
+  //           B g0 b1 [9,10]: 10
+  //   p2p:    F g2 b0 waits for 2 + 10 -> [12,13], B g3 b0 [14,15], B g2 b0 [15,16], B g1 b0 waits
+  //           for 16 + 10 -> [26,27], B g2 b1 [17,18], B g1 b1 waits for 28 -> [28,29],
+  //           B g0 b1 [29,30]: 30
   auto r = simulate_schedule({ScheduleKind::kInterleaved, 2, 2, 2},
                              {{1, 1, 1, 1}, {1, 1, 1, 1}, {0, 10, 0}, {0, 10, 0}});
   ASSERT_TRUE(r.ok()) << r.error().message;

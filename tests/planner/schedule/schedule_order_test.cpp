@@ -102,18 +102,46 @@ TEST(Interleaved, StageZeroOrderMatchesMegatron) {
   EXPECT_EQ(order[1][3], (ScheduledOp{B, 1, 0}));
 }
 
-TEST(Interleaved, MicrobatchesEqualToStagesRunAllForwardsFirst) {
+TEST(Interleaved, MicrobatchesEqualToStagesWarmUpLikeAnyOtherCount) {
+  // Megatron-LM since its tunable schedule (November 2024) has no case of its own for m == p:
+  // stage 0 warms up with 2 (p - 1) + (v - 1) p = 6 = m v forwards, all of them; stage 1 with 4.
   const auto order = order_of({ScheduleKind::kInterleaved, 2, 2, 3});
-  for (const auto& stage : order) {
-    for (size_t i = 0; i < stage.size(); ++i) EXPECT_EQ(stage[i].kind, i < 6 ? F : B);
-  }
+  for (size_t i = 0; i < order[0].size(); ++i) EXPECT_EQ(order[0][i].kind, i < 6 ? F : B) << i;
+  EXPECT_EQ(order[1][4], (ScheduledOp{F, 2, 0}));
+  EXPECT_EQ(order[1][5], (ScheduledOp{B, 2, 0}));
 }
 
 TEST(Interleaved, InFlightCountsChunkActivations) {
-  // m > p: stage s holds its 2 (p - s - 1) + (v - 1) p warm-up chunk-activations plus one.
+  // Stage s holds its 2 (p - s - 1) + (v - 1) p warm-up chunk-activations plus one, or all m v.
   EXPECT_EQ(in_flight_of({ScheduleKind::kInterleaved, 4, 8, 2}), (std::vector<int>{11, 9, 7, 5}));
-  // m == p: every forward runs first, so all m v chunk-activations are alive at once.
-  EXPECT_EQ(in_flight_of({ScheduleKind::kInterleaved, 4, 4, 2}), (std::vector<int>{8, 8, 8, 8}));
+  EXPECT_EQ(in_flight_of({ScheduleKind::kInterleaved, 4, 4, 2}), (std::vector<int>{8, 8, 7, 5}));
+}
+
+TEST(Interleaved, MicrobatchGroupsRunAsMegatronsScheduleTable) {
+  // Megatron-LM's own example (model_parallel_config.py, microbatch_group_size_per_vp_stage):
+  // p = 2, v = 2, N = 3, m = 5 runs forwards on micro-batches 0 1 2 0 1 2 3 4 3 4 through chunks
+  // 0 0 0 1 1 1 0 0 1 1. Stage 0 warms up with 2 (p - 1) + (v - 1) N = 5.
+  const auto order = order_of({ScheduleKind::kInterleaved, 2, 5, 2, 3});
+  EXPECT_EQ(order[0],
+            (std::vector<ScheduledOp>{{F, 0, 0}, {F, 0, 1}, {F, 0, 2}, {F, 1, 0}, {F, 1, 1},  // warm-up
+                                      {F, 1, 2}, {B, 1, 0}, {F, 0, 3}, {B, 1, 1}, {F, 0, 4},
+                                      {B, 1, 2}, {F, 1, 3}, {B, 0, 0}, {F, 1, 4}, {B, 0, 1},     // steady
+                                      {B, 0, 2}, {B, 1, 3}, {B, 1, 4}, {B, 0, 3}, {B, 0, 4}}));  // drain
+  // N = 2, m = 4: "rank 0 | 0 1 0 1 2 3 2 3", which is N = p, the default.
+  EXPECT_EQ(order_of({ScheduleKind::kInterleaved, 2, 4, 2, 2}),
+            order_of({ScheduleKind::kInterleaved, 2, 4, 2}));
+}
+
+TEST(Interleaved, LargerMicrobatchGroupsHoldMoreAndStillRunEveryOp) {
+  // p = 4, v = 2, m = 16: each stage warms up (v - 1) N deeper; the simulation never deadlocks.
+  for (int n : {4, 8, 16}) {
+    const ScheduleSpec spec{ScheduleKind::kInterleaved, 4, 16, 2, n};
+    const std::vector<int> held = in_flight_of(spec);
+    for (int s = 0; s < 4; ++s) EXPECT_EQ(held[s], std::min(32, 2 * (4 - s - 1) + n + 1)) << "N=" << n;
+    auto r = simulate_schedule(spec, {std::vector<double>(8, 1.0), std::vector<double>(8, 2.0), {}, {}});
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    for (const StageTimeline& stage : r->stages) EXPECT_DOUBLE_EQ(stage.busy_s, 16 * 2 * 3.0);
+  }
 }
 
 TEST(Interleaved, MixesSayHowOftenEachChunkIsInFlight) {
@@ -162,6 +190,24 @@ TEST(Interleaved, RejectsMicrobatchesNotMultipleOfStages) {
   ASSERT_FALSE(order.ok());
   EXPECT_NE(order.error().message.find("multiple of pipeline stages"), std::string::npos)
       << order.error().message;
+}
+
+TEST(Interleaved, RefusesMicrobatchGroupsMegatronRefuses) {
+  const auto refusal = [](const ScheduleSpec& spec) {
+    auto order = schedule_op_order(spec);
+    return order.ok() ? std::string("accepted") : order.error().message;
+  };
+  // N below p or above m; a last group of fewer than p micro-batches (m = 10, N = 4 leaves 2).
+  EXPECT_NE(refusal({ScheduleKind::kInterleaved, 4, 8, 2, 3}).find("must lie between --pp (4)"),
+            std::string::npos);
+  EXPECT_NE(refusal({ScheduleKind::kInterleaved, 4, 8, 2, 9}).find("micro-batches per step (8)"),
+            std::string::npos);
+  EXPECT_EQ(refusal({ScheduleKind::kInterleaved, 2, 10, 2, 4}), "accepted");  // leaves 2 = p
+  EXPECT_NE(refusal({ScheduleKind::kInterleaved, 4, 10, 2, 4}).find("a last group of 2"), std::string::npos);
+  // A last group of at least p is run: m = 10, N = 6, p = 4.
+  EXPECT_EQ(refusal({ScheduleKind::kInterleaved, 4, 10, 2, 6}), "accepted");
+  EXPECT_NE(refusal({ScheduleKind::kOneFOneB, 4, 8, 1, 4}).find("--vpp-group needs --schedule interleaved"),
+            std::string::npos);
 }
 
 TEST(Interleaved, RejectsOneVirtualChunkAndOneStage) {

@@ -81,6 +81,9 @@ struct ParallelConfig {
   int64_t tp = 1;
   int64_t pp = 1;
   int64_t vpp = 1;  // virtual chunks per pipeline rank (interleaved schedule)
+  // Interleaved: micro-batches a stage runs through one chunk before the next (--vpp-group,
+  // Megatron-LM's --microbatch-group-size-per-virtual-pipeline-stage); 0: pp, Megatron's default.
+  int64_t vpp_group = 0;
   int64_t cp = 1;
   int64_t ep = 1;
   int64_t micro_batch = 1;

@@ -26,9 +26,16 @@ std::string_view to_string(ScheduleKind kind);
 struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::kOneFOneB;
   int stages = 1;          // p >= 1 (>= 2 for interleaved)
-  int micro_batches = 1;   // m >= 1; interleaved needs m % p == 0, as Megatron does
+  int micro_batches = 1;   // m >= 1
   int virtual_chunks = 1;  // v: 1 for GPipe and 1F1B, >= 2 for interleaved
+  // Interleaved only: N, the micro-batches a stage runs through one chunk before the next
+  // (Megatron-LM's --microbatch-group-size-per-virtual-pipeline-stage); 0 means p, Megatron's
+  // default. As Megatron requires: p <= N <= m, and m mod N is 0 or at least p.
+  int microbatch_group = 0;
 };
+
+// N as the schedule runs it: spec.microbatch_group, or p where it is 0.
+int microbatch_group(const ScheduleSpec& spec);
 
 enum class OpKind : std::uint8_t { kForward, kBackward };
 
@@ -42,13 +49,15 @@ struct ScheduledOp {
 
 // The order in which each stage runs its ops, exactly as Megatron-LM's
 // forward_backward_pipelining_{without,with}_interleaving issue them (GPipe: F0..Fm-1, then
-// Bm-1..B0). Index [stage][position]. Fails with a user-facing message on an invalid spec.
+// Bm-1..B0), the interleaved one as Megatron-LM runs it since its tunable schedule (November
+// 2024; read at d98e8a64). Index [stage][position]. Fails with a user-facing message on an
+// invalid spec.
 Expected<std::vector<std::vector<ScheduledOp>>> schedule_op_order(const ScheduleSpec& spec);
 
 // The peak number of chunk activations each stage holds at once, in units of one chunk's
 // activations for one micro-batch. Depends on the order only, never on op times: a forward's
 // activations live from its start to the end of its backward, and a stage runs one op at a time.
-// 1F1B: min(p - s, m); GPipe: m; interleaved: min(m * v, 2 (p - s - 1) + (v - 1) p + 1) for m > p.
+// 1F1B: min(p - s, m); GPipe: m; interleaved: min(m * v, 2 (p - s - 1) + (v - 1) N + 1).
 Expected<std::vector<int>> activations_in_flight(const ScheduleSpec& spec);
 
 // What each stage can hold at its fullest, chunk by chunk: [stage][mix][local chunk], the number
