@@ -15,7 +15,15 @@ include(CMakePackageConfigHelpers)
 # suite, which needs cuBLASLt, NCCL and Google Benchmark at run time) and dev (the trace reader).
 set(CMAKE_INSTALL_DEFAULT_COMPONENT_NAME runtime)
 install(TARGETS pipescope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-if(TARGET pipescope_inject)
+# A libpipescope.so built for older glibc (scripts/build-portable-preload.sh) replaces this build's
+# in the install tree and the packages when named; scripts/package.sh names it.
+set(PIPESCOPE_PORTABLE_PRELOAD "" CACHE FILEPATH "A prebuilt libpipescope.so (glibc 2.28) to install instead of this build's")
+if(PIPESCOPE_PORTABLE_PRELOAD)
+  if(NOT EXISTS "${PIPESCOPE_PORTABLE_PRELOAD}")
+    message(FATAL_ERROR "PIPESCOPE_PORTABLE_PRELOAD: no file ${PIPESCOPE_PORTABLE_PRELOAD}")
+  endif()
+  install(PROGRAMS "${PIPESCOPE_PORTABLE_PRELOAD}" DESTINATION ${CMAKE_INSTALL_LIBDIR} RENAME libpipescope.so)
+elseif(TARGET pipescope_inject)
   install(TARGETS pipescope_inject LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 foreach(suite gpu_benchmark nccl_benchmark trace_overhead)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up and runs every test: the main build (g++), the pip wheel built from it, and a second
+# Sets up and runs every test: the main build (g++), the preload library built for glibc 2.28
+# under the main build's preload tests, the pip wheel built from the main build, and a second
 # build under AddressSanitizer and UndefinedBehaviorSanitizer with clang, which also builds the
 # libFuzzer targets and runs them over their seed corpus and for a short fuzzing session. Ends
 # with CTest's summary line.
@@ -15,6 +16,9 @@ jobs=$(nproc)
 "$repo/scripts/bootstrap.sh" "$repo/build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
   "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" -DPIPESCOPE_WERROR=ON
 ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
+# libpipescope.so for glibc 2.28 and newer (zig's clang from PyPI): the glibc symbol versions it
+# imports checked, and the main build's preload tests run against it.
+"$repo/scripts/build-portable-preload.sh" --skip-without-pypi --test "$repo/build" "$repo/build/portable-preload"
 # The pip wheel, built from the tree just tested (nothing rebuilds) and installed in a fresh virtual
 # environment: the command, the module and the preload library from there.
 "$repo/scripts/test-wheel.sh" --build-dir "$repo/build" --skip-without-pypi "$repo/build/wheel-test"

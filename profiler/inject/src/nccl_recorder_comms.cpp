@@ -2,6 +2,8 @@
 
 #include "nccl_recorder.h"
 
+#include <unistd.h>
+
 #include "nccl_recorder_detail.h"
 
 namespace pipescope::inject::nccl {
@@ -165,7 +167,8 @@ void NcclRecorder::created(ncclComm_t* out, CommFacts facts, ncclResult_t result
 void NcclRecorder::learn_details(Comm& comm) noexcept {
   if (!comm.claim_details()) return;  // known already, or another thread is asking
   const NcclFunctions* functions = library_.functions();
-  const auto handle = reinterpret_cast<ncclComm_t>(comm.handle());
+  // The table keys communicators by their handle's value; this hands it back to NCCL.
+  const auto handle = reinterpret_cast<ncclComm_t>(comm.handle());  // NOLINT(performance-no-int-to-ptr)
   if (functions == nullptr || functions->comm_get_async_error == nullptr ||
       functions->comm_user_rank == nullptr || functions->comm_count == nullptr ||
       functions->comm_cu_device == nullptr) {

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds libpipescope.so for glibc 2.28 and newer (manylinux_2_28: RHEL 8+, Ubuntu 20.04+) with
+# zig's clang from PyPI (`ziglang`, installed into a virtual environment in OUT), checks the
+# glibc symbol versions it imports (scripts/check-glibc-symbols.sh), and with --test BUILD_DIR runs BUILD_DIR's tests that preload
+# the library against this one (BUILD_DIR's own library is put back afterwards).
+#
+#   scripts/build-portable-preload.sh [--skip-without-pypi] [--test BUILD_DIR] OUT
+#
+# writes OUT/libpipescope.so. --skip-without-pypi: where PyPI cannot be reached, say so and exit 0.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+zig_version=0.17.1  # PyPI's ziglang; the glibc it targets is named below, not by this version
+glibc=2.28
+test_build=""
+skip_without_pypi=false
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+    --test) test_build=$(cd "${2:?--test needs the build directory whose preload tests to run}" && pwd); shift 2 ;;
+    --skip-without-pypi) skip_without_pypi=true; shift ;;
+    *) echo "build-portable-preload: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+out=${1:?usage: scripts/build-portable-preload.sh [--skip-without-pypi] [--test BUILD_DIR] OUT}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+if [[ ! -x $out/venv/bin/python ]]; then
+  python3 -m venv "$out/venv"
+fi
+if ! "$out/venv/bin/python" -m ziglang version > /dev/null 2>&1; then
+  if ! "$out/venv/bin/pip" install --quiet "ziglang==$zig_version"; then
+    echo "build-portable-preload: cannot install ziglang $zig_version from PyPI" >&2
+    if $skip_without_pypi; then
+      echo "build-portable-preload: skipped: the glibc $glibc build needs zig from PyPI"
+      exit 0
+    fi
+    exit 1
+  fi
+fi
+# zig keeps its compiled C++ runtime and glibc stubs in a cache; the one under OUT is reused by
+# later builds there and removed with it.
+for tool in cc c++; do
+  printf '#!/bin/sh\nZIG_GLOBAL_CACHE_DIR="%s" ZIG_LOCAL_CACHE_DIR="%s" exec "%s" -m ziglang %s -target x86_64-linux-gnu.%s "$@"\n' \
+    "$out/zig-cache" "$out/zig-cache" "$out/venv/bin/python" "$tool" "$glibc" > "$out/zig-$tool"
+  chmod +x "$out/zig-$tool"
+done
+
+cmake -S "$repo/profiler/portable" -B "$out/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_COMPILER="$out/zig-cc" -DCMAKE_CXX_COMPILER="$out/zig-c++" > "$out/configure.log" 2>&1 ||
+  { cat "$out/configure.log" >&2; exit 1; }
+cmake --build "$out/build" -j "$(nproc)"
+cp "$out/build/libpipescope.so" "$out/libpipescope.so"
+lib=$out/libpipescope.so
+
+"$repo/scripts/check-glibc-symbols.sh" "$lib" "$glibc"
+
+if [[ -n $test_build ]]; then
+  # The preload tests name BUILD_DIR's library; run them with this one in its place.
+  own=$test_build/profiler/inject/libpipescope.so
+  cp "$own" "$out/libpipescope.so.main-build"
+  trap 'cp "$out/libpipescope.so.main-build" "$own"' EXIT
+  cp "$lib" "$own"
+  ctest --test-dir "$test_build" --output-on-failure -j "$(nproc)" \
+    -R '^(Variants/)?(RecordCommand|KillTest[A-Za-z]*|CuptiInjectionEntry|NcclFailure|NcclLocalPreload|NcclPreload|NcclPreloadNvtx|NvtxInjection|NcclSymbols|NcclReport)\.'
+fi
