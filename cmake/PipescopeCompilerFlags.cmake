@@ -9,6 +9,16 @@ if(PIPESCOPE_SANITIZE)
   add_link_options(-fsanitize=${PIPESCOPE_SANITIZE})
 endif()
 
+# Whether libpipescope.so is built and preloaded into the tests' programs. AddressSanitizer's and
+# UBSan's runtimes must come first in a process, before any preloaded library; ThreadSanitizer's
+# lives in the instrumented executable, which hands it to an instrumented library loaded into it,
+# so the preloaded programs run under it (scripts/test-tsan.sh).
+if(NOT PIPESCOPE_SANITIZE OR PIPESCOPE_SANITIZE STREQUAL "thread")
+  set(PIPESCOPE_PRELOAD_TESTS ON)
+else()
+  set(PIPESCOPE_PRELOAD_TESTS OFF)
+endif()
+
 if(PIPESCOPE_FUZZ AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "PIPESCOPE_FUZZ needs clang (libFuzzer); configure with CXX=clang++-14")
 endif()

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "loaded_trace.h"
@@ -15,6 +16,19 @@ namespace pipescope::inject::testing {
 namespace {
 
 constexpr int kNoPeriodicFlushMs = 3'600'000;  // only the signal path can have written the records
+
+#if defined(__SANITIZE_THREAD__)
+#define PIPESCOPE_KILL_TEST_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PIPESCOPE_KILL_TEST_UNDER_TSAN 1
+#endif
+#endif
+#ifdef PIPESCOPE_KILL_TEST_UNDER_TSAN
+constexpr bool kUnderThreadSanitizer = true;
+#else
+constexpr bool kUnderThreadSanitizer = false;
+#endif
 
 struct CrashRun {
   RankResult result;
@@ -51,6 +65,12 @@ void expect_its_nccl_calls(const std::string& path) {
 class KillTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(KillTest, EndsAsWithoutTheLibraryAndLeavesAReadableTrace) {
+  if (kUnderThreadSanitizer && std::string(GetParam()) == "stack-overflow") {
+    // Under ThreadSanitizer (scripts/test-tsan.sh) the overflowed program ends as it should but its
+    // handler writes nothing, with a 64 KiB or a 1 MiB alternate stack alike: the sanitizer's
+    // signal handling, not the library's. The uninstrumented library is tested here in every build.
+    GTEST_SKIP() << "a stack overflow under ThreadSanitizer writes no trace; the main build tests it";
+  }
   const CrashRun plain = run_crash(GetParam(), false);
   const CrashRun traced = run_crash(GetParam(), true);
   EXPECT_EQ(traced.result.status_text(), plain.result.status_text());
@@ -111,10 +131,10 @@ TEST(KillTestSignals, SigtermFromOutsideFlushesBeforeTheDefaultActionEndsIt) {
 TEST(KillTestEnvironment, BadValuesWarnOnceEachAndTheDefaultsApply) {
   const std::string dir = make_temp_dir("kill-badenv");
   LaunchOptions options = crash_options("exit3", dir, true, 1000);
-  options.env.push_back({"PIPESCOPE_FLUSH_MS", "soon"});
-  options.env.push_back({"PIPESCOPE_KINDS", "kernel,gpu"});
-  options.env.push_back({"PIPESCOPE_BUFFER_MB", "-4"});
-  options.env.push_back({"PIPESCOPE_STEPS", "9:1"});
+  options.env.emplace_back("PIPESCOPE_FLUSH_MS", "soon");
+  options.env.emplace_back("PIPESCOPE_KINDS", "kernel,gpu");
+  options.env.emplace_back("PIPESCOPE_BUFFER_MB", "-4");
+  options.env.emplace_back("PIPESCOPE_STEPS", "9:1");
   const RankResult result = launch_ranks(options).ranks.at(0);
   EXPECT_TRUE(result.exited_with(3)) << result.status_text();
   EXPECT_EQ(result.out, "crash_program: exit3 ready\n");
