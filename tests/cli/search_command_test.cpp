@@ -178,6 +178,20 @@ TEST(SearchCommand, InterleavedConfigurationsAreRankedOnTheirSuggestedLayouts) {
   EXPECT_EQ(best["peak_memory_bytes"], planned["suggested"]["peak_memory_bytes"]);
 }
 
+TEST(SearchCommand, AnInterleavedFamilyWhoseUniformChunksDoNotFitIsSentToPlan) {
+  // llama3-70b at seq 4096, tp 4, pp 8: the uniform chunks need 76.1 GiB of 75.7. Search screens
+  // only those; the refusal names plan, which looks for uneven chunks.
+  const CommandResult r = run_pipescope({"search", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus",
+                                         "32", "--gbs", "64", "--seq", "4096", "--tp", "4", "--pp", "8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t refusal = r.out.find("interleaved with mbs");
+  ASSERT_NE(refusal, std::string::npos) << r.out;
+  const std::string line = r.out.substr(refusal, r.out.find('\n', refusal) - refusal);
+  EXPECT_NE(line.find("the uniform chunks need at least"), std::string::npos) << line;
+  EXPECT_NE(line.find("search tries no uneven chunks; `pipescope plan` suggests some"), std::string::npos)
+      << line;
+}
+
 TEST(SearchCommand, FixedMicroBatchIsTheOnlyOneSearched) {
   const CommandResult r = run_pipescope(search_args({"--gbs", "64", "--mbs", "2", "--top", "0", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -149,10 +149,15 @@ std::vector<Rejection> RejectionTally::sorted() const {
                                ", recompute " + values_text(f.recompute);
     // The peak quoted is the smallest any refused configuration of the layout reaches on its
     // uniform split (or chunks): how far the leanest of them is from fitting.
-    out.push_back({interleaved ? layout + ": out of memory, the uniform chunks need at least " +
-                                     gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) + " usable"
-                               : layout + ": out of memory on every split; the leanest uniform split needs " +
-                                     gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) + " usable",
+    // Search screens Megatron-LM's uniform chunks only (uneven ones cost it 16x its time,
+    // docs/benchmarks.md); plan looks for uneven ones, so the refusal says where to look.
+    out.push_back({interleaved
+                       ? layout + ": out of memory, the uniform chunks need at least " +
+                             gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) +
+                             " usable (search tries no uneven chunks; `pipescope plan` suggests some, "
+                             "which may fit)"
+                       : layout + ": out of memory on every split; the leanest uniform split needs " +
+                             gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) + " usable",
                    f.configs});
   }
   std::sort(out.begin(), out.end(), [](const Rejection& a, const Rejection& b) {
