@@ -255,16 +255,7 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
                  ") to be a multiple of --pp " + num(c.pp) + ", or --vpp-group"};
   }
   if (c.schedule == ScheduleKind::kInterleaved && c.vpp_group > 0) {
-    const int64_t m = c.micro_batches(), n = c.vpp_group;
-    // Megatron-LM's forward_backward_pipelining_with_interleaving refuses the same two.
-    if (n < c.pp || n > m) {
-      return Error{"--vpp-group " + num(n) + " must lie between --pp " + num(c.pp) + " and the " + num(m) +
-                   " micro-batches per step, as Megatron-LM requires"};
-    }
-    if (m % n != 0 && m % n < c.pp) {
-      return Error{"--vpp-group " + num(n) + " leaves a last group of " + num(m % n) + " of the " + num(m) +
-                   " micro-batches, fewer than --pp " + num(c.pp) + "; Megatron-LM refuses that"};
-    }
+    if (Status s = check_microbatch_group(c.pp, c.micro_batches(), c.vpp_group); !s.ok()) return s.error();
   }
   if (c.zero_stage < 0 || c.zero_stage > 3) return Error{"--zero must be 0, 1, 2 or 3"};
   if (c.optimizer == OptimizerRecipe::kDeepSpeedBf16) {

@@ -44,18 +44,7 @@ Status validate(const ScheduleSpec& spec) {
     }
     return Status::Ok();
   }
-  // Megatron-LM's forward_backward_pipelining_with_interleaving raises the same two.
-  if (n < p || n > m) {
-    return Error{"--vpp-group " + std::to_string(n) + " must lie between --pp (" + std::to_string(p) +
-                 ") and the micro-batches per step (" + std::to_string(m) + "), as Megatron-LM requires"};
-  }
-  if (m % n != 0 && m % n < p) {
-    return Error{"the micro-batches (" + std::to_string(m) + ") leave a last group of " +
-                 std::to_string(m % n) + " after groups of --vpp-group " + std::to_string(n) +
-                 ", fewer than --pp " + std::to_string(p) +
-                 "; Megatron-LM refuses that (it would stall the pipeline)"};
-  }
-  return Status::Ok();
+  return check_microbatch_group(p, m, n);
 }
 
 std::vector<ScheduledOp> one_f_one_b(int p, int m, int s) {
@@ -127,6 +116,20 @@ std::vector<ScheduledOp> interleaved(int p, int m, int v, int n, int s) {
 }
 
 }  // namespace
+
+Status check_microbatch_group(int64_t stages, int64_t micro_batches, int64_t group) {
+  const std::string n = std::to_string(group), m = std::to_string(micro_batches), p = std::to_string(stages);
+  if (group < stages || group > micro_batches) {
+    return Error{"--vpp-group " + n + " must lie between --pp " + p + " and the " + m +
+                 " micro-batches per step, as Megatron-LM requires"};
+  }
+  if (micro_batches % group != 0 && micro_batches % group < stages) {
+    return Error{"--vpp-group " + n + " leaves a last group of " + std::to_string(micro_batches % group) +
+                 " of the " + m + " micro-batches, fewer than --pp " + p +
+                 "; Megatron-LM refuses that (it would stall the pipeline)"};
+  }
+  return Status::Ok();
+}
 
 int microbatch_group(const ScheduleSpec& spec) {
   return spec.microbatch_group > 0 ? spec.microbatch_group : spec.stages;

@@ -37,6 +37,10 @@ struct ScheduleSpec {
 // N as the schedule runs it: spec.microbatch_group, or p where it is 0.
 int microbatch_group(const ScheduleSpec& spec);
 
+// Megatron-LM's two refusals of an interleaved N (forward_backward_pipelining_with_interleaving):
+// p <= N <= m, and a last group of m mod N that is empty or at least p. One user-facing line each.
+Status check_microbatch_group(int64_t stages, int64_t micro_batches, int64_t group);
+
 enum class OpKind : std::uint8_t { kForward, kBackward };
 
 struct ScheduledOp {
