@@ -51,6 +51,7 @@ std::vector<std::string> kernel_names() {
       "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
   };
   std::vector<std::string> names;
+  names.reserve(kDistinctNames);
   for (int i = 0; i < kDistinctNames; ++i) {
     names.push_back(std::string(families[i % std::size(families)]) + "_v" + std::to_string(i));
   }

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
+#include <thread>
 
 #include "pipescope/trace/crc32c.h"
+#include "process_barrier.h"
 
 namespace pipescope::trace {
 namespace {
@@ -17,6 +20,9 @@ constexpr const char* kCrashWriting = "the process is writing its crash trace";
 // finish interning a string (the interrupted thread itself never does).
 constexpr int kEmergencyFileWaitMs = 500;
 constexpr int kEmergencyStringsWaitMs = 50;
+// How long close() waits for producers inside an append (normally nanoseconds; longer only while
+// one drains its full ring into the file).
+constexpr int kCloseWaitMs = 500;
 
 // intern()'s side of the strings gate: a crash handler writing the string table ends soon (it is
 // bounded), so ordinary threads wait for it rather than lose a string.
@@ -358,13 +364,12 @@ Status TraceWriter::write_clock_anchor() {
 
 Status TraceWriter::close() {
   {
-    // Producers see the flag before the final drain, so every record they append from here
-    // on is counted as dropped instead of staying unwritten in a ring.
     std::lock_guard lock(registry_mutex_);
     closing_ = true;
     const size_t count = buffer_count_.load(std::memory_order_relaxed);
     for (size_t i = 0; i < count; ++i) buffers_[i]->closed_.store(true, std::memory_order_relaxed);
   }
+  wait_for_appends_in_progress();
   Status result = flush();
   std::lock_guard lock(file_mutex_);
   const GateEntry gate(file_gate_);
@@ -384,6 +389,22 @@ Status TraceWriter::close() {
   }
   sink_.close();
   return result;
+}
+
+// After the barrier a producer either sees its ring closed or is seen busy here, so the final
+// drain that follows finds every record an append accepted (ThreadBuffer::append_bytes). Bounded:
+// a thread stopped inside an append (a signal handler that ends the process on top of it) must
+// not hang the exit; its record may then be lost, uncounted.
+void TraceWriter::wait_for_appends_in_progress() noexcept {
+  process_wide_barrier();
+  const size_t count = buffer_count_.load(std::memory_order_acquire);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kCloseWaitMs);
+  for (size_t i = 0; i < count; ++i) {
+    while (buffers_[i]->appending_.load(std::memory_order_acquire)) {
+      if (std::chrono::steady_clock::now() > deadline) return;
+      std::this_thread::yield();
+    }
+  }
 }
 
 bool TraceWriter::write_chunk_quietly_locked(ChunkType type, uint32_t items,

@@ -62,11 +62,19 @@ class ThreadBuffer {
   // quarter of the ring (records are <= 88 bytes; rings >= 64 KiB). False when the record
   // was dropped: the ring was full under kDrop, or the writer is closed.
   bool append_bytes(const void* record, size_t size) noexcept {
+    // Marked busy before the closed flag is read; close() sets the flag, passes a process-wide
+    // barrier (process_barrier.h) and waits for busy rings, so each record is either written by
+    // its final drain or refused here and counted. The compiler barrier is all this side needs.
+    appending_.store(true, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    bool appended = false;
     if (closed_.load(std::memory_order_relaxed)) [[unlikely]] {
       dropped_.fetch_add(1, std::memory_order_relaxed);
-      return false;
+    } else {
+      appended = try_append(record, size) || on_full(record, size);
     }
-    return try_append(record, size) || on_full(record, size);
+    appending_.store(false, std::memory_order_release);
+    return appended;
   }
 
   uint64_t dropped_records() const { return dropped_.load(std::memory_order_relaxed); }
@@ -107,6 +115,7 @@ class ThreadBuffer {
   std::unique_ptr<std::byte[]> data_;
   alignas(64) std::atomic<uint64_t> head_{0};  // written by the producer only
   uint64_t cached_tail_ = 0;                   // producer's last view of tail_
+  std::atomic<bool> appending_{false};         // the producer is inside append_bytes()
   std::atomic<bool> closed_{false};            // set once by TraceWriter::close()
   alignas(64) std::atomic<uint64_t> tail_{0};  // written by the drainer only
   std::atomic<uint64_t> dropped_{0};
@@ -157,6 +166,7 @@ class TraceWriter {
   Status write_header();
   Status drain_locked(ThreadBuffer& buffer, uint64_t head_snapshot);
   Status drain_one(ThreadBuffer& buffer);  // from a producer whose ring is full
+  void wait_for_appends_in_progress() noexcept;
   Status write_pending_strings_locked();
   Status write_records_chunk_locked(std::span<const std::byte> records, uint32_t count);
   Status write_small_chunk_locked(ChunkType type, uint32_t items, std::span<const std::byte> payload);
