@@ -146,6 +146,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
     pass += zero3;
     const int64_t full_activations = models::layer_activation_bytes(m, layer, base).total_bytes();
     const models::LayerBackwardWork backward = models::layer_backward_work_bytes(m, layer, base);
+    const Pass checkpointed_norms = price.checkpointed_norms(base);
     for (size_t i = 0; i < kRecomputeModes.size(); ++i) {
       const RecomputeMode mode = kRecomputeModes[i];
       UnitOptionCost& option = unit.by_mode[i];
@@ -156,6 +157,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
       // the attention core (selective; redone as the attention's backward begins, so not during
       // the MLP's) or the whole layer's activations (full).
       option.transient_bytes = backward.peak_bytes();
+      if (mode != RecomputeMode::kFull) work += checkpointed_norms;
       if (mode == RecomputeMode::kSelective) {
         work.backward += core.forward;  // the attention core's forward, again
         option.transient_bytes = std::max(
@@ -263,7 +265,15 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         "hooks after every micro-batch, fused Adam with its bf16 copy and gradient zeroing; each kernel "
         "launched costs the profile's launch gap, where measured");
   }
-  if (const std::string losses = losses_note(in.profile.losses, eager); !losses.empty()) {
+  if (c.framework == TrainingFramework::kInternLM2023) {
+    model.notes.emplace_back(
+        "internlm-2023: memory-bound work as InternLM's own kernels at 20fe5ac (the residual stream cast "
+        "to fp32 before each RMSNorm, eager SiLU and product, flash-attn's rotary and cross entropy, the "
+        "dropout-and-norm functions run again in the backward unless the layer is recomputed whole); each "
+        "kernel launched costs the profile's launch gap, where measured");
+  }
+  const bool knows_the_kernels = eager || c.framework == TrainingFramework::kInternLM2023;
+  if (const std::string losses = losses_note(in.profile.losses, knows_the_kernels); !losses.empty()) {
     model.notes.emplace_back(losses);
   }
   // What reading the model's description assumed (config.json fields left out, sliding windows).

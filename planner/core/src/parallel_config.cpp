@@ -239,6 +239,10 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
         "--framework pytorch-eager prices a dense decoder (examples/llama_train_step.py's kernels); " +
         model.name + " has mixture-of-experts layers"};
   }
+  if (c.framework == TrainingFramework::kInternLM2023 && model.moe.num_experts > 0) {
+    return Error{"--framework internlm-2023 prices InternLM's dense decoder of 2023, which had no experts; " +
+                 model.name + " has mixture-of-experts layers (--framework internevo plans InternEvo's)"};
+  }
   if (c.global_batch == 0) c.global_batch = c.micro_batch * dp * c.pp;
   if (c.global_batch % (c.micro_batch * dp) != 0) {
     return Error{"--gbs " + num(c.global_batch) + " is not divisible by --mbs x dp = " + num(c.micro_batch) +

@@ -15,6 +15,7 @@
 #include "pipescope/models/parameter_count.h"
 #include "pipescope/planner/cost_model.h"
 #include "pipescope/planner/eager_kernels.h"
+#include "pipescope/planner/internlm_kernels.h"
 
 namespace pipescope::planner::pricing {
 
@@ -140,7 +141,8 @@ class Pricer {
               (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kForward)),
           kAttentionBackwardFlopRatio * flops /
               (peak * in_.profile.attention_efficiency(c_.seq_length, m.head_dim, AttentionPass::kBackward)));
-      if (eager()) fused += launch_gaps(kFusedAttentionForwardKernels, kFusedAttentionBackwardKernels);
+      if (knows_the_kernels())
+        fused += launch_gaps(kFusedAttentionForwardKernels, kFusedAttentionBackwardKernels);
       return fused;
     }
     // Unfused: two batched GEMMs, and the s x s scores through softmax (and dropout) in memory.
@@ -165,7 +167,11 @@ class Pricer {
     double activation_width = 0;                        // elements per token through GELU / SwiGLU
     if (!m.is_moe_layer(index)) {
       const double f = real(m.ffn_hidden_size) / t;
-      pass += linear(tokens, up_matrices * f, h);
+      if (internlm2023() && up_matrices == 2) {
+        pass += scaled(linear(tokens, f, h), 2);  // InternLM's w1 and w2 are linears of their own
+      } else {
+        pass += linear(tokens, up_matrices * f, h);
+      }
       pass += linear(tokens, h, f);
       activation_width = tokens * f;
     } else {
@@ -193,7 +199,9 @@ class Pricer {
     pass += *core;
 
     if (eager()) {
-      pass += eager_layer_kernels(tokens, shard, q_width, kv_width);
+      pass += eager_layer_kernels(layer_shape(tokens, shard, q_width, kv_width));
+    } else if (internlm2023()) {
+      pass += internlm_layer_kernels(layer_shape(tokens, shard, q_width, kv_width));
     } else {
       // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
       // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
@@ -229,9 +237,8 @@ class Pricer {
     return pass;
   }
 
-  // A dense decoder layer's kernels between its GEMMs as eager PyTorch launches them, and every
-  // launch's gap (the GEMMs' too); `shard` tokens pass the norms and residual adds.
-  Pass eager_layer_kernels(double tokens, double shard, double q_width, double kv_width) const {
+  // A dense decoder layer on this rank: `shard` tokens pass the norms and residual adds.
+  eager::LayerShape layer_shape(double tokens, double shard, double q_width, double kv_width) const {
     const ModelDesc& m = in_.model;
     eager::LayerShape shape;
     shape.tokens = tokens;
@@ -243,10 +250,41 @@ class Pricer {
     shape.gated_mlp = m.mlp == models::MlpKind::kSwiglu;
     shape.rope = m.position == models::PositionKind::kRope;
     shape.dropout = m.hidden_dropout > 0;
+    return shape;
+  }
+
+  // A dense decoder layer's kernels between its GEMMs as eager PyTorch launches them, and every
+  // launch's gap (the GEMMs' too).
+  Pass eager_layer_kernels(const eager::LayerShape& shape) const {
     const eager::PassTraffic traffic = eager::layer(shape);
     Pass pass = memory_bound(traffic);
     pass += launch_gaps(traffic.forward.kernels + kLayerForwardGemms,
                         traffic.backward.kernels + kLayerBackwardGemms);
+    return pass;
+  }
+
+  // The same for InternLM of 2023 (internlm_kernels.h), whose SwiGLU runs w1 and w2 as two GEMMs.
+  Pass internlm_layer_kernels(const eager::LayerShape& shape) const {
+    const eager::PassTraffic traffic = internlm2023::layer(shape);
+    const double split_up = shape.gated_mlp ? 1 : 0;
+    Pass pass = memory_bound(traffic);
+    pass += launch_gaps(traffic.forward.kernels + kLayerForwardGemms + split_up,
+                        traffic.backward.kernels + kLayerBackwardGemms + 2 * split_up);
+    return pass;
+  }
+
+  // What a layer's backward runs again beside what its recompute mode redoes: InternLM of 2023
+  // checkpoints its dropout-and-norm functions whenever the layer is not recomputed whole.
+  Pass checkpointed_norms(const CostOptions& o) const {
+    if (!internlm2023()) return {};
+    const ModelDesc& m = in_.model;
+    const double tokens = real(o.micro_batch_size) * real(o.seq_length);
+    const double shard = o.sequence_parallel ? tokens / real(c_.tp) : tokens;
+    const double d = real(m.head_dim), t = real(c_.tp);
+    const eager::Traffic again = internlm2023::norm_recompute(
+        layer_shape(tokens, shard, real(m.num_attention_heads) * d / t, real(m.num_kv_heads) * d / t));
+    Pass pass = pass_of(kMemoryBound, 0, eager_s(again));
+    pass += launch_gaps(0, again.kernels);
     return pass;
   }
 
@@ -277,8 +315,9 @@ class Pricer {
     const double shard = o.sequence_parallel ? tokens / real(c_.tp) : tokens;
     const double vocab = vocab_rows(o);
     Pass pass = linear(tokens, vocab, h);
-    if (eager()) {
-      const eager::PassTraffic traffic = eager::head(tokens, shard, h, vocab);
+    if (knows_the_kernels()) {
+      const eager::PassTraffic traffic =
+          eager() ? eager::head(tokens, shard, h, vocab) : internlm2023::head(tokens, shard, h, vocab);
       pass += memory_bound(traffic);
       pass += launch_gaps(traffic.forward.kernels + 1, traffic.backward.kernels + 2);  // the LM head's GEMMs
     } else {
@@ -326,13 +365,19 @@ class Pricer {
   // fused ones.
   bool eager() const { return c_.framework == TrainingFramework::kPyTorchEager; }
 
+  // InternLM of 2023: its layers' and loss's kernels are internlm_kernels.h's, the rest Megatron-LM's.
+  bool internlm2023() const { return c_.framework == TrainingFramework::kInternLM2023; }
+
+  // Where the planner lists a framework's kernels, each launch costs the profile's launch gap.
+  bool knows_the_kernels() const { return eager() || internlm2023(); }
+
   Pass memory_bound(const eager::PassTraffic& traffic) const {
     return pass_of(kMemoryBound, eager_s(traffic.forward), eager_s(traffic.backward));
   }
 
-  // Eager PyTorch's kernels as the profile measured PyTorch's own (TrainingLosses): their bytes at
-  // the memory-bound bandwidth, the unvectorized part at its fraction of it, and each kernel's
-  // fixed time. A profile that did not measure them prices bytes alone.
+  // Listed kernels as the profile measured PyTorch's own (TrainingLosses): their bytes at the
+  // memory-bound bandwidth, the unvectorized part at its fraction of it, and each kernel's fixed
+  // time. A profile that did not measure them prices bytes alone.
   double eager_s(const eager::Traffic& traffic) const {
     const TrainingLosses& l = in_.profile.losses;
     return memory_s(traffic.bytes - traffic.unvectorized_bytes) +
