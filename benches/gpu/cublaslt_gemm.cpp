@@ -33,6 +33,15 @@ const float* unit_scale() {
   return scale;
 }
 
+// `count` matrices, each `stride` elements after the one before.
+void set_batch(cublasLtMatrixLayout_t layout, int64_t count, int64_t stride) {
+  const auto batch = static_cast<int32_t>(count);
+  PIPESCOPE_CUBLAS(
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+  PIPESCOPE_CUBLAS(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                    &stride, sizeof(stride)));
+}
+
 void set_operation(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
                    cublasOperation_t op) {
   PIPESCOPE_CUBLAS(cublasLtMatmulDescSetAttribute(desc, attribute, &op, sizeof(op)));
@@ -64,7 +73,8 @@ const char* gemm_pass_name(GemmPass pass) {
 // transposed (T, k x n, ld k); stored k x n (backward passes) it is column-major n x k = B^T (N,
 // n x k, ld n). Our A stored m x k is column-major k x m = A^T (N, k x m, ld k); stored k x m
 // (wgrad) it is column-major m x k = A, taken transposed (T, m x k, ld m).
-CublasLtGemm::CublasLtGemm(const GemmShape& s, GemmType type, GemmPass pass) : shape_(s) {
+CublasLtGemm::CublasLtGemm(const GemmShape& s, GemmType type, GemmPass pass, int64_t batch)
+    : shape_(s), batch_(batch) {
   const GemmTypeInfo t = gemm_type_info(type);
   PIPESCOPE_CUBLAS(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const bool b_stored_transposed = pass == GemmPass::kForward;
@@ -89,6 +99,11 @@ CublasLtGemm::CublasLtGemm(const GemmShape& s, GemmType type, GemmPass pass) : s
     PIPESCOPE_CUBLAS(cublasLtMatrixLayoutCreate(&b_, t.input, s.k, s.m, s.k));
   }
   PIPESCOPE_CUBLAS(cublasLtMatrixLayoutCreate(&c_, t.output, s.n, s.m, s.n));
+  if (batch > 1) {
+    set_batch(a_, batch, s.k * s.n);
+    set_batch(b_, batch, s.m * s.k);
+    set_batch(c_, batch, s.m * s.n);
+  }
 }
 
 CublasLtGemm::~CublasLtGemm() {
@@ -134,17 +149,18 @@ void CublasLtGemm::run(const void* a, const void* b, void* c, void* workspace, c
                                   workspace, kGemmWorkspaceBytes, stream));
 }
 
-void prepare_gemm(const GemmShape& s, GemmType type, GemmPass pass, ReadyGemm& out) {
+void prepare_gemm(const GemmShape& s, GemmType type, GemmPass pass, ReadyGemm& out, int64_t batch) {
   const GemmTypeInfo t = gemm_type_info(type);
-  out.a = device_slot(0).get(static_cast<size_t>(s.m * s.k) * t.input_bytes, t.input_kind);
-  out.b = device_slot(1).get(static_cast<size_t>(s.k * s.n) * t.input_bytes, t.input_kind);
-  out.c = device_slot(2).get(static_cast<size_t>(s.m * s.n) * 2, ElementKind::kBf16);
+  const auto matrices = static_cast<size_t>(batch);
+  out.a = device_slot(0).get(matrices * static_cast<size_t>(s.m * s.k) * t.input_bytes, t.input_kind);
+  out.b = device_slot(1).get(matrices * static_cast<size_t>(s.k * s.n) * t.input_bytes, t.input_kind);
+  out.c = device_slot(2).get(matrices * static_cast<size_t>(s.m * s.n) * 2, ElementKind::kBf16);
   out.workspace = device_slot(3).get(kGemmWorkspaceBytes, ElementKind::kBf16);
   if (out.a == nullptr || out.b == nullptr || out.c == nullptr || out.workspace == nullptr) {
     out.why = "not enough device memory for the operands";
     return;
   }
-  out.gemm.emplace(s, type, pass);
+  out.gemm.emplace(s, type, pass, batch);
   if (!out.gemm->pick_algorithm()) {
     out.gemm.reset();
     out.why = "cuBLASLt's heuristic offers no algorithm for this shape and type";

@@ -36,7 +36,9 @@ inline constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
 
 class CublasLtGemm {
  public:
-  CublasLtGemm(const GemmShape& shape, GemmType type, GemmPass pass);
+  // `batch` > 1: that many matrices of `shape`, packed one after another in each operand, in one
+  // strided-batched kernel.
+  CublasLtGemm(const GemmShape& shape, GemmType type, GemmPass pass, int64_t batch = 1);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
@@ -46,16 +48,18 @@ class CublasLtGemm {
   std::string algorithm_label() const;  // "cublasLt algo 21 tile 18 stages 20"
 
   // C = A B (alpha 1, beta 0); a, b as the pass stores them (see above), each at least
-  // m k and k n elements; c m n bf16 elements; workspace kGemmWorkspaceBytes.
+  // m k and k n elements; c m n bf16 elements (each times the batch); workspace
+  // kGemmWorkspaceBytes.
   void run(const void* a, const void* b, void* c, void* workspace, cudaStream_t stream) const;
 
   double flops() const {
-    return 2.0 * static_cast<double>(shape_.m) * static_cast<double>(shape_.n) *
+    return 2.0 * static_cast<double>(batch_) * static_cast<double>(shape_.m) * static_cast<double>(shape_.n) *
            static_cast<double>(shape_.k);
   }
 
  private:
   GemmShape shape_;
+  int64_t batch_ = 1;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   std::optional<cublasLtMatmulAlgo_t> algo_;
@@ -71,6 +75,6 @@ struct ReadyGemm {
   void run(cudaStream_t stream) const { gemm->run(a, b, c, workspace, stream); }
 };
 // Fills `out` (not copyable: cuBLASLt's descriptors are owned).
-void prepare_gemm(const GemmShape& shape, GemmType type, GemmPass pass, ReadyGemm& out);
+void prepare_gemm(const GemmShape& shape, GemmType type, GemmPass pass, ReadyGemm& out, int64_t batch = 1);
 
 }  // namespace pipescope::benches

@@ -25,20 +25,21 @@ constexpr double kFlopsPerIteration = 2e11;
 // ~80 ms) run twice, where the variation between launches is small anyway.
 constexpr double kMinSeconds = 0.1;
 
-double gemm_flops(const GemmShape& s) {
-  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+double gemm_flops(const GemmShape& s, int64_t batch = 1) {
+  return 2.0 * static_cast<double>(batch) * static_cast<double>(s.m) * static_cast<double>(s.n) *
+         static_cast<double>(s.k);
 }
 
-void run_gemm(benchmark::State& state, GemmShape s, GemmType type, GemmPass pass,
-              std::optional<double> peak) {
+void run_gemm(benchmark::State& state, GemmShape s, GemmType type, GemmPass pass, std::optional<double> peak,
+              int64_t batch = 1) {
   ReadyGemm ready;
-  prepare_gemm(s, type, pass, ready);
+  prepare_gemm(s, type, pass, ready, batch);
   if (!ready.gemm) {
     state.SkipWithError(ready.why.c_str());
     return;
   }
   state.SetLabel(ready.gemm->algorithm_label());
-  const double flops = gemm_flops(s);
+  const double flops = gemm_flops(s, batch);
   const double total_s = time_launches(state, batch_for(flops, kFlopsPerIteration),
                                        [&](cudaStream_t stream) { ready.run(stream); });
   const double iterations = static_cast<double>(state.iterations());
@@ -48,11 +49,12 @@ void run_gemm(benchmark::State& state, GemmShape s, GemmType type, GemmPass pass
 }
 
 void register_one(const std::string& name, GemmShape s, GemmType type, GemmPass pass,
-                  std::optional<double> peak) {
+                  std::optional<double> peak, int64_t batch = 1) {
   benchmark::RegisterBenchmark(
-      name.c_str(), [s, type, pass, peak](benchmark::State& state) { run_gemm(state, s, type, pass, peak); })
+      name.c_str(),
+      [s, type, pass, peak, batch](benchmark::State& state) { run_gemm(state, s, type, pass, peak, batch); })
       ->UseManualTime()
-      ->MinTime(min_time_for_batch(kMinSeconds, batch_for(gemm_flops(s), kFlopsPerIteration)))
+      ->MinTime(min_time_for_batch(kMinSeconds, batch_for(gemm_flops(s, batch), kFlopsPerIteration)))
       ->Unit(benchmark::kMicrosecond);
 }
 
@@ -86,6 +88,15 @@ void register_gemm_layout_benchmarks(const DeviceInfo& device) {
   for (const PassShape& p : shapes.shapes) {
     register_one(std::string("gemm_layout/bf16") + shape_name(p.shape) + "/pass:" + gemm_pass_name(p.pass),
                  p.shape, GemmType::kBf16, p.pass, peak);
+  }
+}
+
+void register_batched_gemm_benchmarks(const DeviceInfo& device) {
+  const std::optional<double> peak = dense_peak_flops_per_s(device.name, "bf16");
+  for (const BatchedGemm& g : suite_batched_attention_gemms()) {
+    register_one(std::string("gemm_batched/bf16/batch:") + std::to_string(g.batch) + shape_name(g.shape) +
+                     "/pass:" + gemm_pass_name(g.pass) + "/form:" + batched_form_name(g.form),
+                 g.shape, GemmType::kBf16, g.pass, peak, g.batch);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "pipescope/models/cost_options.h"
 #include "pipescope/models/model_catalog.h"
@@ -113,11 +114,40 @@ SuiteLayoutShapes suite_layout_shapes() {
   return out;
 }
 
+std::vector<BatchedGemm> suite_batched_attention_gemms() {
+  std::set<BatchedGemm> out;
+  for (const int64_t d : {64, 96, 128}) {
+    for (const int64_t s : {2048, 4096}) {
+      const GemmShape scores{s, s, d}, context{s, d, s};
+      for (const auto& [shape, pass] :
+           {std::pair{scores, GemmPass::kForward}, {context, GemmPass::kInputGradient}}) {
+        out.insert({1, shape, pass, BatchedForm::kOneMatrix});
+        for (const int64_t batch : {32, 384}) {
+          out.insert({batch, shape, pass, BatchedForm::kBatched});
+          out.insert({1, GemmShape{batch * shape.m, shape.n, shape.k}, pass, BatchedForm::kAllRows});
+        }
+      }
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+const char* batched_form_name(BatchedForm form) {
+  switch (form) {
+    case BatchedForm::kBatched: return "batched";
+    case BatchedForm::kOneMatrix: return "one_matrix";
+    case BatchedForm::kAllRows: return "all_rows";
+  }
+  return "batched";
+}
+
 std::vector<GemmShape> grid_shapes(const std::vector<int64_t>& sizes) {
   std::set<GemmShape> shapes;
-  for (int64_t m : sizes)
-    for (int64_t n : sizes)
+  for (int64_t m : sizes) {
+    for (int64_t n : sizes) {
       for (int64_t k : sizes) shapes.insert({m, n, k});
+    }
+  }
   return {shapes.begin(), shapes.end()};
 }
 

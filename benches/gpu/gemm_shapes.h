@@ -60,6 +60,25 @@ struct SuiteLayoutShapes {
 };
 SuiteLayoutShapes suite_layout_shapes();
 
+// Attention's batched GEMMs as unfused attention (Megatron-LM's of 2021-2022, `torch.baddbmm` and
+// `torch.bmm`) runs them: the scores Q K^T (s x s x d, in the forward's layout: K stored s x d) and
+// P V (s x d x s, both operands as stored: the input gradient's layout), over `batch` matrices of
+// b x heads. Each is timed three ways (docs/validation.md, V01): as one strided-batched kernel, as
+// one of its matrices alone (what the planner prices batch times), and as one GEMM of all the
+// batch's rows (batch x m, n, k: the same arithmetic and result size in one kernel).
+enum class BatchedForm { kBatched, kOneMatrix, kAllRows };
+struct BatchedGemm {
+  int64_t batch = 1;  // matrices in the kernel (1 for kOneMatrix and kAllRows)
+  GemmShape shape;    // each matrix's; kAllRows's m is the batch's rows
+  GemmPass pass = GemmPass::kForward;
+  BatchedForm form = BatchedForm::kBatched;
+  auto operator<=>(const BatchedGemm&) const = default;
+};
+// Head dims 64, 96 and 128, sequences 2048 and 4096, 32 and 384 matrices (one sample of 32 heads;
+// SC'21's 1.7B at micro-batch 16, 24 heads): each in the three forms, the single matrix once.
+std::vector<BatchedGemm> suite_batched_attention_gemms();
+const char* batched_form_name(BatchedForm form);  // batched, one_matrix, all_rows
+
 // Every (m, n, k) with each of m, n and k taken from `sizes`.
 std::vector<GemmShape> grid_shapes(const std::vector<int64_t>& sizes);
 

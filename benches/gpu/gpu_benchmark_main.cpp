@@ -1,7 +1,8 @@
 // gpu_benchmark: the single-GPU part of the calibration suite (docs/calibration-results.md):
-// cuBLASLt GEMMs (the table, the backward passes' layouts, sustained clocks), memory-bound
-// kernels, copies, compute beside a communication-like kernel, and launch gaps. Flags: --quick, then Google
-// Benchmark's. Without a usable GPU: one "no GPU" line on stderr, no output file, exit 0.
+// cuBLASLt GEMMs (the table, the backward passes' layouts, attention's batched GEMMs, sustained
+// clocks), memory-bound kernels, copies, compute beside a communication-like kernel, and launch
+// gaps. Flags: --quick, then Google Benchmark's. Without a usable GPU: one "no GPU" line on
+// stderr, no output file, exit 0.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   register_hbm_benchmarks(args.quick);
   register_memcpy_benchmarks(args.quick);
   register_gemm_layout_benchmarks(device);
+  register_batched_gemm_benchmarks(device);
   register_interference_benchmarks();
   register_launch_benchmarks();
   // Last: it heats the GPU, which would lower what follows it.

@@ -366,6 +366,15 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
     into.device_states.push_back(std::move(s));
     return Status::Ok();
   }
+  if (p.family == "gemm_batched") {
+    // Read by scripts/gpu-batched-gemm-compare.py, not fitted yet: one note for all of them.
+    if (into.batched_gemms_skipped++ == 0) {
+      into.notes.emplace_back(
+          "skipped the gemm_batched results: not fitted yet (scripts/gpu-batched-gemm-compare.py reads "
+          "them)");
+    }
+    return Status::Ok();
+  }
   into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file + ": not a calibration benchmark");
   return Status::Ok();
 }

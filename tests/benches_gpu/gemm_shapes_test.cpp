@@ -71,6 +71,26 @@ TEST(SuiteLayoutShapes, EveryBackwardGemmInItsOwnLayoutAndTheForwards) {
   EXPECT_TRUE(std::adjacent_find(suite.shapes.begin(), suite.shapes.end()) == suite.shapes.end());
 }
 
+TEST(SuiteBatchedAttentionGemms, EachScoresAndContextGemmInThreeForms) {
+  const std::vector<BatchedGemm> suite = suite_batched_attention_gemms();
+  // 3 head dims x 2 sequences x 2 GEMMs: the matrix alone once, and per batch (32, 384) the
+  // batched kernel and the one GEMM of all its rows.
+  EXPECT_EQ(suite.size(), 3u * 2 * 2 * (1 + 2 * 2));
+  // SC'21's 1.7B: 16 sequences of 2048 tokens, 24 heads of 96 at TP 1.
+  const GemmShape scores{2048, 2048, 96}, context{2048, 96, 2048};
+  EXPECT_THAT(suite, Contains(BatchedGemm{384, scores, GemmPass::kForward, BatchedForm::kBatched}));
+  EXPECT_THAT(suite, Contains(BatchedGemm{1, scores, GemmPass::kForward, BatchedForm::kOneMatrix}));
+  EXPECT_THAT(suite, Contains(BatchedGemm{
+                         1, {int64_t{384} * 2048, 2048, 96}, GemmPass::kForward, BatchedForm::kAllRows}));
+  EXPECT_THAT(suite, Contains(BatchedGemm{384, context, GemmPass::kInputGradient, BatchedForm::kBatched}));
+  for (const BatchedGemm& g : suite) {
+    EXPECT_EQ(g.batch > 1, g.form == BatchedForm::kBatched);
+    // The scores in the forward's layout (K stored s x d), the context in the input gradient's.
+    EXPECT_EQ(g.pass, g.shape.n == 2048 || g.shape.n == 4096 ? GemmPass::kForward : GemmPass::kInputGradient);
+  }
+  EXPECT_STREQ(batched_form_name(BatchedForm::kAllRows), "all_rows");
+}
+
 TEST(ModelGemmShapes, GroupedQueryAttentionSplitsQueryAndKvHeadsOverTp) {
   // llama3-70b at TP 8, micro-batch 2: 8192 tokens, q 64 x 128 / 8 = 1024, k and v 8 x 128 / 8
   // = 128 each, so QKV is 8192 -> 1280; down is 28672 / 8 = 3584 -> 8192.

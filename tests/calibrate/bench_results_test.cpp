@@ -52,6 +52,24 @@ TEST(BenchResults, ReadsEveryFamilyFromTheNames) {
   EXPECT_EQ(r.notes[0], "skipped 'something/else' in gpu.json: not a calibration benchmark");
 }
 
+TEST(BenchResults, AttentionsBatchedGemmsAreSkippedInOneNote) {
+  const char* text = R"({"benchmarks": [
+      {"name": "gemm_batched/bf16/batch:384/m:2048/n:2048/k:96/pass:forward/form:batched/manual_time",
+       "run_type": "iteration", "real_time": 2000, "time_unit": "us"},
+      {"name": "gemm_batched/bf16/batch:1/m:2048/n:2048/k:96/pass:forward/form:one_matrix/manual_time",
+       "run_type": "iteration", "real_time": 20, "time_unit": "us"},
+      {"name": "gemm/bf16/m:64/n:64/k:64/manual_time", "run_type": "iteration", "real_time": 1, "time_unit": "us"}
+    ]})";
+  BenchResults r;
+  ASSERT_TRUE(add_bench_results(text, "gpu.json", r).ok());
+  EXPECT_EQ(r.gemm.size(), 1u);
+  EXPECT_EQ(r.batched_gemms_skipped, 2);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(
+      r.notes[0],
+      "skipped the gemm_batched results: not fitted yet (scripts/gpu-batched-gemm-compare.py reads them)");
+}
+
 TEST(BenchResults, TakesTheMedianOfRepetitions) {
   const char* text = R"({"benchmarks": [
       {"name": "gemm/bf16/m:64/n:64/k:64/repeats:3", "run_type": "iteration", "real_time": 1, "time_unit": "us"},

@@ -131,6 +131,7 @@ struct BenchResults {
   std::vector<std::string> files;
   std::vector<std::map<std::string, std::string>> file_contexts;  // each file's own, as `files`
   std::vector<std::string> notes;  // entries skipped (errors, unknown families), context clashes
+  int batched_gemms_skipped = 0;   // gemm_batched entries, not fitted (one note says so)
   bool empty() const {
     return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty() &&
            gemm_layouts.empty() && sustained.empty() && interference.empty() && launch_gaps.empty() &&
