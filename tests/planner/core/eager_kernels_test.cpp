@@ -13,19 +13,8 @@
 namespace pipescope::planner {
 namespace {
 
-eager::LayerShape small_layer() {
-  eager::LayerShape s;
-  s.tokens = 1000;
-  s.norm_tokens = 1000;
-  s.hidden = 100;
-  s.q_width = 100;
-  s.kv_width = 100;
-  s.ffn_width = 300;
-  return s;
-}
-
 TEST(EagerKernels, ALayersForwardIsEveryOpReadAndWrittenOnce) {
-  const eager::PassTraffic t = eager::layer(small_layer());
+  const eager::PassTraffic t = eager::layer(test::small_layer_shape());
   // bf16, 1000 tokens: two rms_norms (read 100, write 100 a token) and two residual adds (read
   // 200, write 100): 2 x 400 + 2 x 600 bytes a token.
   const double norms_and_adds = 1000 * (2 * 400 + 2 * 600);
@@ -39,7 +28,7 @@ TEST(EagerKernels, ALayersForwardIsEveryOpReadAndWrittenOnce) {
 }
 
 TEST(EagerKernels, ALayersBackwardCountsTheFp32SwigluSliceBySlice) {
-  const eager::PassTraffic t = eager::layer(small_layer());
+  const eager::PassTraffic t = eager::layer(test::small_layer_shape());
   // rms_norm's input gradient (read x and dy, write dx) and weight gradient (read both again),
   // twice; the two gradient sums where the residual stream forks (read 2, write 1).
   const double norms_and_sums = 1000 * 100 * 2 * (2 * 5 + 2 * 3);
@@ -53,13 +42,13 @@ TEST(EagerKernels, ALayersBackwardCountsTheFp32SwigluSliceBySlice) {
   // 1,000 rows of 300 fit one slice of 4 M elements: fifteen kernels, and the concatenation.
   EXPECT_DOUBLE_EQ(t.backward.kernels, 6 + 2 * 5 + 1 + 1 + 15 + 1);
 
-  eager::LayerShape wide = small_layer();
+  eager::LayerShape wide = test::small_layer_shape();
   wide.ffn_width = 1 << 21;  // two rows a slice: 500 slices of fifteen kernels
   EXPECT_DOUBLE_EQ(eager::layer(wide).backward.kernels, 6 + 2 * 5 + 1 + 1 + 500 * 15 + 1);
 }
 
 TEST(EagerKernels, GroupedQueryAttentionRepeatsKAndVAndANonGatedMlpRunsGelu) {
-  eager::LayerShape gqa = small_layer();
+  eager::LayerShape gqa = test::small_layer_shape();
   gqa.kv_width = 25;
   const eager::PassTraffic with_gqa = eager::layer(gqa);
   eager::LayerShape mha = gqa;
@@ -69,10 +58,10 @@ TEST(EagerKernels, GroupedQueryAttentionRepeatsKAndVAndANonGatedMlpRunsGelu) {
   const double narrower = 1000 * 75 * (10 * 2 + 2 * 2);  // K's rotary and V's copy, 75 narrower
   EXPECT_DOUBLE_EQ(with_gqa.forward.bytes, eager::layer(mha).forward.bytes - narrower + repeat);
 
-  eager::LayerShape gelu = small_layer();
+  eager::LayerShape gelu = test::small_layer_shape();
   gelu.gated_mlp = false;
   const eager::PassTraffic t = eager::layer(gelu);
-  const eager::PassTraffic swiglu = eager::layer(small_layer());
+  const eager::PassTraffic swiglu = eager::layer(test::small_layer_shape());
   EXPECT_DOUBLE_EQ(t.forward.bytes, swiglu.forward.bytes - 1000 * 300 * 10 + 1000 * 300 * 4);
   EXPECT_DOUBLE_EQ(t.forward.kernels, swiglu.forward.kernels - 1);
 }
@@ -93,14 +82,14 @@ TEST(EagerKernels, TheHeadsFp32CrossEntropyAndTheEmbeddingsDenseGradient) {
 }
 
 TEST(EagerKernels, CastsMixedDtypesAndLayoutCopiesAreTheUnvectorizedBytes) {
-  const eager::PassTraffic t = eager::layer(small_layer());
+  const eager::PassTraffic t = eager::layer(test::small_layer_shape());
   // Forward: V made contiguous (1 + 1 elements of 2 bytes); no GQA repeat at kv = q.
   EXPECT_DOUBLE_EQ(t.forward.unvectorized_bytes, 1000 * 100 * 2 * 2);
   // Backward: V's gradient copied back, and the SwiGLU backward's four casts up (2 + 4) and two
   // casts down (4 + 2) per FFN element.
   EXPECT_DOUBLE_EQ(t.backward.unvectorized_bytes, 1000 * 100 * 2 * 2 + 1000 * 300 * (4 * 6 + 2 * 6));
   // Grouped-query attention repeats K and V into every head's layout (read kv, write q).
-  eager::LayerShape gqa = small_layer();
+  eager::LayerShape gqa = test::small_layer_shape();
   gqa.kv_width = 25;
   EXPECT_DOUBLE_EQ(eager::layer(gqa).forward.unvectorized_bytes,
                    1000 * 25 * 2 * 2 + 1000 * (25 + 100) * 2 * 2);

@@ -14,19 +14,8 @@
 namespace pipescope::planner {
 namespace {
 
-eager::LayerShape small_layer() {
-  eager::LayerShape s;
-  s.tokens = 1000;
-  s.norm_tokens = 1000;
-  s.hidden = 100;
-  s.q_width = 100;
-  s.kv_width = 100;
-  s.ffn_width = 300;
-  return s;
-}
-
 TEST(InternLMKernels, ALayersForwardCastsTheStreamToFp32BeforeEachNorm) {
-  const eager::PassTraffic t = internlm2023::layer(small_layer());
+  const eager::PassTraffic t = internlm2023::layer(test::small_layer_shape());
   // Per token and norm: residual.float() (read 100 x 2, write 100 x 4), the fp32-input RMSNorm
   // (read 100 x 4, write 100 x 2), a residual add (read 2 x 100 x 2, write 100 x 2).
   const double per_norm = 1000 * (600 + 600 + 600);
@@ -41,7 +30,7 @@ TEST(InternLMKernels, ALayersForwardCastsTheStreamToFp32BeforeEachNorm) {
 }
 
 TEST(InternLMKernels, ALayersBackwardWorksOnTheFp32Stream) {
-  const eager::PassTraffic t = internlm2023::layer(small_layer());
+  const eager::PassTraffic t = internlm2023::layer(test::small_layer_shape());
   // Per norm: its input gradient (read x in fp32 and dy, write dx in fp32: 4 + 2 + 4 bytes an
   // element) and weight-gradient partials (read both again: 4 + 2), in three kernels; the cast's
   // gradient back to bf16 (4 + 2); the gradient sum at the stream's fork (2 + 2 + 2).
@@ -56,16 +45,16 @@ TEST(InternLMKernels, ALayersBackwardWorksOnTheFp32Stream) {
 }
 
 TEST(InternLMKernels, DropoutAndANonGatedMlp) {
-  eager::LayerShape with_dropout = small_layer();
+  eager::LayerShape with_dropout = test::small_layer_shape();
   with_dropout.dropout = true;
-  const eager::PassTraffic base = internlm2023::layer(small_layer());
+  const eager::PassTraffic base = internlm2023::layer(test::small_layer_shape());
   const eager::PassTraffic dropped = internlm2023::layer(with_dropout);
   // Two dropouts on the stream: read and write 2 bytes and a one-byte mask, each way.
   EXPECT_DOUBLE_EQ(dropped.forward.bytes - base.forward.bytes, 2 * 1000 * 100 * 5);
   EXPECT_DOUBLE_EQ(dropped.backward.bytes - base.backward.bytes, 2 * 1000 * 100 * 5);
   EXPECT_DOUBLE_EQ(dropped.forward.kernels - base.forward.kernels, 2);
 
-  eager::LayerShape gelu = small_layer();
+  eager::LayerShape gelu = test::small_layer_shape();
   gelu.gated_mlp = false;
   const eager::PassTraffic fused_mlp = internlm2023::layer(gelu);
   // FusedMLP's GELU lives in the GEMMs' epilogues: only the pre-activation's write and read.
@@ -78,7 +67,7 @@ TEST(InternLMKernels, DropoutAndANonGatedMlp) {
 TEST(InternLMKernels, TheCheckpointedDropoutAndNormFunctionsAndTheHead) {
   // Both functions again: a cast and a norm each (600 + 600 bytes a token), and the second one's
   // residual add (600).
-  const eager::Traffic again = internlm2023::norm_recompute(small_layer());
+  const eager::Traffic again = internlm2023::norm_recompute(test::small_layer_shape());
   EXPECT_DOUBLE_EQ(again.bytes, 1000 * (2 * 1200 + 600));
   EXPECT_DOUBLE_EQ(again.kernels, 5);
 

@@ -20,4 +20,15 @@ PlanInputs inputs(const std::string& model_name, const std::string& cluster_name
   return {*model, *cluster, *profile, *resolved};
 }
 
+eager::LayerShape small_layer_shape() {
+  eager::LayerShape s;
+  s.tokens = 1000;
+  s.norm_tokens = 1000;
+  s.hidden = 100;
+  s.q_width = 100;
+  s.kv_width = 100;
+  s.ffn_width = 300;
+  return s;
+}
+
 }  // namespace pipescope::planner::test

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "pipescope/planner/eager_kernels.h"
 #include "pipescope/planner/plan.h"
 
 namespace pipescope::planner::test {
@@ -12,5 +13,9 @@ namespace pipescope::planner::test {
 PlanInputs inputs(const std::string& model, const std::string& cluster, ParallelConfig config);
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// A decoder layer small enough to count its kernels' bytes by hand: 1,000 tokens, hidden 100,
+// Q and K/V 100 wide, FFN 300 (SwiGLU, rotary, no dropout).
+eager::LayerShape small_layer_shape();
 
 }  // namespace pipescope::planner::test
