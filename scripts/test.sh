@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: the main build (g++), the preload library built for glibc 2.28
-# under the main build's preload tests, the pip wheel built from the main build, and a second
-# build under AddressSanitizer and UndefinedBehaviorSanitizer with clang, which also builds the
-# libFuzzer targets and runs them over their seed corpus and for a short fuzzing session. Ends
-# with CTest's summary line.
+# under the main build's preload tests, the pip wheel built from the main build, the planner-only
+# pipescope built with the CUDA toolkit and NCCL hidden, and a second build under
+# AddressSanitizer and UndefinedBehaviorSanitizer with clang, which also builds the libFuzzer
+# targets and runs them over their seed corpus and for a short fuzzing session. Ends with CTest's
+# summary line.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -22,6 +23,9 @@ ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
 # The pip wheel, built from the tree just tested (nothing rebuilds) and installed in a fresh virtual
 # environment: the command, the module and the preload library from there.
 "$repo/scripts/test-wheel.sh" --build-dir "$repo/build" --skip-without-pypi "$repo/build/wheel-test"
+# The planner-only build, as on a machine without CUDA or NCCL: it builds, plans, reports and
+# refuses what needs the profiler (about 2 minutes on 2 cores).
+"$repo/scripts/test-planner-only.sh" "$repo/build-planner-only"
 
 # The sanitizer build: clang so that libFuzzer is available; no benchmarks (timing under a
 # sanitizer means nothing). Crash-status tests inside it tell the sanitizer to leave those
