@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "pipescope/models/model_catalog.h"
 
 namespace pipescope::planner::test {
@@ -14,7 +16,7 @@ PlanInputs inputs(const std::string& model_name, const std::string& cluster_name
   if (!model.ok() || !cluster.ok()) return in;
   auto profile = profile_for_gpu(cluster->gpu);
   EXPECT_TRUE(profile.ok()) << profile.error().message;
-  auto resolved = resolve_config(*model, config);
+  auto resolved = resolve_config(*model, std::move(config));
   EXPECT_TRUE(resolved.ok()) << resolved.error().message;
   if (!profile.ok() || !resolved.ok()) return in;
   return {*model, *cluster, *profile, *resolved};
