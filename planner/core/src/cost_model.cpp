@@ -272,8 +272,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         "dropout-and-norm functions run again in the backward unless the layer is recomputed whole); each "
         "kernel launched costs the profile's launch gap, where measured");
   }
-  const bool knows_the_kernels = eager || c.framework == TrainingFramework::kInternLM2023;
-  if (const std::string losses = losses_note(in.profile.losses, knows_the_kernels); !losses.empty()) {
+  if (const std::string losses = losses_note(in.profile.losses, price.knows_the_kernels()); !losses.empty()) {
     model.notes.emplace_back(losses);
   }
   // What reading the model's description assumed (config.json fields left out, sliding windows).

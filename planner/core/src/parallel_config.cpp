@@ -71,6 +71,21 @@ std::string_view to_string(TrainingFramework framework) {
   return "?";
 }
 
+namespace {
+
+// Frameworks whose listed kernels are those of a dense decoder (eager_kernels.h,
+// internlm_kernels.h): whose, for the refusal of a mixture-of-experts model; null for the others.
+const char* dense_decoder_kernels(TrainingFramework framework) {
+  switch (framework) {
+    case TrainingFramework::kPyTorchEager: return "examples/llama_train_step.py's kernels";
+    case TrainingFramework::kInternLM2023:
+      return "InternLM's kernels of 2023, which had no experts; --framework internevo plans InternEvo's";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
 std::optional<TrainingFramework> parse_training_framework(std::string_view name) {
   for (TrainingFramework framework :
        {TrainingFramework::kMegatronCore, TrainingFramework::kMegatron2022, TrainingFramework::kDeepSpeed,
@@ -234,14 +249,9 @@ Expected<ParallelConfig> resolve_config(const models::ModelDesc& model, Parallel
   } else if (c.ep > 1) {
     return Error{"--ep applies to mixture-of-experts models; " + model.name + " has no experts"};
   }
-  if (c.framework == TrainingFramework::kPyTorchEager && model.moe.num_experts > 0) {
-    return Error{
-        "--framework pytorch-eager prices a dense decoder (examples/llama_train_step.py's kernels); " +
-        model.name + " has mixture-of-experts layers"};
-  }
-  if (c.framework == TrainingFramework::kInternLM2023 && model.moe.num_experts > 0) {
-    return Error{"--framework internlm-2023 prices InternLM's dense decoder of 2023, which had no experts; " +
-                 model.name + " has mixture-of-experts layers (--framework internevo plans InternEvo's)"};
+  if (const char* whose = dense_decoder_kernels(c.framework); whose != nullptr && model.moe.num_experts > 0) {
+    return Error{"--framework " + std::string(to_string(c.framework)) + " prices a dense decoder (" + whose +
+                 "); " + model.name + " has mixture-of-experts layers"};
   }
   if (c.global_batch == 0) c.global_batch = c.micro_batch * dp * c.pp;
   if (c.global_batch % (c.micro_batch * dp) != 0) {

@@ -199,9 +199,9 @@ class Pricer {
     pass += *core;
 
     if (eager()) {
-      pass += eager_layer_kernels(layer_shape(tokens, shard, q_width, kv_width));
+      pass += eager_layer_kernels(layer_shape(o));
     } else if (internlm2023()) {
-      pass += internlm_layer_kernels(layer_shape(tokens, shard, q_width, kv_width));
+      pass += internlm_layer_kernels(layer_shape(o));
     } else {
       // Elementwise traffic, read + write: two norms, two residual adds (two reads, one write),
       // rotary on Q and K, the MLP activation (SwiGLU reads two inputs), dropout with its mask.
@@ -237,16 +237,18 @@ class Pricer {
     return pass;
   }
 
-  // A dense decoder layer on this rank: `shard` tokens pass the norms and residual adds.
-  eager::LayerShape layer_shape(double tokens, double shard, double q_width, double kv_width) const {
+  // A dense decoder layer on this rank for one micro-batch: widths divided by TP, the norms and
+  // residual adds on the sequence-parallel shard.
+  eager::LayerShape layer_shape(const CostOptions& o) const {
     const ModelDesc& m = in_.model;
+    const double t = real(c_.tp), d = real(m.head_dim);
     eager::LayerShape shape;
-    shape.tokens = tokens;
-    shape.norm_tokens = shard;
+    shape.tokens = real(o.micro_batch_size) * real(o.seq_length);
+    shape.norm_tokens = o.sequence_parallel ? shape.tokens / t : shape.tokens;
     shape.hidden = real(m.hidden_size);
-    shape.q_width = q_width;
-    shape.kv_width = kv_width;
-    shape.ffn_width = real(m.ffn_hidden_size) / real(c_.tp);
+    shape.q_width = real(m.num_attention_heads) * d / t;
+    shape.kv_width = real(m.num_kv_heads) * d / t;
+    shape.ffn_width = real(m.ffn_hidden_size) / t;
     shape.gated_mlp = m.mlp == models::MlpKind::kSwiglu;
     shape.rope = m.position == models::PositionKind::kRope;
     shape.dropout = m.hidden_dropout > 0;
@@ -277,12 +279,7 @@ class Pricer {
   // checkpoints its dropout-and-norm functions whenever the layer is not recomputed whole.
   Pass checkpointed_norms(const CostOptions& o) const {
     if (!internlm2023()) return {};
-    const ModelDesc& m = in_.model;
-    const double tokens = real(o.micro_batch_size) * real(o.seq_length);
-    const double shard = o.sequence_parallel ? tokens / real(c_.tp) : tokens;
-    const double d = real(m.head_dim), t = real(c_.tp);
-    const eager::Traffic again = internlm2023::norm_recompute(
-        layer_shape(tokens, shard, real(m.num_attention_heads) * d / t, real(m.num_kv_heads) * d / t));
+    const eager::Traffic again = internlm2023::norm_recompute(layer_shape(o));
     Pass pass = pass_of(kMemoryBound, 0, eager_s(again));
     pass += launch_gaps(0, again.kernels);
     return pass;

@@ -156,19 +156,5 @@ TEST(InternLMKernels, EveryKernelLaunchedCostsTheProfilesLaunchGap) {
   EXPECT_NEAR(layer.work_by_mode[2].backward[WorkKind::kLaunchGap], 45e-6, 1e-15);
 }
 
-TEST(InternLMKernels, InternLM2023RefusesAMixtureOfExperts) {
-  auto model = models::load_model("mixtral-8x7b");
-  ASSERT_TRUE(model.ok());
-  ParallelConfig c;
-  c.gpus = 8;
-  c.tp = 8;
-  c.framework = TrainingFramework::kInternLM2023;
-  const auto resolved = resolve_config(*model, c);
-  ASSERT_FALSE(resolved.ok());
-  EXPECT_NE(resolved.error().message.find("--framework internlm-2023 prices InternLM's dense decoder"),
-            std::string::npos)
-      << resolved.error().message;
-}
-
 }  // namespace
 }  // namespace pipescope::planner
