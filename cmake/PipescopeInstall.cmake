@@ -14,9 +14,18 @@ include(CMakePackageConfigHelpers)
 # Components: runtime (the command, the preload library, data, docs), gpu_suite (the calibration
 # suite, which needs cuBLASLt, NCCL and Google Benchmark at run time) and dev (the trace reader).
 set(CMAKE_INSTALL_DEFAULT_COMPONENT_NAME runtime)
-install(TARGETS pipescope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# A libpipescope.so built for older glibc (scripts/build-portable-preload.sh) replaces this build's
-# in the install tree and the packages when named; scripts/package.sh names it.
+# The command and the preload library built for older glibc (scripts/build-portable-cli.sh,
+# scripts/build-portable-preload.sh) replace this build's in the install tree and the packages
+# when named; scripts/package.sh names both.
+set(PIPESCOPE_PORTABLE_CLI "" CACHE FILEPATH "A prebuilt pipescope command (glibc 2.28) to install instead of this build's")
+if(PIPESCOPE_PORTABLE_CLI)
+  if(NOT EXISTS "${PIPESCOPE_PORTABLE_CLI}")
+    message(FATAL_ERROR "PIPESCOPE_PORTABLE_CLI: no file ${PIPESCOPE_PORTABLE_CLI}")
+  endif()
+  install(PROGRAMS "${PIPESCOPE_PORTABLE_CLI}" DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME pipescope)
+else()
+  install(TARGETS pipescope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 set(PIPESCOPE_PORTABLE_PRELOAD "" CACHE FILEPATH "A prebuilt libpipescope.so (glibc 2.28) to install instead of this build's")
 if(PIPESCOPE_PORTABLE_PRELOAD)
   if(NOT EXISTS "${PIPESCOPE_PORTABLE_PRELOAD}")
@@ -86,7 +95,14 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME pipescope)
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
+if(PIPESCOPE_PORTABLE_CLI AND PIPESCOPE_PORTABLE_PRELOAD)
+  # Both were checked to import nothing newer than GLIBC_2.28 (scripts/check-glibc-symbols.sh).
+  # dpkg-shlibdeps would say 2.34: Debian 12's symbols file dates sysconf from there, for binaries
+  # compiled against its headers.
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libc6 (>= 2.28)")
+else()
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
+endif()
 set(CPACK_DEBIAN_GPU_SUITE_PACKAGE_NAME pipescope-gpu-suite)
 set(CPACK_DEBIAN_GPU_SUITE_PACKAGE_DEPENDS
     "pipescope (= ${PROJECT_VERSION}), libbenchmark1debian, libstdc++6, libnccl2, libcublas-13-0")

@@ -10,8 +10,6 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-zig_version=0.17.1  # PyPI's ziglang; the glibc it targets is named below, not by this version
-glibc=2.28
 test_build=""
 skip_without_pypi=false
 while [[ ${1:-} == --* ]]; do
@@ -25,26 +23,9 @@ out=${1:?usage: scripts/build-portable-preload.sh [--skip-without-pypi] [--test 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-if [[ ! -x $out/venv/bin/python ]]; then
-  python3 -m venv "$out/venv"
-fi
-if ! "$out/venv/bin/python" -m ziglang version > /dev/null 2>&1; then
-  if ! "$out/venv/bin/pip" install --quiet "ziglang==$zig_version"; then
-    echo "build-portable-preload: cannot install ziglang $zig_version from PyPI" >&2
-    if $skip_without_pypi; then
-      echo "build-portable-preload: skipped: the glibc $glibc build needs zig from PyPI"
-      exit 0
-    fi
-    exit 1
-  fi
-fi
-# zig keeps its compiled C++ runtime and glibc stubs in a cache; the one under OUT is reused by
-# later builds there and removed with it.
-for tool in cc c++; do
-  printf '#!/bin/sh\nZIG_GLOBAL_CACHE_DIR="%s" ZIG_LOCAL_CACHE_DIR="%s" exec "%s" -m ziglang %s -target x86_64-linux-gnu.%s "$@"\n' \
-    "$out/zig-cache" "$out/zig-cache" "$out/venv/bin/python" "$tool" "$glibc" > "$out/zig-$tool"
-  chmod +x "$out/zig-$tool"
-done
+# shellcheck source=scripts/zig-toolchain.sh
+source "$repo/scripts/zig-toolchain.sh"
+zig_toolchain build-portable-preload "$out" "$skip_without_pypi"
 
 cmake -S "$repo/profiler/portable" -B "$out/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER="$out/zig-cc" -DCMAKE_CXX_COMPILER="$out/zig-c++" > "$out/configure.log" 2>&1 ||
@@ -53,7 +34,7 @@ cmake --build "$out/build" -j "$(nproc)"
 cp "$out/build/libpipescope.so" "$out/libpipescope.so"
 lib=$out/libpipescope.so
 
-"$repo/scripts/check-glibc-symbols.sh" "$lib" "$glibc"
+"$repo/scripts/check-glibc-symbols.sh" "$lib" "$portable_glibc"
 
 if [[ -n $test_build ]]; then
   # The preload tests name BUILD_DIR's library; run them with this one in its place.

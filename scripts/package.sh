@@ -4,7 +4,8 @@
 # .deb files pipescope (command, preload library, data, docs), pipescope-gpu-suite (the
 # calibration suite: it needs cuBLASLt and NCCL from NVIDIA's CUDA repository) and pipescope-dev
 # (the trace reader). Stripped. The GPU suite is built when the CUDA toolkit is found. The
-# preload library is the one built for glibc 2.28 (scripts/build-portable-preload.sh).
+# command and the preload library are the ones built for glibc 2.28 (scripts/build-portable-cli.sh,
+# scripts/build-portable-preload.sh).
 #   scripts/package.sh [OUT_DIR]   (default: dist; build tree: $PIPESCOPE_RELEASE_BUILD_DIR,
 #                                    default build-release)
 set -euo pipefail
@@ -12,12 +13,15 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(realpath -m "${1:-$repo/dist}")
 build=${PIPESCOPE_RELEASE_BUILD_DIR:-$repo/build-release}
 
-# The preload library goes into training images older than this machine: the one built for glibc
-# 2.28 (zig from PyPI) is packaged in place of the build's own.
+# The command and the preload library go onto machines older than this one (login nodes,
+# training images): the ones built for glibc 2.28 (zig from PyPI) are packaged in place of the
+# build's own.
 "$repo/scripts/bootstrap.sh" "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_TESTS=OFF \
-  -DPIPESCOPE_BUILD_BENCHES=ON -DPIPESCOPE_PORTABLE_PRELOAD=
-"$repo/scripts/build-portable-preload.sh" "$build/portable-preload"
-cmake "$build" -DPIPESCOPE_PORTABLE_PRELOAD="$build/portable-preload/libpipescope.so" >/dev/null
+  -DPIPESCOPE_BUILD_BENCHES=ON -DPIPESCOPE_PORTABLE_PRELOAD= -DPIPESCOPE_PORTABLE_CLI=
+"$repo/scripts/build-portable-preload.sh" "$build/portable"
+"$repo/scripts/build-portable-cli.sh" "$build/portable"
+cmake "$build" -DPIPESCOPE_PORTABLE_PRELOAD="$build/portable/libpipescope.so" \
+  -DPIPESCOPE_PORTABLE_CLI="$build/portable/pipescope" >/dev/null
 mkdir -p "$out"
 (cd "$build" && cpack -B "$out" >/dev/null)
 rm -rf "$out/_CPack_Packages"

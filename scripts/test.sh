@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Sets up and runs every test: the main build (g++), the preload library built for glibc 2.28
-# under the main build's preload tests, the pip wheel built from the main build, the planner-only
-# pipescope built with the CUDA toolkit and NCCL hidden, and a second build under
-# AddressSanitizer and UndefinedBehaviorSanitizer with clang, which also builds the libFuzzer
-# targets and runs them over their seed corpus and for a short fuzzing session. Ends with CTest's
-# summary line.
+# Sets up and runs every test: the main build (g++); the preload library and the command built for
+# glibc 2.28, under the main build's preload and command-line tests; the pip wheel built from the
+# main build; the planner-only pipescope built with the CUDA toolkit and NCCL hidden; and a second
+# build under AddressSanitizer and UndefinedBehaviorSanitizer with clang, which also builds the
+# libFuzzer targets and runs them over their seed corpus and for a short fuzzing session. Ends
+# with CTest's summary line.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -17,9 +17,21 @@ jobs=$(nproc)
 "$repo/scripts/bootstrap.sh" "$repo/build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
   "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" -DPIPESCOPE_WERROR=ON
 ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
-# libpipescope.so for glibc 2.28 and newer (zig's clang from PyPI): the glibc symbol versions it
-# imports checked, and the main build's preload tests run against it.
-"$repo/scripts/build-portable-preload.sh" --skip-without-pypi --test "$repo/build" "$repo/build/portable-preload"
+# libpipescope.so and the command for glibc 2.28 and newer (zig's clang from PyPI, one toolchain
+# for both): the glibc symbol versions they import checked, the main build's preload tests run
+# against the library and its command-line tests and validation tables against the command.
+"$repo/scripts/build-portable-preload.sh" --skip-without-pypi --test "$repo/build" "$repo/build/portable"
+"$repo/scripts/build-portable-cli.sh" --skip-without-pypi --test "$repo/build" "$repo/build/portable"
+# Both on Ubuntu 20.04's own glibc (2.31), through its loader: the command plans, reports and
+# records a program with the library preloaded. Then the release packages with both in them, as
+# scripts/package.sh makes them.
+if [[ -x $repo/build/portable/pipescope ]]; then
+  "$repo/scripts/test-older-glibc.sh" --skip-offline "$repo/build/portable" "$repo/build/cli/pipescope"
+  cmake "$repo/build" -DPIPESCOPE_PORTABLE_CLI="$repo/build/portable/pipescope" \
+    -DPIPESCOPE_PORTABLE_PRELOAD="$repo/build/portable/libpipescope.so" > /dev/null
+  "$repo/tests/install/package_test.sh" "$repo/build"
+  cmake "$repo/build" -DPIPESCOPE_PORTABLE_CLI= -DPIPESCOPE_PORTABLE_PRELOAD= > /dev/null
+fi
 # The pip wheel, built from the tree just tested (nothing rebuilds) and installed in a fresh virtual
 # environment: the command, the module and the preload library from there.
 "$repo/scripts/test-wheel.sh" --build-dir "$repo/build" --skip-without-pypi "$repo/build/wheel-test"

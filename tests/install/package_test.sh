@@ -28,6 +28,11 @@ version=$("$scratch/deb-root/usr/bin/pipescope" --version | awk '{print $2}')
 [[ -f $scratch/deb-root/usr/share/doc/pipescope/LICENSE ]] || fail "the package has no LICENSE"
 depends=$(dpkg-deb -f "$deb" Depends)
 [[ $depends == *libc6* && $depends != *cublas* && $depends != *nccl* ]] || fail "pipescope depends on: $depends"
+# The command and the library built for glibc 2.28 (scripts/package.sh): the package says so.
+portable() { sed -n "s/^PIPESCOPE_PORTABLE_$1:FILEPATH=//p" "$build/CMakeCache.txt"; }
+if [[ -n $(portable CLI) && -n $(portable PRELOAD) ]]; then
+  [[ $depends == "libc6 (>= 2.28)" ]] || fail "the glibc 2.28 build's package depends on: $depends"
+fi
 if suite_deb=$(ls "$scratch"/out/pipescope-gpu-suite_*_amd64.deb 2>/dev/null); then  # built with CUDA
   suite=$(dpkg-deb -f "$suite_deb" Depends)
   [[ $suite == *libnccl2* && $suite == *libcublas* && $suite == *libbenchmark* ]] || fail "the GPU suite depends on: $suite"

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <nmmintrin.h>
 #endif
 
@@ -65,8 +66,14 @@ __attribute__((target("sse4.2,crc32"))) uint32_t raw_update_sse42(uint32_t state
   return static_cast<uint32_t>(crc);
 }
 
+// CPUID itself rather than __builtin_cpu_supports, whose answer depends on the compiler runtime
+// having filled in its CPU model first: zig's (the glibc 2.28 builds) never does, and always
+// answered no.
 bool cpu_has_sse42() {
-  static const bool has = __builtin_cpu_supports("sse4.2");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_SSE4_2) != 0;
+  }();
   return has;
 }
 #endif
