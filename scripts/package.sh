@@ -3,8 +3,9 @@
 # CPack: pipescope-VERSION-Linux.tar.gz (the whole install tree, to unpack anywhere) and the
 # .deb files pipescope (command, preload library, data, docs), pipescope-gpu-suite (the
 # calibration suite: it needs cuBLASLt and NCCL from NVIDIA's CUDA repository) and pipescope-dev
-# (the trace reader). Stripped. The GPU suite is built when the CUDA toolkit is found. The
-# command and the preload library are the ones built for glibc 2.28 (scripts/build-portable-cli.sh,
+# (the trace reader), stripped; and the pip wheel, tagged manylinux_2_28 (scripts/test-wheel.sh
+# --portable). The GPU suite is built when the CUDA toolkit is found. The command and the preload
+# library are the ones built for glibc 2.28 (scripts/build-portable-cli.sh,
 # scripts/build-portable-preload.sh).
 #   scripts/package.sh [OUT_DIR]   (default: dist; build tree: $PIPESCOPE_RELEASE_BUILD_DIR,
 #                                    default build-release)
@@ -25,4 +26,7 @@ cmake "$build" -DPIPESCOPE_PORTABLE_PRELOAD="$build/portable/libpipescope.so" \
 mkdir -p "$out"
 (cd "$build" && cpack -B "$out" >/dev/null)
 rm -rf "$out/_CPack_Packages"
+# The manylinux_2_28 wheel from the same tree and the same two files, checked where it installs.
+"$repo/scripts/test-wheel.sh" --build-dir "$build" --portable "$build/portable" "$build/wheel-manylinux" >/dev/null
+cp "$build"/wheel-manylinux/manylinux/pipescope_llm-*.whl "$out/"
 ls -1 "$out"

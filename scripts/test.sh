@@ -24,13 +24,16 @@ ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
 "$repo/scripts/build-portable-cli.sh" --skip-without-pypi --test "$repo/build" "$repo/build/portable"
 # Both on Ubuntu 20.04's own glibc (2.31), through its loader: the command plans, reports and
 # records a program with the library preloaded. Then the release packages with both in them, as
-# scripts/package.sh makes them.
+# scripts/package.sh makes them, and the manylinux wheel.
 if [[ -x $repo/build/portable/pipescope ]]; then
   "$repo/scripts/test-older-glibc.sh" --skip-offline "$repo/build/portable" "$repo/build/cli/pipescope"
   cmake "$repo/build" -DPIPESCOPE_PORTABLE_CLI="$repo/build/portable/pipescope" \
     -DPIPESCOPE_PORTABLE_PRELOAD="$repo/build/portable/libpipescope.so" > /dev/null
   "$repo/tests/install/package_test.sh" "$repo/build"
   cmake "$repo/build" -DPIPESCOPE_PORTABLE_CLI= -DPIPESCOPE_PORTABLE_PRELOAD= > /dev/null
+  # And the manylinux_2_28 wheel: the same wheel with both in it, checked and tagged by auditwheel.
+  "$repo/scripts/test-wheel.sh" --build-dir "$repo/build" --portable "$repo/build/portable" \
+    --skip-without-pypi "$repo/build/wheel-manylinux"
 fi
 # The pip wheel, built from the tree just tested (nothing rebuilds) and installed in a fresh virtual
 # environment: the command, the module and the preload library from there.
