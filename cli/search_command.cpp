@@ -58,7 +58,9 @@ std::string plan_flags(const planner::RankedPlan& p) {
   if (c.optimizer != planner::framework_optimizer(c.framework)) {
     flags += " --optimizer " + std::string(planner::to_string(c.optimizer));
   }
-  if (!p.uniform_fits) flags += " --balance time";
+  // The search ranks a split that fits on time (plan's --balance time); an interleaved layout is the
+  // one plan suggests by default.
+  if (!p.uniform_fits && c.schedule != planner::ScheduleKind::kInterleaved) flags += " --balance time";
   return flags;
 }
 
@@ -95,6 +97,7 @@ void write_text(std::ostream& out, const planner::SearchRequest& request, const 
       << "\n";
   out << thousands(static_cast<double>(s.candidates))
       << " configurations: " << thousands(static_cast<double>(s.feasible)) << " fit, "
+      << (s.might_fit > 0 ? thousands(static_cast<double>(s.might_fit)) + " might fit, " : std::string())
       << thousands(static_cast<double>(s.rejected)) << " refused, "
       << thousands(static_cast<double>(s.duplicates)) << " duplicates; " << s.exact_plans
       << " planned exactly in " << printf_string("%.3f", s.elapsed_s) << " s; "
@@ -186,6 +189,7 @@ std::string search_json(const planner::SearchRequest& request, const planner::Se
                          {"stats",
                           {{"candidates", s.candidates},
                            {"feasible", s.feasible},
+                           {"might_fit", s.might_fit},
                            {"rejected", s.rejected},
                            {"duplicates", s.duplicates},
                            {"cost_models", s.cost_models},

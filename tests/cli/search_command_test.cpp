@@ -100,7 +100,8 @@ TEST(SearchCommand, JsonRanksFastestFirstAndListsEveryRefusal) {
   }
   EXPECT_EQ(refused, doc["stats"]["rejected"].get<int64_t>());
   EXPECT_EQ(doc["stats"]["candidates"].get<int64_t>(),
-            doc["stats"]["feasible"].get<int64_t>() + doc["stats"]["duplicates"].get<int64_t>() + refused);
+            doc["stats"]["feasible"].get<int64_t>() + doc["stats"]["might_fit"].get<int64_t>() +
+                doc["stats"]["duplicates"].get<int64_t>() + refused);
 }
 
 TEST(SearchCommand, AFrameworkPricesEveryConfigurationAndIsInItsPlanFlags) {
@@ -178,17 +179,49 @@ TEST(SearchCommand, InterleavedConfigurationsAreRankedOnTheirSuggestedLayouts) {
   EXPECT_EQ(best["peak_memory_bytes"], planned["suggested"]["peak_memory_bytes"]);
 }
 
-TEST(SearchCommand, AnInterleavedFamilyWhoseUniformChunksDoNotFitIsSentToPlan) {
-  // llama3-70b at seq 4096, tp 4, pp 8: the uniform chunks need 76.1 GiB of 75.7. Search screens
-  // only those; the refusal names plan, which looks for uneven chunks.
-  const CommandResult r = run_pipescope({"search", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus",
-                                         "32", "--gbs", "64", "--seq", "4096", "--tp", "4", "--pp", "8"});
+TEST(SearchCommand, AnInterleavedConfigurationWhoseUniformChunksDoNotFitIsPlannedOnALayoutThatFits) {
+  // llama3-70b at seq 4096, tp 4, pp 8, vpp 5: the uniform chunks need 76.1 GiB of 75.7; the layout
+  // plan suggests fits. Search ranks it on that layout, with plan's figures.
+  const std::vector<std::string> config = {"--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "32",
+                                           "--gbs",   "64",         "--seq",     "4096",     "--tp",   "4",
+                                           "--pp",    "8",          "--vpp",     "5",        "--json"};
+  std::vector<std::string> search = {"search", "--recompute", "none", "--mbs", "1", "--zero", "0"};
+  search.insert(search.end(), config.begin(), config.end());
+  const CommandResult r = run_pipescope(search);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const size_t refusal = r.out.find("interleaved with mbs");
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["ranked"].size(), 1u) << r.out;
+  const json& ranked = doc["ranked"][0];
+  EXPECT_FALSE(ranked["uniform_fits"].get<bool>());
+  EXPECT_TRUE(ranked["fits"].get<bool>());
+  EXPECT_GT(ranked["uniform_peak_memory_bytes"].get<int64_t>(), doc["capacity_bytes"].get<int64_t>());
+
+  // The plan its flags say, as a user would run it.
+  std::vector<std::string> plan = {"plan", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus",
+                                   "32",   "--gbs",   "64",         "--seq",     "4096",     "--json"};
+  std::istringstream flags(ranked["plan_flags"].get<std::string>());
+  for (std::string flag; flags >> flag;) plan.push_back(flag);
+  const CommandResult planned = run_pipescope(plan);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const json p = json::parse(planned.out);
+  EXPECT_FALSE(p["uniform"]["fits"].get<bool>());
+  EXPECT_TRUE(p["suggested"]["fits"].get<bool>());
+  EXPECT_EQ(ranked["peak_memory_bytes"], p["suggested"]["peak_memory_bytes"]);
+  EXPECT_DOUBLE_EQ(ranked["iteration_s"].get<double>(), p["suggested"]["iteration_s"].get<double>());
+}
+
+TEST(SearchCommand, AnInterleavedRefusalSaysNoLayoutWasFoundToFit) {
+  // The same at micro-batch 2: the uniform chunks need far more than the GPU has.
+  const CommandResult r =
+      run_pipescope({"search", "--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus",      "32",
+                     "--gbs",  "64",      "--seq",      "4096",      "--tp",     "4",           "--pp",
+                     "8",      "--vpp",   "5",          "--mbs",     "2",        "--recompute", "none"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t refusal = r.out.find("interleaved with mbs 2");
   ASSERT_NE(refusal, std::string::npos) << r.out;
   const std::string line = r.out.substr(refusal, r.out.find('\n', refusal) - refusal);
   EXPECT_NE(line.find("the uniform chunks need at least"), std::string::npos) << line;
-  EXPECT_NE(line.find("search tries no uneven chunks; `pipescope plan` suggests some"), std::string::npos)
+  EXPECT_NE(line.find("no other layout within the planner's time limit was found to fit"), std::string::npos)
       << line;
 }
 

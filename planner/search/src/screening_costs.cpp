@@ -43,6 +43,7 @@ Expected<ScreeningCosts> screening_costs(const PlanInputs& inputs) {
   out.sync_overlaps_backward = costs->sync_overlaps_backward;
   out.sync_overlap_slowdown = costs->sync_overlap_slowdown;
   out.p2p_s = costs->p2p_s;
+  out.time_slack = problem.time_slack;
   return out;
 }
 

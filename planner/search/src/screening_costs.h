@@ -35,6 +35,7 @@ struct ScreeningCosts {
   double step_fixed_s = 0;             // per stage, once (CostModel::step_fixed_s)
   bool sync_overlaps_backward = true;  // CostModel::sync_overlaps_backward
   double sync_overlap_slowdown = 0;    // CostModel::sync_overlap_slowdown
+  double time_slack = 0;               // PartitionProblem::time_slack: the planner's time limit
 
   const UnitPrice& layer(int64_t index) const {
     return layer_kinds[static_cast<size_t>(index) % layer_kinds.size()];

@@ -7,7 +7,8 @@
 //    a model cut to one period of layer kinds (screening_costs.h): the memory of its default
 //    split, exact, and a lower bound on its iteration time. What does not fit on the default
 //    split is tested for any split that fits (a greedy that is exact for feasibility); what fits
-//    nowhere is refused as out of memory.
+//    nowhere is refused as out of memory. An interleaved configuration whose uniform chunks do
+//    not fit is kept when no bound rules out every layout (layout_bound.h).
 // 3. Rank lazily: a heap ordered by the best known lower bound. Popping a configuration refines
 //    it one step: a loose any-split bound becomes the bound of its balanced split, a bound
 //    becomes the exact plan (exact_plan.h), and an exact plan is final. Bounds never exceed the
@@ -23,6 +24,7 @@
 #include <tuple>
 
 #include "exact_plan.h"
+#include "layout_bound.h"
 #include "screening_costs.h"
 #include "search_space.h"
 #include "stage_screen.h"
@@ -87,6 +89,8 @@ struct Candidate {
   int32_t costs = 0;
   RecomputeChoice recompute = RecomputeChoice::kNone;
   bool uniform_fits = true;
+  bool any_layout = false;  // interleaved, kept for layouts other than the uniform chunks
+  bool planned = false;
   int32_t split = -1;  // balanced split, once computed
   int64_t uniform_peak_bytes = 0;
 };
@@ -124,6 +128,7 @@ class Searcher {
   Status enumerate_layout(int64_t tp, int64_t pp, int64_t mbs);
   Status screen(const Layout& layout, int32_t layout_index, int32_t costs_index);
   Expected<int> shape_for(const ParallelConfig& config);
+  Expected<search_detail::LayoutBounds*> layout_bounds(int shape);
   ParallelConfig config_of(const Candidate& c) const;
 
   const SearchRequest& request_;
@@ -140,12 +145,23 @@ class Searcher {
   std::vector<Candidate> candidates_;
   std::vector<HeapEntry> initial_;
   std::vector<std::vector<int>> split_boundaries_, split_options_;
+  std::map<int, search_detail::LayoutBounds> layout_bounds_;  // per interleaved shape, once needed
   UniformScreen screen_;
   std::vector<int> options_;
   std::vector<RankedPlan> parked_;  // exact plans waiting in the heap
   SearchStats stats_;
   int64_t balanced_ = 0;
 };
+
+Expected<search_detail::LayoutBounds*> Searcher::layout_bounds(int shape) {
+  auto it = layout_bounds_.find(shape);
+  if (it == layout_bounds_.end()) {
+    auto bounds = search_detail::LayoutBounds::make(shapes_[static_cast<size_t>(shape)]);
+    if (!bounds.ok()) return bounds.error();
+    it = layout_bounds_.emplace(shape, std::move(*bounds)).first;
+  }
+  return &it->second;
+}
 
 Expected<int> Searcher::shape_for(const ParallelConfig& c) {
   const auto key = std::tuple{static_cast<int>(c.schedule), static_cast<int>(c.pp),
@@ -260,6 +276,12 @@ Status Searcher::screen(const Layout& layout, int32_t layout_index, int32_t cost
   for (RecomputeChoice choice : space_.recompute(c.schedule)) {
     const int allowed = search_detail::allowed_options(choice, c.schedule);
     const Screened s = screen_.screen(allowed, options_);
+    search_detail::LayoutScreen any_layout;
+    if (interleaved && !s.fits) {
+      auto bounds = layout_bounds(layout.shape);
+      if (!bounds.ok()) return bounds.error();
+      any_layout = (*bounds)->screen(costs, allowed);
+    }
     if (choice == RecomputeChoice::kAuto && s.fits && s.single_option) {
       // The same plan as the fixed mode it chose everywhere, when that mode is searched too.
       const auto same = static_cast<RecomputeChoice>(s.option);
@@ -268,7 +290,8 @@ Status Searcher::screen(const Layout& layout, int32_t layout_index, int32_t cost
         continue;
       }
     }
-    Candidate cand{layout_index, costs_index, choice, s.fits, -1, s.peak_bytes};
+    Candidate cand{layout_index,           costs_index, choice, s.fits,
+                   interleaved && !s.fits, false,       -1,     s.peak_bytes};
     const auto index = static_cast<int32_t>(candidates_.size());
     if (s.fits) {
       candidates_.push_back(cand);
@@ -277,6 +300,10 @@ Status Searcher::screen(const Layout& layout, int32_t layout_index, int32_t cost
       candidates_.push_back(cand);
       initial_.push_back(
           {search_detail::any_split_bound_s(costs, shape, allowed) * kBoundSlack, 0, index, -1});
+    } else if (any_layout.may_fit) {
+      // Planned on the layout plan would suggest once its bound is the least (level 1).
+      candidates_.push_back(cand);
+      initial_.push_back({any_layout.bound_s * kBoundSlack, 1, index, -1});
     } else {
       const CostsEntry& e = costs_[static_cast<size_t>(costs_index)];
       rejected_.add_out_of_memory(c.tp, c.pp, interleaved, s.peak_bytes, costs.capacity_bytes,
@@ -325,7 +352,7 @@ Status Searcher::rank(SearchResult& result) {
     } else if (e.level == 1) {
       const std::vector<int>* boundaries = &shape.uniform_boundaries;
       const std::vector<int>* options = &options_;
-      if (cand.uniform_fits) {
+      if (cand.uniform_fits || layout.config.schedule == ScheduleKind::kInterleaved) {
         screen_.prepare(costs, shape);
         (void)screen_.screen(allowed, options_);
       } else {
@@ -335,11 +362,16 @@ Status Searcher::rank(SearchResult& result) {
       auto plan = exact_.plan(config_of(cand), *boundaries, *options, cand.uniform_fits);
       if (!plan.ok()) return plan.error();
       ++stats_.exact_plans;
+      cand.planned = true;
       if (!plan->fits) {
-        // Screening and the report round bytes differently; at the very edge the report wins.
+        // Screening and the report round bytes differently; at the very edge the report wins. An
+        // interleaved one kept for other layouts is refused when the planner finds none that fits;
+        // the refusal quotes its uniform chunks, as for those refused before.
         const ParallelConfig refused = config_of(cand);
-        rejected_.add_out_of_memory(refused.tp, refused.pp, refused.schedule == ScheduleKind::kInterleaved,
-                                    plan->peak_memory_bytes, costs.capacity_bytes,
+        const bool interleaved = refused.schedule == ScheduleKind::kInterleaved;
+        rejected_.add_out_of_memory(refused.tp, refused.pp, interleaved,
+                                    interleaved ? plan->uniform_peak_memory_bytes : plan->peak_memory_bytes,
+                                    costs.capacity_bytes,
                                     {refused.micro_batch, refused.zero_stage, refused.recompute});
         --stats_.feasible;
         continue;
@@ -367,8 +399,10 @@ Status Searcher::rank(SearchResult& result) {
 void Searcher::finish(SearchResult& result) {
   result.rejected = rejected_.sorted();
   stats_.rejected = rejected_.total();
+  for (const Candidate& c : candidates_) stats_.might_fit += c.any_layout && !c.planned;
+  stats_.feasible -= stats_.might_fit;
   // Every configuration enumerated ends up in exactly one of these.
-  stats_.candidates = stats_.feasible + stats_.duplicates + stats_.rejected;
+  stats_.candidates = stats_.feasible + stats_.might_fit + stats_.duplicates + stats_.rejected;
   stats_.cost_models += exact_.cost_models_built();
   result.stats = stats_;
   result.seq_length = seq_length_;
@@ -377,12 +411,21 @@ void Searcher::finish(SearchResult& result) {
       "sequence parallelism is on whenever tp > 1, as Megatron-LM recommends (Korthikanti et al. 2022): it "
       "only removes activation memory");
   result.notes.emplace_back(
-      "plans use the split frameworks run by default (uniform; Megatron's uniform chunks for interleaved); a "
-      "configuration whose uniform split runs out of memory is ranked on the time-balanced split that fits, "
-      "which `pipescope plan --balance time` refines");
+      "plans use the split frameworks run by default (uniform) and interleaved ones the layout `pipescope "
+      "plan` "
+      "suggests; a configuration whose uniform split runs out of memory is ranked on the time-balanced split "
+      "that fits, which `pipescope plan --balance time` refines, and an interleaved one on a layout that "
+      "fits "
+      "where one does");
   if (balanced_ > 0) {
     result.notes.push_back(std::to_string(balanced_) +
                            " configurations needed a balanced split to be planned");
+  }
+  if (stats_.might_fit > 0) {
+    result.notes.push_back(
+        std::to_string(stats_.might_fit) +
+        " interleaved configurations whose uniform chunks do not fit might fit on other layouts; "
+        "they were bounded below the ranked ones' times, not planned");
   }
   if (request_.top > 0 && stats_.feasible > static_cast<int64_t>(result.ranked.size())) {
     result.notes.push_back("the " + std::to_string(result.ranked.size()) + " fastest of " +

@@ -148,14 +148,13 @@ std::vector<Rejection> RejectionTally::sorted() const {
                                values_text(f.micro_batches) + ", zero " + values_text(f.zero_stages) +
                                ", recompute " + values_text(f.recompute);
     // The peak quoted is the smallest any refused configuration of the layout reaches on its
-    // uniform split (or chunks): how far the leanest of them is from fitting.
-    // Search screens Megatron-LM's uniform chunks only (uneven ones cost it 16x its time,
-    // docs/benchmarks.md); plan looks for uneven ones, so the refusal says where to look.
+    // uniform split (or chunks): how far the leanest of them is from fitting. An interleaved one
+    // was refused because no layout within the planner's time limit can fit (layout_bound.h) or
+    // because the planner's layout search found none.
     out.push_back({interleaved
                        ? layout + ": out of memory, the uniform chunks need at least " +
                              gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) +
-                             " usable (search tries no uneven chunks; `pipescope plan` suggests some, "
-                             "which may fit)"
+                             " usable and no other layout within the planner's time limit was found to fit"
                        : layout + ": out of memory on every split; the leanest uniform split needs " +
                              gib(f.least_peak_bytes) + " of " + gib(f.capacity_bytes) + " usable",
                    f.configs});

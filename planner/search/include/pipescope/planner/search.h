@@ -97,7 +97,10 @@ struct Rejection {
 struct SearchStats {
   int64_t candidates = 0;  // configurations enumerated
   int64_t rejected = 0;
-  int64_t feasible = 0;     // fit in memory on some split
+  int64_t feasible = 0;  // fit in memory on some split
+  // Interleaved, uniform chunks out of memory, kept because some layout might fit, and never
+  // planned: their bound was beyond the ranking's last. Whether they fit is not known.
+  int64_t might_fit = 0;
   int64_t duplicates = 0;   // recompute auto choosing one mode on every stage: the same plan as that mode
   int64_t cost_models = 0;  // built (per-layer-kind ones for screening, full ones for the ranked)
   int64_t exact_plans = 0;  // planned with the full cost model and the schedule simulator

@@ -1,0 +1,219 @@
+#include "layout_bound.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "pipescope/planner/dense_lp.h"
+
+namespace pipescope::planner::search_detail {
+namespace {
+
+constexpr int kOptions = 3;
+constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+// The time limit is simulated here on screening costs and by the planner on its own: keep the
+// caps it sets a hair looser than the planner's.
+constexpr double kLimitSlack = 1 + 1e-9;
+
+bool has(int allowed, int option) { return (allowed >> option & 1) != 0; }
+
+// Weights >= 0 summing to at most 1 keep a mixture a lower bound; the tableau's rounding must
+// not break that (partition_bound.cpp), so they are clamped and scaled back rather than trusted.
+void keep_a_mixture(std::vector<double>& lambda) {
+  double sum = 0;
+  for (double& l : lambda) sum += (l = std::max(l, 0.0));
+  if (sum > 1) {
+    for (double& l : lambda) l /= sum;
+  }
+}
+
+// max z subject to z <= sum_q lambda_q rows[q][i] for every i, sum_q lambda_q <= 1: the mixture of
+// rows whose least entry is largest (its duals: the distribution over entries it weighs least).
+void mixture_master(const std::vector<std::vector<double>>& rows, detail::LinearProgram& master) {
+  const int k = static_cast<int>(rows.size()), n = static_cast<int>(rows.front().size());
+  master.rows = n + 1;
+  master.cols = k + 1;
+  master.a.assign(static_cast<size_t>(master.rows) * master.cols, 0.0);
+  master.b.assign(static_cast<size_t>(master.rows), 0.0);
+  master.c.assign(static_cast<size_t>(master.cols), 0.0);
+  master.c[k] = 1;
+  for (int i = 0; i < n; ++i) {
+    for (int q = 0; q < k; ++q) master.a[static_cast<size_t>(i) * master.cols + q] = -rows[q][i];
+    master.a[static_cast<size_t>(i) * master.cols + k] = 1;
+  }
+  for (int q = 0; q < k; ++q) master.a[static_cast<size_t>(n) * master.cols + q] = 1;
+  master.b[n] = 1;
+}
+
+// The least entry of the mixture's sum.
+double least_of_mixture(const std::vector<std::vector<double>>& rows, const std::vector<double>& lambda) {
+  double least = kUnlimited;
+  for (size_t i = 0; i < rows.front().size(); ++i) {
+    double sum = 0;
+    for (size_t q = 0; q < rows.size(); ++q) sum += lambda[q] * rows[q][i];
+    least = std::min(least, sum);
+  }
+  return least;
+}
+
+// What every layer is at least, under one option: the lightest of the layer kinds in each respect.
+struct LeastLayer {
+  double time_s = kUnlimited;
+  double static_bytes = kUnlimited, activation_bytes = kUnlimited, step_bytes = kUnlimited;
+};
+
+LeastLayer least_layer(const ScreeningCosts& costs, int option) {
+  LeastLayer least;
+  for (const UnitPrice& kind : costs.layer_kinds) {
+    const UnitOptionCost& mode = kind.modes[option];
+    least.time_s = std::min(least.time_s, mode.forward_s + mode.backward_s);
+    least.static_bytes = std::min(least.static_bytes, static_cast<double>(kind.static_bytes));
+    least.activation_bytes = std::min(least.activation_bytes, static_cast<double>(mode.activation_bytes));
+    least.step_bytes = std::min(least.step_bytes, static_cast<double>(kind.step_bytes));
+  }
+  return least;
+}
+
+}  // namespace
+
+std::vector<double> least_activation_multiples(const PipelineShape& shape) {
+  std::vector<double> beta;
+  detail::DenseLp lp;
+  detail::LinearProgram master;
+  std::vector<std::vector<double>> rows;
+  for (const std::vector<ChunkMix>& mixes : shape.mixes) {
+    // The single mix whose least-held chunk is held most, then the best mixture of mixes.
+    double best = 0;
+    rows.clear();
+    for (const ChunkMix& mix : mixes) {
+      if (mix.empty()) continue;
+      best = std::max(best, static_cast<double>(*std::min_element(mix.begin(), mix.end())));
+      rows.emplace_back(mix.begin(), mix.end());
+    }
+    if (!rows.empty()) {
+      mixture_master(rows, master);
+      const detail::LpSolution solution = lp.solve(master);
+      if (solution.optimal) {
+        std::vector<double> lambda(solution.y.begin(), solution.y.begin() + static_cast<long>(rows.size()));
+        keep_a_mixture(lambda);
+        best = std::max(best, least_of_mixture(rows, lambda));
+      }
+    }
+    beta.push_back(best);
+  }
+  return beta;
+}
+
+Expected<LayoutBounds> LayoutBounds::make(const PipelineShape& shape) {
+  auto dag =
+      detail::ScheduleDag::build({shape.kind, shape.stages, shape.micro_batches, shape.virtual_chunks});
+  if (!dag.ok()) return dag.error();
+  return LayoutBounds(shape, std::move(*dag));
+}
+
+double LayoutBounds::uniform_pipeline_s(const ScreeningCosts& costs, int option) const {
+  forward_s_.assign(static_cast<size_t>(chunks_), 0.0);
+  backward_s_.assign(static_cast<size_t>(chunks_), 0.0);
+  int64_t first_layer = 0;
+  for (int g = 0; g < chunks_; ++g) {
+    const int64_t end_layer = first_layer + uniform_layout_[g];
+    // Units: 0 the embedding, 1..L the layers, L + 1 the output layer.
+    const StageSums chunk =
+        sum_units(costs, layers_, g == 0 ? 0 : static_cast<int>(1 + first_layer),
+                  g == chunks_ - 1 ? static_cast<int>(layers_ + 2) : static_cast<int>(1 + end_layer));
+    forward_s_[g] = chunk.forward_s[option];
+    backward_s_[g] = chunk.backward_s[option];
+    first_layer = end_layer;
+  }
+  p2p_s_.assign(static_cast<size_t>(chunks_ - 1), costs.p2p_s);
+  return dag_.iteration_time(forward_s_, backward_s_, p2p_s_, p2p_s_, scratch_);
+}
+
+double LayoutBounds::tail_s(const ScreeningCosts& costs, const StageSums& total, int option) const {
+  // The slowest stage's exposed sync and optimizer step, at least the average stage's: the exposed
+  // part of a sync is the larger of two linear functions of the stage's sync and backward, so
+  // convex, and the average of a convex function over the stages is at least its value at the
+  // average stage (which a layout cannot change: every unit is on one stage).
+  // The sync hides behind a stage's last backward, a v-th of its backward: the average stage's is
+  // the total over the chunks.
+  const double p = stages_;
+  const double last_backward_s = total.backward_s[option] / chunks_;
+  return exposed_sync_s(total.dp_sync_s / p, last_backward_s, costs.sync_overlaps_backward,
+                        costs.sync_overlap_slowdown) +
+         total.optimizer_s / p + costs.step_fixed_s;
+}
+
+double LayoutBounds::pipeline_bound_s(const ScreeningCosts& costs, int option) const {
+  const double limit_s = (1 + costs.time_slack) * uniform_pipeline_s(costs, option) * kLimitSlack;
+  const LeastLayer layer = least_layer(costs, option);
+  const double m = micro_batches_;
+  room_layers_.assign(static_cast<size_t>(stages_), 0.0);
+  fixed_s_.assign(static_cast<size_t>(stages_), 0.0);
+  double total_layers = 0;
+  for (int s = 0; s < stages_; ++s) {
+    // What the stage holds whatever the layout: the embedding on the first, the output layer on
+    // the last.
+    StageSums fixed;
+    if (s == 0) fixed.add(costs.embedding, 1);
+    if (s == stages_ - 1) fixed.add(costs.head, 1);
+    fixed_s_[s] = fixed.time_s(option);
+    const double beta = beta_[s];
+    const double free_bytes =
+        static_cast<double>(costs.capacity_bytes - costs.extra_bytes - fixed.static_bytes);
+    const double held_room = free_bytes - beta * static_cast<double>(fixed.activation_bytes[option]);
+    const double step_room = free_bytes - static_cast<double>(fixed.step_bytes);
+    const double time_room = limit_s / m - fixed_s_[s];
+    if (held_room < 0 || step_room < 0 || time_room < 0) return kUnlimited;
+    const auto most = [](double room_left, double per_layer) {
+      return per_layer > 0 ? room_left / per_layer : kUnlimited;
+    };
+    const double layers =
+        std::min({most(held_room, layer.static_bytes + beta * layer.activation_bytes),
+                  most(step_room, layer.static_bytes + layer.step_bytes), most(time_room, layer.time_s)});
+    // Whole layers: a stage's count is an integer in every layout.
+    room_layers_[s] = std::floor(std::min(layers, static_cast<double>(layers_)) * kLimitSlack);
+    total_layers += room_layers_[s];
+  }
+  if (total_layers < static_cast<double>(layers_)) return kUnlimited;
+
+  // Water-filling: the least level whose stages, each filled up to it within its room, hold every
+  // layer. The bisection keeps a level below it.
+  const auto held_below = [&](double level) {
+    double held = 0;
+    for (int s = 0; s < stages_; ++s)
+      held += std::clamp((level - fixed_s_[s]) / layer.time_s, 0.0, room_layers_[s]);
+    return held;
+  };
+  double low = *std::max_element(fixed_s_.begin(), fixed_s_.end()), high = low;
+  if (layer.time_s > 0) {
+    for (int s = 0; s < stages_; ++s) high = std::max(high, fixed_s_[s] + room_layers_[s] * layer.time_s);
+    for (int i = 0; i < 100 && high - low > 1e-12 * high; ++i) {
+      const double mid = 0.5 * (low + high);
+      (held_below(mid) >= static_cast<double>(layers_) ? high : low) = mid;
+    }
+  }
+  return m * low;
+}
+
+LayoutScreen LayoutBounds::screen(const ScreeningCosts& costs, int allowed) const {
+  LayoutScreen out;
+  const StageSums total = sum_units(costs, layers_, 0, static_cast<int>(layers_) + 2);
+  double least = kUnlimited;
+  for (int r = 0; r < kOptions; ++r) {
+    if (!has(allowed, r)) continue;
+    const double water_filled_s = pipeline_bound_s(costs, r);
+    if (water_filled_s == kUnlimited) continue;
+    const auto unit_s = [r](const UnitPrice& u) { return u.modes[r].forward_s + u.modes[r].backward_s; };
+    double slowest_unit_s = std::max(unit_s(costs.embedding), unit_s(costs.head));
+    for (const UnitPrice& kind : costs.layer_kinds) slowest_unit_s = std::max(slowest_unit_s, unit_s(kind));
+    // One micro-batch walks through every chunk and back; every unit runs m micro-batches on one stage.
+    const double walk_s = total.time_s(r) + (chunks_ - 1) * 2 * costs.p2p_s;
+    least = std::min(
+        least, std::max({water_filled_s, walk_s, micro_batches_ * slowest_unit_s}) + tail_s(costs, total, r));
+  }
+  out.may_fit = least < kUnlimited;
+  out.bound_s = least;
+  return out;
+}
+
+}  // namespace pipescope::planner::search_detail
