@@ -12,6 +12,7 @@
 #include "arg_specs.h"
 #include "command.h"
 #include "pipescope/models/model_catalog.h"
+#include "pipescope/planner/pipeline_layout.h"
 #include "pipescope/planner/plan_json.h"
 #include "pipescope/planner/search.h"
 #include "plan_options.h"
@@ -41,6 +42,9 @@ std::string plan_flags(const planner::RankedPlan& p) {
   const planner::ParallelConfig& c = p.config;
   std::string flags = "--tp " + std::to_string(c.tp) + " --pp " + std::to_string(c.pp);
   if (c.vpp > 1) flags += " --vpp " + std::to_string(c.vpp);
+  // Chunks that do not split the layers evenly, as the search's baseline spread them.
+  if (!c.chunk_layers.empty())
+    flags += " --pipeline-layout '" + planner::pipeline_layout_string(c.chunk_layers) + "'";
   if (c.cp > 1) flags += " --cp " + std::to_string(c.cp);
   if (c.ep > 1) flags += " --ep " + std::to_string(c.ep);
   flags += " --mbs " + std::to_string(c.micro_batch);
@@ -270,9 +274,11 @@ Command add_search_command(CLI::App& root) {
                   "Tensor-parallel size, pinned (default: every divisor up to a node's GPUs)")
       ->check(count);
   app->add_option("--pp", args->pp, "Pipeline-parallel size, pinned (default: every divisor)")->check(count);
-  app->add_option("--vpp", args->vpp,
-                  "Virtual stages per pipeline rank, pinned; 1: no interleaving (default: 1 and every count "
-                  "that splits the layers evenly)")
+  app->add_option(
+         "--vpp", args->vpp,
+         "Virtual stages per pipeline rank, pinned; 1: no interleaving (default: 1 and every count "
+         "that splits the layers evenly; a pinned count that does not is searched on the layers spread "
+         "as evenly as they go, a --pipeline-layout in plan_flags)")
       ->check(count);
   app->add_option("--zero", args->zero, "ZeRO stage, pinned (default: 0, 1, 2 and 3, with shard groups)")
       ->check(CLI::Range(0, 3));

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -208,6 +209,44 @@ TEST(SearchCommand, AnInterleavedConfigurationWhoseUniformChunksDoNotFitIsPlanne
   EXPECT_TRUE(p["suggested"]["fits"].get<bool>());
   EXPECT_EQ(ranked["peak_memory_bytes"], p["suggested"]["peak_memory_bytes"]);
   EXPECT_DOUBLE_EQ(ranked["iteration_s"].get<double>(), p["suggested"]["iteration_s"].get<double>());
+}
+
+TEST(SearchCommand, APinnedVppWhoseChunksDoNotSplitTheLayersIsSearchedOnAnEvenSpread) {
+  // llama3-8b's 32 layers in 4 x 3 chunks: Megatron-LM runs them from a layout string, which the
+  // ranked configuration's plan flags carry; plan with those flags gives the same figures.
+  const CommandResult r =
+      run_pipescope({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs",
+                     "32",     "--seq",   "4096",      "--tp",      "1",        "--pp",   "4", "--vpp",
+                     "3",      "--mbs",   "1",         "--top",     "1",        "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["ranked"].size(), 1u) << r.out;
+  const json& ranked = doc["ranked"][0];
+  EXPECT_EQ(ranked["vpp"], 3);
+  const std::string flags = ranked["plan_flags"];
+  EXPECT_NE(flags.find("--pipeline-layout 'Et*2|(t*2|)*3(t*3|)*7t*3L'"), std::string::npos) << flags;
+
+  std::vector<std::string> plan = {"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus",
+                                   "8",    "--gbs",   "32",        "--seq",     "4096",     "--json"};
+  std::istringstream words(flags);
+  for (std::string word; words >> word;) {
+    if (word.front() == '\'') word = word.substr(1, word.size() - 2);  // as a shell reads it
+    plan.push_back(word);
+  }
+  const CommandResult planned = run_pipescope(plan);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const json p = json::parse(planned.out);
+  EXPECT_EQ(p["baseline"], "given_split");
+  EXPECT_EQ(ranked["peak_memory_bytes"], p["suggested"]["peak_memory_bytes"]);
+  EXPECT_DOUBLE_EQ(ranked["iteration_s"].get<double>(), p["suggested"]["iteration_s"].get<double>());
+}
+
+TEST(SearchCommand, PinsThatLeaveNothingToSearchAreRefused) {
+  const CommandResult r = run_pipescope({"search", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus",
+                                         "16", "--gbs", "64", "--pp", "16", "--vpp", "3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("leave no configuration to search"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST(SearchCommand, AnInterleavedRefusalSaysNoLayoutWasFoundToFit) {

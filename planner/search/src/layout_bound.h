@@ -5,9 +5,10 @@
 //
 // A layout is any number of decoder layers per model chunk, the embedding in the first chunk and
 // the output layer in the last. The planner suggests one whose pipeline time is within its time
-// limit: (1 + time slack) times that of Megatron-LM's uniform chunks, which this simulates on the
-// screening costs. The bounds treat every layer as light, as lean and as fast as the lightest of
-// the model's layer kinds in each respect, so they hold for every layout.
+// limit: (1 + time slack) times that of Megatron-LM's uniform chunks (the layers spread as evenly
+// as they go where they do not divide), which this simulates on the screening costs. The bounds treat every
+// layer as light, as lean and as fast as the lightest of the model's layer kinds in each respect, so they
+// hold for every layout.
 //
 // Room: a stage with x layers holds at least extra + static + beta_s x (the activations) at its
 // fullest instant, where beta_s is the least, over every way of spreading activations over the
@@ -26,7 +27,7 @@
 #include <vector>
 
 #include "pipescope/common/expected.h"
-#include "pipescope/planner/interleaved_layout.h"
+#include "pipescope/planner/schedule_dag.h"
 #include "screening_costs.h"
 #include "stage_screen.h"
 
@@ -54,7 +55,7 @@ class LayoutBounds {
         chunks_(shape.stages * shape.virtual_chunks),
         micro_batches_(shape.micro_batches),
         layers_(shape.layers),
-        uniform_layout_(balanced_layout(shape.layers, shape.stages * shape.virtual_chunks)),
+        uniform_layout_(shape.uniform_chunks),
         dag_(std::move(dag)),
         beta_(least_activation_multiples(shape)) {}
   // The water-filled bound on the pipeline; infinity when the stages cannot hold the model
@@ -65,7 +66,7 @@ class LayoutBounds {
 
   int stages_ = 0, chunks_ = 0, micro_batches_ = 0;
   int64_t layers_ = 0;
-  std::vector<int64_t> uniform_layout_;  // Megatron-LM's uniform chunks, the planner's baseline
+  std::vector<int64_t> uniform_layout_;  // the planner's baseline (PipelineShape::uniform_chunks)
   detail::ScheduleDag dag_;
   std::vector<double> beta_;
   // Scratch, sized once: the screen allocates nothing per configuration.

@@ -25,6 +25,7 @@
 
 #include "exact_plan.h"
 #include "layout_bound.h"
+#include "pipescope/planner/interleaved_layout.h"
 #include "screening_costs.h"
 #include "search_space.h"
 #include "stage_screen.h"
@@ -121,6 +122,8 @@ class Searcher {
         seq_length_(seq_length) {}
 
   Status enumerate();
+  // Nothing enumerated: not even a refusal to report.
+  bool empty() const { return candidates_.empty() && rejected_.total() == 0 && stats_.duplicates == 0; }
   Status rank(SearchResult& result);
   void finish(SearchResult& result);
 
@@ -231,6 +234,10 @@ Status Searcher::enumerate_layout(int64_t tp, int64_t pp, int64_t mbs) {
     c.framework = request_.framework;
     c.grad_sync = request_.grad_sync;
     c.schedule = variant.kind;
+    if (variant.kind == ScheduleKind::kInterleaved && request_.model.num_layers % (pp * variant.vpp) != 0) {
+      // Megatron-LM takes such chunks from a layout string; the baseline spreads the layers evenly.
+      c.chunk_layers = balanced_layout(request_.model.num_layers, static_cast<int>(pp * variant.vpp));
+    }
     auto resolved = resolve_config(request_.model, c);
     if (!resolved.ok()) {
       rejected_.add(resolved.error().message, space_.configs_below_schedule(variant.kind, dp));
@@ -463,6 +470,11 @@ Expected<SearchResult> search(const SearchRequest& request) {
   Searcher searcher(effective, resolved->seq_length);
   SearchResult result;
   if (Status s = searcher.enumerate(); !s.ok()) return s.error();
+  if (searcher.empty()) {
+    return Error{
+        "the pinned dimensions leave no configuration to search (--vpp needs --pp of at least 2 "
+        "and at most one chunk per layer, plus one each for the embedding and the output layer)"};
+  }
   if (Status s = searcher.rank(result); !s.ok()) return s.error();
   searcher.finish(result);
   result.stats.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -37,9 +37,15 @@ std::vector<ScheduleVariant> SearchSpace::schedules(int64_t pp) const {
   const bool plain = !vpp || *vpp == 1;
   if (plain && allowed(kinds, ScheduleKind::kOneFOneB)) out.push_back({ScheduleKind::kOneFOneB, 1});
   if (pp > 1 && allowed(kinds, ScheduleKind::kInterleaved)) {
-    for (int64_t v = 2; pp * v <= model_.num_layers; ++v) {
-      if (vpp && v != *vpp) continue;
-      if (model_.num_layers % (pp * v) == 0) out.push_back({ScheduleKind::kInterleaved, v});
+    if (vpp && *vpp > 1) {
+      // Pinned: searched whether or not its chunks split the layers evenly (then on the layers
+      // spread as evenly as they go, as a layout string gives them), up to a chunk for the
+      // embedding and one for the output layer beside one per layer.
+      if (pp * *vpp <= model_.num_layers + 2) out.push_back({ScheduleKind::kInterleaved, *vpp});
+    } else if (!vpp) {
+      for (int64_t v = 2; pp * v <= model_.num_layers; ++v) {
+        if (model_.num_layers % (pp * v) == 0) out.push_back({ScheduleKind::kInterleaved, v});
+      }
     }
   }
   // A single stage has no pipeline: GPipe and 1F1B are the same plan, searched once.

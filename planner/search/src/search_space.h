@@ -34,7 +34,8 @@ class SearchSpace {
       : model_(model), constraints_(constraints) {}
 
   // 1F1B and GPipe as allowed, and the interleaved schedule with every vpp >= 2 whose chunks
-  // split the layers evenly (Megatron-LM's condition); none of it for a single stage.
+  // split the layers evenly (Megatron-LM's condition without a layout string), or the pinned vpp
+  // whether or not they do; none of it for a single stage.
   std::vector<ScheduleVariant> schedules(int64_t pp) const;
   // ZeRO 0, and each allowed stage >= 1 over all of DP and, with shard groups, over every power
   // of two 2 <= g < DP dividing it. Only stage 0 when DP is 1 (sharding over one rank is none).

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "pipescope/planner/interleaved_layout.h"
+
 namespace pipescope::planner::search_detail {
 namespace {
 
@@ -119,13 +121,14 @@ StageSums sum_units(const ScreeningCosts& costs, int64_t layers, int first, int 
 
 Expected<PipelineShape> pipeline_shape(ScheduleKind kind, int stages, int micro_batches, int virtual_chunks,
                                        int64_t layers) {
-  PipelineShape shape{kind, stages, micro_batches, virtual_chunks, layers, {}, {}, {}};
+  PipelineShape shape{kind, stages, micro_batches, virtual_chunks, layers, {}, {}, {}, {}};
   shape.in_flight.resize(static_cast<size_t>(stages));
   if (kind == ScheduleKind::kInterleaved) {
     auto mixes = in_flight_mixes({kind, stages, micro_batches, virtual_chunks});
     if (!mixes.ok()) return mixes.error();
     shape.in_flight = in_flight_counts(*mixes);
     shape.mixes = std::move(*mixes);
+    shape.uniform_chunks = balanced_layout(layers, stages * virtual_chunks);
     return shape;
   }
   // pipeline_schedule.h: 1F1B holds min(p - s, m) micro-batches on stage s, GPipe all m.
@@ -164,15 +167,18 @@ void UniformScreen::prepare(const ScreeningCosts& costs, const PipelineShape& sh
     }
     return;
   }
-  // Megatron's uniform chunks: chunk g holds layers [g L/(p v), (g + 1) L/(p v)), the embedding
-  // joins chunk 0 and the head the last; stage s runs chunks s, s + p, ... (plan.cpp does the same).
+  // Megatron's uniform chunks (or the layers spread as evenly as they go where they do not divide):
+  // the embedding joins chunk 0 and the head the last; stage s runs chunks s, s + p, ... (plan.cpp
+  // does the same).
   const int chunks = p * shape.virtual_chunks;
-  const int per_chunk = static_cast<int>(shape.layers) / chunks;
   const int n = static_cast<int>(shape.layers) + 2;
   chunks_.assign(static_cast<size_t>(chunks), StageSums{});
+  int64_t first_layer = 0;
   for (int g = 0; g < chunks; ++g) {
-    const int first = g == 0 ? 0 : 1 + g * per_chunk;
-    const int end = g == chunks - 1 ? n : 1 + (g + 1) * per_chunk;
+    const int64_t end_layer = first_layer + shape.uniform_chunks[g];
+    const int first = g == 0 ? 0 : static_cast<int>(1 + first_layer);
+    const int end = g == chunks - 1 ? n : static_cast<int>(1 + end_layer);
+    first_layer = end_layer;
     chunks_[g] = sum_units(costs, shape.layers, first, end);
     StageSums& st = stages_[g % p];
     const StageSums& c = chunks_[g];

@@ -58,6 +58,7 @@ struct PipelineShape {
   std::vector<int> in_flight;                // per stage, in units of one (chunk) activation
   std::vector<std::vector<ChunkMix>> mixes;  // interleaved: per stage, in_flight_mixes()
   std::vector<int> uniform_boundaries;       // p + 1 unit indices (GPipe, 1F1B)
+  std::vector<int64_t> uniform_chunks;       // interleaved: decoder layers per chunk (balanced_layout())
 };
 
 Expected<PipelineShape> pipeline_shape(ScheduleKind kind, int stages, int micro_batches, int virtual_chunks,

@@ -7,6 +7,7 @@
 #include <functional>
 #include <random>
 
+#include "pipescope/planner/interleaved_layout.h"
 #include "pipescope/planner/pipeline_schedule.h"
 #include "stage_screen.h"
 
@@ -135,21 +136,25 @@ TEST(UniformScreen, InterleavedBoundAndPeakFollowTheSchedule) {
   for (int trial = 0; trial < 100; ++trial) {
     const ScreeningCosts c = random_costs(rng, 1);
     const int p = 2 + trial % 3, v = 2, m = p * (1 + trial % 3);
-    const int64_t layers = p * v * 2;
+    // Every third trial's chunks do not split the layers evenly (a pinned vpp's baseline).
+    const int64_t layers = p * v * 2 + (trial % 3 == 2 ? 1 : 0);
     auto shape = pipeline_shape(ScheduleKind::kInterleaved, p, m, v, layers);
     ASSERT_TRUE(shape.ok());
     UniformScreen screen;
     screen.prepare(c, *shape);
     std::vector<int> options;
     const Screened s = screen.screen(0b010, options);
-    // Megatron's chunks: chunk g has layers [2g, 2g + 2), the embedding and the head at the ends.
+    // Megatron's chunks: chunk g has layers [2g, 2g + 2), the embedding and the head at the ends;
+    // with one layer more, the last chunk takes it.
+    const std::vector<int64_t> chunk_layers = balanced_layout(layers, p * v);
+    ASSERT_EQ(chunk_layers.back(), layers - int64_t{2} * (p * v - 1));
     PipelineCosts pc;
     double tail = 0;
     std::vector<double> sync(p, 0), optimizer(p, 0), backward(p, 0);
     std::vector<int64_t> chunk_activation, static_bytes(p, 0), transient(p, 0), step(p, 0);
     for (int g = 0; g < p * v; ++g) {
-      const StageSums chunk =
-          sum_units(c, layers, g == 0 ? 0 : 1 + 2 * g, g == p * v - 1 ? layers + 2 : 3 + 2 * g);
+      const StageSums chunk = sum_units(c, layers, g == 0 ? 0 : 1 + 2 * g,
+                                        g == p * v - 1 ? static_cast<int>(layers) + 2 : 3 + 2 * g);
       pc.forward_s.push_back(chunk.forward_s[1]);
       pc.backward_s.push_back(chunk.backward_s[1]);
       sync[g % p] += chunk.dp_sync_s;
