@@ -16,22 +16,11 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-test_build=""
-skip_without_pypi=false
-while [[ ${1:-} == --* ]]; do
-  case $1 in
-    --test) test_build=$(cd "${2:?--test needs the build directory whose command-line tests to run}" && pwd); shift 2 ;;
-    --skip-without-pypi) skip_without_pypi=true; shift ;;
-    *) echo "build-portable-cli: unknown option $1" >&2; exit 2 ;;
-  esac
-done
-out=${1:?usage: scripts/build-portable-cli.sh [--skip-without-pypi] [--test BUILD_DIR] OUT}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 fail() { echo "build-portable-cli: $*" >&2; exit 1; }
 
 # shellcheck source=scripts/zig-toolchain.sh
 source "$repo/scripts/zig-toolchain.sh"
+portable_build_options build-portable-cli "command-line tests" "$@"
 zig_toolchain build-portable-cli "$out" "$skip_without_pypi"
 
 # simdjson's source, of the version whose header is installed, from Debian's archive.

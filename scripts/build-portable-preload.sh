@@ -10,21 +10,10 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-test_build=""
-skip_without_pypi=false
-while [[ ${1:-} == --* ]]; do
-  case $1 in
-    --test) test_build=$(cd "${2:?--test needs the build directory whose preload tests to run}" && pwd); shift 2 ;;
-    --skip-without-pypi) skip_without_pypi=true; shift ;;
-    *) echo "build-portable-preload: unknown option $1" >&2; exit 2 ;;
-  esac
-done
-out=${1:?usage: scripts/build-portable-preload.sh [--skip-without-pypi] [--test BUILD_DIR] OUT}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 
 # shellcheck source=scripts/zig-toolchain.sh
 source "$repo/scripts/zig-toolchain.sh"
+portable_build_options build-portable-preload "preload tests" "$@"
 zig_toolchain build-portable-preload "$out" "$skip_without_pypi"
 
 cmake -S "$repo/profiler/portable" -B "$out/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -5,6 +5,7 @@
 # runtime.
 #
 #   source scripts/zig-toolchain.sh
+#   portable_build_options NAME TESTS "$@"      # the scripts' options, below
 #   zig_toolchain NAME OUT SKIP_WITHOUT_PYPI   # writes OUT/zig-cc and OUT/zig-c++
 #
 # NAME prefixes the messages. SKIP_WITHOUT_PYPI=true: where PyPI cannot be reached, say so and
@@ -12,6 +13,28 @@
 
 zig_version=0.17.1  # PyPI's ziglang; the glibc it targets is named below, not by this version
 portable_glibc=2.28
+
+# The build scripts' shared command line, [--skip-without-pypi] [--test BUILD_DIR] OUT: sets
+# test_build (BUILD_DIR made absolute, or empty), skip_without_pypi (true or false) and out (OUT,
+# created, absolute). NAME is the script's name; TESTS says what --test runs.
+#
+#   portable_build_options NAME TESTS "$@"
+# shellcheck disable=SC2034  # the variables it sets are the sourcing script's
+portable_build_options() {
+  local name=$1 tests=$2
+  shift 2
+  test_build="" skip_without_pypi=false
+  while [[ ${1:-} == --* ]]; do
+    case $1 in
+      --test) test_build=$(cd "${2:?--test needs the build directory whose $tests to run}" && pwd); shift 2 ;;
+      --skip-without-pypi) skip_without_pypi=true; shift ;;
+      *) echo "$name: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
+  out=${1:?usage: scripts/$name.sh [--skip-without-pypi] [--test BUILD_DIR] OUT}
+  mkdir -p "$out"
+  out=$(cd "$out" && pwd)
+}
 
 zig_toolchain() {
   local name=$1 out=$2 skip_without_pypi=$3
