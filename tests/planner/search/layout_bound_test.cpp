@@ -13,25 +13,12 @@
 #include "pipescope/planner/cost_model.h"
 #include "pipescope/planner/interleaved_layout.h"
 #include "pipescope/planner/pipeline_schedule.h"
+#include "random_units.h"
 
 namespace pipescope::planner::search_detail {
 namespace {
 
-UnitPrice random_unit(std::mt19937& rng) {
-  std::uniform_real_distribution<double> time(0.5, 2.0);
-  std::uniform_int_distribution<int64_t> bytes(10, 100);
-  UnitPrice u;
-  u.static_bytes = bytes(rng);
-  const double f = time(rng), b = 2 * time(rng);
-  const int64_t act = 5 * bytes(rng);
-  u.modes[0] = {f, b, act, 0};
-  u.modes[1] = {f, b + 0.2 * f, act / 2, act / 3};
-  u.modes[2] = {f, b + f, act / 10, act};
-  u.dp_sync_s = 2 * time(rng);
-  u.optimizer_s = 0.1 * time(rng);
-  u.step_bytes = (bytes(rng) % 2) * 4 * bytes(rng);
-  return u;
-}
+using test::random_unit;
 
 struct LayoutFigures {
   double pipeline_s = 0, iteration_s = 0;
@@ -116,9 +103,9 @@ TEST(LayoutBounds, NeverRuleOutALayoutThatFitsNorBoundAboveIt) {
     // Every fourth trial's chunks do not split the layers evenly (a pinned vpp's baseline).
     const int64_t layers = (v == 2 ? 16 : 12) - (trial % 4 == 3 ? 1 : 0);
     ScreeningCosts c;
-    c.embedding = random_unit(rng);
-    c.head = random_unit(rng);
-    for (int k = 0; k < period; ++k) c.layer_kinds.push_back(random_unit(rng));
+    c.embedding = random_unit(rng, 2);
+    c.head = random_unit(rng, 2);
+    for (int k = 0; k < period; ++k) c.layer_kinds.push_back(random_unit(rng, 2));
     c.extra_bytes = 20;
     c.p2p_s = 0.05;
     c.step_fixed_s = 0.01;

@@ -9,6 +9,7 @@
 
 #include "pipescope/planner/interleaved_layout.h"
 #include "pipescope/planner/pipeline_schedule.h"
+#include "random_units.h"
 #include "stage_screen.h"
 
 namespace pipescope::planner::search_detail {
@@ -16,23 +17,7 @@ namespace {
 
 constexpr int kOptions = 3;
 
-UnitPrice random_unit(std::mt19937& rng) {
-  std::uniform_real_distribution<double> time(0.5, 2.0);
-  std::uniform_int_distribution<int64_t> bytes(10, 100);
-  UnitPrice u;
-  u.static_bytes = bytes(rng);
-  const double f = time(rng), b = 2 * time(rng);
-  const int64_t act = 5 * bytes(rng);
-  // none, selective, full: slower and leaner in that order.
-  u.modes[0] = {f, b, act, 0};
-  u.modes[1] = {f, b + 0.2 * f, act / 2, act / 2};
-  u.modes[2] = {f, b + f, act / 10, act};
-  u.dp_sync_s = 0.5 * time(rng);
-  u.optimizer_s = 0.1 * time(rng);
-  // The optimizer step's working memory: at times more than a stage's activations.
-  u.step_bytes = (bytes(rng) % 2) * 10 * bytes(rng);
-  return u;
-}
+using test::random_unit;
 
 ScreeningCosts random_costs(std::mt19937& rng, int period) {
   ScreeningCosts c;
