@@ -104,6 +104,75 @@ std::vector<double> least_activation_multiples(const PipelineShape& shape) {
   return beta;
 }
 
+ChunkPathWeights layout_path_weights(const detail::ScheduleDag& dag, int rounds) {
+  const int p = dag.spec().stages, chunks = dag.model_chunks();
+  // Layers of one cost, one per chunk in all: a forward of 1, a backward of 2. The p2p is a token,
+  // so that the paths count their hops without their route depending on it.
+  constexpr double kForward = 1, kBackward = 2, kHop = 1e-6;
+  const std::vector<double> hop(static_cast<size_t>(chunks - 1), kHop);
+  std::vector<double> forward(static_cast<size_t>(chunks)), backward(static_cast<size_t>(chunks)), scratch;
+  std::vector<detail::ScheduleDag::PathCounts> paths;
+  std::vector<std::vector<double>> rows;  // per path, its weight on each chunk
+  detail::ScheduleDag::PathCounts counts;
+  const auto add_path = [&](const std::vector<double>& layers) {
+    for (int g = 0; g < chunks; ++g) {
+      forward[g] = kForward * layers[g];
+      backward[g] = kBackward * layers[g];
+    }
+    dag.critical_path(forward, backward, hop, hop, scratch, counts);
+    for (const auto& known : paths) {
+      if (known.forward_ops == counts.forward_ops && known.backward_ops == counts.backward_ops) return false;
+    }
+    std::vector<double> row(static_cast<size_t>(chunks));
+    for (int g = 0; g < chunks; ++g)
+      row[g] = kForward * counts.forward_ops[g] + kBackward * counts.backward_ops[g];
+    rows.push_back(std::move(row));
+    paths.push_back(counts);
+    return true;
+  };
+  // Seeds: the uniform layout's path, and for each stage the path of a layout whose layers are all
+  // on that stage's chunks (it runs through that stage): together they weigh every chunk.
+  std::vector<double> layers(static_cast<size_t>(chunks), 1.0);
+  add_path(layers);
+  for (int s = 0; s < p; ++s) {
+    std::fill(layers.begin(), layers.end(), 1e-3);
+    for (int g = s; g < chunks; g += p) layers[g] = static_cast<double>(p);
+    add_path(layers);
+  }
+  std::vector<double> best(paths.size(), 1.0 / static_cast<double>(paths.size()));  // the seeds' average
+  double best_least = least_of_mixture(rows, best);
+  detail::DenseLp lp;
+  detail::LinearProgram master;
+  for (int round = 0; round < rounds; ++round) {
+    mixture_master(rows, master);
+    const detail::LpSolution solution = lp.solve(master);
+    if (!solution.optimal) break;
+    std::vector<double> lambda(solution.y.begin(), solution.y.begin() + static_cast<long>(rows.size()));
+    keep_a_mixture(lambda);
+    if (const double least = least_of_mixture(rows, lambda); least > best_least) {
+      best_least = least;
+      best = lambda;
+    }
+    // The master's duals are the layout (a distribution over chunks) the mixture weighs least;
+    // that layout's own critical path is the cut it lacks.
+    double dual_sum = 0;
+    for (int g = 0; g < chunks; ++g) dual_sum += std::max(solution.dual[g], 0.0);
+    if (dual_sum <= 0) break;
+    for (int g = 0; g < chunks; ++g) layers[g] = chunks * std::max(solution.dual[g], 0.0) / dual_sum;
+    if (!add_path(layers)) break;  // known already: no mixture of these paths does better
+  }
+  ChunkPathWeights weights{std::vector<double>(static_cast<size_t>(chunks), 0.0),
+                           std::vector<double>(static_cast<size_t>(chunks), 0.0), 0};
+  for (size_t q = 0; q < best.size(); ++q) {
+    for (int g = 0; g < chunks; ++g) {
+      weights.forward[g] += best[q] * paths[q].forward_ops[g];
+      weights.backward[g] += best[q] * paths[q].backward_ops[g];
+    }
+    weights.hops += best[q] * (paths[q].forward_hops + paths[q].backward_hops);
+  }
+  return weights;
+}
+
 Expected<LayoutBounds> LayoutBounds::make(const PipelineShape& shape) {
   auto dag =
       detail::ScheduleDag::build({shape.kind, shape.stages, shape.micro_batches, shape.virtual_chunks});
@@ -214,6 +283,46 @@ LayoutScreen LayoutBounds::screen(const ScreeningCosts& costs, int allowed) cons
   out.may_fit = least < kUnlimited;
   out.bound_s = least;
   return out;
+}
+
+double LayoutBounds::path_bound_s(const ScreeningCosts& costs, int allowed) {
+  const LayoutScreen screened = screen(costs, allowed);
+  if (!screened.may_fit) return screened.bound_s;
+  if (!paths_) {
+    constexpr int kRounds = 8;
+    paths_ = layout_path_weights(dag_, kRounds);
+  }
+  const ChunkPathWeights& w = *paths_;
+  const StageSums total = sum_units(costs, layers_, 0, static_cast<int>(layers_) + 2);
+  const auto period = static_cast<int64_t>(costs.layer_kinds.size());
+  double least = kUnlimited;
+  for (int r = 0; r < kOptions; ++r) {
+    if (!has(allowed, r) || pipeline_bound_s(costs, r) == kUnlimited) continue;  // fills room_layers_
+    const auto weighed = [&](const UnitPrice& u, int g) {
+      return w.forward[g] * u.modes[r].forward_s + w.backward[g] * u.modes[r].backward_s;
+    };
+    double paths_s = w.hops * costs.p2p_s + weighed(costs.embedding, 0) + weighed(costs.head, chunks_ - 1);
+    // Each kind alone, its layers in the lightest chunks within every stage's room: the kinds
+    // share the room, so the sum of these is at most the least of the whole.
+    for (int64_t kind = 0; kind < period; ++kind) {
+      const UnitPrice& unit = costs.layer_kinds[static_cast<size_t>(kind)];
+      stage_order_.clear();
+      for (int s = 0; s < stages_; ++s) {
+        double lightest = kUnlimited;
+        for (int g = s; g < chunks_; g += stages_) lightest = std::min(lightest, weighed(unit, g));
+        stage_order_.emplace_back(lightest, s);
+      }
+      std::sort(stage_order_.begin(), stage_order_.end());
+      double left = static_cast<double>(layers_ > kind ? (layers_ - kind - 1) / period + 1 : 0);
+      for (const auto& [weight, s] : stage_order_) {
+        const double placed = std::min(left, room_layers_[s]);
+        paths_s += placed * weight;
+        left -= placed;
+      }
+    }
+    least = std::min(least, paths_s + tail_s(costs, total, r));
+  }
+  return std::max(screened.bound_s, least);
 }
 
 }  // namespace pipescope::planner::search_detail

@@ -20,10 +20,18 @@
 // water-filled into the stages within their caps; at least one micro-batch's walk through every
 // chunk and back; at least m times the slowest unit. The slowest stage's exposed sync and
 // optimizer step are at least the average stage's (the exposed part is convex in the stage's
-// sync and backward).
+// sync and backward). Refined once a configuration nears the ranking: the schedule's graph is the
+// same for every layout, so a path through it crosses the same ops in every layout; with wf_g, wb_g
+// the forwards and backwards of chunk g that a mixture of paths crosses, every layout takes at
+// least sum_g (wf_g F_g + wb_g B_g) plus the hops' p2p, least when each stage's layers sit in its
+// lightest chunk and the lightest stages fill first within their caps. The mixture is the one
+// whose least over layouts is largest, found once per shape by cutting planes (as
+// partition_bound.h does for contiguous splits) on layers of one cost.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "pipescope/common/expected.h"
@@ -35,6 +43,16 @@ namespace pipescope::planner::search_detail {
 
 // Per stage, beta_s (the header): the least fullest multiple of the stage's activations.
 std::vector<double> least_activation_multiples(const PipelineShape& shape);
+
+// Per model chunk, the forward and backward ops a mixture of the schedule's paths crosses, and
+// the p2p hops it makes (both ways together).
+struct ChunkPathWeights {
+  std::vector<double> forward, backward;
+  double hops = 0;
+};
+
+// The mixture for one interleaved schedule after up to `rounds` rounds of cutting planes.
+ChunkPathWeights layout_path_weights(const detail::ScheduleDag& dag, int rounds);
 
 struct LayoutScreen {
   bool may_fit = false;  // false: no layout within the time limit fits
@@ -48,6 +66,9 @@ class LayoutBounds {
 
   // Under the allowed options (the schedule runs one on every stage): the best of them.
   LayoutScreen screen(const ScreeningCosts& costs, int allowed) const;
+  // screen()'s bound raised by the schedule's paths (found on first use, then kept): what it
+  // misses most is the pipeline's fill and drain, which matter where micro-batches are few.
+  double path_bound_s(const ScreeningCosts& costs, int allowed);
 
  private:
   LayoutBounds(const PipelineShape& shape, detail::ScheduleDag dag)
@@ -69,8 +90,10 @@ class LayoutBounds {
   std::vector<int64_t> uniform_layout_;  // the planner's baseline (PipelineShape::uniform_chunks)
   detail::ScheduleDag dag_;
   std::vector<double> beta_;
+  std::optional<ChunkPathWeights> paths_;  // found when path_bound_s() first needs them
   // Scratch, sized once: the screen allocates nothing per configuration.
   mutable std::vector<double> forward_s_, backward_s_, p2p_s_, scratch_, room_layers_, fixed_s_;
+  std::vector<std::pair<double, int>> stage_order_;
 };
 
 }  // namespace pipescope::planner::search_detail

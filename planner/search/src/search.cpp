@@ -10,8 +10,9 @@
 //    nowhere is refused as out of memory. An interleaved configuration whose uniform chunks do
 //    not fit is kept when no bound rules out every layout (layout_bound.h).
 // 3. Rank lazily: a heap ordered by the best known lower bound. Popping a configuration refines
-//    it one step: a loose any-split bound becomes the bound of its balanced split, a bound
-//    becomes the exact plan (exact_plan.h), and an exact plan is final. Bounds never exceed the
+//    it one step: a loose any-split bound becomes the bound of its balanced split (an interleaved
+//    configuration's, the bound of the schedule's paths over every layout), a bound becomes the
+//    exact plan (exact_plan.h), and an exact plan is final. Bounds never exceed the
 //    exact time, so exact plans leave the heap fastest first and the search stops once `top` of
 //    them are out and nothing left can tie. Only those few configurations pay for the full cost
 //    model and the schedule simulator.
@@ -283,8 +284,10 @@ Status Searcher::screen(const Layout& layout, int32_t layout_index, int32_t cost
   for (RecomputeChoice choice : space_.recompute(c.schedule)) {
     const int allowed = search_detail::allowed_options(choice, c.schedule);
     const Screened s = screen_.screen(allowed, options_);
+    // An interleaved configuration is ranked on the layout plan suggests, which can be faster than
+    // the uniform chunks (a lighter last stage): its key bounds every layout, not the uniform one.
     search_detail::LayoutScreen any_layout;
-    if (interleaved && !s.fits) {
+    if (interleaved) {
       auto bounds = layout_bounds(layout.shape);
       if (!bounds.ok()) return bounds.error();
       any_layout = (*bounds)->screen(costs, allowed);
@@ -302,15 +305,19 @@ Status Searcher::screen(const Layout& layout, int32_t layout_index, int32_t cost
     const auto index = static_cast<int32_t>(candidates_.size());
     if (s.fits) {
       candidates_.push_back(cand);
-      initial_.push_back({s.bound_s * kBoundSlack, 1, index, -1});
+      // The uniform chunks fit, so some layout does: the bound is only numerically out of reach.
+      if (interleaved) {
+        initial_.push_back({(any_layout.may_fit ? any_layout.bound_s : 0) * kBoundSlack, 0, index, -1});
+      } else {
+        initial_.push_back({s.bound_s * kBoundSlack, 1, index, -1});
+      }
     } else if (!interleaved && search_detail::any_split_fits(costs, shape, allowed)) {
       candidates_.push_back(cand);
       initial_.push_back(
           {search_detail::any_split_bound_s(costs, shape, allowed) * kBoundSlack, 0, index, -1});
     } else if (any_layout.may_fit) {
-      // Planned on the layout plan would suggest once its bound is the least (level 1).
       candidates_.push_back(cand);
-      initial_.push_back({any_layout.bound_s * kBoundSlack, 1, index, -1});
+      initial_.push_back({any_layout.bound_s * kBoundSlack, 0, index, -1});
     } else {
       const CostsEntry& e = costs_[static_cast<size_t>(costs_index)];
       rejected_.add_out_of_memory(c.tp, c.pp, interleaved, s.peak_bytes, costs.capacity_bytes,
@@ -343,7 +350,13 @@ Status Searcher::rank(SearchResult& result) {
     const Layout& layout = layouts_[static_cast<size_t>(cand.layout)];
     const PipelineShape& shape = shapes_[static_cast<size_t>(layout.shape)];
     const int allowed = search_detail::allowed_options(cand.recompute, layout.config.schedule);
-    if (e.level == 0) {
+    if (e.level == 0 && layout.config.schedule == ScheduleKind::kInterleaved) {
+      auto bounds = layout_bounds(layout.shape);
+      if (!bounds.ok()) return bounds.error();
+      e.key_s = std::max(e.key_s, (*bounds)->path_bound_s(costs, allowed) * kBoundSlack);
+      e.level = 1;
+      heap.push(e);
+    } else if (e.level == 0) {
       std::vector<int> boundaries, options;
       if (!search_detail::balanced_split(costs, shape, allowed, boundaries, options)) {
         return Error{"internal: a split that fits was found and then lost for " + describe(config_of(cand))};
