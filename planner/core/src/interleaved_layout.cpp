@@ -136,9 +136,10 @@ int64_t LayoutEvaluator::peak_lower_bound() const {
       value = 1.0 / game.value;
       double dual_sum = 0;
       for (double y : game.dual) dual_sum += y;
-      for (size_t i = 0; i < mixes.size() && dual_sum > 0; ++i)
+      for (size_t i = 0; i < mixes.size() && dual_sum > 0; ++i) {
         for (int k = 0; k < v; ++k)
           weight[static_cast<size_t>(k)] += game.dual[i] / dual_sum * mixes[i][static_cast<size_t>(k)];
+      }
     }
     rate[static_cast<size_t>(s)] = layer_static + value * layer_activation;
     const auto fixed_unit = [&](int unit, int local_chunk) {
@@ -153,11 +154,10 @@ int64_t LayoutEvaluator::peak_lower_bound() const {
   // The least allocated M at which the stages can hold every layer: sum of (M - base) / rate >= L.
   const auto holds = [&](double m) {
     double layers_held = 0;
-    for (int s = 0; s < p; ++s)
-      if (rate[static_cast<size_t>(s)] > 0)
-        layers_held += std::max(0.0, m - base[static_cast<size_t>(s)]) / rate[static_cast<size_t>(s)];
-      else
-        return true;
+    for (int s = 0; s < p; ++s) {
+      if (rate[static_cast<size_t>(s)] <= 0) return true;
+      layers_held += std::max(0.0, m - base[static_cast<size_t>(s)]) / rate[static_cast<size_t>(s)];
+    }
     return layers_held >= layer_count;
   };
   // Every stage holds at least its own embedding or output layer.

@@ -99,19 +99,19 @@ ScheduleSpec interleaved_spec(const ParallelConfig& c) {
           static_cast<int>(c.vpp), static_cast<int>(c.vpp_group)};
 }
 
-// The interleaved schedule: Megatron's uniform split into pp x vpp chunks, simulated exactly;
-// stage s holds chunks s, s + p, ... and in_flight counts chunk activations. A stage's activation
-// memory is its fullest mix of chunks (in_flight_mixes()): the last stage's final chunk, with the
+// The interleaved schedule on one layout (decoder layers per chunk), simulated exactly on the
+// evaluator's graph; stage s holds chunks s, s + p, ... and in_flight counts chunk activations. A stage's
+// activation memory is its fullest mix of chunks (in_flight_mixes()): the last stage's final chunk, with the
 // logits, is in flight far fewer times than its others.
 Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& costs, int option,
-                                        const std::vector<int64_t>& chunk_layers) {
+                                        const std::vector<int64_t>& chunk_layers,
+                                        const LayoutEvaluator& schedule) {
   const ParallelConfig& c = in.config;
   const int p = static_cast<int>(c.pp), v = static_cast<int>(c.vpp), chunks = p * v;
   // Chunk k of stage s is the model's chunk k p + s.
   const auto chunk_at = [p](int k, int s) {
     return static_cast<size_t>(k) * static_cast<size_t>(p) + static_cast<size_t>(s);
   };
-  ScheduleSpec spec = interleaved_spec(c);
   PipelineCosts pc;
   pc.forward_s.assign(static_cast<size_t>(chunks), 0.0);
   pc.backward_s.assign(static_cast<size_t>(chunks), 0.0);
@@ -125,11 +125,10 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
   });
   pc.p2p_forward_s.assign(static_cast<size_t>(chunks - 1), costs.p2p_s);
   pc.p2p_backward_s.assign(static_cast<size_t>(chunks - 1), costs.p2p_s);
-  auto result = simulate_schedule(spec, pc);
+  auto result = simulate_schedule(schedule.dag(), pc);
   if (!result.ok()) return result.error();
-  auto mixes = in_flight_mixes(spec);
-  if (!mixes.ok()) return mixes.error();
-  const std::vector<int> in_flight = in_flight_counts(*mixes);
+  const std::vector<std::vector<ChunkMix>>& mixes = schedule.mixes();
+  const std::vector<int> in_flight = in_flight_counts(mixes);
 
   PartitionPlan plan;
   plan.iteration_s = result->iteration_s;
@@ -171,7 +170,7 @@ Expected<PlanReport> interleaved_report(const PlanInputs& in, const CostModel& c
     }
     set_totals(costs, totals, st);
     st.in_flight = in_flight[static_cast<size_t>(s)];
-    st.activation_bytes = peak_activation_bytes((*mixes)[static_cast<size_t>(s)], chunk_activation);
+    st.activation_bytes = peak_activation_bytes(mixes[static_cast<size_t>(s)], chunk_activation);
     set_memory(costs, st);
     st.dp_sync_exposed_s = exposed_sync_s(totals.dp_sync_s, st.backward_s / v, costs.sync_overlaps_backward,
                                           costs.sync_overlap_slowdown);
@@ -265,9 +264,9 @@ Expected<InterleavedPlan> interleaved_plan(const PlanInputs& in, const CostModel
   auto found = search_layout(*evaluator, start, limit);
   if (!found.ok()) return found.error();
   InterleavedPlan plan;
-  auto baseline_report = interleaved_report(in, costs, option, baseline);
+  auto baseline_report = interleaved_report(in, costs, option, baseline, *evaluator);
   if (!baseline_report.ok()) return baseline_report.error();
-  auto suggested_report = interleaved_report(in, costs, option, found->chunk_layers);
+  auto suggested_report = interleaved_report(in, costs, option, found->chunk_layers, *evaluator);
   if (!suggested_report.ok()) return suggested_report.error();
   plan.baseline = std::move(*baseline_report);
   plan.suggested = std::move(*suggested_report);

@@ -123,7 +123,7 @@ void RangeMax::build(const std::vector<std::int64_t>& values) {
 
 std::int64_t RangeMax::max(int l, int r) const {
   if (l >= r) return 0;
-  const int k = std::bit_width(static_cast<unsigned>(r - l)) - 1;
+  const int k = static_cast<int>(std::bit_width(static_cast<unsigned>(r - l))) - 1;
   return std::max(levels_[k][l], levels_[k][r - (1 << k)]);
 }
 
@@ -188,7 +188,7 @@ Expected<PartitionPlan> evaluate_plan(const PartitionProblem& problem, const Pla
   if (!ctx.ok()) return ctx.error();
   const int p = problem.stages;
   const int n = static_cast<int>(problem.units.size());
-  if (choice.boundaries.size() != static_cast<size_t>(p + 1) ||
+  if (choice.boundaries.size() != static_cast<size_t>(p) + 1 ||
       choice.options.size() != static_cast<size_t>(p)) {
     return Error{"a plan for " + std::to_string(p) + " stages needs " + std::to_string(p + 1) +
                  " boundaries and " + std::to_string(p) + " options"};
@@ -235,7 +235,7 @@ Expected<PartitionPlan> evaluate_plan(const PartitionProblem& problem, const Pla
     backward_s[s] = stage.backward_s;
     plan.stages.push_back(stage);
   }
-  auto sim = simulate_schedule(ctx->dag.spec(),
+  auto sim = simulate_schedule(ctx->dag,
                                PipelineCosts{forward_s, backward_s, ctx->p2p_forward_s, ctx->p2p_backward_s});
   if (!sim.ok()) return sim.error();
   plan.iteration_s = sim->iteration_s;

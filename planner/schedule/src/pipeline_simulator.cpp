@@ -30,6 +30,12 @@ Status check_times(const std::vector<double>& values, size_t expected, bool may_
 Expected<ScheduleResult> simulate_schedule(const ScheduleSpec& spec, const PipelineCosts& costs) {
   auto dag = detail::ScheduleDag::build(spec);
   if (!dag.ok()) return dag.error();
+  return simulate_schedule(*dag, costs);
+}
+
+Expected<ScheduleResult> simulate_schedule(const detail::ScheduleDag& graph, const PipelineCosts& costs) {
+  const detail::ScheduleDag* dag = &graph;
+  const ScheduleSpec& spec = graph.spec();
   const size_t chunks = static_cast<size_t>(dag->model_chunks());
   for (const Status& s : {check_times(costs.forward_s, chunks, false, "forward_s"),
                           check_times(costs.backward_s, chunks, false, "backward_s"),

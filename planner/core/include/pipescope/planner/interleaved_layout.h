@@ -54,6 +54,9 @@ class LayoutEvaluator {
   int64_t peak_lower_bound() const;
   // Whether every decoder layer has the same memory: moving a layer then changes two stages only.
   bool identical_layers() const { return identical_layers_; }
+  // The schedule's graph and in-flight mixes, built once: a plan's reports reuse them.
+  const detail::ScheduleDag& dag() const { return dag_; }
+  const std::vector<std::vector<ChunkMix>>& mixes() const { return mixes_; }
 
  private:
   LayoutEvaluator(const CostModel& costs, const ScheduleSpec& spec, int option,

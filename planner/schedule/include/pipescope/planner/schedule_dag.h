@@ -84,3 +84,11 @@ class ScheduleDag {
 };
 
 }  // namespace pipescope::planner::detail
+
+namespace pipescope::planner {
+
+// simulate_schedule() on a graph already built for the spec (its callers that time many plans of
+// one schedule keep it).
+Expected<ScheduleResult> simulate_schedule(const detail::ScheduleDag& dag, const PipelineCosts& costs);
+
+}  // namespace pipescope::planner
