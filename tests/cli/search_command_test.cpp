@@ -249,6 +249,30 @@ TEST(SearchCommand, PinsThatLeaveNothingToSearchAreRefused) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+TEST(SearchCommand, KeptConfigurationsNeverPlannedAreCountedApartFromThoseThatFit) {
+  // llama3-70b on 64 H100s: interleaved configurations whose uniform chunks do not fit are kept
+  // where some layout might, and the top 5 leave most of them unplanned.
+  const std::vector<std::string> args = {"search", "--model", "llama3-70b", "--cluster", "dgx-h100",
+                                         "--gpus", "64",      "--gbs",      "128",       "--seq",
+                                         "4096",   "--top",   "5"};
+  const CommandResult text = run_pipescope(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  std::vector<std::string> json_args = args;
+  json_args.emplace_back("--json");
+  const CommandResult r = run_pipescope(json_args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const int64_t might_fit = doc["stats"]["might_fit"];
+  ASSERT_GT(might_fit, 0);
+  EXPECT_NE(text.out.find(" " + std::to_string(might_fit) + " might fit, "), std::string::npos) << text.out;
+  bool noted = false;
+  const std::string prefix = std::to_string(might_fit) + " interleaved configurations";
+  for (const json& note : doc["notes"]) {
+    noted = noted || note.get<std::string>().rfind(prefix, 0) == 0;
+  }
+  EXPECT_TRUE(noted) << doc["notes"].dump();
+}
+
 TEST(SearchCommand, AnInterleavedRefusalSaysNoLayoutWasFoundToFit) {
   // The same at micro-batch 2: the uniform chunks need far more than the GPU has.
   const CommandResult r =

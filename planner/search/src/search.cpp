@@ -445,7 +445,7 @@ void Searcher::finish(SearchResult& result) {
     result.notes.push_back(
         std::to_string(stats_.might_fit) +
         " interleaved configurations whose uniform chunks do not fit might fit on other layouts; "
-        "they were bounded below the ranked ones' times, not planned");
+        "their bounds were beyond the last ranked time, so they were not planned");
   }
   if (request_.top > 0 && stats_.feasible > static_cast<int64_t>(result.ranked.size())) {
     result.notes.push_back("the " + std::to_string(result.ranked.size()) + " fastest of " +
