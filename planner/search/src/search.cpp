@@ -372,7 +372,9 @@ Status Searcher::rank(SearchResult& result) {
     } else if (e.level == 1) {
       const std::vector<int>* boundaries = &shape.uniform_boundaries;
       const std::vector<int>* options = &options_;
-      if (cand.uniform_fits || layout.config.schedule == ScheduleKind::kInterleaved) {
+      if (layout.config.schedule == ScheduleKind::kInterleaved) {
+        options_.clear();  // the plan's layout search places its layers
+      } else if (cand.uniform_fits) {
         screen_.prepare(costs, shape);
         (void)screen_.screen(allowed, options_);
       } else {
@@ -431,11 +433,9 @@ void Searcher::finish(SearchResult& result) {
       "sequence parallelism is on whenever tp > 1, as Megatron-LM recommends (Korthikanti et al. 2022): it "
       "only removes activation memory");
   result.notes.emplace_back(
-      "plans use the split frameworks run by default (uniform) and interleaved ones the layout `pipescope "
-      "plan` "
+      "plans use the split frameworks run by default (uniform), interleaved ones the layout `pipescope plan` "
       "suggests; a configuration whose uniform split runs out of memory is ranked on the time-balanced split "
-      "that fits, which `pipescope plan --balance time` refines, and an interleaved one on a layout that "
-      "fits "
+      "that fits, which `pipescope plan --balance time` refines, an interleaved one on a layout that fits "
       "where one does");
   if (balanced_ > 0) {
     result.notes.push_back(std::to_string(balanced_) +

@@ -1,7 +1,8 @@
 // The interleaved layout bounds against every layout of small pipelines: whenever some layout
-// within the time limit fits, the screen says one may, and its bound is at most the fastest such
-// layout's iteration time. The references walk each stage's ops for its activations and simulate
-// the schedule, as the planner's own report does, without the bounds' relaxations.
+// within the time limit fits, the screen says one may, and its bound, and the bound the schedule's
+// paths raise it to, are at most the fastest such layout's iteration time. The references walk
+// each stage's ops for its activations and simulate the schedule, as the planner's own report
+// does, without the bounds' relaxations.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,7 +101,7 @@ void every_layout(int64_t layers, int chunks, const std::function<void(const std
 
 TEST(LayoutBounds, NeverRuleOutALayoutThatFitsNorBoundAboveIt) {
   std::mt19937 rng(29);
-  int fitting_cases = 0, not_fitting_cases = 0, bound_within_tenth = 0;
+  int fitting_cases = 0, not_fitting_cases = 0, bound_within_tenth = 0, paths_raised = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int p = 2, v = 2 + trial % 2, m = 4 * (1 + trial % 2);
     const int period = 1 + trial % 2;
@@ -149,6 +150,10 @@ TEST(LayoutBounds, NeverRuleOutALayoutThatFitsNorBoundAboveIt) {
       ++fitting_cases;
       ASSERT_TRUE(screened.may_fit) << "trial " << trial;
       EXPECT_LE(screened.bound_s, fastest_fitting_s * (1 + 1e-12)) << "trial " << trial;
+      const double path_bound_s = bounds->path_bound_s(c, 1 << option);
+      EXPECT_LE(path_bound_s, fastest_fitting_s * (1 + 1e-12)) << "trial " << trial;
+      EXPECT_GE(path_bound_s, screened.bound_s) << "trial " << trial;
+      paths_raised += path_bound_s > screened.bound_s * (1 + 1e-9);
       // Not vacuous: the relaxations here (every layer as light as the lightest, activations moved
       // to the least-held chunks, stage sums under the time limit) cost these small pipelines
       // 2-35 % of the time.
@@ -165,6 +170,7 @@ TEST(LayoutBounds, NeverRuleOutALayoutThatFitsNorBoundAboveIt) {
   EXPECT_GT(fitting_cases, 20);
   EXPECT_GT(not_fitting_cases, 0);
   EXPECT_GT(bound_within_tenth, fitting_cases / 4);
+  EXPECT_GT(paths_raised, 0);  // the paths see what the water-filled bound does not
 }
 
 TEST(LayoutBounds, BoundThePlannersSuggestedLayoutOnARealModel) {
