@@ -106,4 +106,15 @@ bool DenseLp::resolve_basis(const LinearProgram& lp) {
   return true;
 }
 
+void keep_a_combination(std::vector<double>& lambda) {
+  double sum = 0;
+  for (double& l : lambda) {
+    l = std::max(l, 0.0);
+    sum += l;
+  }
+  if (sum > 1) {
+    for (double& l : lambda) l /= sum;
+  }
+}
+
 }  // namespace pipescope::planner::detail

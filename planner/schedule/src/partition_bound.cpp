@@ -10,20 +10,6 @@ constexpr double kNone = std::numeric_limits<double>::infinity();
 // Paths kept at most: the master LP grows with them.
 constexpr std::size_t kMostPaths = 200;
 
-// Weights >= 0 that sum to at most 1 make the combination a lower bound; a tableau's rounding
-// must not break that (on degenerate masters the simplex has returned sums of 1.56), so they are
-// clamped and scaled back rather than trusted.
-void keep_a_combination(std::vector<double>& lambda) {
-  double sum = 0;
-  for (double& l : lambda) {
-    l = std::max(l, 0.0);
-    sum += l;
-  }
-  if (sum > 1) {
-    for (double& l : lambda) l /= sum;
-  }
-}
-
 }  // namespace
 
 PathBound::PathBound(const PartitionProblem& problem, const PartitionContext& ctx)

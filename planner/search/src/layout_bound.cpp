@@ -9,23 +9,10 @@
 namespace pipescope::planner::search_detail {
 namespace {
 
-constexpr int kOptions = 3;
 constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 // The time limit is simulated here on screening costs and by the planner on its own: keep the
 // caps it sets a hair looser than the planner's.
 constexpr double kLimitSlack = 1 + 1e-9;
-
-bool has(int allowed, int option) { return (allowed >> option & 1) != 0; }
-
-// Weights >= 0 summing to at most 1 keep a mixture a lower bound; the tableau's rounding must
-// not break that (partition_bound.cpp), so they are clamped and scaled back rather than trusted.
-void keep_a_mixture(std::vector<double>& lambda) {
-  double sum = 0;
-  for (double& l : lambda) sum += (l = std::max(l, 0.0));
-  if (sum > 1) {
-    for (double& l : lambda) l /= sum;
-  }
-}
 
 // max z subject to z <= sum_q lambda_q rows[q][i] for every i, sum_q lambda_q <= 1: the mixture of
 // rows whose least entry is largest (its duals: the distribution over entries it weighs least).
@@ -95,7 +82,7 @@ std::vector<double> least_activation_multiples(const PipelineShape& shape) {
       const detail::LpSolution solution = lp.solve(master);
       if (solution.optimal) {
         std::vector<double> lambda(solution.y.begin(), solution.y.begin() + static_cast<long>(rows.size()));
-        keep_a_mixture(lambda);
+        detail::keep_a_combination(lambda);
         best = std::max(best, least_of_mixture(rows, lambda));
       }
     }
@@ -148,7 +135,7 @@ ChunkPathWeights layout_path_weights(const detail::ScheduleDag& dag, int rounds)
     const detail::LpSolution solution = lp.solve(master);
     if (!solution.optimal) break;
     std::vector<double> lambda(solution.y.begin(), solution.y.begin() + static_cast<long>(rows.size()));
-    keep_a_mixture(lambda);
+    detail::keep_a_combination(lambda);
     if (const double least = least_of_mixture(rows, lambda); least > best_least) {
       best_least = least;
       best = lambda;
@@ -268,8 +255,8 @@ LayoutScreen LayoutBounds::screen(const ScreeningCosts& costs, int allowed) cons
   LayoutScreen out;
   const StageSums total = sum_units(costs, layers_, 0, static_cast<int>(layers_) + 2);
   double least = kUnlimited;
-  for (int r = 0; r < kOptions; ++r) {
-    if (!has(allowed, r)) continue;
+  for (int r = 0; r < kRecomputeOptions; ++r) {
+    if (!option_allowed(allowed, r)) continue;
     const double water_filled_s = pipeline_bound_s(costs, r);
     if (water_filled_s == kUnlimited) continue;
     const auto unit_s = [r](const UnitPrice& u) { return u.modes[r].forward_s + u.modes[r].backward_s; };
@@ -296,8 +283,9 @@ double LayoutBounds::path_bound_s(const ScreeningCosts& costs, int allowed) {
   const StageSums total = sum_units(costs, layers_, 0, static_cast<int>(layers_) + 2);
   const auto period = static_cast<int64_t>(costs.layer_kinds.size());
   double least = kUnlimited;
-  for (int r = 0; r < kOptions; ++r) {
-    if (!has(allowed, r) || pipeline_bound_s(costs, r) == kUnlimited) continue;  // fills room_layers_
+  for (int r = 0; r < kRecomputeOptions; ++r) {
+    if (!option_allowed(allowed, r) || pipeline_bound_s(costs, r) == kUnlimited)
+      continue;  // fills room_layers_
     const auto weighed = [&](const UnitPrice& u, int g) {
       return w.forward[g] * u.modes[r].forward_s + w.backward[g] * u.modes[r].backward_s;
     };
@@ -313,7 +301,7 @@ double LayoutBounds::path_bound_s(const ScreeningCosts& costs, int allowed) {
         stage_order_.emplace_back(lightest, s);
       }
       std::sort(stage_order_.begin(), stage_order_.end());
-      double left = static_cast<double>(layers_ > kind ? (layers_ - kind - 1) / period + 1 : 0);
+      double left = static_cast<double>(layers_of_kind_below(layers_, kind, period));
       for (const auto& [weight, s] : stage_order_) {
         const double placed = std::min(left, room_layers_[s]);
         paths_s += placed * weight;

@@ -9,15 +9,7 @@
 namespace pipescope::planner::search_detail {
 namespace {
 
-constexpr int kOptions = 3;
 constexpr double kUnlimited = std::numeric_limits<double>::infinity();
-
-bool has(int allowed, int option) { return (allowed >> option & 1) != 0; }
-
-// Layers i in [0, x) with i % period == kind.
-int64_t layers_of_kind_below(int64_t x, int64_t kind, int64_t period) {
-  return x > kind ? (x - kind - 1) / period + 1 : 0;
-}
 
 const UnitPrice& unit_at(const ScreeningCosts& costs, int64_t layers, int u) {
   if (u == 0) return costs.embedding;
@@ -29,8 +21,10 @@ const UnitPrice& unit_at(const ScreeningCosts& costs, int64_t layers, int u) {
 int fastest_fitting(const StageSums& s, int allowed, int64_t extra, int64_t in_flight, int64_t capacity,
                     double limit_s) {
   int best = -1;
-  for (int r = 0; r < kOptions; ++r) {
-    if (!has(allowed, r) || s.memory_bytes(r, extra, in_flight) > capacity || s.time_s(r) > limit_s) continue;
+  for (int r = 0; r < kRecomputeOptions; ++r) {
+    if (!option_allowed(allowed, r) || s.memory_bytes(r, extra, in_flight) > capacity ||
+        s.time_s(r) > limit_s)
+      continue;
     if (best < 0 || s.time_s(r) < s.time_s(best)) best = r;
   }
   return best;
@@ -89,7 +83,7 @@ double tail_s(const ScreeningCosts& costs, const StageSums& s, int virtual_chunk
 
 void StageSums::add(const UnitPrice& unit, int64_t count) {
   const double c = static_cast<double>(count);
-  for (int r = 0; r < kOptions; ++r) {
+  for (int r = 0; r < kRecomputeOptions; ++r) {
     forward_s[r] += c * unit.modes[r].forward_s;
     backward_s[r] += c * unit.modes[r].backward_s;
     activation_bytes[r] += count * unit.modes[r].activation_bytes;
@@ -162,7 +156,7 @@ void UniformScreen::prepare(const ScreeningCosts& costs, const PipelineShape& sh
     for (int s = 0; s < p; ++s) {
       stages_[s] =
           sum_units(costs, shape.layers, shape.uniform_boundaries[s], shape.uniform_boundaries[s + 1]);
-      for (int r = 0; r < kOptions; ++r)
+      for (int r = 0; r < kRecomputeOptions; ++r)
         held_activation_bytes_[s][r] = shape.in_flight[s] * stages_[s].activation_bytes[r];
     }
     return;
@@ -182,7 +176,7 @@ void UniformScreen::prepare(const ScreeningCosts& costs, const PipelineShape& sh
     chunks_[g] = sum_units(costs, shape.layers, first, end);
     StageSums& st = stages_[g % p];
     const StageSums& c = chunks_[g];
-    for (int r = 0; r < kOptions; ++r) {
+    for (int r = 0; r < kRecomputeOptions; ++r) {
       st.forward_s[r] += c.forward_s[r];
       st.backward_s[r] += c.backward_s[r];
       st.transient_bytes[r] = std::max(st.transient_bytes[r], c.transient_bytes[r]);
@@ -194,7 +188,7 @@ void UniformScreen::prepare(const ScreeningCosts& costs, const PipelineShape& sh
   }
   std::vector<int64_t> chunk_bytes(static_cast<size_t>(shape.virtual_chunks));
   for (int s = 0; s < p; ++s) {
-    for (int r = 0; r < kOptions; ++r) {
+    for (int r = 0; r < kRecomputeOptions; ++r) {
       for (int k = 0; k < shape.virtual_chunks; ++k) chunk_bytes[k] = chunks_[k * p + s].activation_bytes[r];
       held_activation_bytes_[s][r] = peak_activation_bytes(shape.mixes[s], chunk_bytes);
     }
@@ -213,8 +207,8 @@ Screened UniformScreen::screen(int allowed, std::vector<int>& options) const {
     int best = -1;
     bool best_fits = false;
     int64_t best_bytes = 0;
-    for (int r = 0; r < kOptions; ++r) {
-      if (!has(allowed, r)) continue;
+    for (int r = 0; r < kRecomputeOptions; ++r) {
+      if (!option_allowed(allowed, r)) continue;
       const int64_t bytes = st.held_memory_bytes(r, costs.extra_bytes, held_activation_bytes_[s][r]);
       const bool fits = bytes <= costs.capacity_bytes;
       const bool better = best < 0 || (fits && !best_fits) ||
@@ -266,8 +260,9 @@ double any_split_bound_s(const ScreeningCosts& costs, const PipelineShape& shape
   for (int u = 0; u < n; ++u) {
     const UnitPrice& unit = unit_at(costs, shape.layers, u);
     double least = kUnlimited;
-    for (int r = 0; r < kOptions; ++r) {
-      if (has(allowed, r)) least = std::min(least, unit.modes[r].forward_s + unit.modes[r].backward_s);
+    for (int r = 0; r < kRecomputeOptions; ++r) {
+      if (option_allowed(allowed, r))
+        least = std::min(least, unit.modes[r].forward_s + unit.modes[r].backward_s);
     }
     work_s += least;
     slowest_unit_s = std::max(slowest_unit_s, least);
@@ -294,8 +289,9 @@ bool balanced_split(const ScreeningCosts& costs, const PipelineShape& shape, int
   for (int u = 0; u < n; ++u) {
     const UnitPrice& unit = unit_at(costs, shape.layers, u);
     double slowest = 0;
-    for (int r = 0; r < kOptions; ++r) {
-      if (has(allowed, r)) slowest = std::max(slowest, unit.modes[r].forward_s + unit.modes[r].backward_s);
+    for (int r = 0; r < kRecomputeOptions; ++r) {
+      if (option_allowed(allowed, r))
+        slowest = std::max(slowest, unit.modes[r].forward_s + unit.modes[r].backward_s);
     }
     high += slowest;
   }
@@ -311,6 +307,10 @@ bool balanced_split(const ScreeningCosts& costs, const PipelineShape& shape, int
     }
   }
   return pick_options(costs, shape, allowed, boundaries, options);
+}
+
+int64_t layers_of_kind_below(int64_t x, int64_t kind, int64_t period) {
+  return x > kind ? (x - kind - 1) / period + 1 : 0;
 }
 
 }  // namespace pipescope::planner::search_detail

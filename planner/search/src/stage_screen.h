@@ -66,6 +66,11 @@ Expected<PipelineShape> pipeline_shape(ScheduleKind kind, int stages, int micro_
 
 // Allowed options as a bit mask over kRecomputeModes (bit r: option r).
 int allowed_options(RecomputeChoice choice, ScheduleKind kind);
+constexpr int kRecomputeOptions = 3;
+inline bool option_allowed(int allowed, int option) { return (allowed >> option & 1) != 0; }
+
+// Layers i in [0, x) with i % period == kind (layer i is of kind i % period).
+int64_t layers_of_kind_below(int64_t x, int64_t kind, int64_t period);
 
 struct Screened {
   bool fits = false;

@@ -25,6 +25,11 @@ struct LpSolution {
   long long work = 0;        // tableau entries updated: what the solve cost
 };
 
+// Weights >= 0 that sum to at most 1 keep a convex combination of lower bounds a lower bound; a
+// tableau's rounding must not break that (on degenerate masters the simplex has returned sums of
+// 1.56), so the masters' solutions are clamped and scaled back rather than trusted.
+void keep_a_combination(std::vector<double>& lambda);
+
 class DenseLp {
  public:
   LpSolution solve(const LinearProgram& lp, int max_pivots = 10'000);
