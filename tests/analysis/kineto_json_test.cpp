@@ -3,11 +3,14 @@
 #include "kineto_json.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <fstream>
 #include <random>
 #include <sstream>
 
 #include "kineto_text.h"
+#include "trace_test_support.h"
 
 namespace pipescope::analysis::kineto {
 namespace {
@@ -28,9 +31,10 @@ std::string describe(const Event& e) {
       << a.dtype << ',' << a.group_name << ",[";
   for (int32_t r : a.group_ranks) out << r << ' ';
   out << "]," << a.input_dims_count << ',' << a.input_type_count;
-  for (size_t i = 0; i < kTensorsRead; ++i)
+  for (size_t i = 0; i < kTensorsRead; ++i) {
     out << ',' << (a.input_elements[i] ? std::to_string(*a.input_elements[i]) : "-") << ','
         << a.input_type[i].value_or("-");
+  }
   return out.str();
 }
 
@@ -200,14 +204,61 @@ TEST(KinetoJson, WhatIsNotAKinetoDocumentSaysWhy) {
   // Words and numbers in the fields that are read are checked.
   for (const char* damaged :
        {R"({"traceEvents": [{"ts": 1}, {"ts": tru}]})", R"({"traceEvents": [{"ts": 1.2.3}]})",
-        R"({"traceEvents": [{"ts": 1, "cat": nul}]})"})
-    for (size_t window : {size_t{4}, size_t{100}})
+        R"({"traceEvents": [{"ts": 1, "cat": nul}]})"}) {
+    for (size_t window : {size_t{4}, size_t{100}}) {
       EXPECT_NE(read(damaged, window).error.find("is not JSON"), std::string::npos)
           << damaged << " " << window;
+    }
+  }
   const Outcome empty = read(R"({"traceEvents": []})", 64);
   EXPECT_TRUE(empty.ok) << empty.error;
   EXPECT_TRUE(empty.recorded.info_seen);
   EXPECT_EQ(empty.recorded.info, "-/-/");
+}
+
+// A worker's gzip'ed documents inflate into the pages of the one before: a larger one grows them,
+// a smaller one reads no byte of the last (its padding reads as zeros), and a refused one leaves
+// them to the next. Each reads as it does loaded alone.
+TEST(KinetoJson, DocumentsInflatedIntoTheSameMemoryOneAfterAnotherReadAsAlone) {
+  trace::test::ScratchDir dir;
+  const std::string small = dir.file("small.json.gz");
+  gzFile out = gzopen(small.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  const std::string tricky = kTricky;
+  ASSERT_EQ(gzwrite(out, tricky.data(), static_cast<unsigned>(tricky.size())),
+            static_cast<int>(tricky.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+  const std::string whole = trace::test::read_text(kData + "rank-0.json.gz");
+  const std::string cut = dir.file("cut.json.gz");
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
+
+  InflateMemory memory;
+  std::vector<const char*> lent_at;
+  for (const std::string& path : {small, kData + "rank-0.json.gz", cut, kData + "rank-1.json.gz", small}) {
+    auto alone = DocumentText::load(path);
+    auto lent = DocumentText::load(path, &memory);
+    ASSERT_EQ(lent.ok(), alone.ok()) << path;
+    if (!alone) {
+      EXPECT_EQ(lent.error().message, alone.error().message);
+      EXPECT_NE(alone.error().message.find("is truncated"), std::string::npos) << alone.error().message;
+      continue;
+    }
+    lent_at.push_back(lent->data());
+    ASSERT_EQ(std::string_view(lent->data(), lent->size()), std::string_view(alone->data(), alone->size()))
+        << path;
+    EXPECT_EQ(std::string_view(lent->data() + lent->size(), DocumentText::kPaddingBytes + 2),
+              std::string(DocumentText::kPaddingBytes + 2, '\0'))
+        << path;
+    Recorded from_alone, from_lent;
+    ASSERT_TRUE(read_document(*alone, path, from_alone).ok()) << path;
+    ASSERT_TRUE(read_document(*lent, path, from_lent).ok()) << path;
+    EXPECT_GT(from_lent.events.size(), 5u);
+    EXPECT_EQ(from_lent.events, from_alone.events) << path;
+    EXPECT_EQ(from_lent.info, from_alone.info) << path;
+  }
+  // The last document, the smallest, took the pages the larger one before it gave back.
+  ASSERT_EQ(lent_at.size(), 4u);
+  EXPECT_EQ(lent_at[3], lent_at[2]);
 }
 
 }  // namespace

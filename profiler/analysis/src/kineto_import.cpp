@@ -134,14 +134,16 @@ class Converter final : public kineto::DocumentHandler {
   Converter(const std::string& origin, const std::string& pst_path) : origin_(origin), pst_path_(pst_path) {}
 
   Status on_distributed_info(const kineto::DistributedInfo& dist) override {
-    if (!dist.rank)
+    if (!dist.rank) {
       return Error(origin_ +
                    " has no distributedInfo.rank: record it with the PyTorch profiler in a distributed job");
+    }
     rank_ = static_cast<int32_t>(*dist.rank);
     world_ = static_cast<int32_t>(dist.world_size.value_or(static_cast<double>(rank_) + 1));
-    if (*dist.rank < 0 || *dist.rank > INT32_MAX || world_ <= rank_)
+    if (*dist.rank < 0 || *dist.rank > INT32_MAX || world_ <= rank_) {
       return Error(origin_ + ": distributedInfo rank " + std::to_string(*dist.rank) +
                    " does not fit world_size " + std::to_string(world_));
+    }
 
     trace::WriterOptions options;
     options.clock = trace::TraceClock::kRealtime;
@@ -180,17 +182,17 @@ class Converter final : public kineto::DocumentHandler {
       k.block_z = static_cast<uint16_t>(args.block[2]);
       k.registers_per_thread = static_cast<uint16_t>(as_u32(args.registers_per_thread));
       k.dynamic_shared_bytes = as_u32(args.shared_memory);
-      gpu_records_.push_back(k);
+      gpu_records_.emplace_back(k);
       if (is_nccl_kernel(e.name)) nccl_kernel_correlations_.insert(k.correlation_id);
     } else if (e.cat == "gpu_memcpy") {
       auto m = gpu_activity<trace::MemcpyRecord>(e);
       m.copy_kind = static_cast<uint8_t>(copy_kind_of(e.name));
       m.peer_device = trace::kUnknownDevice;
-      gpu_records_.push_back(m);
+      gpu_records_.emplace_back(m);
     } else if (e.cat == "gpu_memset") {
       auto m = gpu_activity<trace::MemsetRecord>(e);
       m.memory_kind = static_cast<uint8_t>(trace::MemoryKind::kDevice);
-      gpu_records_.push_back(m);
+      gpu_records_.emplace_back(m);
     } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
       if (e.name.find("Launch") != std::string_view::npos)
         launches_.push_back(Launch{ts, e.tid, args.correlation});
@@ -209,22 +211,25 @@ class Converter final : public kineto::DocumentHandler {
       }
     } else if (e.cat == "user_annotation") {
       if (e.name.starts_with("nccl:")) {
-        if (auto op = nccl_op_of(e.name.substr(5)))
+        if (auto op = nccl_op_of(e.name.substr(5))) {
           calls_.push_back(
               NcclCall{*op, ts, ts + e.dur_us, e.tid, args.external_id, kineto::facts_of_annotation(args)});
+        }
       }
       ranges_.push_back(Range{ts, ts + e.dur_us, e.tid, std::string(e.name)});
     } else if (e.cat == "cpu_op" && e.name == "record_param_comms") {
       comm_events_.push_back(CommEvent{ts, ts + e.dur_us, e.tid, true, kineto::facts_of_param_comms(args)});
-      if (auto op = nccl_op_of(args.collective_name))
+      if (auto op = nccl_op_of(args.collective_name)) {
         param_calls_.push_back(
             NcclCall{*op, ts, ts + e.dur_us, e.tid, args.external_id, comm_events_.back().facts});
+      }
     } else if (e.cat == "cpu_op" && e.name.starts_with("c10d::")) {
       comm_events_.push_back(
           CommEvent{ts, ts + e.dur_us, e.tid, false, kineto::facts_of_c10d(e.name.substr(6), args)});
-      if (auto op = nccl_op_of(e.name.substr(6)))
+      if (auto op = nccl_op_of(e.name.substr(6))) {
         c10d_calls_.push_back(
             NcclCall{*op, ts, ts + e.dur_us, e.tid, args.external_id, comm_events_.back().facts});
+      }
     } else if (e.ph == "i" && e.name == "[memory]") {
       const double bytes = args.memory_bytes.value_or(0);
       if (args.device_type.value_or(1) != 1 || bytes == 0) return;  // 1: CUDA
@@ -237,7 +242,7 @@ class Converter final : public kineto::DocumentHandler {
                                                    : trace::MemoryOperation::kRelease);
       m.memory_kind = static_cast<uint8_t>(trace::MemoryKind::kDevice);
       m.flags = trace::kMemoryFlagFromPool;
-      gpu_records_.push_back(m);
+      gpu_records_.emplace_back(m);
     }
   }
 
@@ -407,6 +412,13 @@ Status convert(kineto::DocumentText text, const std::string& origin, const std::
   return converter.finish();
 }
 
+Status convert_file(const std::string& json_path, const std::string& pst_path,
+                    kineto::InflateMemory* memory) {
+  auto text = kineto::DocumentText::load(json_path, memory);
+  if (!text) return text.error();
+  return convert(std::move(*text), json_path, pst_path);
+}
+
 }  // namespace
 
 bool looks_like_kineto_trace(const std::string& path) {
@@ -424,9 +436,7 @@ bool looks_like_kineto_trace(const std::string& path) {
 }
 
 Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path) {
-  auto text = kineto::DocumentText::load(json_path);
-  if (!text) return text.error();
-  return convert(std::move(*text), json_path, pst_path);
+  return convert_file(json_path, pst_path, nullptr);
 }
 
 Status convert_kineto_traces(const std::vector<std::string>& json_paths,
@@ -434,8 +444,9 @@ Status convert_kineto_traces(const std::vector<std::string>& json_paths,
   std::vector<Status> results(json_paths.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
+    kineto::InflateMemory memory;  // a worker's gzip'ed documents, one after another
     for (size_t i = next++; i < json_paths.size(); i = next++)
-      results[i] = convert_kineto_trace(json_paths[i], pst_paths[i]);
+      results[i] = convert_file(json_paths[i], pst_paths[i], &memory);
   };
   const size_t workers =
       std::min<size_t>(json_paths.size(), std::max(1u, std::thread::hardware_concurrency()));

@@ -7,9 +7,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 namespace pipescope::analysis::kineto {
 namespace {
@@ -57,9 +59,10 @@ Error gzip_failure(const std::string& path) {
   int code = Z_OK;
   const std::string detail = gzerror(file, &code);
   gzclose(file);
-  if (code == Z_BUF_ERROR)
+  if (code == Z_BUF_ERROR) {
     return Error(path +
                  " is truncated: its gzip data ends early (an interrupted copy or write?); copy it again");
+  }
   return Error(path + " is corrupt gzip data (" + (code == Z_OK ? std::string("bad data") : detail) +
                "); copy it again");
 }
@@ -80,18 +83,30 @@ DocumentText& DocumentText::operator=(DocumentText&& other) noexcept {
     capacity_ = std::exchange(other.capacity_, 0);
     mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
     released_bytes_ = std::exchange(other.released_bytes_, 0);
+    lender_ = std::exchange(other.lender_, nullptr);
   }
   return *this;
 }
 
 DocumentText::~DocumentText() { unmap(); }
 
-void DocumentText::unmap() {
+InflateMemory::~InflateMemory() {
   if (data_ != nullptr) munmap(data_, mapped_bytes_);
+}
+
+void DocumentText::unmap() {
+  if (data_ != nullptr && lender_ != nullptr && lender_->data_ == nullptr) {
+    lender_->data_ = data_;
+    lender_->mapped_bytes_ = mapped_bytes_;
+  } else if (data_ != nullptr) {
+    munmap(data_, mapped_bytes_);
+  }
   data_ = nullptr;
+  lender_ = nullptr;
 }
 
 void DocumentText::release_before(size_t offset) {
+  if (lender_ != nullptr) return;
   const size_t end = offset / page_bytes() * page_bytes();
   if (end <= released_bytes_) return;
   madvise(data_ + released_bytes_, end - released_bytes_, MADV_DONTNEED);
@@ -106,7 +121,7 @@ DocumentText DocumentText::copy_of(std::string_view text) {
   return DocumentText(data, text.size(), mapped, mapped);
 }
 
-Expected<DocumentText> DocumentText::load(const std::string& path) {
+Expected<DocumentText> DocumentText::load(const std::string& path, InflateMemory* memory) {
   FileDescriptor file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   struct stat info {};
   if (file.fd < 0 || fstat(file.fd, &info) != 0)
@@ -147,10 +162,35 @@ Expected<DocumentText> DocumentText::load(const std::string& path) {
   if (inflater == nullptr) return Error("cannot inflate " + path + ": out of memory");
 
   size_t mapped = round_up_to_page(guess + kPaddingBytes + 2);
-  // A damaged trailer can state any size: only a plausible one is committed up front.
-  constexpr size_t kMostPlausibleRatio = 100;
-  char* out = reserve(mapped, guess / kMostPlausibleRatio <= file_bytes);
-  if (out == nullptr) return Error("cannot inflate " + path + ": out of address space");
+  char* out = nullptr;
+  if (memory != nullptr && memory->data_ != nullptr) {
+    // The last document's pages; a larger document's extra pages are faulted in as it inflates.
+    out = std::exchange(memory->data_, nullptr);
+    const size_t held = std::exchange(memory->mapped_bytes_, 0);
+    if (held < mapped) {
+      void* grown = mremap(out, held, mapped, MREMAP_MAYMOVE);
+      if (grown == MAP_FAILED) {
+        munmap(out, held);
+        return Error("cannot inflate " + path + ": out of address space");
+      }
+      out = static_cast<char*>(grown);
+    }
+    mapped = std::max(mapped, held);
+  } else {
+    // A damaged trailer can state any size: only a plausible one is committed up front.
+    constexpr size_t kMostPlausibleRatio = 100;
+    out = reserve(mapped, guess / kMostPlausibleRatio <= file_bytes);
+    if (out == nullptr) return Error("cannot inflate " + path + ": out of address space");
+  }
+  // On failure the pages go back to `memory`, or to the system.
+  auto give_back = [&] {
+    if (memory != nullptr) {
+      memory->data_ = out;
+      memory->mapped_bytes_ = mapped;
+    } else {
+      munmap(out, mapped);
+    }
+  };
   size_t in_at = 0, out_at = 0;
   while (in_at < file_bytes) {
     size_t read = 0, written = 0;
@@ -161,7 +201,7 @@ Expected<DocumentText> DocumentText::load(const std::string& path) {
       const size_t grown = round_up_to_page(2 * mapped);
       void* moved = mremap(out, mapped, grown, MREMAP_MAYMOVE);
       if (moved == MAP_FAILED) {
-        munmap(out, mapped);
+        give_back();
         return Error("cannot inflate " + path + ": out of address space");
       }
       out = static_cast<char*>(moved);
@@ -169,7 +209,7 @@ Expected<DocumentText> DocumentText::load(const std::string& path) {
       continue;
     }
     if (result != LIBDEFLATE_SUCCESS) {
-      munmap(out, mapped);
+      give_back();
       return gzip_failure(path);
     }
     in_at += read;
@@ -178,7 +218,9 @@ Expected<DocumentText> DocumentText::load(const std::string& path) {
     if (in_at + 2 > file_bytes || compressed.bytes[in_at] != 0x1f || compressed.bytes[in_at + 1] != 0x8b)
       break;
   }
-  return DocumentText(out, out_at, mapped, mapped);
+  // Reused pages hold the last document's bytes: the padding reads as a fresh mapping's would.
+  std::memset(out + out_at, 0, kPaddingBytes + 2);
+  return DocumentText(out, out_at, mapped, mapped, memory);
 }
 
 }  // namespace pipescope::analysis::kineto

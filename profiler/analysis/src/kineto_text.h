@@ -12,11 +12,28 @@
 
 namespace pipescope::analysis::kineto {
 
+// The memory a worker inflates documents into, one after another: the last document's pages are
+// kept for the next, because fresh pages cost the kernel (zeroing, mapping, freeing) about as much
+// as inflating into them. Holds at most the largest document it has lent memory to, until it goes.
+class InflateMemory {
+ public:
+  InflateMemory() = default;
+  InflateMemory(const InflateMemory&) = delete;
+  InflateMemory& operator=(const InflateMemory&) = delete;
+  ~InflateMemory();
+
+ private:
+  friend class DocumentText;
+  char* data_ = nullptr;
+  size_t mapped_bytes_ = 0;
+};
+
 class DocumentText {
  public:
-  // The file at `path`, inflated when it starts with gzip's magic bytes. A cut-off or damaged
-  // gzip stream is refused in words that say which (not "not JSON").
-  static Expected<DocumentText> load(const std::string& path);
+  // The file at `path`, inflated when it starts with gzip's magic bytes (into `memory`'s pages
+  // when given: the document gives them back when it goes, and must go first). A cut-off or
+  // damaged gzip stream is refused in words that say which (not "not JSON").
+  static Expected<DocumentText> load(const std::string& path, InflateMemory* memory = nullptr);
   static DocumentText copy_of(std::string_view text);
 
   DocumentText(DocumentText&& other) noexcept;
@@ -34,12 +51,13 @@ class DocumentText {
   static constexpr size_t kPaddingBytes = 64;  // simdjson's SIMDJSON_PADDING
 
   // Gives the pages wholly before `offset` back to the system once the reader is past them (a
-  // plain file's stay in the page cache); they must not be read again.
+  // plain file's stay in the page cache; an InflateMemory's are kept for its next document); they
+  // must not be read again.
   void release_before(size_t offset);
 
  private:
-  DocumentText(char* data, size_t size, size_t capacity, size_t mapped_bytes)
-      : data_(data), size_(size), capacity_(capacity), mapped_bytes_(mapped_bytes) {}
+  DocumentText(char* data, size_t size, size_t capacity, size_t mapped_bytes, InflateMemory* lender = nullptr)
+      : data_(data), size_(size), capacity_(capacity), mapped_bytes_(mapped_bytes), lender_(lender) {}
   void unmap();
 
   char* data_ = nullptr;
@@ -47,6 +65,7 @@ class DocumentText {
   size_t capacity_ = 0;
   size_t mapped_bytes_ = 0;  // the whole mapping, from data_
   size_t released_bytes_ = 0;
+  InflateMemory* lender_ = nullptr;  // where the mapping goes back to, instead of the system
 };
 
 }  // namespace pipescope::analysis::kineto
