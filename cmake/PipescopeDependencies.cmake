@@ -20,6 +20,16 @@ find_library(LIBDEFLATE_LIBRARY NAMES libdeflate.a deflate REQUIRED)
 add_library(libdeflate::libdeflate UNKNOWN IMPORTED)
 set_target_properties(libdeflate::libdeflate PROPERTIES IMPORTED_LOCATION "${LIBDEFLATE_LIBRARY}"
                                                         INTERFACE_INCLUDE_DIRECTORIES "${LIBDEFLATE_INCLUDE_DIR}")
+# ISA-L's inflater streams a gzip'ed trace as it is read, into a few MiB of pages used again and
+# again (Debian ships it as a shared library only). Without it (the glibc 2.28 build, a machine
+# without libisal-dev) libdeflate inflates each document whole before it is read: slower.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(ISAL QUIET IMPORTED_TARGET libisal)
+endif()
+if(NOT TARGET PkgConfig::ISAL)
+  message(STATUS "pipescope: no ISA-L (libisal-dev): gzip'ed PyTorch profiler traces are inflated whole before they are read")
+endif()
 # profiler/inject (CUPTI, NVTX3, NCCL) and benches/gpu (cudart, cuBLASLt, NCCL). The library
 # is opened with dlopen at run time; a machine without a GPU or driver still builds and tests.
 # The planner-only build (PIPESCOPE_PROFILER=OFF) looks for neither.

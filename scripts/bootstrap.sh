@@ -16,7 +16,7 @@ packages=(
   libeigen3-dev                              # calibrate: fits
   nlohmann-json3-dev libcli11-dev            # JSON, command line
   libzstd-dev libsqlite3-dev zlib1g-dev      # trace compression, SQLite export, gzip'ed Kineto traces
-  libsimdjson-dev libdeflate-dev             # reading Kineto traces: JSON without a tree, inflating
+  libsimdjson-dev libdeflate-dev libisal-dev # reading Kineto traces: JSON without a tree, inflating
   clang-14 libclang-rt-14-dev                # sanitizer and libFuzzer build
   clang-format clang-tidy                    # style checks
   pkgconf file                               # install tests: the .pc file; CPack's shlibdeps

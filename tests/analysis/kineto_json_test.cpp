@@ -72,6 +72,7 @@ Outcome read(const std::string& text, size_t window_bytes) {
 std::string inflated(const std::string& path) {
   auto text = DocumentText::load(path);
   EXPECT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(text && text->ensure(text->capacity()));
   return text ? std::string(text->data(), text->size()) : std::string();
 }
 
@@ -235,8 +236,8 @@ TEST(KinetoJson, DocumentsInflatedIntoTheSameMemoryOneAfterAnotherReadAsAlone) {
   InflateMemory memory;
   std::vector<const char*> lent_at;
   for (const std::string& path : {small, kData + "rank-0.json.gz", cut, kData + "rank-1.json.gz", small}) {
-    auto alone = DocumentText::load(path);
-    auto lent = DocumentText::load(path, &memory);
+    auto alone = DocumentText::load_whole(path);
+    auto lent = DocumentText::load_whole(path, &memory);
     ASSERT_EQ(lent.ok(), alone.ok()) << path;
     if (!alone) {
       EXPECT_EQ(lent.error().message, alone.error().message);
@@ -259,6 +260,105 @@ TEST(KinetoJson, DocumentsInflatedIntoTheSameMemoryOneAfterAnotherReadAsAlone) {
   // The last document, the smallest, took the pages the larger one before it gave back.
   ASSERT_EQ(lent_at.size(), 4u);
   EXPECT_EQ(lent_at[3], lent_at[2]);
+}
+
+void write_gzip(const std::string& path, const std::string& text) {
+  gzFile out = gzopen(path.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+}
+
+// A document of `events` copies of kTricky's events, several MiB: many of a stream's chunks. Its
+// distributedInfo comes first, as Kineto writes it (after the events it takes a first pass).
+std::string many_events(size_t events) {
+  const std::string tricky = kTricky;
+  const size_t open = tricky.find("\"traceEvents\": [") + 16;
+  const size_t close = tricky.find("  ],\n  \"traceName\"") + 2;
+  const std::string body = tricky.substr(open, close - open);
+  std::string text =
+      R"({"distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}, "traceEvents": [)";
+  for (size_t i = 0; i < events; ++i) text += (i == 0 ? "" : ",") + body;
+  return text + "]}";
+}
+
+Recorded read_all(DocumentText& text, const std::string& origin, size_t window_bytes, Status& status) {
+  Recorded recorded;
+  ReaderOptions options;
+  options.window_bytes = window_bytes;
+  status = read_document(text, origin, recorded, options);
+  return recorded;
+}
+
+// A gzip'ed document is inflated as it is read where the build has ISA-L: whatever the window,
+// it hands on what the whole document does, and all but the first few windows' worth of it is
+// inflated into pages moved up from behind the reader.
+TEST(KinetoJson, AStreamedDocumentReadsAsTheWholeOne) {
+  trace::test::ScratchDir dir;
+  const std::string text = many_events(5000);
+  ASSERT_GT(text.size(), size_t{6} << 20);
+  const std::string path = dir.file("many.json.gz");
+  write_gzip(path, text);
+  DocumentText copy = DocumentText::copy_of(text);
+  Status status;
+  const Recorded whole = read_all(copy, path, 1 << 20, status);
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  ASSERT_EQ(whole.events.size(), 5000u * 7);
+  for (const size_t window : {size_t{700}, size_t{65'537}, size_t{1} << 20, size_t{4} << 20}) {
+    auto streamed = DocumentText::load(path);
+    ASSERT_TRUE(streamed.ok()) << streamed.error().message;
+    const Recorded read = read_all(*streamed, path, window, status);
+    ASSERT_TRUE(status.ok()) << "window " << window << ": " << status.error().message;
+    EXPECT_EQ(read.events, whole.events) << "window " << window;
+    EXPECT_EQ(read.info, whole.info);
+#ifdef PIPESCOPE_HAVE_ISAL
+    // Held at once: the window behind the reader, two ahead, and a chunk or two of the stream's.
+    const size_t held = 3 * window + (size_t{3} << 20);
+    EXPECT_GE(streamed->reused_bytes(), text.size() > held ? text.size() - held : 0) << "window " << window;
+#endif
+  }
+}
+
+// Damage met partway through a streamed document is named as gzip's, as a whole document's is;
+// a file the stream cannot take as one member of the size its trailer states (more members,
+// zeros after it) is left to load_whole, which reads it.
+TEST(KinetoJson, AStreamedDocumentThatIsDamagedOrNotOneMemberSaysSo) {
+  trace::test::ScratchDir dir;
+  const std::string text = many_events(1000);
+  const std::string path = dir.file("many.json.gz");
+  write_gzip(path, text);
+  const std::string gz = trace::test::read_text(path);
+  auto read_file = [&](const std::string& bytes, bool whole, std::string& error) {
+    const std::string damaged = dir.file("damaged.json.gz");
+    std::ofstream(damaged, std::ios::binary | std::ios::trunc) << bytes;
+    auto document = whole ? DocumentText::load_whole(damaged) : DocumentText::load(damaged);
+    if (!document) {
+      error = document.error().message;
+      return false;
+    }
+    Status status;
+    read_all(*document, damaged, 1 << 16, status);
+    error = status.ok() ? "" : status.error().message;
+    return status.ok() && !document->stream_gave_up();
+  };
+  std::string error;
+  for (const double at : {0.1, 0.5, 0.97}) {
+    EXPECT_FALSE(
+        read_file(gz.substr(0, static_cast<size_t>(at * static_cast<double>(gz.size()))), false, error));
+    EXPECT_NE(error.find("is truncated: its gzip data ends early"), std::string::npos) << at << ": " << error;
+  }
+  std::string flipped = gz;
+  flipped[gz.size() - 6] = static_cast<char>(flipped[gz.size() - 6] ^ 0x55);  // the CRC-32
+  EXPECT_FALSE(read_file(flipped, false, error));
+  EXPECT_NE(error.find("is corrupt gzip data"), std::string::npos) << error;
+  write_gzip(dir.file("head.gz"), text.substr(0, text.size() / 2));
+  write_gzip(dir.file("tail.gz"), text.substr(text.size() / 2));
+  const std::string members =
+      trace::test::read_text(dir.file("head.gz")) + trace::test::read_text(dir.file("tail.gz"));
+  for (const std::string& file : {members, gz + std::string(16, '\0')}) {
+    EXPECT_FALSE(read_file(file, false, error)) << "the stream cannot take it as one member";
+    EXPECT_TRUE(read_file(file, true, error)) << error;
+  }
 }
 
 }  // namespace

@@ -406,7 +406,7 @@ class Converter final : public kineto::DocumentHandler {
   std::vector<Range> ranges_;
 };
 
-Status convert(kineto::DocumentText text, const std::string& origin, const std::string& pst_path) {
+Status convert(kineto::DocumentText& text, const std::string& origin, const std::string& pst_path) {
   Converter converter(origin, pst_path);
   if (Status s = kineto::read_document(text, origin, converter); !s) return s;
   return converter.finish();
@@ -414,9 +414,19 @@ Status convert(kineto::DocumentText text, const std::string& origin, const std::
 
 Status convert_file(const std::string& json_path, const std::string& pst_path,
                     kineto::InflateMemory* memory) {
-  auto text = kineto::DocumentText::load(json_path, memory);
-  if (!text) return text.error();
-  return convert(std::move(*text), json_path, pst_path);
+  {
+    auto text = kineto::DocumentText::load(json_path, memory);
+    if (!text) return text.error();
+    Status s = convert(*text, json_path, pst_path);
+    if (!text->stream_gave_up()) return s;
+  }
+  // Several gzip members, or a trailer that does not state the size (a file cut short, too):
+  // inflated whole, converted again.
+  std::error_code ignored;
+  std::filesystem::remove(pst_path, ignored);
+  auto whole = kineto::DocumentText::load_whole(json_path, memory);
+  if (!whole) return whole.error();
+  return convert(*whole, json_path, pst_path);
 }
 
 }  // namespace
@@ -460,7 +470,8 @@ Status convert_kineto_traces(const std::vector<std::string>& json_paths,
 }
 
 Status convert_kineto_text(std::string_view text, const std::string& json_path, const std::string& pst_path) {
-  return convert(kineto::DocumentText::copy_of(text), json_path, pst_path);
+  kineto::DocumentText document = kineto::DocumentText::copy_of(text);
+  return convert(document, json_path, pst_path);
 }
 
 }  // namespace pipescope::analysis

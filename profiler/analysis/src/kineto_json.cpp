@@ -113,12 +113,19 @@ class WindowMarks {
   char saved_end_[2];
 };
 
-// After a string the cut fell inside: just past its closing quote (or the end of the text).
-size_t past_string(const DocumentText& text, size_t at) {
+// After a string the cut fell inside: just past its closing quote (or the end of the text, or
+// where a streamed text failed).
+size_t past_string(DocumentText& text, size_t at) {
+  constexpr size_t kStep = size_t{64} << 10;
   const char* data = text.data();
   while (at < text.size()) {
-    const void* quote = std::memchr(data + at, '"', text.size() - at);
-    if (quote == nullptr) return text.size();
+    const size_t limit = std::min(text.size(), at + kStep);
+    if (!text.ensure(limit)) return text.size();
+    const void* quote = std::memchr(data + at, '"', limit - at);
+    if (quote == nullptr) {
+      at = limit;
+      continue;
+    }
     const size_t q = static_cast<const char*>(quote) - data;
     size_t backslashes = 0;
     while (q - backslashes > 0 && data[q - backslashes - 1] == '\\') ++backslashes;
@@ -182,6 +189,7 @@ class Reader {
       for (;;) {
         info = DistributedInfo{};
         info_seen = false;
+        if (!text_.ensure(end + 2)) return text_.failure();
         WindowMarks marks(text_, 0, 0, end, '}');
         od::document doc;
         e = parser_.iterate(text_.data(), end + 1, text_.capacity()).get(doc);
@@ -229,6 +237,7 @@ class Reader {
   // The fields after the events array, which closes at `close`, up to the document's end: its
   // distributedInfo when it is there; an error when the document does not end as an object does.
   Status read_tail(size_t close, DistributedInfo& info) {
+    if (!text_.ensure(text_.size() + 2)) return text_.failure();
     size_t at = close + 1;
     while (at < text_.size() && is_blank(text_.data()[at])) ++at;
     if (at >= text_.size()) return not_json(simdjson::INCOMPLETE_ARRAY_OR_OBJECT, at);
@@ -260,6 +269,8 @@ class Reader {
   // by window; the offset of its closing ']'.
   Expected<size_t> read_events(size_t open, DocumentHandler& handler, bool release_pages) {
     for (;;) {
+      // The window, the separator's search past it, and the marks after its end.
+      if (!text_.ensure(open + 2 * options_.window_bytes + 4)) return text_.failure();
       // Where the window ends: first, Kineto's separator between events past the window's size
       // ("},\n": a line break is never inside a string), which the strict parse below confirms;
       // else where On-Demand finds the last whole element ends, or the array's own ']'.
@@ -280,6 +291,7 @@ class Reader {
         auto found = find_boundary(open);
         if (!found) return found.error();
         b = *found;
+        if (!text_.ensure(b.close + 2)) return text_.failure();
         if (error_code e = parse_window(open, b.close, handler)) return not_json(e, open);
       }
       if (b.array_end) return b.close;
@@ -320,6 +332,7 @@ class Reader {
       size_t end = std::min(text_.size(), open + window);
       Skim r;
       for (;;) {
+        if (!text_.ensure(end + 2)) return text_.failure();
         WindowMarks marks(text_, open, '[', end, ']');
         od::document doc;
         r = Skim{};
@@ -337,8 +350,8 @@ class Reader {
       // the array's end follows it.
       for (const size_t element_end : {r.last_end, r.previous_end}) {
         if (element_end == 0) continue;
-        size_t at = element_end;
-        while (at < text_.size() && is_blank(text_.data()[at])) ++at;
+        const size_t at = skip_blanks(element_end);
+        if (text_.failed()) return text_.failure();
         if (at < text_.size() && text_.data()[at] == ',') return Boundary{at, false};
         if (at < text_.size() && text_.data()[at] == ']') return Boundary{at, true};
       }
@@ -346,6 +359,16 @@ class Reader {
         return not_json(r.error ? r.error : simdjson::INCOMPLETE_ARRAY_OR_OBJECT, open);
       window *= 2;  // an element larger than the window
     }
+  }
+
+  // The first byte from `at` on that is not blank: size() when there is none (or where a streamed
+  // text failed).
+  size_t skip_blanks(size_t at) {
+    for (; at < text_.size(); ++at) {
+      if (!text_.ensure(at + 1)) return text_.size();
+      if (!is_blank(text_.data()[at])) break;
+    }
+    return at;
   }
 
   struct Skim {
@@ -405,7 +428,11 @@ class Reader {
 Status read_document(DocumentText& text, const std::string& origin, DocumentHandler& handler,
                      const ReaderOptions& options) {
   Reader reader(text, origin, options);
-  return reader.read(handler);
+  Status s = reader.read(handler);
+  // A streamed document meets its gzip trailer's check at its end: a refusal before there may be
+  // damage that the check names.
+  if (!s && !text.ensure(text.capacity()) && !text.stream_gave_up()) return text.failure();
+  return s;
 }
 
 }  // namespace pipescope::analysis::kineto
