@@ -2,7 +2,7 @@
 # Builds what the GPU checks need into one small folder to carry to a GPU machine that has the
 # NVIDIA driver, NCCL, cuBLAS and (for the PyTorch checks) torch, but no build tools:
 #   bin/pipescope  lib/libpipescope.so  bin/cuda_nccl_smoke  bin/gpu_trace_check
-#   bin/gpu_benchmark  bin/nccl_benchmark  bin/trace_overhead  lib/libbenchmark.so.*  lib/libsimdjson.so.*
+#   bin/gpu_benchmark  bin/nccl_benchmark  bin/trace_overhead  lib/libbenchmark.so.*  lib/libsimdjson.so.*  lib/libisal.so.*
 #   share/attention_sdpa.py  share/eager_elementwise.py  share/torch_train_loop.py  share/examples/  gpu-smoke.sh
 #   gpu-calibrate.sh  gpu-train-check.sh  gpu-overhead.py  overhead-summary.py
 # A stripped Release build; executables find lib/ through an $ORIGIN run path. libnccl.so.2 and
@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 out=${1:-gpu-bundle}
 build=${PIPESCOPE_BUNDLE_BUILD_DIR:-build-gpu-bundle}
 
+# shellcheck disable=SC2016  # $ORIGIN is the dynamic linker's, not the shell's
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_TESTS=ON -DPIPESCOPE_BUILD_BENCHES=ON \
   -DCMAKE_BUILD_RPATH='$ORIGIN/../lib' >/dev/null
 targets=(pipescope pipescope_inject gpu_trace_check)
@@ -31,12 +32,14 @@ cp "$build/profiler/inject/libpipescope.so" "$out/lib/"
 for bench in gpu_benchmark nccl_benchmark trace_overhead; do
   [[ -f "$build/benches/gpu/$bench" ]] && cp "$build/benches/gpu/$bench" "$out/bin/"
 done
-# Google Benchmark and simdjson (the Kineto reader's) are shared libraries in Debian; the GPU
-# machine has neither.
+# Google Benchmark, simdjson and ISA-L (the Kineto reader's) are shared libraries in Debian; the
+# GPU machine has none of them.
 benchmark_lib=$(ldd "$out/bin/gpu_benchmark" 2>/dev/null | awk '/libbenchmark\.so/ {print $3; exit}')
 [[ -n "$benchmark_lib" ]] && cp -L "$benchmark_lib" "$out/lib/"
-simdjson_lib=$(ldd "$out/bin/pipescope" 2>/dev/null | awk '/libsimdjson\.so/ {print $3; exit}')
-[[ -n "$simdjson_lib" ]] && cp -L "$simdjson_lib" "$out/lib/"
+for reader_lib in libsimdjson libisal; do
+  lib=$(ldd "$out/bin/pipescope" 2>/dev/null | awk -v name="$reader_lib" '$1 ~ "^" name "\\.so" {print $3; exit}')
+  [[ -n "$lib" ]] && cp -L "$lib" "$out/lib/"
+done
 cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py benches/gpu/eager_elementwise.py "$out/share/"
 mkdir -p "$out/share/examples"
 cp examples/*.py examples/*.json "$out/share/examples/"

@@ -125,7 +125,6 @@ class DocumentText::Stream {
 
   std::string path_;
   ReadOnlyMapping input_;
-  size_t fed_ = 0;         // input bytes handed to the inflater
   size_t inflated_ = 0;    // output bytes written
   size_t prepared_ = 0;    // chunks below it have pages (moved in) or are left to fault in
   size_t recycled_ = 0;    // chunks below it were moved ahead
@@ -134,6 +133,7 @@ class DocumentText::Stream {
   bool gave_up_ = false;
   std::optional<Error> error_;
 #ifdef PIPESCOPE_HAVE_ISAL
+  size_t fed_ = 0;  // input bytes handed to the inflater
   inflate_state state_{};
 #endif
 };
