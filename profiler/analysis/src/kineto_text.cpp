@@ -111,6 +111,7 @@ class DocumentText::Stream {
   bool finished() const { return finished_; }
   bool gave_up() const { return gave_up_; }
   const std::optional<Error>& error() const { return error_; }
+  const std::string& path() const { return path_; }
 
  private:
   void prepare(char* data, size_t upto, size_t mapped);
@@ -199,6 +200,8 @@ bool DocumentText::Stream::fill(char*, size_t, size_t, size_t) { return give_up(
 
 Error DocumentText::failure() const {
   if (stream_ != nullptr && stream_->error()) return *stream_->error();
+  if (stream_ != nullptr && stream_->gave_up())
+    return Error(stream_->path() + " is not the one gzip member its trailer describes: read it whole");
   return Error("cannot read past the end of a document");
 }
 
