@@ -80,7 +80,7 @@ install(FILES ${PROJECT_BINARY_DIR}/pipescope-trace.pc DESTINATION ${CMAKE_INSTA
 
 # Release packages (scripts/package.sh): one .tar.gz of the whole install tree, and a .deb per
 # component. The runtime's dependencies are read from its binaries (dpkg-shlibdeps: glibc,
-# libstdc++, zlib, SQLite, simdjson; the preload library needs glibc alone); the GPU suite's are stated,
+# libstdc++, zlib, SQLite, simdjson, ISA-L; the preload library needs glibc alone); the GPU suite's are stated,
 # since cuBLASLt and NCCL come from NVIDIA's CUDA repository, not from Debian.
 set(CPACK_PACKAGE_NAME pipescope)
 set(CPACK_PACKAGE_VENDOR pipescope)
