@@ -351,6 +351,31 @@ TEST(KinetoJson, AStreamedDocumentThatIsDamagedOrNotOneMemberSaysSo) {
   flipped[gz.size() - 6] = static_cast<char>(flipped[gz.size() - 6] ^ 0x55);  // the CRC-32
   EXPECT_FALSE(read_file(flipped, false, error));
   EXPECT_NE(error.find("is corrupt gzip data"), std::string::npos) << error;
+
+  // A read that stops early (here its handler refuses the document at once) still meets the
+  // check at the stream's end, which names the damage; the rest is inflated into the same few
+  // pages, not kept.
+  struct Refusing : DocumentHandler {
+    Status on_distributed_info(const DistributedInfo&) override { return Error("refused"); }
+    void on_event(const Event&) override {}
+  };
+  const std::string big = many_events(5000);
+  write_gzip(path, big);
+  std::string big_gz = trace::test::read_text(path);
+  big_gz[big_gz.size() - 6] = static_cast<char>(big_gz[big_gz.size() - 6] ^ 0x55);
+  const std::string damaged = dir.file("big.json.gz");
+  std::ofstream(damaged, std::ios::binary) << big_gz;
+  auto document = DocumentText::load(damaged);
+  ASSERT_TRUE(document.ok());
+  Refusing refusing;
+  const Status status = read_document(*document, damaged, refusing);
+  ASSERT_FALSE(status.ok());
+#ifdef PIPESCOPE_HAVE_ISAL
+  EXPECT_NE(status.error().message.find("is corrupt gzip data"), std::string::npos) << status.error().message;
+  EXPECT_GE(document->reused_bytes(), big.size() - (size_t{3} << 20));
+#else
+  EXPECT_EQ(status.error().message, "refused");
+#endif
   write_gzip(dir.file("head.gz"), text.substr(0, text.size() / 2));
   write_gzip(dir.file("tail.gz"), text.substr(text.size() / 2));
   const std::string members =

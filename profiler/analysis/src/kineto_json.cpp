@@ -431,7 +431,7 @@ Status read_document(DocumentText& text, const std::string& origin, DocumentHand
   Status s = reader.read(handler);
   // A streamed document meets its gzip trailer's check at its end: a refusal before there may be
   // damage that the check names.
-  if (!s && !text.ensure(text.capacity()) && !text.stream_gave_up()) return text.failure();
+  if (!s && !text.check_rest() && !text.stream_gave_up()) return text.failure();
   return s;
 }
 

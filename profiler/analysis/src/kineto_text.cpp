@@ -207,6 +207,15 @@ Error DocumentText::failure() const {
 
 bool DocumentText::stream_gave_up() const { return stream_ != nullptr && stream_->gave_up(); }
 
+bool DocumentText::check_rest() {
+  if (stream_ == nullptr) return true;
+  while (!stream_->finished()) {
+    release_before(ready_);
+    if (!fill(std::min(capacity_, ready_ + Stream::kChunk))) return false;
+  }
+  return true;
+}
+
 bool DocumentText::failed() const { return stream_ != nullptr && (stream_->gave_up() || stream_->error()); }
 
 size_t DocumentText::reused_bytes() const { return stream_ != nullptr ? stream_->moved_away() : 0; }

@@ -59,6 +59,10 @@ class DocumentText {
   // inflates up to there. False when its gzip data fails (failure() says how) or does not hold
   // the single member of size() bytes its trailer states (stream_gave_up(): load_whole reads it).
   bool ensure(size_t end) { return end <= ready_ || fill(end); }
+  // A streamed document's bytes not yet inflated are inflated and dropped as they come, to meet
+  // its gzip trailer's check (a reader that stopped early may have met damage the check names);
+  // false when the check fails. Nothing may be read afterwards.
+  bool check_rest();
   bool failed() const;
   Error failure() const;
   bool stream_gave_up() const;
