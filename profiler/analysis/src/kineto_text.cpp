@@ -103,8 +103,8 @@ class DocumentText::Stream {
 
   // Inflates the document's bytes up to `target`, the last call checking its trailer.
   bool fill(char* data, size_t size, size_t mapped, size_t target);
-  // Chunks wholly before `offset` may be moved ahead.
-  void release_before(size_t offset) { released_ = std::max(released_, offset / kChunk * kChunk); }
+  // Chunks wholly before `offset` may be moved ahead (or, once a move has failed, are given back).
+  void release_before(char* data, size_t offset);
   // Bytes from the start that were moved away (no longer this document's to unmap).
   size_t moved_away() const { return recycled_; }
   size_t inflated() const { return inflated_; }
@@ -130,6 +130,8 @@ class DocumentText::Stream {
   size_t prepared_ = 0;    // chunks below it have pages (moved in) or are left to fault in
   size_t recycled_ = 0;    // chunks below it were moved ahead
   size_t released_ = 0;    // chunks below it may be moved ahead
+  size_t dropped_ = 0;     // after a failed move: pages below it were given back
+  bool moving_ = true;     // false once a move failed (the process's mapping count at its limit)
   bool finished_ = false;  // the trailer checked, the padding zeroed
   bool gave_up_ = false;
   std::optional<Error> error_;
@@ -144,10 +146,23 @@ void DocumentText::Stream::prepare(char* data, size_t upto, size_t mapped) {
   constexpr size_t kHistory = size_t{64} << 10;
   for (; prepared_ < upto; prepared_ += kChunk) {
     const bool movable = recycled_ + kChunk <= released_ && recycled_ + kChunk + kHistory <= inflated_;
-    if (!movable || prepared_ + kChunk > mapped) continue;  // fresh pages, faulted in
+    if (!moving_ || !movable || prepared_ + kChunk > mapped) continue;  // fresh pages, faulted in
     void* moved = mremap(data + recycled_, kChunk, kChunk, MREMAP_MAYMOVE | MREMAP_FIXED, data + prepared_);
-    if (moved != MAP_FAILED) recycled_ += kChunk;
+    if (moved != MAP_FAILED) {
+      recycled_ += kChunk;
+    } else {
+      moving_ = false;
+      release_before(data, released_);
+    }
   }
+}
+
+void DocumentText::Stream::release_before(char* data, size_t offset) {
+  released_ = std::max(released_, offset / kChunk * kChunk);
+  if (moving_) return;
+  const size_t from = std::max(dropped_, recycled_);
+  if (released_ > from) madvise(data + from, released_ - from, MADV_DONTNEED);
+  dropped_ = std::max(dropped_, released_);
 }
 
 #ifdef PIPESCOPE_HAVE_ISAL
@@ -277,7 +292,7 @@ void DocumentText::unmap() {
 }
 
 void DocumentText::release_before(size_t offset) {
-  if (stream_ != nullptr) return stream_->release_before(offset);
+  if (stream_ != nullptr) return stream_->release_before(data_, offset);
   if (lender_ != nullptr) return;
   const size_t end = offset / page_bytes() * page_bytes();
   if (end <= released_bytes_) return;
