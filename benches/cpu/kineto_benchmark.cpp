@@ -96,6 +96,7 @@ void BM_KinetoConvert(benchmark::State& state) {
   const bool gzip = state.range(0) != 0;
   const Fixture& f = fixture(1, static_cast<int>(state.range(1)), gzip);
   const std::string out = converted_paths(f)[0];
+  fs::remove(out);  // an earlier repetition's (--benchmark_repetitions)
   pipescope::bench::MemoryPeak peak;
   if (auto s = pipescope::analysis::convert_kineto_trace(f.inputs[0], out); !s) {
     state.SkipWithError(s.error().message.c_str());
@@ -145,6 +146,7 @@ void BM_KinetoReport(benchmark::State& state) {
   auto remove_converted = [&] {
     for (const std::string& path : outputs) fs::remove(path);
   };
+  remove_converted();  // an earlier repetition's (--benchmark_repetitions)
   pipescope::bench::MemoryPeak peak;
   if (const std::string error = report_once(); !error.empty()) {
     state.SkipWithError(error.c_str());
