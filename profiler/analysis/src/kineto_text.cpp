@@ -309,14 +309,14 @@ DocumentText DocumentText::copy_of(std::string_view text) {
 }
 
 Expected<DocumentText> DocumentText::load(const std::string& path, InflateMemory* memory) {
-  return load(path, memory, true);
+  return load_from(path, memory, true);
 }
 
 Expected<DocumentText> DocumentText::load_whole(const std::string& path, InflateMemory* memory) {
-  return load(path, memory, false);
+  return load_from(path, memory, false);
 }
 
-Expected<DocumentText> DocumentText::load(const std::string& path, InflateMemory* memory, bool stream) {
+Expected<DocumentText> DocumentText::load_from(const std::string& path, InflateMemory* memory, bool stream) {
   FileDescriptor file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   struct stat info {};
   if (file.fd < 0 || fstat(file.fd, &info) != 0)

@@ -33,9 +33,9 @@ class InflateMemory {
 
 class DocumentText {
  public:
-  // The file at `path`, inflated when it starts with gzip's magic bytes (into `memory`'s pages
-  // when given: the document gives them back when it goes, and must go first). A cut-off or
-  // damaged gzip stream is refused in words that say which (not "not JSON").
+  // The file at `path`, inflated when it starts with gzip's magic bytes (a document inflated whole
+  // uses `memory`'s pages when given, and gives them back when it goes, which must be first). A
+  // cut-off or damaged gzip stream is refused in words that say which (not "not JSON").
   static Expected<DocumentText> load(const std::string& path, InflateMemory* memory = nullptr);
   // The same, inflated whole even where it could be streamed.
   static Expected<DocumentText> load_whole(const std::string& path, InflateMemory* memory = nullptr);
@@ -79,7 +79,7 @@ class DocumentText {
 
   DocumentText(char* data, size_t size, size_t capacity, size_t mapped_bytes,
                InflateMemory* lender = nullptr);
-  static Expected<DocumentText> load(const std::string& path, InflateMemory* memory, bool stream);
+  static Expected<DocumentText> load_from(const std::string& path, InflateMemory* memory, bool stream);
   bool fill(size_t end);
   void unmap();
 
