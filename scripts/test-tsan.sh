@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the unit tests that run threads: the trace writer and its chunk sink, the
-# session and its flusher, the in-flight call table, the NCCL recorder and communicator table, the
-# NVTX recorder, CUPTI's buffer delivery, the report's parallel loader, and the programs that
+# session and its flusher, the trace clock refitted under its readers, the in-flight call table,
+# the NCCL recorder and communicator table, the NVTX recorder, CUPTI's buffer delivery, the report's parallel loader, and the programs that
 # preload the library (ThreadSanitizer's runtime is in the instrumented programs, which hand it to
 # the instrumented library). A clang build of only those targets, then each test program under
 # TSAN_OPTIONS=halt_on_error=1 with the false positives of scripts/tsan.supp suppressed (each with
@@ -16,7 +16,8 @@ cuda_root=${CUDAToolkit_ROOT:-/usr/local/cuda}
 # The unit tests, then the tests that preload the (instrumented) libpipescope.so into the rig's
 # instrumented programs: multi-process NCCL jobs with hangs and failures, NVTX and CUPTI injection,
 # crashes and signals.
-programs=(trace_tests inject_core_test inject_nvtx_test inject_cupti_test inject_nccl_test nccl_rig_test
+programs=(trace_tests inject_core_test inject_clock_test inject_nvtx_test inject_cupti_test inject_nccl_test
+          nccl_rig_test
           report_loader_test report_synthetic_test
           inject_nvtx_preload_test inject_cupti_preload_test inject_nccl_preload_test nccl_preload_rig_test
           nccl_report_test nccl_failure_test inject_kill_test)

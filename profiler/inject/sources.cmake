@@ -18,7 +18,8 @@ set(PIPESCOPE_INJECT_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/src/ongoing_calls.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/nvtx_recorder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/process_hooks.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/session.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/src/session.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/trace_clock.cpp)
 set(PIPESCOPE_INJECT_ENTRY_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/src/cupti_injection.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/nccl_interpose.cpp

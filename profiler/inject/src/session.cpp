@@ -28,7 +28,6 @@ namespace pipescope::inject {
 namespace {
 
 using trace::NoticeCode;
-using trace::RecordKind;
 
 std::atomic<uint32_t> g_next_serial{1};
 // String ids are per file: every session and every new file after fork takes a fresh generation,
@@ -96,6 +95,8 @@ Session& Session::instance() noexcept {
   static Session* session = [] {
     const EnvLookup env = [](const char* name) { return static_cast<const char*>(std::getenv(name)); };
     ConfigResult config = read_config(env);
+    // Out of memory before main(): std::terminate is the only answer, as for any static.
+    // NOLINTNEXTLINE(bugprone-unhandled-exception-at-new)
     return new Session(std::move(config.config), detect_launcher(env), std::move(config.warnings), true);
   }();
   return *session;
@@ -116,11 +117,7 @@ Session::Session(InjectConfig config, LauncherInfo launcher, std::vector<std::st
     sampling_message_ = "GPU activity (kernels, copies, memsets) recorded for 1 step in " +
                         std::to_string(config_.kernel_sample_steps) + " (PIPESCOPE_KERNEL_SAMPLE)";
   }
-  if (config_.steps) {
-    capturing_.store(false);
-  } else if (config_.window && config_.window->start_s > 0) {
-    capturing_.store(false);
-  }
+  if (config_.steps || (config_.window && config_.window->start_s > 0)) capturing_.store(false);
   if (config_.window) {
     capture_open_ns_.store(start_ns_ + static_cast<uint64_t>(config_.window->start_s * 1e9));
     if (config_.window->end_s) {
@@ -132,12 +129,6 @@ Session::Session(InjectConfig config, LauncherInfo launcher, std::vector<std::st
 Session::~Session() {
   finish();
   alive_->store(false, std::memory_order_release);
-}
-
-uint64_t Session::now_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 uint32_t Session::thread_id() noexcept {
@@ -452,8 +443,9 @@ void Session::flusher_main() {
   flusher_started_.notify_one();
   uint64_t next_flush = now_ns() + uint64_t{config_.flush_ms} * 1'000'000u;
   while (!flusher_stop_.load(std::memory_order_acquire)) {
+    trace_clock::calibrate();
     const uint64_t now = now_ns();
-    uint64_t wake_at = next_flush;
+    uint64_t wake_at = std::min(next_flush, trace_clock::next_calibration_ns());
     if (config_.window && !window_done_.load(std::memory_order_relaxed)) {
       const uint64_t open_at = start_ns_ + static_cast<uint64_t>(config_.window->start_s * 1e9);
       if (open_at > now) wake_at = std::min(wake_at, open_at);
@@ -640,6 +632,7 @@ void Session::abandon_after_fork() noexcept {
   process_info_ = trace::ProcessInfo{};
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_release);
   t_thread_id = 0;  // the forking thread has a new kernel id in the child
+  trace_clock::reset_after_fork();
   ongoing_calls_.abandon_after_fork();
   const State state = state_.load(std::memory_order_acquire);
   if (state == State::kOpen || state == State::kOpening)

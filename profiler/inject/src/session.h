@@ -23,6 +23,7 @@
 #include "pipescope/trace/process_info.h"
 #include "pipescope/trace/records.h"
 #include "pipescope/trace/trace_writer.h"
+#include "trace_clock.h"
 
 namespace pipescope::inject {
 
@@ -132,8 +133,8 @@ class Session {
   // that `ending_signal` (0: none) ends the process. Async-signal-safe (SIGTERM/SIGINT).
   void flush_from_signal(int timeout_ms, int ending_signal = 0) noexcept;
 
-  // The trace clock: CLOCK_MONOTONIC in ns. CUPTI is set to report on it, too.
-  static uint64_t now_ns() noexcept;
+  // The trace clock (trace_clock.h): CLOCK_MONOTONIC in ns. CUPTI is set to report on it, too.
+  static uint64_t now_ns() noexcept { return trace_clock::now_ns(); }
   // The kernel's id of the calling thread, cached.
   static uint32_t thread_id() noexcept;
 
