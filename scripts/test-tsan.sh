@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the unit tests that run threads: the trace writer and its chunk sink, the
 # session and its flusher, the trace clock refitted under its readers, the in-flight call table,
-# the NCCL recorder and communicator table, the NVTX recorder, CUPTI's buffer delivery, the report's parallel loader, and the programs that
-# preload the library (ThreadSanitizer's runtime is in the instrumented programs, which hand it to
-# the instrumented library). A clang build of only those targets, then each test program under
-# TSAN_OPTIONS=halt_on_error=1 with the false positives of scripts/tsan.supp suppressed (each with
-# its reason); prints the programs that raced. Not part of scripts/test.sh, which CI runs within
+# the NCCL recorder and communicator table, the NVTX recorder, CUPTI's buffer delivery, the
+# report's parallel loader, and the programs that preload the library (ThreadSanitizer's runtime is
+# in the instrumented programs, which hand it to the instrumented library). A clang build of only
+# those targets, then each test program under TSAN_OPTIONS=halt_on_error=1 with the false
+# positives of scripts/tsan.supp suppressed (each with its reason); prints the programs that raced. Not part of scripts/test.sh, which CI runs within
 # its time: run it before changing any of these.
 #   scripts/test-tsan.sh [BUILD_DIR]    (default: build-tsan)
 set -euo pipefail

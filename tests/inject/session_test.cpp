@@ -12,12 +12,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
 
 #include "loaded_trace.h"
+#include "pipescope/trace/trace_summary.h"
 
 namespace pipescope::inject {
 namespace {
@@ -95,6 +98,7 @@ TEST(Session, RecordsOfManyThreadsAllReachTheFile) {
   constexpr int kThreads = 4;
   constexpr int kPerThread = 20'000;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&session, t] {
       for (int i = 0; i < kPerThread; ++i) {
@@ -113,6 +117,25 @@ TEST(Session, RecordsOfManyThreadsAllReachTheFile) {
       load_trace(session.trace_path().empty() ? trace_files_in(dir).at(0) : session.trace_path());
   const auto copies = loaded.all<trace::MemcpyRecord>();
   EXPECT_EQ(copies.size(), size_t{kThreads} * kPerThread);
+}
+
+// The flusher fits the trace clock (trace_clock.h), and every clock anchor pairs the clock as the
+// records read it with CLOCK_MONOTONIC: on the TSC or not, within the anchor's uncertainty and a
+// microsecond.
+TEST(Session, ClockAnchorsPairTheTraceClockWithClockMonotonic) {
+  const std::string dir = make_temp_dir("clock");
+  Session session(config_in(dir), LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // fits at 20 and 220 ms
+  std::printf("the trace clock %s\n", trace_clock::reads_tsc() ? "reads the TSC" : "is clock_gettime here");
+  session.finish();
+  const auto summary = trace::summarize_trace_file(trace_files_in(dir).at(0));
+  ASSERT_TRUE(summary.ok());
+  ASSERT_GE(summary->anchors.size(), 5u);  // one at the start, one per 50 ms flush
+  for (const trace::ClockAnchorPayload& anchor : summary->anchors) {
+    const auto apart = static_cast<int64_t>(anchor.trace_clock_ns - anchor.monotonic_ns);
+    EXPECT_LE(std::abs(apart), static_cast<int64_t>(anchor.uncertainty_ns) + 1'000);
+  }
 }
 
 TEST(Session, NoticesSaidBeforeOpeningAreWrittenWhenItOpens) {

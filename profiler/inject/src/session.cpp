@@ -203,6 +203,7 @@ bool Session::open_trace() noexcept {
       const std::string path = config_.output_dir + "/rank-" + rank + "." + std::to_string(getpid()) + ".pst";
       trace::WriterOptions options;
       options.clock = trace::TraceClock::kMonotonic;
+      options.read_trace_clock_ns = &Session::now_ns;
       options.compress = config_.compress;
       options.thread_buffer_bytes = config_.buffer_bytes;
       options.when_full = trace::FullBufferPolicy::kDrop;

@@ -123,6 +123,7 @@ TraceWriter::~TraceWriter() {
 }
 
 uint64_t TraceWriter::read_trace_clock() const noexcept {
+  if (options_.read_trace_clock_ns != nullptr) return options_.read_trace_clock_ns();
   switch (options_.clock) {
     case TraceClock::kRealtime: return read_posix_clock_ns(CLOCK_REALTIME);
     case TraceClock::kMonotonic: return read_posix_clock_ns(CLOCK_MONOTONIC);

@@ -40,7 +40,9 @@ struct WriterOptions {
   std::string host;  // empty: the machine's host name
   uint32_t pid = 0;  // 0: this process
   TraceClock clock = TraceClock::kMonotonic;
-  // Reads `clock` in ns. May stay null for the POSIX clocks; required for kGpuTimestamp.
+  // Reads `clock` in ns as the records' timestamps do, for the clock anchors. Required for
+  // kGpuTimestamp; null for a POSIX clock: the writer reads it with clock_gettime. (The profiler
+  // sets it: its CLOCK_MONOTONIC is read from the TSC, and the anchors then measure how closely.)
   ClockReader read_trace_clock_ns = nullptr;
   bool compress = false;
   int zstd_level = 1;
