@@ -16,6 +16,10 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
   exit 0
 fi
 
+# Whether the profiler's trace clock reads the TSC here (docs/profiler.md, "The trace clock");
+# gpu_trace_check holds the traces' clock anchors to CLOCK_MONOTONIC either way.
+echo "gpu-smoke: kernel clock source $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)"
+
 # Bundle layout (bin/, lib/, share/) or a build tree.
 pick() { for f in "$@"; do [[ -e "$f" ]] && { echo "$f"; return; }; done; }
 pipescope=$(pick "$root/bin/pipescope" "$root/cli/pipescope")

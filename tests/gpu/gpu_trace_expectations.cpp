@@ -1,5 +1,6 @@
 #include "gpu_trace_expectations.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -7,13 +8,13 @@
 namespace pipescope::inject::testing {
 namespace {
 
-using trace::RecordKind;
-
 struct Totals {
   std::map<std::string, uint64_t> by_kind;
   uint64_t nccl_ops = 0;
   uint64_t nccl_ops_linked = 0;
   std::vector<std::string> notices;
+  uint64_t anchors = 0;
+  uint64_t worst_stray_ns = 0;  // |trace clock - CLOCK_MONOTONIC| beyond the anchor's uncertainty
 };
 
 // NCCL calls reach their GPU work through two ids: the call's external id, which CUPTI's
@@ -43,6 +44,14 @@ void count_trace(const LoadedTrace& t, Totals& totals) {
       ++totals.nccl_ops_linked;
     }
   }
+  for (const trace::ClockAnchorPayload& anchor : t.anchors) {
+    ++totals.anchors;
+    const uint64_t apart = anchor.trace_clock_ns > anchor.monotonic_ns
+                               ? anchor.trace_clock_ns - anchor.monotonic_ns
+                               : anchor.monotonic_ns - anchor.trace_clock_ns;
+    if (apart > anchor.uncertainty_ns)
+      totals.worst_stray_ns = std::max(totals.worst_stray_ns, apart - anchor.uncertainty_ns);
+  }
   for (const auto& n : t.all<trace::NoticeRecord>()) {
     totals.notices.push_back(t.path + ": notice " + std::to_string(n.code) + " count " +
                              std::to_string(n.count) +
@@ -67,15 +76,22 @@ Expected<GpuTraceVerdict> check_gpu_traces(const std::vector<LoadedTrace>& trace
     verdict.report += kind + ": " + std::to_string(count) + "\n";
   verdict.report += "nccl calls linked to their GPU work: " + std::to_string(totals.nccl_ops_linked) +
                     " of " + std::to_string(totals.nccl_ops) + "\n";
+  verdict.report += "clock anchors: " + std::to_string(totals.anchors) + ", the trace clock at most " +
+                    std::to_string(totals.worst_stray_ns) +
+                    " ns from CLOCK_MONOTONIC beyond their uncertainty\n";
   for (const std::string& notice : totals.notices) verdict.report += notice + "\n";
-  if (traces.empty()) verdict.failures.push_back("no trace files");
+  if (traces.empty()) verdict.failures.emplace_back("no trace files");
+  if (totals.worst_stray_ns > kMaxClockStrayNs) {
+    verdict.failures.push_back("the trace clock strays " + std::to_string(totals.worst_stray_ns) +
+                               " ns from CLOCK_MONOTONIC at an anchor");
+  }
   for (const std::string& item : expected) {
     if (item == "nccl-linked") {
       if (totals.nccl_ops == 0 || totals.nccl_ops_linked != totals.nccl_ops) {
-        verdict.failures.push_back("not every NCCL call is linked to its GPU work");
+        verdict.failures.emplace_back("not every NCCL call is linked to its GPU work");
       }
     } else if (item == "nccl-linked-any") {
-      if (totals.nccl_ops_linked == 0) verdict.failures.push_back("no NCCL call is linked to GPU work");
+      if (totals.nccl_ops_linked == 0) verdict.failures.emplace_back("no NCCL call is linked to GPU work");
     } else if (totals.by_kind[item] == 0) {
       verdict.failures.push_back("no " + item + " records");
     }

@@ -67,5 +67,20 @@ TEST(GpuTraceExpectations, MissingKindsAndNoTracesFail) {
   EXPECT_FALSE(check_gpu_traces({}, {"cpu"}).ok());
 }
 
+TEST(GpuTraceExpectations, AnAnchorWhoseTraceClockStraysFromClockMonotonicFails) {
+  LoadedTrace close = trace_with_linked_nccl_call(true);
+  close.anchors.push_back({1'000'000'500, 1'700'000'000'000'000'000, 1'000'000'000, 600});
+  auto verdict = check_gpu_traces({close}, {"kernel"});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_TRUE(verdict->failures.empty()) << verdict->report;
+
+  LoadedTrace stray = trace_with_linked_nccl_call(true);
+  stray.anchors.push_back({999'997'000, 1'700'000'000'000'000'000, 1'000'000'000, 600});
+  auto failed = check_gpu_traces({stray}, {"kernel"});
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->failures,
+            std::vector<std::string>{"the trace clock strays 2400 ns from CLOCK_MONOTONIC at an anchor"});
+}
+
 }  // namespace
 }  // namespace pipescope::inject::testing

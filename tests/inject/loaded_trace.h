@@ -20,7 +20,8 @@ struct LoadedTrace {
   trace::ProcessInfo process;
   trace::StringTable strings;
   std::vector<std::vector<std::byte>> records;  // each whole record, in file order
-  bool ended_cleanly = false;                   // an end chunk was read
+  std::vector<trace::ClockAnchorPayload> anchors;
+  bool ended_cleanly = false;  // an end chunk was read
   trace::StopReason stop_reason = trace::StopReason::kEndOfData;
 
   // Every record of R's kind, decoded, in file order.

@@ -48,6 +48,14 @@ Expected<LoadedTrace> read_trace(const std::string& path) {
         if (info.ok()) loaded.process = *info;
         break;
       }
+      case trace::ChunkType::kClockAnchor: {
+        trace::ClockAnchorPayload anchor{};
+        if (chunk.payload.size() >= sizeof(anchor)) {
+          std::memcpy(&anchor, chunk.payload.data(), sizeof(anchor));
+          loaded.anchors.push_back(anchor);
+        }
+        break;
+      }
       case trace::ChunkType::kEnd: loaded.ended_cleanly = true; break;
       default: break;
     }
