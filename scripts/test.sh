@@ -44,9 +44,11 @@ fi
 
 # The sanitizer build: clang so that libFuzzer is available; no benchmarks (timing under a
 # sanitizer means nothing). Crash-status tests inside it tell the sanitizer to leave those
-# signals alone.
+# signals alone. Line tables only, not full debug information: the sanitizers' reports still name
+# file and line, and the build takes a sixth less time.
 CC=clang-14 CXX=clang++-14 "$repo/scripts/bootstrap.sh" "$repo/build-sanitize" \
-  -DCMAKE_BUILD_TYPE=Debug -DPIPESCOPE_WERROR=ON -DPIPESCOPE_BUILD_BENCHES=OFF \
+  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-gline-tables-only" \
+  -DPIPESCOPE_WERROR=ON -DPIPESCOPE_BUILD_BENCHES=OFF \
   -DPIPESCOPE_SANITIZE=address,undefined -DPIPESCOPE_FUZZ=ON
 for target in trace_reader_fuzz json_inputs_fuzz plan_json_fuzz kineto_import_fuzz; do
   if [[ ! -x $repo/build-sanitize/tests/fuzz/$target ]]; then
