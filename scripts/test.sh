@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: the main build (g++); the preload library and the command built for
 # glibc 2.28, under the main build's preload and command-line tests; the pip wheel built from the
-# main build; the planner-only pipescope built with the CUDA toolkit and NCCL hidden; and a second
-# build under AddressSanitizer and UndefinedBehaviorSanitizer with clang, which also builds the
-# libFuzzer targets and runs them over their seed corpus and for a short fuzzing session. Ends
-# with CTest's summary line.
+# main build; the planner-only pipescope built with the CUDA toolkit and NCCL hidden; the tests
+# that run threads and the preloaded programs under ThreadSanitizer; and a build under
+# AddressSanitizer and UndefinedBehaviorSanitizer with clang, which also builds the libFuzzer
+# targets and runs them over their seed corpus and for a short fuzzing session. Ends with CTest's
+# summary line.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -41,6 +42,11 @@ fi
 # The planner-only build, as on a machine without CUDA or NCCL: it builds, plans, reports and
 # refuses what needs the profiler (about 2 minutes on 2 cores).
 "$repo/scripts/test-planner-only.sh" "$repo/build-planner-only"
+
+# ThreadSanitizer: a clang build of the programs whose tests run threads (the trace writer, the
+# session, its flusher and clock, the NCCL, NVTX and CUPTI recorders, the report's parallel loader)
+# and of the rig's preloaded programs, each run clean (about 2.5 minutes on 2 cores).
+"$repo/scripts/test-tsan.sh" "$repo/build-tsan"
 
 # The sanitizer build: clang so that libFuzzer is available; no benchmarks (timing under a
 # sanitizer means nothing). Crash-status tests inside it tell the sanitizer to leave those
