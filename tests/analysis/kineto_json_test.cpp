@@ -303,20 +303,34 @@ Recorded read_all(DocumentText& text, const std::string& origin, size_t window_b
   return recorded;
 }
 
+// many_events(`events`) gzip'ed into `dir`, and what a read of its whole text hands on.
+struct GzipDocument {
+  std::string text;
+  std::string path;
+  Recorded whole;
+};
+GzipDocument gzip_many_events(trace::test::ScratchDir& dir, size_t events) {
+  GzipDocument document{many_events(events), dir.file("many.json.gz"), {}};
+  write_gzip(document.path, document.text);
+  DocumentText copy = DocumentText::copy_of(document.text);
+  Status status;
+  document.whole = read_all(copy, document.path, 1 << 20, status);
+  EXPECT_TRUE(status.ok()) << status.error().message;
+  return document;
+}
+
 // A gzip'ed document is inflated as it is read where the build has ISA-L: whatever the window,
 // it hands on what the whole document does, and all but the first few windows' worth of it is
 // inflated into pages moved up from behind the reader.
 TEST(KinetoJson, AStreamedDocumentReadsAsTheWholeOne) {
   trace::test::ScratchDir dir;
-  const std::string text = many_events(5000);
+  const GzipDocument document = gzip_many_events(dir, 5000);
+  const std::string& text = document.text;
+  const std::string& path = document.path;
+  const Recorded& whole = document.whole;
   ASSERT_GT(text.size(), size_t{6} << 20);
-  const std::string path = dir.file("many.json.gz");
-  write_gzip(path, text);
-  DocumentText copy = DocumentText::copy_of(text);
-  Status status;
-  const Recorded whole = read_all(copy, path, 1 << 20, status);
-  ASSERT_TRUE(status.ok()) << status.error().message;
   ASSERT_EQ(whole.events.size(), 5000u * 7);
+  Status status;
   for (const size_t window : {size_t{700}, size_t{65'537}, size_t{1} << 20, size_t{4} << 20}) {
     auto streamed = DocumentText::load(path);
     ASSERT_TRUE(streamed.ok()) << streamed.error().message;
@@ -426,13 +440,9 @@ TEST(KinetoJson, AStreamWhoseMovesFailGivesPagesBackAndReadsTheSame) {
   GTEST_SKIP() << "this build inflates gzip'ed documents whole (no ISA-L): nothing is moved";
 #else
   trace::test::ScratchDir dir;
-  const std::string text = many_events(5000);
-  const std::string path = dir.file("many.json.gz");
-  write_gzip(path, text);
-  DocumentText copy = DocumentText::copy_of(text);
-  Status status;
-  const Recorded whole = read_all(copy, path, 1 << 20, status);
-  ASSERT_TRUE(status.ok()) << status.error().message;
+  const GzipDocument document = gzip_many_events(dir, 5000);
+  const std::string& path = document.path;
+  const Recorded& whole = document.whole;
   // In a child, whose system calls the test may filter: exit 0 when the read matched and moved
   // nothing, 2 when the filter could not be set, 1 otherwise.
   const pid_t child = fork();
