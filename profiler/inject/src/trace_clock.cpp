@@ -33,9 +33,9 @@ int g_fits = -1;  // -1: no anchor yet
 
 #if defined(__x86_64__)
 uint64_t ordered_ticks() noexcept {
-  _mm_lfence();
-  const uint64_t ticks = __rdtsc();
-  _mm_lfence();
+  __builtin_ia32_lfence();
+  const uint64_t ticks = __builtin_ia32_rdtsc();
+  __builtin_ia32_lfence();
   return ticks;
 }
 
@@ -177,7 +177,7 @@ uint64_t next_calibration_ns() noexcept {
 bool reads_tsc() noexcept {
 #if defined(__x86_64__)
   const Line line = published();
-  return line.slope_q32 != 0 && __rdtsc() < line.until_ticks;
+  return line.slope_q32 != 0 && __builtin_ia32_rdtsc() < line.until_ticks;
 #else
   return false;
 #endif

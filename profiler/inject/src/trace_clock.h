@@ -17,10 +17,6 @@
 #include <atomic>
 #include <cstdint>
 
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
-
 namespace pipescope::inject::trace_clock {
 
 // ns = base_ns + ((ticks - base_ticks) * slope_q32) >> 32, valid for ticks before until_ticks.
@@ -88,7 +84,7 @@ inline uint64_t now_ns() noexcept {
     std::atomic_thread_fence(std::memory_order_acquire);
     if ((sequence & 1u) != 0 || g_line.sequence.load(std::memory_order_relaxed) != sequence) continue;
     if (line.slope_q32 == 0) break;
-    const uint64_t ticks = __rdtsc();
+    const uint64_t ticks = __builtin_ia32_rdtsc();  // the builtin: no intrinsics header in every user
     if (ticks >= line.until_ticks) break;
     return line.at(ticks);
   }
