@@ -70,8 +70,9 @@ TEST(InjectConfig, EveryInvalidValueWarnsOnceAndKeepsTheDefault) {
                                {"PIPESCOPE_WINDOW", "9:3"},
                                {"PIPESCOPE_STEPS", "5"},
                                {"PIPESCOPE_NVTX_STEP", "(unclosed"},
-                               {"PIPESCOPE_COMPRESS", "yes"}});
-  ASSERT_EQ(r.warnings.size(), 7u);
+                               {"PIPESCOPE_COMPRESS", "yes"},
+                               {"PIPESCOPE_TSC", "off"}});
+  ASSERT_EQ(r.warnings.size(), 8u);
   EXPECT_NE(r.warnings[0].find("PIPESCOPE_KINDS='kernel,bogus'"), std::string::npos);
   EXPECT_NE(r.warnings[0].find("unknown kind 'bogus'"), std::string::npos);
   EXPECT_EQ(r.config.kinds, trace::default_capture_kinds());
@@ -81,6 +82,16 @@ TEST(InjectConfig, EveryInvalidValueWarnsOnceAndKeepsTheDefault) {
   EXPECT_FALSE(r.config.steps.has_value());
   EXPECT_EQ(r.config.nvtx_step_regex, "step|iteration|train_step");
   EXPECT_TRUE(r.config.compress);
+  EXPECT_TRUE(r.config.read_tsc);
+  EXPECT_NE(r.warnings[7].find("PIPESCOPE_TSC='off' is not 0 or 1; using 1"), std::string::npos)
+      << r.warnings[7];
+}
+
+TEST(InjectConfig, TheTraceClockMayBeKeptOffTheTsc) {
+  EXPECT_TRUE(read({}).config.read_tsc);
+  const ConfigResult off = read({{"PIPESCOPE_TSC", "0"}});
+  EXPECT_TRUE(off.warnings.empty());
+  EXPECT_FALSE(off.config.read_tsc);
 }
 
 TEST(InjectConfig, DeclaredPipelineStage) {

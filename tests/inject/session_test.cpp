@@ -138,6 +138,19 @@ TEST(Session, ClockAnchorsPairTheTraceClockWithClockMonotonic) {
   }
 }
 
+// PIPESCOPE_TSC=0: the process's trace clock stays on clock_gettime, whatever the flusher sees.
+TEST(Session, WithTheTscTurnedOffTheClockIsClockGettimes) {
+  const std::string dir = make_temp_dir("no-tsc");
+  InjectConfig config = config_in(dir);
+  config.read_tsc = false;
+  Session session(config, LauncherInfo{});
+  ASSERT_NE(session.thread_buffer(Activation::kNvtx), nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past the fits at 20 and 220 ms
+  EXPECT_FALSE(trace_clock::reads_tsc());
+  EXPECT_EQ(trace_clock::next_calibration_ns(), UINT64_MAX);
+  session.finish();
+}
+
 TEST(Session, NoticesSaidBeforeOpeningAreWrittenWhenItOpens) {
   const std::string dir = make_temp_dir("pending");
   Session session(config_in(dir), LauncherInfo{});

@@ -176,28 +176,15 @@ ConfigResult read_config(const EnvLookup& env) {
     }
   }
   if (c.window && c.steps) {
-    result.warnings.push_back("PIPESCOPE_WINDOW and PIPESCOPE_STEPS are both set; using PIPESCOPE_STEPS");
+    result.warnings.emplace_back("PIPESCOPE_WINDOW and PIPESCOPE_STEPS are both set; using PIPESCOPE_STEPS");
     c.window.reset();
   }
   if (auto n = r.whole("PIPESCOPE_KERNEL_SAMPLE", 1, kMaxKernelSampleSteps, "1 (every step)"))
     c.kernel_sample_steps = static_cast<uint32_t>(*n);
   read_cupti_tuning(r, c.cupti);
-  if (const char* v = r.get("PIPESCOPE_COMPRESS")) {
-    const std::string_view s(v);
-    if (s == "0" || s == "1") {
-      c.compress = s == "1";
-    } else {
-      r.reject("PIPESCOPE_COMPRESS", v, "0 or 1", "1");
-    }
-  }
-  if (const char* v = r.get("PIPESCOPE_DISABLE")) {
-    const std::string_view s(v);
-    if (s == "0" || s == "1") {
-      c.disabled = s == "1";
-    } else {
-      r.reject("PIPESCOPE_DISABLE", v, "0 or 1", "0");
-    }
-  }
+  if (auto on = r.flag("PIPESCOPE_COMPRESS", "1")) c.compress = *on;
+  if (auto on = r.flag("PIPESCOPE_TSC", "1")) c.read_tsc = *on;
+  if (auto on = r.flag("PIPESCOPE_DISABLE", "0")) c.disabled = *on;
   return result;
 }
 

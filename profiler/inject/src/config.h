@@ -55,6 +55,7 @@ struct InjectConfig {
   uint32_t kernel_sample_steps = 1;
   CuptiTuning cupti;
   bool compress = true;   // PIPESCOPE_COMPRESS (0/1)
+  bool read_tsc = true;   // PIPESCOPE_TSC=0: the trace clock is clock_gettime's, never the TSC's
   bool disabled = false;  // PIPESCOPE_DISABLE=1: load, record nothing
 };
 

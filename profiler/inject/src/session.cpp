@@ -113,6 +113,7 @@ Session::Session(InjectConfig config, LauncherInfo launcher, std::vector<std::st
       generation_(g_next_generation.fetch_add(1)),
       alive_(std::make_shared<std::atomic<bool>>(true)) {
   if (config_.disabled) state_.store(State::kOff);
+  if (!config_.read_tsc) trace_clock::disable_tsc();  // for the whole process, as the variable is
   if (config_.kernel_sample_steps > 1) {
     sampling_message_ = "GPU activity (kernels, copies, memsets) recorded for 1 step in " +
                         std::to_string(config_.kernel_sample_steps) + " (PIPESCOPE_KERNEL_SAMPLE)";
