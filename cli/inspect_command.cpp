@@ -60,6 +60,13 @@ nlohmann::json optional_json(const std::optional<int32_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// How far a CLOCK_MONOTONIC trace clock strayed from the kernel's at the anchors (the profiler
+// may read it from the TSC); null for another clock or a file without anchors.
+nlohmann::json monotonic_stray(const TraceSummary& s) {
+  if (s.header.trace_clock != trace::TraceClock::kMonotonic || s.anchors.empty()) return nullptr;
+  return trace::anchor_stray_ns(s.anchors);
+}
+
 nlohmann::json to_json(const std::string& path, const TraceSummary& s) {
   nlohmann::json records = nlohmann::json::object();
   for (const trace::RecordSchema& schema : trace::record_schemas()) {
@@ -78,6 +85,7 @@ nlohmann::json to_json(const std::string& path, const TraceSummary& s) {
       {"records_total", s.records},
       {"strings", s.strings.size()},
       {"clock_anchors", s.anchors.size()},
+      {"trace_clock_stray_ns", monotonic_stray(s)},
       {"closed_cleanly", s.end.has_value()},
       {"records_dropped", s.end ? s.end->records_dropped : s.dropped_notices},
       {"recovery",
@@ -140,7 +148,10 @@ void print_text(const std::string& path, const TraceSummary& s) {
     sep = ", ";
   }
   std::cout << (std::string(sep) == ", " ? ")" : "") << '\n';
-  std::cout << "  strings: " << s.strings.size() << ", clock anchors: " << s.anchors.size() << '\n';
+  std::cout << "  strings: " << s.strings.size() << ", clock anchors: " << s.anchors.size();
+  if (const nlohmann::json stray = monotonic_stray(s); !stray.is_null())
+    std::cout << " (the trace clock within " << stray.get<uint64_t>() << " ns of CLOCK_MONOTONIC at them)";
+  std::cout << '\n';
   if (s.end) {
     std::cout << "  closed cleanly: " << s.end->records_written << " records written, "
               << s.end->records_dropped << " dropped\n";

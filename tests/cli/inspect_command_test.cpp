@@ -2,6 +2,7 @@
 // file, a file cut short by a killed process, and input that is not a trace at all.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <filesystem>
 #include <fstream>
@@ -28,7 +29,7 @@ class InspectCommand : public ::testing::Test {
 
   // A rank-2 trace with 3 kernels and 2 NCCL ops, closed cleanly.
   std::string write_trace(const std::string& name) {
-    const std::string path = dir_ / name;
+    std::string path = dir_ / name;
     WriterOptions options;
     options.host = "node07";
     options.pid = 31337;
@@ -82,6 +83,46 @@ TEST_F(InspectCommand, JsonCarriesSchemaVersionAndCounts) {
   EXPECT_EQ(t["recovery"]["valid_bytes"], t["recovery"]["total_bytes"]);
 }
 
+// CLOCK_MONOTONIC read 5 us late: a trace clock that strays, as a badly fitted TSC line would.
+uint64_t monotonic_five_us_late() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec) - 5'000;
+}
+
+// The anchors say how closely a CLOCK_MONOTONIC trace clock followed the kernel's; for another
+// clock they cannot, and nothing is said.
+TEST_F(InspectCommand, AnchorsSayHowCloseTheTraceClockStayedToClockMonotonic) {
+  const std::string exact = write_trace("rank-2.31337.pst");
+  const CommandResult r = run_pipescope({"inspect", exact});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(the trace clock within 0 ns of CLOCK_MONOTONIC at them)"), std::string::npos)
+      << r.out;
+
+  for (const TraceClock clock : {TraceClock::kMonotonic, TraceClock::kRealtime}) {
+    const std::string path = dir_ / ("clock-" + std::to_string(static_cast<int>(clock)) + ".pst");
+    WriterOptions options;
+    options.clock = clock;
+    options.read_trace_clock_ns = clock == TraceClock::kMonotonic ? &monotonic_five_us_late : nullptr;
+    auto writer = TraceWriter::create(path, options);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE((*writer)->close().ok());
+    const CommandResult json = run_pipescope({"inspect", "--json", path});
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto stray = nlohmann::json::parse(json.out)["traces"][0]["trace_clock_stray_ns"];
+    const CommandResult text = run_pipescope({"inspect", path});
+    if (clock == TraceClock::kMonotonic) {
+      ASSERT_TRUE(stray.is_number()) << json.out;
+      EXPECT_GT(stray.get<uint64_t>(), 3'000u);  // 5 us less the anchors' uncertainty
+      EXPECT_LE(stray.get<uint64_t>(), 5'000u);
+      EXPECT_NE(text.out.find("ns of CLOCK_MONOTONIC at them"), std::string::npos) << text.out;
+    } else {
+      EXPECT_TRUE(stray.is_null()) << json.out;
+      EXPECT_EQ(text.out.find("CLOCK_MONOTONIC"), std::string::npos) << text.out;
+    }
+  }
+}
+
 TEST_F(InspectCommand, TruncatedTraceReportsWhatWasRecovered) {
   const std::string path = write_trace("rank-2.31337.pst");
   fs::resize_file(path, fs::file_size(path) - 5);  // cuts into the end chunk
@@ -115,7 +156,8 @@ TEST_F(InspectCommand, ForeignFileIsOneLineAndExitTwoButOthersStillShown) {
 
 TEST_F(InspectCommand, EmptyFileAndMissingFileAndEmptyDirAreClearErrors) {
   const std::string empty = dir_ / "rank-x.5.pst";
-  std::ofstream{empty};
+  std::ofstream created(empty);
+  created.close();
   CommandResult r = run_pipescope({"inspect", empty});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("empty file"), std::string::npos) << r.err;

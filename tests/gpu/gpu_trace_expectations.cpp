@@ -44,14 +44,8 @@ void count_trace(const LoadedTrace& t, Totals& totals) {
       ++totals.nccl_ops_linked;
     }
   }
-  for (const trace::ClockAnchorPayload& anchor : t.anchors) {
-    ++totals.anchors;
-    const uint64_t apart = anchor.trace_clock_ns > anchor.monotonic_ns
-                               ? anchor.trace_clock_ns - anchor.monotonic_ns
-                               : anchor.monotonic_ns - anchor.trace_clock_ns;
-    if (apart > anchor.uncertainty_ns)
-      totals.worst_stray_ns = std::max(totals.worst_stray_ns, apart - anchor.uncertainty_ns);
-  }
+  totals.anchors += t.anchors.size();
+  totals.worst_stray_ns = std::max(totals.worst_stray_ns, trace::anchor_stray_ns(t.anchors));
   for (const auto& n : t.all<trace::NoticeRecord>()) {
     totals.notices.push_back(t.path + ": notice " + std::to_string(n.code) + " count " +
                              std::to_string(n.count) +

@@ -1,5 +1,7 @@
 #include "pipescope/trace/trace_summary.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "pipescope/trace/trace_file.h"
@@ -15,6 +17,17 @@ void read_strings_chunk(std::span<const std::byte> payload, StringTable& table) 
     table.add(std::string(reinterpret_cast<const char*>(payload.data() + at), e.length_bytes));
     at += e.length_bytes;
   }
+}
+
+uint64_t anchor_stray_ns(std::span<const ClockAnchorPayload> anchors) {
+  uint64_t worst = 0;
+  for (const ClockAnchorPayload& anchor : anchors) {
+    const uint64_t apart = anchor.trace_clock_ns > anchor.monotonic_ns
+                               ? anchor.trace_clock_ns - anchor.monotonic_ns
+                               : anchor.monotonic_ns - anchor.trace_clock_ns;
+    if (apart > anchor.uncertainty_ns) worst = std::max(worst, apart - anchor.uncertainty_ns);
+  }
+  return worst;
 }
 
 Expected<TraceSummary> summarize_trace(std::span<const std::byte> data) {

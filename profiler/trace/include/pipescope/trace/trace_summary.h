@@ -55,6 +55,11 @@ struct TraceSummary {
   std::string process_info_error;  // set when a process-info chunk could not be decoded
 };
 
+// How far the trace clock strayed from CLOCK_MONOTONIC at `anchors`, beyond each anchor's own
+// uncertainty (0: within it everywhere). Meaningful where the trace clock is CLOCK_MONOTONIC,
+// which the profiler may read from the TSC (docs/trace-format.md, section 11).
+uint64_t anchor_stray_ns(std::span<const ClockAnchorPayload> anchors);
+
 // Fails only when the data is not a readable trace at all (see TraceDecoder::open);
 // a truncated or damaged tail is reported in the summary.
 Expected<TraceSummary> summarize_trace(std::span<const std::byte> data);
