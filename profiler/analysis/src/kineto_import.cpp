@@ -9,7 +9,6 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
-#include <variant>
 #include <vector>
 
 #include "kineto_collectives.h"
@@ -17,6 +16,7 @@
 #include "kineto_text.h"
 #include "pipescope/analysis/kernel_category.h"
 #include "pipescope/trace/trace_writer.h"
+#include "record_spool.h"
 
 namespace pipescope::analysis {
 namespace {
@@ -127,11 +127,22 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
+// What a worker keeps from one document to its next: the pages its gzip'ed documents inflate
+// into, and those of the records a conversion holds until the end.
+struct ConvertMemory {
+  kineto::InflateMemory inflate;
+  RecordSpool api_calls, gpu_records;
+};
+
 // Turns the reader's events into a pipescope trace: GPU activity and memory as they come; NCCL
 // calls, the events around them and annotations once all are read (they need sorting).
 class Converter final : public kineto::DocumentHandler {
  public:
-  Converter(const std::string& origin, const std::string& pst_path) : origin_(origin), pst_path_(pst_path) {}
+  Converter(const std::string& origin, const std::string& pst_path, ConvertMemory& memory)
+      : origin_(origin), pst_path_(pst_path), api_calls_(memory.api_calls), gpu_records_(memory.gpu_records) {
+    api_calls_.clear();
+    gpu_records_.clear();
+  }
 
   Status on_distributed_info(const kineto::DistributedInfo& dist) override {
     if (!dist.rank) {
@@ -182,17 +193,17 @@ class Converter final : public kineto::DocumentHandler {
       k.block_z = static_cast<uint16_t>(args.block[2]);
       k.registers_per_thread = static_cast<uint16_t>(as_u32(args.registers_per_thread));
       k.dynamic_shared_bytes = as_u32(args.shared_memory);
-      gpu_records_.emplace_back(k);
+      gpu_records_.append(k);
       if (is_nccl_kernel(e.name)) nccl_kernel_correlations_.insert(k.correlation_id);
     } else if (e.cat == "gpu_memcpy") {
       auto m = gpu_activity<trace::MemcpyRecord>(e);
       m.copy_kind = static_cast<uint8_t>(copy_kind_of(e.name));
       m.peer_device = trace::kUnknownDevice;
-      gpu_records_.emplace_back(m);
+      gpu_records_.append(m);
     } else if (e.cat == "gpu_memset") {
       auto m = gpu_activity<trace::MemsetRecord>(e);
       m.memory_kind = static_cast<uint8_t>(trace::MemoryKind::kDevice);
-      gpu_records_.emplace_back(m);
+      gpu_records_.append(m);
     } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
       if (e.name.find("Launch") != std::string_view::npos)
         launches_.push_back(Launch{ts, e.tid, args.correlation});
@@ -207,7 +218,7 @@ class Converter final : public kineto::DocumentHandler {
         api.name_id = name_id(e.name);
         api.domain = static_cast<uint8_t>(e.cat == "cuda_runtime" ? trace::ApiDomain::kRuntime
                                                                   : trace::ApiDomain::kDriver);
-        api_calls_.push_back(api);
+        api_calls_.append(api);
       }
     } else if (e.cat == "user_annotation") {
       if (e.name.starts_with("nccl:")) {
@@ -242,7 +253,7 @@ class Converter final : public kineto::DocumentHandler {
                                                    : trace::MemoryOperation::kRelease);
       m.memory_kind = static_cast<uint8_t>(trace::MemoryKind::kDevice);
       m.flags = trace::kMemoryFlagFromPool;
-      gpu_records_.emplace_back(m);
+      gpu_records_.append(m);
     }
   }
 
@@ -265,8 +276,9 @@ class Converter final : public kineto::DocumentHandler {
     write_ranges();
     // GPU activity and memory after the step ranges, as a profiler's trace has them: the report
     // learns where each step starts before it sweeps the GPU work past it.
-    for (const trace::ApiRecord& api : api_calls_) out_->append(api);
-    for (const GpuRecord& r : gpu_records_) std::visit([&](const auto& record) { out_->append(record); }, r);
+    auto write = [this](const void* record, size_t size) { out_->append_bytes(record, size); };
+    api_calls_.for_each(write);
+    gpu_records_.for_each(write);
     return writer_->close();
   }
 
@@ -393,10 +405,8 @@ class Converter final : public kineto::DocumentHandler {
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> names_;
   uint64_t timed_events_ = 0;
 
-  using GpuRecord =
-      std::variant<trace::KernelRecord, trace::MemcpyRecord, trace::MemsetRecord, trace::MemoryRecord>;
-  std::vector<GpuRecord> gpu_records_;       // written last (finish)
-  std::vector<trace::ApiRecord> api_calls_;  // written just before them
+  RecordSpool& api_calls_;    // written before the GPU records
+  RecordSpool& gpu_records_;  // and those last (finish)
   std::unordered_set<uint32_t> nccl_kernel_correlations_;
   std::vector<Launch> launches_;
   std::vector<NcclCall> calls_;         // nccl:<op> annotations
@@ -406,27 +416,27 @@ class Converter final : public kineto::DocumentHandler {
   std::vector<Range> ranges_;
 };
 
-Status convert(kineto::DocumentText& text, const std::string& origin, const std::string& pst_path) {
-  Converter converter(origin, pst_path);
+Status convert(kineto::DocumentText& text, const std::string& origin, const std::string& pst_path,
+               ConvertMemory& memory) {
+  Converter converter(origin, pst_path, memory);
   if (Status s = kineto::read_document(text, origin, converter); !s) return s;
   return converter.finish();
 }
 
-Status convert_file(const std::string& json_path, const std::string& pst_path,
-                    kineto::InflateMemory* memory) {
+Status convert_file(const std::string& json_path, const std::string& pst_path, ConvertMemory& memory) {
   {
-    auto text = kineto::DocumentText::load(json_path, memory);
+    auto text = kineto::DocumentText::load(json_path, &memory.inflate);
     if (!text) return text.error();
-    Status s = convert(*text, json_path, pst_path);
+    Status s = convert(*text, json_path, pst_path, memory);
     if (!text->stream_gave_up()) return s;
   }
   // Several gzip members, or a trailer that does not state the size (a file cut short, too):
   // inflated whole, converted again.
   std::error_code ignored;
   std::filesystem::remove(pst_path, ignored);
-  auto whole = kineto::DocumentText::load_whole(json_path, memory);
+  auto whole = kineto::DocumentText::load_whole(json_path, &memory.inflate);
   if (!whole) return whole.error();
-  return convert(*whole, json_path, pst_path);
+  return convert(*whole, json_path, pst_path, memory);
 }
 
 }  // namespace
@@ -446,7 +456,8 @@ bool looks_like_kineto_trace(const std::string& path) {
 }
 
 Status convert_kineto_trace(const std::string& json_path, const std::string& pst_path) {
-  return convert_file(json_path, pst_path, nullptr);
+  ConvertMemory memory;
+  return convert_file(json_path, pst_path, memory);
 }
 
 Status convert_kineto_traces(const std::vector<std::string>& json_paths,
@@ -454,9 +465,9 @@ Status convert_kineto_traces(const std::vector<std::string>& json_paths,
   std::vector<Status> results(json_paths.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    kineto::InflateMemory memory;  // a worker's gzip'ed documents, one after another
+    ConvertMemory memory;  // a worker's documents, one after another
     for (size_t i = next++; i < json_paths.size(); i = next++)
-      results[i] = convert_file(json_paths[i], pst_paths[i], &memory);
+      results[i] = convert_file(json_paths[i], pst_paths[i], memory);
   };
   const size_t workers =
       std::min<size_t>(json_paths.size(), std::max(1u, std::thread::hardware_concurrency()));
@@ -471,7 +482,8 @@ Status convert_kineto_traces(const std::vector<std::string>& json_paths,
 
 Status convert_kineto_text(std::string_view text, const std::string& json_path, const std::string& pst_path) {
   kineto::DocumentText document = kineto::DocumentText::copy_of(text);
-  return convert(document, json_path, pst_path);
+  ConvertMemory memory;
+  return convert(document, json_path, pst_path, memory);
 }
 
 }  // namespace pipescope::analysis
