@@ -283,6 +283,48 @@ TEST(TraceClockProcess, AForkedChildKeepsTheLineAndFitsItsOwn) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// Publishes `line` as calibrate() would (the test's process is the only writer).
+void publish_for_test(const tc::Line& line) {
+  const uint32_t sequence = tc::g_line.sequence.load(std::memory_order_relaxed);
+  tc::g_line.sequence.store(sequence + 1, std::memory_order_relaxed);
+  tc::g_line.base_ticks.store(line.base_ticks, std::memory_order_relaxed);
+  tc::g_line.base_ns.store(line.base_ns, std::memory_order_relaxed);
+  tc::g_line.slope_q32.store(line.slope_q32, std::memory_order_relaxed);
+  tc::g_line.until_ticks.store(line.until_ticks, std::memory_order_relaxed);
+  tc::g_line.sequence.store(sequence + 2, std::memory_order_release);
+}
+
+#if defined(__x86_64__)
+TEST(TraceClockProcess, AStaleLineIsLeftForClockGettime) {
+  // In a child, so that this process's own line stays as it was fitted.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A line an hour ahead of CLOCK_MONOTONIC (one ns a tick): unmistakable where it is read.
+    constexpr uint64_t kHour = 3600 * kSecond;
+    tc::Line line;
+    line.base_ticks = __builtin_ia32_rdtsc();
+    line.base_ns = tc::monotonic_ns() + kHour;
+    line.slope_q32 = uint64_t{1} << 32;
+    line.until_ticks = line.base_ticks + 1000 * kSecond;
+    publish_for_test(line);
+    const bool read_while_fresh = tc::reads_tsc() && tc::now_ns() > tc::monotonic_ns() + kHour / 2;
+    line.until_ticks = __builtin_ia32_rdtsc() - 1;  // stale from now on
+    publish_for_test(line);
+    const uint64_t before = tc::monotonic_ns();
+    const uint64_t ours = tc::now_ns();
+    const uint64_t after = tc::monotonic_ns();
+    const bool stale_left = !tc::reads_tsc() && ours >= before && ours <= after;
+    _exit((read_while_fresh ? 0 : 1) | (stale_left ? 0 : 2));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status) & 1, 0) << "a fresh line was not read";
+  EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "a stale line was read instead of clock_gettime";
+}
+#endif
+
 TEST(TraceClockProcess, DisabledItReadsClockGettimeForGood) {
   SKIP_WITHOUT_TSC_CLOCK();
   tc::disable_tsc();
