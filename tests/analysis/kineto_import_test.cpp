@@ -306,6 +306,13 @@ TEST(KinetoImport, RefusesWhatIsNotADistributedProfilerTrace) {
       {R"({"traceEvents": [], "distributedInfo": {"rank": 5, "world_size": 4}})", "does not fit"},
       {R"({"traceEvents": [1, "x", null], "distributedInfo": {"rank": 0, "world_size": 1}})",
        "no timed events"},
+      // Times past what a trace's nanoseconds hold (2^63 ns, in 2262), by start or by duration.
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.8e19, "dur": 1}],
+           "distributedInfo": {"rank": 0, "world_size": 1}})",
+       "event \"k\" ends at 1.8e+19 us, past what a trace's clock holds"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1700000000000000, "dur": 1e16}],
+           "distributedInfo": {"rank": 0, "world_size": 1}})",
+       "event \"aten::mm\" ends at"},
   };
   int i = 0;
   for (const auto& c : cases) {

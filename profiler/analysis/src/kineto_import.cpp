@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 #include <unordered_map>
@@ -36,6 +37,9 @@ std::optional<std::string> read_head(const std::string& path, size_t limit) {
 
 // Kineto times are microseconds (possibly fractional) on the wall clock.
 uint64_t ns_of(double us) { return us <= 0 ? 0 : static_cast<uint64_t>(std::llround(us * 1000.0)); }
+
+// The latest time ns_of() takes: 2^63 ns after the epoch (in 2262). Kineto's are about 1.7e15 us.
+constexpr double kLatestUs = 9.2e15;
 
 // A collective (or send / receive) call, and the events that enclose one on its thread.
 struct NcclCall {
@@ -173,9 +177,16 @@ class Converter final : public kineto::DocumentHandler {
   }
 
   void on_event(const kineto::Event& e) override {
-    if (!e.ts_us || *e.ts_us < 0) return;
+    if (!e.ts_us || *e.ts_us < 0 || !failure_.ok()) return;
     ++timed_events_;
     const double ts = *e.ts_us;
+    if (ts + e.dur_us >= kLatestUs) {
+      char end[32];
+      std::snprintf(end, sizeof(end), "%.6g", ts + e.dur_us);
+      failure_ = Error(origin_ + ": event \"" + std::string(e.name.substr(0, 80)) + "\" ends at " + end +
+                       " us, past what a trace's clock holds (the year 2262)");
+      return;
+    }
     const kineto::EventArgs& args = e.args;
     if (e.cat == "kernel") {
       auto k = trace::make_record<trace::KernelRecord>();
@@ -271,6 +282,7 @@ class Converter final : public kineto::DocumentHandler {
   // What needed all events: the NCCL calls with their communicators and kernels, the
   // annotations as nested ranges; then the trace is closed.
   Status finish() {
+    if (!failure_.ok()) return failure_;
     if (timed_events_ == 0) return Error(origin_ + " holds no timed events");
     write_nccl_calls();
     write_ranges();
@@ -324,7 +336,7 @@ class Converter final : public kineto::DocumentHandler {
       if (fresh) {
         auto comm = trace::make_record<trace::NcclCommRecord>();
         comm.event = static_cast<uint8_t>(trace::NcclCommEvent::kInit);
-        comm.start_ns = comm.end_ns = ns_of(call.start_us) - 1;
+        comm.start_ns = comm.end_ns = std::max<uint64_t>(ns_of(call.start_us), 1) - 1;
         comm.comm_id = slot.comm_id;
         comm.comm_handle = next_sequence.size();
         comm.rank = slot.rank;
@@ -404,6 +416,7 @@ class Converter final : public kineto::DocumentHandler {
   trace::ThreadBuffer* out_ = nullptr;
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> names_;
   uint64_t timed_events_ = 0;
+  Status failure_;  // the first event that cannot be converted: the document is refused
 
   RecordSpool& api_calls_;    // written before the GPU records
   RecordSpool& gpu_records_;  // and those last (finish)
