@@ -168,39 +168,6 @@ TEST(KinetoImport, HandMadeTraceMapsEachEventKind) {
   EXPECT_EQ(memory.flags & trace::kMemoryFlagFromPool, trace::kMemoryFlagFromPool);
 }
 
-// A collective at time 0 (hand-made traces start there): its communicator is announced at 0,
-// not a nanosecond before, which would wrap to the end of time.
-TEST(KinetoImport, ACollectiveAtTimeZeroAnnouncesItsCommunicatorAtZero) {
-  ScratchDir dir;
-  const std::string json = write_json(dir, "t.json", R"JSON({
-    "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2},
-    "traceEvents": [
-      {"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 0, "dur": 50,
-       "args": {"Input Dims": [[1024]], "Input type": ["c10::BFloat16"]}}
-    ]})JSON");
-  const std::string pst = dir.file("t.pst");
-  ASSERT_TRUE(convert_kineto_trace(json, pst).ok());
-  auto file = trace::MappedFile::open(pst);
-  ASSERT_TRUE(file.ok());
-  auto decoder = trace::TraceDecoder::open(file->bytes());
-  ASSERT_TRUE(decoder.ok());
-  trace::ChunkView chunk;
-  int comms = 0;
-  while (decoder->next_chunk(chunk)) {
-    if (chunk.type != trace::ChunkType::kRecords) continue;
-    trace::RecordCursor cursor(chunk.payload);
-    trace::RecordView r;
-    trace::NcclCommRecord comm{};
-    while (cursor.next(r)) {
-      if (!r.decode(comm)) continue;
-      ++comms;
-      EXPECT_EQ(comm.start_ns, 0u);
-      EXPECT_EQ(comm.end_ns, 0u);
-    }
-  }
-  EXPECT_EQ(comms, 1);
-}
-
 struct NcclRecords {
   std::vector<trace::NcclOpRecord> ops;
   std::vector<trace::NcclCommRecord> comms;
@@ -227,6 +194,26 @@ NcclRecords nccl_records_of(const std::string& pst) {
     }
   }
   return out;
+}
+
+// A collective at time 0 (hand-made traces start there): its communicator is announced at 0,
+// not a nanosecond before, which would wrap to the end of time.
+TEST(KinetoImport, ACollectiveAtTimeZeroAnnouncesItsCommunicatorAtZero) {
+  ScratchDir dir;
+  const std::string json = write_json(dir, "t.json", R"JSON({
+    "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2},
+    "traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 0, "dur": 50,
+       "args": {"Input Dims": [[1024]], "Input type": ["c10::BFloat16"]}}
+    ]})JSON");
+  const std::string pst = dir.file("t.pst");
+  ASSERT_TRUE(convert_kineto_trace(json, pst).ok());
+  const NcclRecords records = nccl_records_of(pst);
+  ASSERT_EQ(records.comms.size(), 1u);
+  EXPECT_EQ(records.comms[0].start_ns, 0u);
+  EXPECT_EQ(records.comms[0].end_ns, 0u);
+  ASSERT_EQ(records.ops.size(), 1u);
+  EXPECT_EQ(records.ops[0].host_enter_ns, 0u);
 }
 
 // A PyTorch 2.x trace of one rank: record_param_comms states counts, dtype and process group.
