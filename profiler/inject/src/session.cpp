@@ -447,7 +447,11 @@ void Session::flusher_main() {
   while (!flusher_stop_.load(std::memory_order_acquire)) {
     trace_clock::calibrate();
     const uint64_t now = now_ns();
-    uint64_t wake_at = std::min(next_flush, trace_clock::next_calibration_ns());
+    // A fit still due after calibrate() is another session's flusher at work: look again in a
+    // millisecond rather than spin until it has finished.
+    uint64_t calibrate_at = trace_clock::next_calibration_ns();
+    if (calibrate_at <= now) calibrate_at = now + 1'000'000;
+    uint64_t wake_at = std::min(next_flush, calibrate_at);
     if (config_.window && !window_done_.load(std::memory_order_relaxed)) {
       const uint64_t open_at = start_ns_ + static_cast<uint64_t>(config_.window->start_s * 1e9);
       if (open_at > now) wake_at = std::min(wake_at, open_at);
