@@ -9,12 +9,13 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=${1:-$here/../gpu-bundle}
 [[ -d "$root" ]] || root=$here
-traces=${2:-$(mktemp -d /tmp/pipescope-gpu-smoke.XXXXXX)}
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
   echo "gpu-smoke: no GPU on this machine (nvidia-smi lists none); nothing to check"
   exit 0
 fi
+# Made only where there is something to record (and kept: the traces are the evidence).
+traces=${2:-$(mktemp -d /tmp/pipescope-gpu-smoke.XXXXXX)}
 
 # Whether the profiler's trace clock reads the TSC here (docs/profiler.md, "The trace clock");
 # gpu_trace_check holds the traces' clock anchors to CLOCK_MONOTONIC either way.

@@ -11,7 +11,8 @@
 #   scripts/test-tsan.sh [BUILD_DIR]    (default: build-tsan)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${1:-$repo/build-tsan}
+# Absolute: each program runs from its own directory.
+build=$(realpath -m "${1:-$repo/build-tsan}")
 cuda_root=${CUDAToolkit_ROOT:-/usr/local/cuda}
 
 # The unit tests, then the tests that preload the (instrumented) libpipescope.so into the rig's

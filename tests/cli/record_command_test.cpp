@@ -26,6 +26,9 @@ class RecordCommand : public ::testing::Test {
     if (kLibrary.empty()) GTEST_SKIP() << "libpipescope.so is not built in sanitizer builds";
     dir_ = temp_dir("run");
   }
+  void TearDown() override {
+    if (!dir_.empty() && !HasFailure()) std::filesystem::remove_all(dir_);
+  }
   std::string dir_;
 };
 
@@ -64,11 +67,13 @@ TEST_F(RecordCommand, ItEndsSayingHowManyTracesOfHowManyMiBThisRunWrote) {
 }
 
 TEST_F(RecordCommand, FlagsBecomeTheLibrarysEnvironment) {
-  const CommandResult r = run_pipescope(
-      {"record", "-o", dir_, "--kinds", "kernel,nccl", "--flush-ms", "200", "--buffer-mb", "8", "--steps",
-       "1:2", "--nvtx-step", "^iter", "--kernel-sample", "10", "--", "/bin/sh", "-c",
-       "echo \"$PIPESCOPE_OUTPUT|$PIPESCOPE_KINDS|$PIPESCOPE_FLUSH_MS|$PIPESCOPE_BUFFER_MB|$PIPESCOPE_STEPS|"
-       "$PIPESCOPE_NVTX_STEP|$PIPESCOPE_KERNEL_SAMPLE|${PIPESCOPE_WINDOW-unset}|$LD_PRELOAD\""});
+  const std::string echo_environment =
+      std::string("echo \"$PIPESCOPE_OUTPUT|$PIPESCOPE_KINDS|$PIPESCOPE_FLUSH_MS|$PIPESCOPE_BUFFER_MB|") +
+      "$PIPESCOPE_STEPS|$PIPESCOPE_NVTX_STEP|$PIPESCOPE_KERNEL_SAMPLE|${PIPESCOPE_WINDOW-unset}|$LD_"
+      "PRELOAD\"";
+  const CommandResult r = run_pipescope({"record", "-o", dir_, "--kinds", "kernel,nccl", "--flush-ms", "200",
+                                         "--buffer-mb", "8", "--steps", "1:2", "--nvtx-step", "^iter",
+                                         "--kernel-sample", "10", "--", "/bin/sh", "-c", echo_environment});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string library = std::filesystem::canonical(kLibrary).string();
   EXPECT_EQ(r.out, dir_ + "|kernel,nccl|200|8|1:2|^iter|10|unset|" + library + "\n");

@@ -53,7 +53,8 @@ LoadedTrace load_trace(const std::string& path);
 // Every *.pst file in `dir`, sorted by name.
 std::vector<std::string> trace_files_in(const std::string& dir);
 
-// A fresh empty directory under the test temp dir (gtest).
+// A fresh empty directory under the test temp dir (gtest). Removed, with what the test wrote in
+// it, once every test of the program has passed; kept for a look when one failed.
 std::string make_temp_dir(const std::string& tag);
 
 }  // namespace pipescope::inject::testing
