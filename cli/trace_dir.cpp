@@ -1,11 +1,11 @@
 #include "trace_dir.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
 #include "pipescope/analysis/kineto_import.h"
+#include "scratch_dir.h"
 
 namespace pipescope::cli {
 namespace {
@@ -27,20 +27,6 @@ std::string name_user_files(std::string text, const TraceDir& traces) {
   return text;
 }
 
-// A private directory that is removed when the last copy of `cleanup` goes.
-Expected<std::string> make_private_dir(std::shared_ptr<void>& cleanup) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/pipescope-kineto-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr)
-    return Error("cannot create a temporary directory under " + pattern);
-  cleanup = std::shared_ptr<void>(nullptr, [path = pattern](void*) {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  });
-  return pattern;
-}
-
 // One trace file named by itself (`report rank-3.123.pst`): a private directory holds a link to
 // it, or its conversion; messages and paths name the user's file.
 Expected<TraceDir> prepare_trace_file(const std::string& file) {
@@ -50,7 +36,7 @@ Expected<TraceDir> prepare_trace_file(const std::string& file) {
   const bool pst = fs::path(file).extension() == ".pst";
   if (!pst && !analysis::looks_like_kineto_trace(file))
     return Error(file + " is neither a pipescope trace (*.pst) nor a PyTorch profiler (Kineto) JSON trace");
-  auto dir = make_private_dir(traces.cleanup);
+  auto dir = make_scratch_dir("kineto", traces.cleanup);
   if (!dir) return dir.error();
   traces.dir = *dir;
   std::error_code ec;
@@ -87,11 +73,12 @@ Expected<TraceDir> prepare_trace_dir(const std::string& dir) {
   if (ec) return Error("cannot read " + dir + ": " + ec.message());
   std::sort(pst.begin(), pst.end());
   std::sort(kineto.begin(), kineto.end());
-  if (!pst.empty() && !kineto.empty())
+  if (!pst.empty() && !kineto.empty()) {
     return Error(dir + " holds pipescope traces (" + std::to_string(pst.size()) + " *.pst, e.g. " +
                  pst.front().filename().string() + ") and PyTorch profiler traces (" +
                  std::to_string(kineto.size()) + ", e.g. " + kineto.front().filename().string() +
                  "); keep one kind per directory");
+  }
   TraceDir traces;
   traces.user_dir = dir;
   for (const auto& list : {pst, kineto})
@@ -102,7 +89,7 @@ Expected<TraceDir> prepare_trace_dir(const std::string& dir) {
     return traces;
   }
 
-  auto made = make_private_dir(traces.cleanup);
+  auto made = make_scratch_dir("kineto", traces.cleanup);
   if (!made) return made.error();
   const std::string& pattern = *made;
   std::vector<std::string> inputs, converted;

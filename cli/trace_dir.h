@@ -1,6 +1,7 @@
 // The directory `pipescope report` / `export` read: the user's own when it holds *.pst traces;
 // otherwise, when it holds PyTorch profiler (Kineto) JSON traces, a private temporary directory
-// of those traces converted (removed when the command ends). The user's files are never touched.
+// of those traces converted (removed when the command ends, by a signal too: scratch_dir.h). The
+// user's files are never touched.
 #pragma once
 
 #include <map>

@@ -1,17 +1,24 @@
 // `pipescope report` and `pipescope export` as users run them: outputs on a simulated run, a
 // directory of PyTorch profiler traces, and every kind of bad input (one line, exit 2).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "gzip_json.h"
 #include "h100_pp4_run.h"
 #include "h200_run.h"
+#include "kineto_trace.h"
 #include "report_test_support.h"
 
 namespace pipescope::testing {
@@ -1132,6 +1139,65 @@ TEST(ReportCommand, NvtxOverridesNameTheRangesTheDefaultsMiss) {
   EXPECT_EQ(doc["steps"]["count"], 3);
   EXPECT_EQ(doc["stages"][0]["source"], "nvtx");
   EXPECT_EQ(doc["stages"][0]["forward_mean_ns"], 2'000'000);
+}
+
+// The private directory a Kineto conversion works in goes with the command, also when a signal
+// ends the command first: a Ctrl-C or a kill while it converts, a reader that closed the pipe.
+// The command is started as from a terminal: the four signals at their default action.
+pid_t start_report(const std::string& trace_dir, const std::string& tmpdir, int stdout_fd) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(sig, SIG_DFL);
+    dup2(stdout_fd, STDOUT_FILENO);
+    const int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, STDERR_FILENO);
+    setenv("TMPDIR", tmpdir.c_str(), 1);
+    execl(PIPESCOPE_CLI_PATH, PIPESCOPE_CLI_PATH, "report", trace_dir.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+bool holds_anything(const std::string& dir) { return !fs::is_empty(dir); }
+
+TEST(ReportCommand, ASignalThatEndsAKinetoConversionTakesItsPrivateDirectoryAlong) {
+  Dir traces, tmpdir;
+  synthetic::KinetoTraceSpec spec;
+  spec.json_bytes = 48'000'000;  // converted in a few tens of ms: the signal comes in the middle
+  ASSERT_TRUE(synthetic::write_kineto_trace(spec, traces.file("rank-0.json")).ok());
+  const int null_fd = open("/dev/null", O_WRONLY);
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const pid_t pid = start_report(traces.path(), tmpdir.path(), null_fd);
+    ASSERT_GT(pid, 0);
+    // Signalled as soon as its private directory is there.
+    for (int waited_ms = 0; !holds_anything(tmpdir.path()) && waited_ms < 10'000; ++waited_ms)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(holds_anything(tmpdir.path())) << "no private directory appeared";
+    kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig << ": the command ended before it came";
+    EXPECT_EQ(WTERMSIG(status), sig);
+    EXPECT_FALSE(holds_anything(tmpdir.path())) << "signal " << sig << " left the private directory";
+  }
+  close(null_fd);
+}
+
+TEST(ReportCommand, AReaderThatClosedThePipeTakesTheKinetoPrivateDirectoryAlong) {
+  Dir traces, tmpdir;
+  fs::copy_file(std::string(PIPESCOPE_SOURCE_DIR) + "/tests/data/kineto/rank-0.json.gz",
+                traces.file("rank-0.json.gz"));
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  close(pipe_fds[0]);  // `pipescope report DIR | head` with head gone before the report is printed
+  const pid_t pid = start_report(traces.path(), tmpdir.path(), pipe_fds[1]);
+  close(pipe_fds[1]);
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGPIPE);
+  EXPECT_FALSE(holds_anything(tmpdir.path()));
 }
 
 }  // namespace
