@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "run_command.h"
+#include "trace_test_support.h"
 
 namespace pipescope::testing {
 namespace {
@@ -664,9 +665,8 @@ TEST(PlanCommandBadInput, UnknownModelAndGpu) {
 }
 
 TEST(PlanCommandBadInput, MalformedConfigJson) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pipescope-plan-malformed";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path file = dir / "config.json";
+  const trace::test::ScratchDir dir;
+  const std::filesystem::path file = dir.file("config.json");
   std::ofstream(file) << "{\"model_type\": \"llama\", \"hidden_size\": 4096,";  // cut off
   expect_bad_input({"--model", file.string(), "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
                    "config.json");
@@ -676,9 +676,8 @@ TEST(PlanCommandBadInput, AbsurdSizesAreRefusedInOneLine) {
   expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "8", "--pp", "1",
                     "--seq", "2000000000"},
                    "--seq 2000000000");
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pipescope-plan-absurd";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path file = dir / "config.json";
+  const trace::test::ScratchDir dir;
+  const std::filesystem::path file = dir.file("config.json");
   std::ofstream(file) << R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
     "num_hidden_layers": 2000000000, "intermediate_size": 11008, "vocab_size": 32000})";
   expect_bad_input({"--model", file.string(), "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
