@@ -1,8 +1,7 @@
 // A private directory of the command's own (Kineto traces converted for `report` and `export`,
 // a link to a trace named by itself), gone when the command ends: when the last copy of its
 // `cleanup` goes, and also when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends the command first (a
-// Ctrl-C during a long conversion, `report | head` closing the pipe). A signal the command
-// inherited as ignored stays ignored.
+// Ctrl-C during a long conversion, `report | head` closing the pipe: interrupted_cleanup.h).
 #pragma once
 
 #include <memory>

@@ -1163,22 +1163,28 @@ bool holds_anything(const std::string& dir) { return !fs::is_empty(dir); }
 TEST(ReportCommand, ASignalThatEndsAKinetoConversionTakesItsPrivateDirectoryAlong) {
   Dir traces, tmpdir;
   synthetic::KinetoTraceSpec spec;
-  spec.json_bytes = 48'000'000;  // converted in a few tens of ms: the signal comes in the middle
+  spec.json_bytes = 96'000'000;  // a tenth of a second or more to convert: the signal comes meanwhile
   ASSERT_TRUE(synthetic::write_kineto_trace(spec, traces.file("rank-0.json")).ok());
   const int null_fd = open("/dev/null", O_WRONLY);
   for (const int sig : {SIGINT, SIGTERM}) {
-    const pid_t pid = start_report(traces.path(), tmpdir.path(), null_fd);
-    ASSERT_GT(pid, 0);
-    // Signalled as soon as its private directory is there.
-    for (int waited_ms = 0; !holds_anything(tmpdir.path()) && waited_ms < 10'000; ++waited_ms)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    EXPECT_TRUE(holds_anything(tmpdir.path())) << "no private directory appeared";
-    kill(pid, sig);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig << ": the command ended before it came";
-    EXPECT_EQ(WTERMSIG(status), sig);
-    EXPECT_FALSE(holds_anything(tmpdir.path())) << "signal " << sig << " left the private directory";
+    // Signalled as soon as its private directory is there; tried again when the command finished
+    // before the signal came (a loaded machine can keep this test waiting that long).
+    bool caught = false;
+    for (int attempt = 0; attempt < 5 && !caught; ++attempt) {
+      const pid_t pid = start_report(traces.path(), tmpdir.path(), null_fd);
+      ASSERT_GT(pid, 0);
+      for (int waited_ms = 0; !holds_anything(tmpdir.path()) && waited_ms < 10'000; ++waited_ms)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      kill(pid, sig);
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      caught = WIFSIGNALED(status);
+      if (caught) {
+        EXPECT_EQ(WTERMSIG(status), sig);
+      }
+      EXPECT_FALSE(holds_anything(tmpdir.path())) << "signal " << sig << " left the private directory";
+    }
+    EXPECT_TRUE(caught) << "signal " << sig << ": the command ended before it came, five times";
   }
   close(null_fd);
 }

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <utility>
 
-#include "interrupted_outputs.h"
+#include "pipescope/common/interrupted_cleanup.h"
 
 namespace pipescope::exporter {
 namespace {
@@ -41,7 +41,7 @@ Expected<OutputFile> OutputFile::create(const std::string& path) {
   if (fs::is_directory(path, ec)) return Error(path + ": is a directory; name a file");
   const auto followed = follow_links(path);
   if (!followed.ok()) return followed.error();
-  const fs::path target = *followed;
+  const fs::path& target = *followed;
   const std::string name = target.filename().string();
   if (name.empty() || name == "." || name == "..") return Error(path + ": names no file");
   struct stat existing {};
@@ -55,7 +55,7 @@ Expected<OutputFile> OutputFile::create(const std::string& path) {
     if (fd >= 0) {
       if (replaces) (void)::fchmod(fd, existing.st_mode & 07777);
       ::close(fd);
-      return OutputFile(path, target.string(), temp, interrupted_outputs::watch(temp.c_str()));
+      return OutputFile(path, target.string(), temp, interrupted_cleanup::watch(temp.c_str()));
     }
     if (errno != EEXIST) {
       const int err = errno;
@@ -69,7 +69,7 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
     : path_(std::move(other.path_)),
       final_path_(std::move(other.final_path_)),
       temp_path_(std::exchange(other.temp_path_, std::string())),
-      watch_slot_(std::exchange(other.watch_slot_, interrupted_outputs::kNone)) {}
+      watch_slot_(std::exchange(other.watch_slot_, interrupted_cleanup::kNone)) {}
 
 OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
   if (this != &other) {
@@ -77,7 +77,7 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     path_ = std::move(other.path_);
     final_path_ = std::move(other.final_path_);
     temp_path_ = std::exchange(other.temp_path_, std::string());
-    watch_slot_ = std::exchange(other.watch_slot_, interrupted_outputs::kNone);
+    watch_slot_ = std::exchange(other.watch_slot_, interrupted_cleanup::kNone);
   }
   return *this;
 }
@@ -85,8 +85,8 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
 OutputFile::~OutputFile() { discard(); }
 
 void OutputFile::stop_watching() {
-  interrupted_outputs::forget(watch_slot_);
-  watch_slot_ = interrupted_outputs::kNone;
+  interrupted_cleanup::forget(watch_slot_);
+  watch_slot_ = interrupted_cleanup::kNone;
 }
 
 void OutputFile::discard() {

@@ -421,11 +421,12 @@ Expected<ExportSummary> export_perfetto(const ExportOptions& options) {
   if (Status committed = output->commit(); !committed) return committed.error();
   summary.records_written = out.events();
   summary.bytes_written = out.bytes();
-  if (summary.bytes_written > options.large_output_bytes)
+  if (summary.bytes_written > options.large_output_bytes) {
     summary.warnings.push_back(
         options.output_path + " holds " + size_text(summary.bytes_written) +
         "; viewers slow down on files this large: keep fewer ranks (--ranks) or a shorter "
         "window (--window)");
+  }
   return summary;
 }
 

@@ -4,7 +4,7 @@
 // Used by every output `report` and `export` write, so that no failure destroys a user's file.
 // A target that is a symbolic link is written through it (the link stays a link); an existing
 // target keeps its permission bits; an interruption by SIGINT, SIGTERM or SIGHUP removes the
-// temporary file before the signal ends the process.
+// temporary file before the signal ends the process (SIGPIPE too: pipescope/common/interrupted_cleanup.h).
 #pragma once
 
 #include <cstddef>
@@ -42,7 +42,7 @@ class OutputFile {
   std::string path_;        // as the user named it (messages)
   std::string final_path_;  // where the bytes end up: path_ with symbolic links followed
   std::string temp_path_;   // empty once committed or discarded
-  size_t watch_slot_;       // interrupted_outputs.h
+  size_t watch_slot_;       // pipescope/common/interrupted_cleanup.h
 };
 
 }  // namespace pipescope::exporter
