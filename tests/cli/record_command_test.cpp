@@ -68,9 +68,9 @@ TEST_F(RecordCommand, ItEndsSayingHowManyTracesOfHowManyMiBThisRunWrote) {
 
 TEST_F(RecordCommand, FlagsBecomeTheLibrarysEnvironment) {
   const std::string echo_environment =
-      std::string("echo \"$PIPESCOPE_OUTPUT|$PIPESCOPE_KINDS|$PIPESCOPE_FLUSH_MS|$PIPESCOPE_BUFFER_MB|") +
-      "$PIPESCOPE_STEPS|$PIPESCOPE_NVTX_STEP|$PIPESCOPE_KERNEL_SAMPLE|${PIPESCOPE_WINDOW-unset}|$LD_"
-      "PRELOAD\"";
+      std::string("echo \"$PIPESCOPE_OUTPUT|$PIPESCOPE_KINDS|$PIPESCOPE_FLUSH_MS|") +
+      "$PIPESCOPE_BUFFER_MB|$PIPESCOPE_STEPS|$PIPESCOPE_NVTX_STEP|$PIPESCOPE_KERNEL_SAMPLE|" +
+      "${PIPESCOPE_WINDOW-unset}|$LD_PRELOAD\"";
   const CommandResult r = run_pipescope({"record", "-o", dir_, "--kinds", "kernel,nccl", "--flush-ms", "200",
                                          "--buffer-mb", "8", "--steps", "1:2", "--nvtx-step", "^iter",
                                          "--kernel-sample", "10", "--", "/bin/sh", "-c", echo_environment});

@@ -3,8 +3,8 @@
 // byte is written; a failed write leaves the target as it was and removes the temporary file.
 // Used by every output `report` and `export` write, so that no failure destroys a user's file.
 // A target that is a symbolic link is written through it (the link stays a link); an existing
-// target keeps its permission bits; an interruption by SIGINT, SIGTERM or SIGHUP removes the
-// temporary file before the signal ends the process (SIGPIPE too: pipescope/common/interrupted_cleanup.h).
+// target keeps its permission bits; an interruption by SIGINT, SIGTERM, SIGHUP or SIGPIPE removes
+// the temporary file before the signal ends the process (pipescope/common/interrupted_cleanup.h).
 #pragma once
 
 #include <cstddef>
