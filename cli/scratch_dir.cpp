@@ -14,11 +14,15 @@ Expected<std::string> make_scratch_dir(const std::string& tag, std::shared_ptr<v
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern =
       std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/pipescope-" + tag + "-XXXXXX";
-  // Before the directory exists, so that no signal finds it made and not yet watched.
-  interrupted_cleanup::install();
-  if (mkdtemp(pattern.data()) == nullptr)
-    return Error("cannot create a temporary directory under " + pattern + ": " + std::strerror(errno));
-  const size_t slot = interrupted_cleanup::watch(pattern.c_str());
+  int error = 0;
+  const auto made = interrupted_cleanup::make_watched(pattern, [&error](std::string& path) {
+    if (mkdtemp(path.data()) != nullptr) return true;
+    error = errno;
+    return false;
+  });
+  if (!made.made)
+    return Error("cannot create a temporary directory under " + pattern + ": " + std::strerror(error));
+  const size_t slot = made.slot;
   cleanup = std::shared_ptr<void>(nullptr, [slot, path = pattern](void*) {
     // Removed before it is forgotten: a signal meanwhile finishes the removal.
     std::error_code ignored;

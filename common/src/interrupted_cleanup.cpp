@@ -60,7 +60,12 @@ void remove_flat_dir(const char* path) noexcept {
 void remove_watched_and_resignal(int sig) {
   const int saved_errno = errno;
   for (Slot& slot : g_slots) {
-    if (slot.state.load(std::memory_order_acquire) != kWatched) continue;
+    int state = kFree;
+    // A slot is filled by a thread that holds these signals meanwhile (make_watched), never by
+    // this one: it is done in a moment.
+    while ((state = slot.state.load(std::memory_order_acquire)) == kFilling) {
+    }
+    if (state != kWatched) continue;
     if (::unlink(slot.path) != 0 && (errno == EISDIR || errno == EPERM)) remove_flat_dir(slot.path);
   }
   for (size_t i = 0; i < std::size(kSignals); ++i)
@@ -68,8 +73,6 @@ void remove_watched_and_resignal(int sig) {
   errno = saved_errno;
   raise(sig);  // the handler that was there before, or the default: the process ends as it would
 }
-
-}  // namespace
 
 void install() noexcept {
   static std::once_flag installed;
@@ -87,17 +90,51 @@ void install() noexcept {
   });
 }
 
-size_t watch(const char* path) noexcept {
-  if (std::strlen(path) >= PATH_MAX) return kNone;
-  install();
-  for (size_t i = 0; i < kSlots; ++i) {
-    int expected = kFree;
-    if (!g_slots[i].state.compare_exchange_strong(expected, kFilling, std::memory_order_acq_rel)) continue;
-    std::strcpy(g_slots[i].path, path);
-    g_slots[i].state.store(kWatched, std::memory_order_release);
-    return i;
+// While it lives, the four signals wait in this thread and it holds a slot in kFilling (if one
+// was free); the slot ends watched (listed()) or free again.
+class Filling {
+ public:
+  Filling() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (const int sig : kSignals) sigaddset(&held, sig);
+    pthread_sigmask(SIG_BLOCK, &held, &previous_mask_);
+    for (size_t i = 0; i < kSlots && slot_ == kNone; ++i) {
+      int expected = kFree;
+      if (g_slots[i].state.compare_exchange_strong(expected, kFilling, std::memory_order_acq_rel)) slot_ = i;
+    }
   }
-  return kNone;
+  ~Filling() {
+    if (slot_ != kNone && !listed_) g_slots[slot_].state.store(kFree, std::memory_order_release);
+    pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);  // a signal that came meanwhile, now
+  }
+  Filling(const Filling&) = delete;
+  Filling& operator=(const Filling&) = delete;
+
+  // Lists `path` in the slot held; kNone when there is none or the path is too long for it.
+  size_t list(const std::string& path) noexcept {
+    if (slot_ == kNone || path.size() >= PATH_MAX) return kNone;
+    std::memcpy(g_slots[slot_].path, path.c_str(), path.size() + 1);
+    g_slots[slot_].state.store(kWatched, std::memory_order_release);
+    listed_ = true;
+    return slot_;
+  }
+
+ private:
+  sigset_t previous_mask_{};
+  size_t slot_ = kNone;
+  bool listed_ = false;
+};
+
+}  // namespace
+
+Made make_watched(std::string& path, const std::function<bool(std::string& path)>& make) {
+  install();
+  Filling filling;
+  Made result;
+  result.made = make(path);
+  if (result.made) result.slot = filling.list(path);
+  return result;
 }
 
 void forget(size_t slot) noexcept {

@@ -48,19 +48,22 @@ Expected<OutputFile> OutputFile::create(const std::string& path) {
   const bool replaces = ::stat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode);
   // Hidden, and never *.pst or *.json, so that a report reading the directory meanwhile skips it.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const std::string temp = (target.parent_path() / ("." + name + ".partial-" + std::to_string(::getpid()) +
-                                                      "-" + std::to_string(next_serial++)))
-                                 .string();
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
+    std::string temp = (target.parent_path() / ("." + name + ".partial-" + std::to_string(::getpid()) + "-" +
+                                                std::to_string(next_serial++)))
+                           .string();
+    int error = 0;
+    const auto made = interrupted_cleanup::make_watched(temp, [&](std::string& file) {
+      const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd < 0) {
+        error = errno;
+        return false;
+      }
       if (replaces) (void)::fchmod(fd, existing.st_mode & 07777);
       ::close(fd);
-      return OutputFile(path, target.string(), temp, interrupted_cleanup::watch(temp.c_str()));
-    }
-    if (errno != EEXIST) {
-      const int err = errno;
-      return Error(path + ": " + std::strerror(err));
-    }
+      return true;
+    });
+    if (made.made) return OutputFile(path, target.string(), temp, made.slot);
+    if (error != EEXIST) return Error(path + ": " + std::strerror(error));
   }
   return Error(path + ": no free temporary name beside it");
 }

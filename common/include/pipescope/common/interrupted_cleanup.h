@@ -7,18 +7,26 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 
 namespace pipescope::interrupted_cleanup {
 
-// Installs the handler now (watch() does too): call it before creating what is to be watched, so
-// that no signal finds the path made and not yet listed.
-void install() noexcept;
-
-// A slot for `path`: a file, or a flat directory (files and links, no subdirectories) removed
-// with what it holds. kNone when all are taken (the path is then only not cleaned up on an
-// interruption). Not for signal handlers.
 constexpr size_t kNone = static_cast<size_t>(-1);
-size_t watch(const char* path) noexcept;
+
+struct Made {
+  bool made = false;    // whether `make` made the path
+  size_t slot = kNone;  // its listing; kNone when nothing was made or all slots are taken
+};
+
+// Makes a file, or a flat directory (files and links, no subdirectories), and lists it in one
+// step, so that no signal finds it made and not yet listed: `make` creates `path` (it may rewrite
+// it, as mkdtemp does) and says whether it did. Meanwhile the four signals wait in this thread,
+// and a handler that runs on another thread waits for the listing. With every slot taken the
+// path is made but not cleaned up on an interruption. Not for signal handlers.
+Made make_watched(std::string& path, const std::function<bool(std::string& path)>& make);
+
+// Takes the path of `slot` off the list (it has been removed, or is to be kept).
 void forget(size_t slot) noexcept;
 
 }  // namespace pipescope::interrupted_cleanup
