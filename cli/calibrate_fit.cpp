@@ -2,7 +2,6 @@
 // from the suite's saved results and, given a real run's traces and its plan, refines it until
 // the planner's prediction for that run meets the measurement (calibrate_refine.cpp).
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -14,20 +13,12 @@
 #include "pipescope/calibrate/profile_fit.h"
 #include "pipescope/calibrate/profile_summary.h"
 #include "plan_options.h"
+#include "text_format.h"
 
 namespace pipescope::cli {
 namespace {
 
 const char* const kFit = "pipescope calibrate fit";
-
-std::string printf_text(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof(text), pattern, value);
-  return text;
-}
-
-std::string percent(double fraction) { return printf_text("%.1f%%", fraction * 100); }
-std::string signed_percent(double fraction) { return printf_text("%+.1f%%", fraction * 100); }
 
 std::string pad(std::string text, size_t width) {
   if (text.size() < width) text.append(width - text.size(), ' ');
@@ -56,8 +47,8 @@ void print_fit(const calibrate::ProfileFit& fit, const calibrate::BenchResults& 
                   << "):\n";
         header = true;
       }
-      std::cout << "  " << p.name << ": measured " << printf_text("%.4g", p.measured) << ", fit "
-                << printf_text("%.4g", p.predicted) << " (" << signed_percent(p.relative_error()) << ")\n";
+      std::cout << "  " << p.name << ": measured " << printf_string("%.4g", p.measured) << ", fit "
+                << printf_string("%.4g", p.predicted) << " (" << signed_percent(p.relative_error()) << ")\n";
     }
   }
   if (!fit.kept_from_base.empty()) {

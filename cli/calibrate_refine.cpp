@@ -1,7 +1,6 @@
 // `calibrate fit --trace DIR --plan PLAN.json`: the run's traces beside the planner's prediction
 // for the same run and split, per stage, and the profile refined until the prediction meets them.
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -15,6 +14,7 @@
 #include "pipescope/common/json_document.h"
 #include "pipescope/common/text_file.h"
 #include "plan_options.h"
+#include "text_format.h"
 #include "trace_dir.h"
 
 namespace pipescope::cli {
@@ -22,12 +22,6 @@ namespace {
 
 constexpr int kMaxRefinements = 4;
 constexpr double kConverged = 0.002;  // |scale - 1| below which another round changes nothing
-
-std::string printf_text(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof(text), pattern, value);
-  return text;
-}
 
 // The planner's prediction for the run, and per stage the part of it in GEMMs, in attention and
 // in memory-bound work (the plan's own split of each stage's time by kind of work).
@@ -195,8 +189,8 @@ void print_refinement(const TraceRefinement& r) {
             << " (" << r.before.stages.size()
             << " stages), per micro-batch: the run / the plan before / after\n";
   const bool memory = r.before.memory_figure != "none";
-  auto ms = [](double s) { return printf_text("%.2f", s * 1e3); };
-  auto gib = [](double b) { return printf_text("%.2f", b / (1ull << 30)); };
+  auto ms = [](double s) { return printf_string("%.2f", s * 1e3); };
+  auto gib = [](double b) { return printf_string("%.2f", b / (1ull << 30)); };
   auto pad = [](std::string text) {
     if (text.size() < 24) text.append(24 - text.size(), ' ');
     return text;
@@ -230,26 +224,26 @@ void print_refinement(const TraceRefinement& r) {
   const calibrate::PredictionError e0 = calibrate::prediction_error(r.before),
                                    e1 = calibrate::prediction_error(r.after);
   auto line = [](const std::string& what, double before, double after, const std::string& tail) {
-    std::cout << "  " << what << printf_text("%+.1f%%", before * 100) << " -> "
-              << printf_text("%+.1f%%", after * 100) << tail << '\n';
+    std::cout << "  " << what << printf_string("%+.1f%%", before * 100) << " -> "
+              << printf_string("%+.1f%%", after * 100) << tail << '\n';
   };
   if (e0.has_gemm) {
     line("GEMM time, planner vs the run: ", e0.gemm, e1.gemm,
-         printf_text(" (efficiencies / %.4f)", r.gemm_scale));
+         printf_string(" (efficiencies / %.4f)", r.gemm_scale));
   }
   if (e0.has_attention) {
     line("attention time, planner vs the run: ", e0.attention, e1.attention,
-         printf_text(" (efficiencies / %.4f)", r.attention_scale));
+         printf_string(" (efficiencies / %.4f)", r.attention_scale));
   }
   if (e0.has_memory_bound) {
     line("memory-bound time, planner vs the run: ", e0.memory_bound, e1.memory_bound,
-         printf_text(" (HBM bandwidth fraction / %.4f)", r.memory_bound_scale));
+         printf_string(" (HBM bandwidth fraction / %.4f)", r.memory_bound_scale));
   }
   if (e0.has_compute) line("forward + backward, planner vs the run: ", e0.compute, e1.compute, "");
   if (e0.has_memory) {
     std::cout << "  peak memory (" << r.before.memory_figure
-              << "), mean |error| of the planner: " << printf_text("%.1f%%", e0.memory * 100) << " -> "
-              << printf_text("%.1f%%", e1.memory * 100) << '\n';
+              << "), mean |error| of the planner: " << printf_string("%.1f%%", e0.memory * 100) << " -> "
+              << printf_string("%.1f%%", e1.memory * 100) << '\n';
   }
   for (const std::string& note : r.notes) std::cout << "note: " << note << '\n';
 }

@@ -14,8 +14,6 @@
 namespace pipescope::cli {
 namespace {
 
-const CLI::Validator kIndex(whole_number_at_least(0), "N");
-
 struct ExportArgs {
   std::string dir;
   std::string format;
@@ -132,7 +130,8 @@ Command add_export_command(CLI::App& root) {
   app->add_option("--window", args->window, "Keep START:END seconds from the run's first event")
       ->check(CLI::Validator(validator_of(parse_time_window), "T0:T1"));
   app->add_option("--run", args->run_id, "Pick one run when DIR holds several");
-  app->add_option("--attempt", args->attempt, "Pick one restart attempt")->check(kIndex);
+  app->add_option("--attempt", args->attempt, "Pick one restart attempt")
+      ->check(CLI::Validator(whole_number_at_least(0), "N"));
   return {app, [args] { return run_export(*args); }};
 }
 

@@ -24,8 +24,6 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string gib(int64_t bytes) { return printf_string("%.1f", static_cast<double>(bytes) / kGiB); }
 std::string ms(double seconds) { return printf_string("%.1f", seconds * 1e3); }
-std::string percent(double fraction) { return printf_string("%.1f%%", fraction * 100); }
-std::string signed_percent(double fraction) { return printf_string("%+.1f%%", fraction * 100); }
 
 std::string parameters(int64_t count) {
   const double n = static_cast<double>(count);

@@ -41,8 +41,6 @@ Status add_earlier_attempts(const ChosenRun& chosen, analysis::LoadOptions load,
   return {};
 }
 
-const CLI::Validator kIndex(whole_number_at_least(0), "N");
-
 struct ReportArgs {
   std::string dir;
   bool json = false;
@@ -67,9 +65,10 @@ Status write_html(const std::string& path, const std::string& html) {
 
 int run_report(const ReportArgs& args) {
   const std::string command = "pipescope report";
-  if (args.plan_split && args.plan_file.empty())
+  if (args.plan_split && args.plan_file.empty()) {
     return usage_error(command,
                        "--plan-split needs --plan PLAN.json (the output of 'pipescope plan --json')");
+  }
   analysis::LoadOptions load;
   if (!args.nvtx_step.empty()) load.scan.nvtx.step = args.nvtx_step;
   if (!args.nvtx_forward.empty()) load.scan.nvtx.forward = args.nvtx_forward;
@@ -148,7 +147,8 @@ Command add_report_command(CLI::App& root) {
   app->add_option("--nvtx-backward", args->nvtx_backward, "Regex of NVTX backward ranges")
       ->check(CLI::Validator(validator_of(parse_regex), "REGEX"));
   app->add_option("--run", args->run_id, "Pick one run when DIR holds several");
-  app->add_option("--attempt", args->attempt, "Pick one restart attempt")->check(kIndex);
+  app->add_option("--attempt", args->attempt, "Pick one restart attempt")
+      ->check(CLI::Validator(whole_number_at_least(0), "N"));
   return {app, [args] { return run_report(*args); }};
 }
 

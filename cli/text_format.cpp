@@ -10,6 +10,10 @@ std::string printf_string(const char* format, double value) {
   return buffer;
 }
 
+std::string percent(double fraction) { return printf_string("%.1f%%", fraction * 100); }
+
+std::string signed_percent(double fraction) { return printf_string("%+.1f%%", fraction * 100); }
+
 std::string thousands(double value) {
   const std::string digits = printf_string("%.0f", value);
   std::string out;

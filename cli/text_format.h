@@ -8,6 +8,9 @@ namespace pipescope::cli {
 
 // printf-style formatting of one number, e.g. printf_string("%.1f", x).
 std::string printf_string(const char* format, double value);
+// A fraction as a percentage with one decimal: 0.1234 -> "12.3%", signed: "+12.3%" / "-4.0%".
+std::string percent(double fraction);
+std::string signed_percent(double fraction);
 // A whole number with thousands separators: 1234567 -> "1,234,567".
 std::string thousands(double value);
 // `text` padded with spaces to `width`: right-aligned, or left-aligned.

@@ -8,11 +8,11 @@
 # BUILD_DIR runs BUILD_DIR's command-line tests and validation tables against it (BUILD_DIR's own
 # command is put back afterwards).
 #
-#   scripts/build-portable-cli.sh [--skip-without-pypi] [--test BUILD_DIR] OUT
+#   scripts/build-portable-cli.sh [--skip-without-pypi] [--unity] [--test BUILD_DIR] OUT
 #
 # writes OUT/pipescope (stripped). OUT may be scripts/build-portable-preload.sh's: the two share
 # zig and its compiled C++ runtime. --skip-without-pypi: where PyPI cannot be reached, say so and
-# exit 0.
+# exit 0. --unity: a unity build (scripts/zig-toolchain.sh).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,7 +47,7 @@ fi
 
 cmake -S "$repo/cli/portable" -B "$out/cli-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER="$out/zig-cc" -DCMAKE_CXX_COMPILER="$out/zig-c++" -DPIPESCOPE_WERROR=ON \
-  -DPIPESCOPE_SIMDJSON_SOURCE="$simdjson_source" > "$out/cli-configure.log" 2>&1 ||
+  -DCMAKE_UNITY_BUILD="$unity_build" -DPIPESCOPE_SIMDJSON_SOURCE="$simdjson_source" > "$out/cli-configure.log" 2>&1 ||
   { cat "$out/cli-configure.log" >&2; exit 1; }
 cmake --build "$out/cli-build" --target pipescope -j "$(nproc)"
 strip -o "$out/pipescope" "$out/cli-build/cli/pipescope"

@@ -4,9 +4,10 @@
 # glibc symbol versions it imports (scripts/check-glibc-symbols.sh), and with --test BUILD_DIR runs BUILD_DIR's tests that preload
 # the library against this one (BUILD_DIR's own library is put back afterwards).
 #
-#   scripts/build-portable-preload.sh [--skip-without-pypi] [--test BUILD_DIR] OUT
+#   scripts/build-portable-preload.sh [--skip-without-pypi] [--unity] [--test BUILD_DIR] OUT
 #
 # writes OUT/libpipescope.so. --skip-without-pypi: where PyPI cannot be reached, say so and exit 0.
+# --unity: a unity build (scripts/zig-toolchain.sh).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,7 +18,8 @@ portable_build_options build-portable-preload "preload tests" "$@"
 zig_toolchain build-portable-preload "$out" "$skip_without_pypi"
 
 cmake -S "$repo/profiler/portable" -B "$out/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_C_COMPILER="$out/zig-cc" -DCMAKE_CXX_COMPILER="$out/zig-c++" > "$out/configure.log" 2>&1 ||
+  -DCMAKE_C_COMPILER="$out/zig-cc" -DCMAKE_CXX_COMPILER="$out/zig-c++" -DCMAKE_UNITY_BUILD="$unity_build" \
+  > "$out/configure.log" 2>&1 ||
   { cat "$out/configure.log" >&2; exit 1; }
 cmake --build "$out/build" -j "$(nproc)"
 cp "$out/build/libpipescope.so" "$out/libpipescope.so"

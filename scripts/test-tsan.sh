@@ -4,9 +4,10 @@
 # the NCCL recorder and communicator table, the NVTX recorder, CUPTI's buffer delivery, the
 # report's parallel loader, and the programs that preload the library (ThreadSanitizer's runtime is
 # in the instrumented programs, which hand it to the instrumented library). A clang build of only
-# those targets (-O1, line tables only), then the test programs, as many at once as there are
-# cores, each under TSAN_OPTIONS=halt_on_error=1 with the false positives of scripts/tsan.supp
-# suppressed (each with its reason); prints the programs that raced. scripts/test.sh runs it, so
+# those targets (-O1, line tables only, a unity build as scripts/test.sh's sanitizer build), then
+# the test programs, as many at once as there are cores, each under TSAN_OPTIONS=halt_on_error=1
+# with the false positives of scripts/tsan.supp suppressed (each with its reason); prints the
+# programs that raced. scripts/test.sh runs it, so
 # CI does (about 2.5 minutes on 2 cores from scratch).
 #   scripts/test-tsan.sh [BUILD_DIR]    (default: build-tsan)
 set -euo pipefail
@@ -26,7 +27,7 @@ programs=(trace_tests inject_core_test inject_clock_test inject_nvtx_test inject
 CC=clang-14 CXX=clang++-14 cmake -S "$repo" -B "$build" -G Ninja -DCUDAToolkit_ROOT="$cuda_root" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DPIPESCOPE_SANITIZE=thread \
-  -DPIPESCOPE_BUILD_BENCHES=OFF >/dev/null
+  -DPIPESCOPE_BUILD_BENCHES=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build "$build" -j "$(nproc)" --target "${programs[@]}"
 
 # Each program under ThreadSanitizer, as many at once as there are cores; its verdict in a file.

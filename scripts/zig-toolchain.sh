@@ -14,8 +14,10 @@
 zig_version=0.17.1  # PyPI's ziglang; the glibc it targets is named below, not by this version
 portable_glibc=2.28
 
-# The build scripts' shared command line, [--skip-without-pypi] [--test BUILD_DIR] OUT: sets
-# test_build (BUILD_DIR made absolute, or empty), skip_without_pypi (true or false) and out (OUT,
+# The build scripts' shared command line, [--skip-without-pypi] [--unity] [--test BUILD_DIR] OUT:
+# sets test_build (BUILD_DIR made absolute, or empty), skip_without_pypi (true or false),
+# unity_build (CMake's -DCMAKE_UNITY_BUILD=ON or OFF: up to 8 sources of a target per compile,
+# which scripts/test.sh takes to build in less time; releases are built file by file) and out (OUT,
 # created, absolute). NAME is the script's name; TESTS says what --test runs.
 #
 #   portable_build_options NAME TESTS "$@"
@@ -23,15 +25,16 @@ portable_glibc=2.28
 portable_build_options() {
   local name=$1 tests=$2
   shift 2
-  test_build="" skip_without_pypi=false
+  test_build="" skip_without_pypi=false unity_build=OFF
   while [[ ${1:-} == --* ]]; do
     case $1 in
       --test) test_build=$(cd "${2:?--test needs the build directory whose $tests to run}" && pwd); shift 2 ;;
       --skip-without-pypi) skip_without_pypi=true; shift ;;
+      --unity) unity_build=ON; shift ;;
       *) echo "$name: unknown option $1" >&2; exit 2 ;;
     esac
   done
-  out=${1:?usage: scripts/$name.sh [--skip-without-pypi] [--test BUILD_DIR] OUT}
+  out=${1:?usage: scripts/$name.sh [--skip-without-pypi] [--unity] [--test BUILD_DIR] OUT}
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
 }

@@ -23,7 +23,7 @@ constexpr double kFlopsPerIteration = 2e11;
 // types); at Google Benchmark's default 0.5 s that is half an hour per repetition. A GEMM under
 // a millisecond still runs hundreds of times in 0.1 s; the largest (llama3-405b's MLP at TP 1,
 // ~80 ms) run twice, where the variation between launches is small anyway.
-constexpr double kMinSeconds = 0.1;
+constexpr double kSecondsPerGemm = 0.1;
 
 double gemm_flops(const GemmShape& s, int64_t batch = 1) {
   return 2.0 * static_cast<double>(batch) * static_cast<double>(s.m) * static_cast<double>(s.n) *
@@ -54,7 +54,7 @@ void register_one(const std::string& name, GemmShape s, GemmType type, GemmPass 
       name.c_str(),
       [s, type, pass, peak, batch](benchmark::State& state) { run_gemm(state, s, type, pass, peak, batch); })
       ->UseManualTime()
-      ->MinTime(min_time_for_batch(kMinSeconds, batch_for(gemm_flops(s, batch), kFlopsPerIteration)))
+      ->MinTime(min_time_for_batch(kSecondsPerGemm, batch_for(gemm_flops(s, batch), kFlopsPerIteration)))
       ->Unit(benchmark::kMicrosecond);
 }
 

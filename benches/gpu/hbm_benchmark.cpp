@@ -16,7 +16,7 @@ namespace {
 constexpr double kBytesPerIteration = 256.0 * (1 << 20);
 constexpr double kCopyBytesPerIteration = 64.0 * (1 << 20);
 // GPU seconds per benchmark (Google Benchmark's default, 0.5 s, for ~100 benchmarks is slow).
-constexpr double kMinSeconds = 0.1;
+constexpr double kSecondsPerBenchmark = 0.1;
 
 enum class Kernel { kCopy, kScale, kAdd, kNorm };
 
@@ -100,7 +100,7 @@ template <class Fn>
 void add(const std::string& name, int batch, Fn fn) {
   benchmark::RegisterBenchmark(name.c_str(), fn)
       ->UseManualTime()
-      ->MinTime(min_time_for_batch(kMinSeconds, batch))
+      ->MinTime(min_time_for_batch(kSecondsPerBenchmark, batch))
       ->Unit(benchmark::kMicrosecond);
 }
 

@@ -21,7 +21,7 @@ namespace {
 constexpr size_t kBackgroundBytes = size_t{256} << 20;
 // The timed work per side: long enough that the background's start and stop are a small part.
 constexpr double kWorkSeconds = 0.06;
-constexpr int kRepetitions = 3;
+constexpr int kMeasuredRepetitions = 3;
 constexpr auto kStartTimeout = std::chrono::seconds(10);
 
 // Host-mapped flags and counters of one background copy; its own buffers and stream.
@@ -163,7 +163,7 @@ template <class Fn>
 void add(const std::string& name, Fn fn) {
   benchmark::RegisterBenchmark(name.c_str(), fn)
       ->UseManualTime()
-      ->Iterations(kRepetitions)
+      ->Iterations(kMeasuredRepetitions)
       ->Unit(benchmark::kMicrosecond);
 }
 

@@ -14,7 +14,7 @@ namespace pipescope::benches {
 namespace {
 
 constexpr int kKernels = 1000;
-constexpr int kRepetitions = 5;
+constexpr int kLaunchRepetitions = 5;
 
 // The same `kKernels` launches captured once into a graph, replayed per timing.
 class CapturedLaunches {
@@ -91,7 +91,7 @@ void register_launch_benchmarks() {
     benchmark::RegisterBenchmark(("launch/gap/bytes:" + std::to_string(bytes)).c_str(),
                                  [bytes](benchmark::State& state) { run_gap(state, bytes); })
         ->UseManualTime()
-        ->Iterations(kRepetitions)
+        ->Iterations(kLaunchRepetitions)
         ->Unit(benchmark::kMicrosecond);
   }
 }

@@ -3,15 +3,18 @@
 #include <dlfcn.h>
 
 namespace pipescope::benches {
-namespace {
 
 // The few NVML declarations used, from nvml.h (ABI-stable since NVML 10; the toolkit here ships
-// no nvml.h). Every function returns nvmlReturn_t, 0 being NVML_SUCCESS.
+// no nvml.h). Every function returns nvmlReturn_t, 0 being NVML_SUCCESS. Outside the anonymous
+// namespace: NvmlDevice::Api, a class of the header, holds pointers to functions that take them.
 using NvmlReturn = int;
 using NvmlDeviceHandle = void*;
 struct NvmlMemory {
   unsigned long long total, free, used;
 };
+
+namespace {
+
 constexpr int kClockSm = 1;   // NVML_CLOCK_SM
 constexpr int kClockMem = 2;  // NVML_CLOCK_MEM
 constexpr int kPstateUnknown = 32;

@@ -22,4 +22,11 @@ inline std::string significant(double value, int digits = 3) {
   return text;
 }
 
+// `digits` decimals ("%.*f"): fixed(0.97031, 2) is "0.97".
+inline std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
 }  // namespace pipescope::calibrate::detail

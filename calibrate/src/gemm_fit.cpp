@@ -14,6 +14,7 @@
 namespace pipescope::calibrate {
 namespace {
 
+using detail::fixed;
 using detail::median;
 
 using Shape = std::tuple<int64_t, int64_t, int64_t>;
@@ -22,12 +23,6 @@ struct Measured {
   double efficiency = 0;  // median over repeats
   std::string name;
 };
-
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", digits, value);
-  return text;
-}
 
 // The largest full grid inside the measured shapes: drop the axis value whose slice misses the
 // largest share of its combinations until every combination is there.
@@ -132,7 +127,7 @@ Expected<GemmFit> fit_gemm(const std::vector<GemmSample>& samples, const GemmFit
           {a, b, c, median(e),
            "measured: median of " + std::to_string(list.size()) + " shape(s) of this work" + source_tail});
     }
-    fit.notes.push_back(
+    fit.notes.emplace_back(
         "the GEMM shapes hold no full m x n x k grid (run the suite's coarse sweep); the "
         "table is one-dimensional in work and has no wave term");
     const planner::CalibrationProfile table = table_of(fit);
@@ -154,7 +149,7 @@ Expected<GemmFit> fit_gemm(const std::vector<GemmSample>& samples, const GemmFit
   size_t off_grid = 0;
   for (const auto& [shape, _] : shapes) off_grid += !on_grid(shape);
   if (off_grid == 0 && in.sm_count > 0) {
-    fit.notes.push_back(
+    fit.notes.emplace_back(
         "every measured shape is on the grid, so nothing could test a wave term; none is used");
     candidates.resize(1);
   }

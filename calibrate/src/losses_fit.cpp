@@ -96,16 +96,16 @@ std::string layout_summary(double ratio, size_t shapes, double low, double high)
 
 LayoutFits fit_layouts(const std::vector<GemmLayoutSample>& samples, const std::string& source,
                        std::vector<std::string>& notes) {
-  using Shape = std::tuple<int64_t, int64_t, int64_t>;
-  std::map<Shape, std::map<std::string, std::vector<double>>> by_shape;
-  std::map<Shape, std::string> names;
+  using GemmShape = std::tuple<int64_t, int64_t, int64_t>;
+  std::map<GemmShape, std::map<std::string, std::vector<double>>> by_shape;
+  std::map<GemmShape, std::string> names;
   for (const GemmLayoutSample& s : samples) {
     by_shape[{s.m, s.n, s.k}][s.pass].push_back(s.seconds);
-    names.emplace(Shape{s.m, s.n, s.k}, s.id.name);
+    names.emplace(GemmShape{s.m, s.n, s.k}, s.id.name);
   }
   LayoutFits out;
   for (const std::string pass : {"dgrad", "wgrad"}) {
-    std::vector<std::pair<Shape, double>> ratios;
+    std::vector<std::pair<GemmShape, double>> ratios;
     size_t unpaired = 0;
     for (const auto& [shape, passes] : by_shape) {
       const auto own = passes.find(pass);

@@ -113,22 +113,6 @@ Plot bandwidth_plot(const CalibrationProfile& p, const planner::Gpu& gpu, const 
   return plot;
 }
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '&') {
-      out += "&amp;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // The training losses the planner takes off the table's figures, each with its source.
 std::string losses_table(const planner::TrainingLosses& l) {
   const std::pair<const char*, const planner::SourcedValue*> rows[] = {
@@ -148,7 +132,7 @@ std::string losses_table(const planner::TrainingLosses& l) {
     std::snprintf(number, sizeof(number), "%.4g", value->value);
     html += "<tr><td>" + std::string(what) + "</td><td>" +
             (value->source.empty() ? std::string("not measured") : std::string(number)) + "</td><td>" +
-            escape(value->source) + "</td></tr>";
+            escape_markup(value->source) + "</td></tr>";
   }
   return html + "</table>";
 }
@@ -156,16 +140,19 @@ std::string losses_table(const planner::TrainingLosses& l) {
 }  // namespace
 
 std::string profile_html(const CalibrationProfile& p, const planner::Gpu& gpu, const BenchResults* measured) {
-  std::string html =
-      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>pipescope calibration: " + escape(p.gpu) +
-      "</title><style>body{font-family:sans-serif;margin:20px;max-width:1000px}"
-      "svg{display:block;margin:12px 0}</style></head><body>";
-  html += "<h1>Calibration profile: " + escape(p.gpu) + "</h1><p>" + escape(p.description) + "</p>";
+  std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>pipescope calibration: " +
+                     escape_markup(p.gpu) +
+                     "</title><style>body{font-family:sans-serif;margin:20px;max-width:1000px}"
+                     "svg{display:block;margin:12px 0}</style></head><body>";
+  html +=
+      "<h1>Calibration profile: " + escape_markup(p.gpu) + "</h1><p>" + escape_markup(p.description) + "</p>";
   if (!p.provenance.empty()) {
-    html +=
-        "<p>Measured on " + escape(p.provenance.gpu_device_name) + " " + escape(p.provenance.date) +
-        (p.provenance.command.empty() ? "" : "; command: <code>" + escape(p.provenance.command) + "</code>") +
-        "</p>";
+    html += "<p>Measured on " + escape_markup(p.provenance.gpu_device_name) + " " +
+            escape_markup(p.provenance.date) +
+            (p.provenance.command.empty()
+                 ? ""
+                 : "; command: <code>" + escape_markup(p.provenance.command) + "</code>") +
+            "</p>";
   }
   html +=
       "<p>Lines: the profile as the planner reads it. Dots: " +

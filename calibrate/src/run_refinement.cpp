@@ -2,16 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "fit_numbers.h"
 
 namespace pipescope::calibrate {
 namespace {
 
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", digits, value);
-  return text;
-}
+using detail::fixed;
 
 // Sums of predicted and measured over the stages where both are known.
 struct Totals {
@@ -62,14 +59,16 @@ void refine_memory_bound(const RunObservation& run, const std::string& where, Re
   const Totals memory_bound =
       category(run, &StageObservation::predicted_memory_bound_s, &StageObservation::measured_memory_bound_s);
   if (!memory_bound.known()) {
-    out.notes.push_back("the traces show no memory-bound kernel time: memory-bound work not refined");
+    out.notes.emplace_back("the traces show no memory-bound kernel time: memory-bound work not refined");
     return;
   }
   out.memory_bound_scale = memory_bound.scale();
   planner::SourcedValue& fraction = out.profile.hbm_bandwidth_fraction;
   const double next = fraction.value / out.memory_bound_scale;
-  if (next > 1)
-    out.notes.push_back("memory-bound kernels ran faster than the GPU's HBM bandwidth explains; held at 1");
+  if (next > 1) {
+    out.notes.emplace_back(
+        "memory-bound kernels ran faster than the GPU's HBM bandwidth explains; held at 1");
+  }
   fraction.value = std::min(1.0, next);
   fraction.source += "; divided by " + fixed(out.memory_bound_scale, 4) +
                      ", the run's memory-bound kernel time (elementwise, embedding, other, copies) over the "
@@ -87,12 +86,13 @@ void refine_compute(const RunObservation& run, Refinement& out) {
     if (gemm.known()) {
       out.gemm_scale = gemm.scale();
       if (rescale(out.profile.gemm, out.gemm_scale,
-                  ", the run's GEMM kernel time over the planner's GEMM time per micro-batch" + where))
-        out.notes.push_back(
+                  ", the run's GEMM kernel time over the planner's GEMM time per micro-batch" + where)) {
+        out.notes.emplace_back(
             "GEMM kernels ran faster than even peak efficiency explains at some shapes; those were held at "
             "1");
+      }
     } else {
-      out.notes.push_back(
+      out.notes.emplace_back(
           "the traces show no GEMM kernel on a stage the planner gives GEMM time: GEMM not refined");
     }
     if (attention.known()) {
@@ -103,9 +103,9 @@ void refine_compute(const RunObservation& run, Refinement& out) {
       const bool forward_capped = rescale(out.profile.attention_forward, out.attention_scale, why);
       const bool backward_capped = rescale(out.profile.attention_backward, out.attention_scale, why);
       if (forward_capped || backward_capped)
-        out.notes.push_back("attention kernels ran faster than even peak efficiency explains; held at 1");
+        out.notes.emplace_back("attention kernels ran faster than even peak efficiency explains; held at 1");
     } else {
-      out.notes.push_back(
+      out.notes.emplace_back(
           "the traces show no fused-attention kernel on a stage the planner gives attention time: attention "
           "not "
           "refined");
@@ -115,7 +115,7 @@ void refine_compute(const RunObservation& run, Refinement& out) {
   }
   const Totals stages = stage_times(run);
   if (!stages.known()) {
-    out.notes.push_back("the traces hold no forward/backward NVTX ranges per stage: compute not refined");
+    out.notes.emplace_back("the traces hold no forward/backward NVTX ranges per stage: compute not refined");
     return;
   }
   // Only the stage times: GEMM and attention scaled together so that they match, the rest of
@@ -129,7 +129,7 @@ void refine_compute(const RunObservation& run, Refinement& out) {
   if (compute_s > 0) {
     const double rest_s = stages.predicted - compute_s;
     if (stages.measured <= rest_s) {
-      out.notes.push_back(
+      out.notes.emplace_back(
           "the run's forward + backward is shorter than the planner's time outside GEMMs and "
           "attention alone: compute not refined (check the plan's configuration against the run's)");
       return;
@@ -145,7 +145,7 @@ void refine_compute(const RunObservation& run, Refinement& out) {
   const bool forward_capped = rescale(out.profile.attention_forward, scale, why);
   const bool backward_capped = rescale(out.profile.attention_backward, scale, why);
   if (gemm_capped || forward_capped || backward_capped) {
-    out.notes.push_back(
+    out.notes.emplace_back(
         "the run was faster than even peak efficiency explains at some shapes; those were held at 1 (check "
         "the plan's "
         "configuration against the run's)");
@@ -154,14 +154,14 @@ void refine_compute(const RunObservation& run, Refinement& out) {
 
 void refine_memory(const planner::CalibrationProfile& profile, const RunObservation& run, Refinement& out) {
   if (run.memory_figure == "allocated") {
-    out.notes.push_back(
+    out.notes.emplace_back(
         "the traces hold allocated memory, which the planner computes from the model alone: nothing in the "
         "profile "
         "to refine (compared only)");
     return;
   }
   if (run.memory_figure != "reserved") {
-    out.notes.push_back("the traces hold no memory records: memory not refined");
+    out.notes.emplace_back("the traces hold no memory records: memory not refined");
     return;
   }
   // reserved = allocated * (1 + f) + fixed, the fixed part (CUDA context, NCCL buffers, the
@@ -176,7 +176,7 @@ void refine_memory(const planner::CalibrationProfile& profile, const RunObservat
     denominator += s.predicted_allocated_bytes * s.predicted_allocated_bytes;
   }
   if (denominator <= 0) {
-    out.notes.push_back(
+    out.notes.emplace_back(
         "the traces hold no reserved memory on a stage the plan gives allocated memory: memory not refined");
     return;
   }

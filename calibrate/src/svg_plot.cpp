@@ -12,23 +12,6 @@ constexpr double kWidth = 640, kHeight = 320, kLeft = 70, kRight = 170, kTop = 3
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
-
 std::string num(double v) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f", v);
@@ -38,18 +21,37 @@ std::string num(double v) {
 std::string tick(double v) {
   char text[32];
   const double a = std::abs(v);
-  if (a >= 1e9)
+  if (a >= 1e9) {
     std::snprintf(text, sizeof(text), "%gG", v / 1e9);
-  else if (a >= 1e6)
+  } else if (a >= 1e6) {
     std::snprintf(text, sizeof(text), "%gM", v / 1e6);
-  else if (a >= 1e3)
+  } else if (a >= 1e3) {
     std::snprintf(text, sizeof(text), "%gk", v / 1e3);
-  else
+  } else {
     std::snprintf(text, sizeof(text), "%g", v);
+  }
   return text;
 }
 
 }  // namespace
+
+std::string escape_markup(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '&') {
+      out += "&amp;";
+    } else if (c == '"') {
+      out += "&quot;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 std::string svg_plot(const Plot& plot) {
   double x0 = std::numeric_limits<double>::infinity(), x1 = 0, y1 = 0;
@@ -64,7 +66,7 @@ std::string svg_plot(const Plot& plot) {
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth) + "\" height=\"" +
                     num(kHeight) + "\" font-family=\"sans-serif\" font-size=\"11\">";
   svg += "<text x=\"" + num(kLeft) + "\" y=\"18\" font-size=\"13\" font-weight=\"bold\">" +
-         escape(plot.title) + "</text>";
+         escape_markup(plot.title) + "</text>";
   if (x1 <= 0 || !std::isfinite(x0))
     return svg + "<text x=\"" + num(kLeft) + "\" y=\"60\">no data</text></svg>";
   if (x1 <= x0) x1 = x0 * 10;
@@ -88,9 +90,9 @@ std::string svg_plot(const Plot& plot) {
            "</text>";
   }
   svg += "<text x=\"" + num(kLeft + w / 2) + "\" y=\"" + num(kHeight - 8) + "\" text-anchor=\"middle\">" +
-         escape(plot.x_label) + "</text>";
+         escape_markup(plot.x_label) + "</text>";
   svg += "<text x=\"14\" y=\"" + num(kTop + h / 2) + "\" transform=\"rotate(-90 14 " + num(kTop + h / 2) +
-         ")\" text-anchor=\"middle\">" + escape(plot.y_label) + "</text>";
+         ")\" text-anchor=\"middle\">" + escape_markup(plot.y_label) + "</text>";
   int legend = 0;
   for (size_t i = 0; i < plot.series.size(); ++i) {
     const PlotSeries& s = plot.series[i];
@@ -104,7 +106,11 @@ std::string svg_plot(const Plot& plot) {
         if (!(x > 0) || !std::isfinite(y)) continue;
         path += (path.empty() ? "M" : " L") + num(px(x)) + " " + num(py(y));
       }
-      svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"1.5\"/>";
+      svg += "<path d=\"";
+      svg += path;
+      svg += "\" fill=\"none\" stroke=\"";
+      svg += color;
+      svg += "\" stroke-width=\"1.5\"/>";
     } else {
       for (auto [x, y] : points) {
         if (!(x > 0) || !std::isfinite(y)) continue;
@@ -115,7 +121,7 @@ std::string svg_plot(const Plot& plot) {
     const double ly = kTop + 10 + 16 * legend++;
     svg += "<rect x=\"" + num(kWidth - kRight + 10) + "\" y=\"" + num(ly - 8) +
            "\" width=\"10\" height=\"10\" fill=\"" + color + "\"/><text x=\"" + num(kWidth - kRight + 24) +
-           "\" y=\"" + num(ly + 1) + "\">" + escape(s.name) + "</text>";
+           "\" y=\"" + num(ly + 1) + "\">" + escape_markup(s.name) + "</text>";
   }
   return svg + "</svg>";
 }

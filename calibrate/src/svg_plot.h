@@ -21,4 +21,7 @@ struct Plot {
 // An <svg> element; series without points are left out, a plot without any says so.
 std::string svg_plot(const Plot& plot);
 
+// `text` safe inside HTML or SVG text and attribute values: <, >, & and " as entities.
+std::string escape_markup(const std::string& text);
+
 }  // namespace pipescope::calibrate

@@ -13,6 +13,7 @@
 
 #include "h200_run.h"
 #include "pipescope/planner/calibration_profile.h"
+#include "report_test_support.h"
 #include "run_command.h"
 #include "synthetic_results.h"
 #include "synthetic_run.h"
@@ -45,19 +46,6 @@ class Dir {
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void expect_bad_input(const CommandResult& r, const std::string& part) {
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_EQ(line_count(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
 }
 
 const std::vector<std::string> kPlan = {"plan", "--model", "llama2-7b", "--gpu", "h100-80gb", "--gpus",

@@ -107,17 +107,17 @@ TEST_F(InspectCommand, AnchorsSayHowCloseTheTraceClockStayedToClockMonotonic) {
     auto writer = TraceWriter::create(path, options);
     ASSERT_TRUE(writer.ok());
     ASSERT_TRUE((*writer)->close().ok());
-    const CommandResult json = run_pipescope({"inspect", "--json", path});
-    ASSERT_EQ(json.exit_code, 0) << json.err;
-    const auto stray = nlohmann::json::parse(json.out)["traces"][0]["trace_clock_stray_ns"];
+    const CommandResult inspected = run_pipescope({"inspect", "--json", path});
+    ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+    const auto stray = nlohmann::json::parse(inspected.out)["traces"][0]["trace_clock_stray_ns"];
     const CommandResult text = run_pipescope({"inspect", path});
     if (clock == TraceClock::kMonotonic) {
-      ASSERT_TRUE(stray.is_number()) << json.out;
+      ASSERT_TRUE(stray.is_number()) << inspected.out;
       EXPECT_GT(stray.get<uint64_t>(), 3'000u);  // 5 us less the anchors' uncertainty
       EXPECT_LE(stray.get<uint64_t>(), 5'000u);
       EXPECT_NE(text.out.find("ns of CLOCK_MONOTONIC at them"), std::string::npos) << text.out;
     } else {
-      EXPECT_TRUE(stray.is_null()) << json.out;
+      EXPECT_TRUE(stray.is_null()) << inspected.out;
       EXPECT_EQ(text.out.find("CLOCK_MONOTONIC"), std::string::npos) << text.out;
     }
   }

@@ -93,13 +93,14 @@ TEST(OutputSafety, AnOutputThatCannotBeWrittenFailsBeforeTheAnalysis) {
 TEST(OutputSafety, OutputsAreReplacedWholeAndLeaveNothingBehind) {
   ScratchDir dir, out;
   write_run(dir, small_run());
-  const std::string html = out.file("report.html"), json = out.file("trace.json");
+  const std::string html = out.file("report.html"), perfetto = out.file("trace.json");
   std::ofstream(html) << "an earlier report";
-  std::ofstream(json) << "an earlier export";
+  std::ofstream(perfetto) << "an earlier export";
   ASSERT_EQ(run_pipescope({"report", dir.path(), "--html", html}).exit_code, 0);
-  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", json}).exit_code, 0);
+  ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", perfetto}).exit_code, 0);
   EXPECT_EQ(slurp(html).rfind("<!doctype html>", 0), 0u);
-  EXPECT_EQ(slurp(json).rfind("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"pipescope\"}", 0), 0u);
+  EXPECT_EQ(slurp(perfetto).rfind("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"pipescope\"}", 0),
+            0u);
   EXPECT_EQ(partial_files(out), 0);
   // A Perfetto export written into the traces' directory is not taken for a Kineto trace.
   ASSERT_EQ(run_pipescope({"export", dir.path(), "--format", "perfetto", "-o", dir.file("t.json")}).exit_code,

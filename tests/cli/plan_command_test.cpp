@@ -48,7 +48,7 @@ json plan_json(const std::vector<std::string>& args) {
   return json::parse(r.out);
 }
 
-void expect_bad_input(const std::vector<std::string>& args, const std::string& mentions) {
+void expect_bad_plan(const std::vector<std::string>& args, const std::string& mentions) {
   const CommandResult r = run_pipescope(plan_args(args));
   EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
   EXPECT_EQ(line_count(r.err), 1) << r.err;
@@ -414,18 +414,18 @@ TEST(PlanCommand, APipelineLayoutIsPlannedAsMegatronRunsIt) {
 TEST(PlanCommandBadInput, APipelineLayoutThatDoesNotFitTheRunIsRefusedNamingWhy) {
   const std::vector<std::string> base = {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8",
                                          "--tp",    "1",         "--pp",  "4",         "--gbs",  "16"};
-  expect_bad_input(with(base, {"--split", "8,8,8,8", "--pipeline-layout", "Et*8|(t*8|)*2t*8L"}),
-                   "give --split or --pipeline-layout, not both");
-  expect_bad_input(with(base, {"--pipeline-layout", "Et*8|(t*8|)*2m*8L"}),
-                   "--pipeline-layout: 'm' at position");
-  expect_bad_input(with(base, {"--pipeline-layout", "E|(t*4|)*7t*4L"}),
-                   "--pipeline-layout has 9 chunks; --pp 4 x --vpp 1 needs 4");
-  expect_bad_input(with(base, {"--pipeline-layout", "E|(t*5|)*6t*2L"}),
-                   "--pipeline-layout has 8 chunks; --pp 4 x --vpp 1 needs 4; with --pp 4 that is --vpp 2");
-  expect_bad_input(with(base, {"--pipeline-layout", "Et*8|(t*8|)*2t*9L"}),
-                   "--split adds up to 33 layers; the model has 32");
-  expect_bad_input(with(base, {"--vpp", "2", "--pipeline-layout", "E|(t*4|)*6t*5L"}),
-                   "--pipeline-layout has 29 decoder layers (t); the model has 32");
+  expect_bad_plan(with(base, {"--split", "8,8,8,8", "--pipeline-layout", "Et*8|(t*8|)*2t*8L"}),
+                  "give --split or --pipeline-layout, not both");
+  expect_bad_plan(with(base, {"--pipeline-layout", "Et*8|(t*8|)*2m*8L"}),
+                  "--pipeline-layout: 'm' at position");
+  expect_bad_plan(with(base, {"--pipeline-layout", "E|(t*4|)*7t*4L"}),
+                  "--pipeline-layout has 9 chunks; --pp 4 x --vpp 1 needs 4");
+  expect_bad_plan(with(base, {"--pipeline-layout", "E|(t*5|)*6t*2L"}),
+                  "--pipeline-layout has 8 chunks; --pp 4 x --vpp 1 needs 4; with --pp 4 that is --vpp 2");
+  expect_bad_plan(with(base, {"--pipeline-layout", "Et*8|(t*8|)*2t*9L"}),
+                  "--split adds up to 33 layers; the model has 32");
+  expect_bad_plan(with(base, {"--vpp", "2", "--pipeline-layout", "E|(t*4|)*6t*5L"}),
+                  "--pipeline-layout has 29 decoder layers (t); the model has 32");
 }
 
 // --vpp-group N: Megatron-LM's tunable interleaved schedule (N micro-batches through a chunk
@@ -459,15 +459,15 @@ TEST(PlanCommand, MicrobatchGroupsWarmUpDeeperAndAreEmittedForMegatron) {
 
   // What Megatron-LM refuses, refused: N below --pp or above the 8 micro-batches, a last group
   // smaller than --pp, and a group without the interleaved schedule.
-  expect_bad_input(with(base, {"--vpp-group", "3"}),
-                   "--vpp-group 3 must lie between --pp 4 and the 8 micro-batches");
-  expect_bad_input(with(base, {"--vpp-group", "9"}),
-                   "--vpp-group 9 must lie between --pp 4 and the 8 micro-batches");
-  expect_bad_input(with(base, {"--vpp-group", "6"}),
-                   "--vpp-group 6 leaves a last group of 2 of the 8 micro-batches");
-  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "4",
-                    "--vpp-group", "4"},
-                   "--vpp-group needs the interleaved schedule");
+  expect_bad_plan(with(base, {"--vpp-group", "3"}),
+                  "--vpp-group 3 must lie between --pp 4 and the 8 micro-batches");
+  expect_bad_plan(with(base, {"--vpp-group", "9"}),
+                  "--vpp-group 9 must lie between --pp 4 and the 8 micro-batches");
+  expect_bad_plan(with(base, {"--vpp-group", "6"}),
+                  "--vpp-group 6 leaves a last group of 2 of the 8 micro-batches");
+  expect_bad_plan({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "4",
+                   "--vpp-group", "4"},
+                  "--vpp-group needs the interleaved schedule");
   // A group that is not a divisor of the micro-batches, with a last group of at least --pp, runs.
   EXPECT_EQ(plan_json({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "4",
                        "--vpp", "2", "--gbs", "24", "--vpp-group", "8"})["inputs"]["config"]["micro_batches"],
@@ -513,10 +513,10 @@ TEST(PlanCommand, InternEvoOptimizerRecipeHoldsLessAndSaysSo) {
   for (const json& note : i["notes"])
     noted = noted || note.get<std::string>().find("HybridZeroOptimizer") != std::string::npos;
   EXPECT_TRUE(noted) << i["notes"];
-  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "1", "--pp", "1",
-                    "--zero", "2", "--optimizer", "internevo"},
-                   "it has no ZeRO stage 2");
-  expect_bad_input(with(base, {"--optimizer", "lamb"}), "--optimizer");
+  expect_bad_plan({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "1", "--pp", "1",
+                   "--zero", "2", "--optimizer", "internevo"},
+                  "it has no ZeRO stage 2");
+  expect_bad_plan(with(base, {"--optimizer", "lamb"}), "--optimizer");
 }
 
 TEST(PlanCommand, AFrameworkSetsTheRecipeAndWhenTheGradientSyncRuns) {
@@ -562,8 +562,8 @@ TEST(PlanCommand, AFrameworkSetsTheRecipeAndWhenTheGradientSyncRuns) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("framework megatron-2022"), std::string::npos) << text.out;
 
-  expect_bad_input(with(base, {"--framework", "megatron"}), "--framework");
-  expect_bad_input(with(base, {"--grad-sync", "never"}), "--grad-sync");
+  expect_bad_plan(with(base, {"--framework", "megatron"}), "--framework");
+  expect_bad_plan(with(base, {"--grad-sync", "never"}), "--grad-sync");
 }
 
 TEST(PlanCommand, PyTorchEagerPricesItsUnfusedKernelsAndSaysSo) {
@@ -628,9 +628,9 @@ TEST(PlanCommand, DeepSpeedsStepBuffersAreHeldAfterTheStepAndShown) {
 }
 
 TEST(PlanCommand, SequenceParallelNeedsTensorParallel) {
-  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "2",
-                    "--sequence-parallel"},
-                   "--sequence-parallel");
+  expect_bad_plan({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "2",
+                   "--sequence-parallel"},
+                  "--sequence-parallel");
   const CommandResult r = run_pipescope(plan_args({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus",
                                                    "8", "--tp", "2", "--pp", "2", "--sequence-parallel"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -638,66 +638,63 @@ TEST(PlanCommand, SequenceParallelNeedsTensorParallel) {
 }
 
 TEST(PlanCommandBadInput, TensorParallelNotDividingTheHeads) {
-  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "6", "--tp", "3", "--pp", "1"},
-                   "tensor parallel size (3)");
+  expect_bad_plan({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "6", "--tp", "3", "--pp", "1"},
+                  "tensor parallel size (3)");
 }
 
 TEST(PlanCommandBadInput, MorePipelineStagesThanLayers) {
-  expect_bad_input(
-      {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "100", "--tp", "1", "--pp", "100"},
-      "--pp 100");
+  expect_bad_plan({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "100", "--tp", "1", "--pp", "100"},
+                  "--pp 100");
 }
 
 TEST(PlanCommandBadInput, GlobalBatchNotDivisible) {
-  expect_bad_input(
+  expect_bad_plan(
       {"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "4", "--gbs", "3"},
       "--gbs 3");
 }
 
 TEST(PlanCommandBadInput, UnknownModelAndGpu) {
-  expect_bad_input(
-      {"--model", "no-such-model", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
-      "no-such-model");
-  expect_bad_input({"--model", "llama2-7b", "--gpu", "b300", "--gpus", "8", "--tp", "1", "--pp", "1"},
-                   "b300");
-  expect_bad_input({"--model", "llama2-7b", "--cluster", "nowhere", "--gpus", "8", "--tp", "1", "--pp", "1"},
-                   "nowhere");
+  expect_bad_plan({"--model", "no-such-model", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                  "no-such-model");
+  expect_bad_plan({"--model", "llama2-7b", "--gpu", "b300", "--gpus", "8", "--tp", "1", "--pp", "1"}, "b300");
+  expect_bad_plan({"--model", "llama2-7b", "--cluster", "nowhere", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                  "nowhere");
 }
 
 TEST(PlanCommandBadInput, MalformedConfigJson) {
   const trace::test::ScratchDir dir;
   const std::filesystem::path file = dir.file("config.json");
   std::ofstream(file) << "{\"model_type\": \"llama\", \"hidden_size\": 4096,";  // cut off
-  expect_bad_input({"--model", file.string(), "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
-                   "config.json");
+  expect_bad_plan({"--model", file.string(), "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                  "config.json");
 }
 
 TEST(PlanCommandBadInput, AbsurdSizesAreRefusedInOneLine) {
-  expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "8", "--pp", "1",
-                    "--seq", "2000000000"},
-                   "--seq 2000000000");
+  expect_bad_plan({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "8", "--pp", "1",
+                   "--seq", "2000000000"},
+                  "--seq 2000000000");
   const trace::test::ScratchDir dir;
   const std::filesystem::path file = dir.file("config.json");
   std::ofstream(file) << R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
     "num_hidden_layers": 2000000000, "intermediate_size": 11008, "vocab_size": 32000})";
-  expect_bad_input({"--model", file.string(), "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
-                   "'num_layers' is 2000000000");
+  expect_bad_plan({"--model", file.string(), "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                  "'num_layers' is 2000000000");
 }
 
 TEST(PlanCommandBadInput, NotANumberIsRefusedWhereANumberIsAsked) {
   for (const char* value : {"nan", "inf", "-1"}) {
-    expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1",
-                      "--search-time", value},
-                     "--search-time");
-    expect_bad_input({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1",
-                      "--inter-node-gbps", value},
-                     "--inter-node-gbps");
+    expect_bad_plan({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1",
+                     "--search-time", value},
+                    "--search-time");
+    expect_bad_plan({"--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "1", "--pp", "1",
+                     "--inter-node-gbps", value},
+                    "--inter-node-gbps");
   }
 }
 
 TEST(PlanCommandBadInput, GpuWithoutABundledProfileNamesCalibration) {
-  expect_bad_input({"--model", "llama2-7b", "--gpu", "b200-180gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
-                   "--calibration");
+  expect_bad_plan({"--model", "llama2-7b", "--gpu", "b200-180gb", "--gpus", "8", "--tp", "1", "--pp", "1"},
+                  "--calibration");
 }
 
 TEST(PlanCommand, TheStudys123BWorkloadShowsV1sImbalanceAndPlansV2sShardedMemory) {
@@ -732,8 +729,8 @@ TEST(PlanCommand, TheStudys123BWorkloadShowsV1sImbalanceAndPlansV2sShardedMemory
   EXPECT_EQ(v2["inputs"]["config"]["zero_stage"], 3);
   EXPECT_EQ(v2["inputs"]["config"]["grad_sync_overlaps_backward"], false);
   // zero1.fsdp refuses a pipeline: so does the plan.
-  expect_bad_input(with(common, {"--tp", "8", "--pp", "4", "--zero", "3"}),
-                   "zero1.fsdp, which refuses pipeline parallelism");
+  expect_bad_plan(with(common, {"--tp", "8", "--pp", "4", "--zero", "3"}),
+                  "zero1.fsdp, which refuses pipeline parallelism");
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ std::vector<std::string> search_args(std::vector<std::string> extra) {
   return args;
 }
 
-void expect_bad_input(const std::vector<std::string>& args, const std::string& mentions) {
+void expect_bad_search(const std::vector<std::string>& args, const std::string& mentions) {
   const CommandResult r = run_pipescope(args);
   EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
   EXPECT_EQ(line_count(r.err), 1) << r.err;
@@ -311,16 +311,16 @@ TEST(SearchCommand, NothingFeasibleExitsZeroWithTheReasons) {
 }
 
 TEST(SearchCommand, BadInputIsOneLineAndExitTwo) {
-  expect_bad_input(search_args({}), "--gbs");
-  expect_bad_input({"search", "--model", "nope", "--gpu", "a100-80gb", "--gpus", "8", "--gbs", "8"}, "nope");
-  expect_bad_input({"search", "--model", "llama2-7b", "--cluster", "nowhere", "--gpus", "8", "--gbs", "8"},
-                   "nowhere");
-  expect_bad_input({"search", "--model", "llama2-7b", "--gpus", "8", "--gbs", "8"}, "--cluster");
-  expect_bad_input(search_args({"--gbs", "8", "--top", "-1"}), "--top");
-  expect_bad_input(search_args({"--gbs", "8", "--tp", "0"}), "--tp");  // --tp pins a value; 0 is none
-  expect_bad_input({"search", "--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--gbs", "8",
-                    "--inter-node-gbps", "nan"},
-                   "--inter-node-gbps");
+  expect_bad_search(search_args({}), "--gbs");
+  expect_bad_search({"search", "--model", "nope", "--gpu", "a100-80gb", "--gpus", "8", "--gbs", "8"}, "nope");
+  expect_bad_search({"search", "--model", "llama2-7b", "--cluster", "nowhere", "--gpus", "8", "--gbs", "8"},
+                    "nowhere");
+  expect_bad_search({"search", "--model", "llama2-7b", "--gpus", "8", "--gbs", "8"}, "--cluster");
+  expect_bad_search(search_args({"--gbs", "8", "--top", "-1"}), "--top");
+  expect_bad_search(search_args({"--gbs", "8", "--tp", "0"}), "--tp");  // --tp pins a value; 0 is none
+  expect_bad_search({"search", "--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--gbs", "8",
+                     "--inter-node-gbps", "nan"},
+                    "--inter-node-gbps");
 }
 
 // Each dimension can be pinned as --mbs can: only that value is searched, and the others go on
@@ -360,12 +360,12 @@ TEST(SearchCommand, PinnedDimensionsAreTheOnlyValuesSearched) {
 }
 
 TEST(SearchCommand, APinThatCannotBeIsOneLineAndExit2) {
-  expect_bad_input(search_args({"--gbs", "64", "--tp", "3"}), "--tp 3 does not divide the 16 GPUs");
-  expect_bad_input(search_args({"--gbs", "64", "--tp", "4", "--pp", "8"}),
-                   "--pp 8 does not divide the 4 GPUs");
-  expect_bad_input(search_args({"--gbs", "64", "--vpp", "2", "--schedule", "1f1b"}),
-                   "--vpp 2 needs the interleaved schedule");
-  expect_bad_input(search_args({"--gbs", "64", "--zero", "4"}), "--zero");
+  expect_bad_search(search_args({"--gbs", "64", "--tp", "3"}), "--tp 3 does not divide the 16 GPUs");
+  expect_bad_search(search_args({"--gbs", "64", "--tp", "4", "--pp", "8"}),
+                    "--pp 8 does not divide the 4 GPUs");
+  expect_bad_search(search_args({"--gbs", "64", "--vpp", "2", "--schedule", "1f1b"}),
+                    "--vpp 2 needs the interleaved schedule");
+  expect_bad_search(search_args({"--gbs", "64", "--zero", "4"}), "--zero");
 }
 
 // A refusal for memory names the variants it refused, so that it cannot be read as the whole layout.

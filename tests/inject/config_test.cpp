@@ -18,13 +18,13 @@ struct FakeEnv {
   }
 };
 
-ConfigResult read(std::map<std::string, std::string> vars) {
+ConfigResult config_from(std::map<std::string, std::string> vars) {
   FakeEnv env{std::move(vars)};
   return read_config(env.lookup());
 }
 
 TEST(InjectConfig, EmptyEnvironmentGivesDesignDefaults) {
-  const ConfigResult r = read({});
+  const ConfigResult r = config_from({});
   EXPECT_TRUE(r.warnings.empty());
   EXPECT_EQ(r.config.output_dir, "./pipescope-traces");
   EXPECT_EQ(r.config.flush_ms, 1000u);
@@ -37,12 +37,12 @@ TEST(InjectConfig, EmptyEnvironmentGivesDesignDefaults) {
 }
 
 TEST(InjectConfig, ValidValuesAreTaken) {
-  const ConfigResult r = read({{"PIPESCOPE_OUTPUT", "/tmp/t"},
-                               {"PIPESCOPE_KINDS", "kernel,nccl"},
-                               {"PIPESCOPE_FLUSH_MS", "250"},
-                               {"PIPESCOPE_BUFFER_MB", "3"},
-                               {"PIPESCOPE_STEPS", "100:110"},
-                               {"PIPESCOPE_NVTX_STEP", "^iter"}});
+  const ConfigResult r = config_from({{"PIPESCOPE_OUTPUT", "/tmp/t"},
+                                      {"PIPESCOPE_KINDS", "kernel,nccl"},
+                                      {"PIPESCOPE_FLUSH_MS", "250"},
+                                      {"PIPESCOPE_BUFFER_MB", "3"},
+                                      {"PIPESCOPE_STEPS", "100:110"},
+                                      {"PIPESCOPE_NVTX_STEP", "^iter"}});
   EXPECT_TRUE(r.warnings.empty());
   EXPECT_EQ(r.config.output_dir, "/tmp/t");
   EXPECT_TRUE(r.config.kinds.has(trace::RecordKind::kNcclOp));
@@ -57,21 +57,21 @@ TEST(InjectConfig, ValidValuesAreTaken) {
 }
 
 TEST(InjectConfig, WindowWithOpenEnd) {
-  const ConfigResult r = read({{"PIPESCOPE_WINDOW", "30:"}});
+  const ConfigResult r = config_from({{"PIPESCOPE_WINDOW", "30:"}});
   ASSERT_TRUE(r.config.window.has_value());
   EXPECT_DOUBLE_EQ(r.config.window->start_s, 30.0);
   EXPECT_FALSE(r.config.window->end_s.has_value());
 }
 
 TEST(InjectConfig, EveryInvalidValueWarnsOnceAndKeepsTheDefault) {
-  const ConfigResult r = read({{"PIPESCOPE_KINDS", "kernel,bogus"},
-                               {"PIPESCOPE_FLUSH_MS", "0"},
-                               {"PIPESCOPE_BUFFER_MB", "lots"},
-                               {"PIPESCOPE_WINDOW", "9:3"},
-                               {"PIPESCOPE_STEPS", "5"},
-                               {"PIPESCOPE_NVTX_STEP", "(unclosed"},
-                               {"PIPESCOPE_COMPRESS", "yes"},
-                               {"PIPESCOPE_TSC", "off"}});
+  const ConfigResult r = config_from({{"PIPESCOPE_KINDS", "kernel,bogus"},
+                                      {"PIPESCOPE_FLUSH_MS", "0"},
+                                      {"PIPESCOPE_BUFFER_MB", "lots"},
+                                      {"PIPESCOPE_WINDOW", "9:3"},
+                                      {"PIPESCOPE_STEPS", "5"},
+                                      {"PIPESCOPE_NVTX_STEP", "(unclosed"},
+                                      {"PIPESCOPE_COMPRESS", "yes"},
+                                      {"PIPESCOPE_TSC", "off"}});
   ASSERT_EQ(r.warnings.size(), 8u);
   EXPECT_NE(r.warnings[0].find("PIPESCOPE_KINDS='kernel,bogus'"), std::string::npos);
   EXPECT_NE(r.warnings[0].find("unknown kind 'bogus'"), std::string::npos);
@@ -88,24 +88,24 @@ TEST(InjectConfig, EveryInvalidValueWarnsOnceAndKeepsTheDefault) {
 }
 
 TEST(InjectConfig, TheTraceClockMayBeKeptOffTheTsc) {
-  EXPECT_TRUE(read({}).config.read_tsc);
-  const ConfigResult off = read({{"PIPESCOPE_TSC", "0"}});
+  EXPECT_TRUE(config_from({}).config.read_tsc);
+  const ConfigResult off = config_from({{"PIPESCOPE_TSC", "0"}});
   EXPECT_TRUE(off.warnings.empty());
   EXPECT_FALSE(off.config.read_tsc);
 }
 
 TEST(InjectConfig, DeclaredPipelineStage) {
-  const ConfigResult ok = read({{"PIPESCOPE_STAGE", "3"}});
+  const ConfigResult ok = config_from({{"PIPESCOPE_STAGE", "3"}});
   EXPECT_TRUE(ok.warnings.empty());
   EXPECT_EQ(ok.config.declared_stage, 3);
-  const ConfigResult bad = read({{"PIPESCOPE_STAGE", "-1"}});
+  const ConfigResult bad = config_from({{"PIPESCOPE_STAGE", "-1"}});
   ASSERT_EQ(bad.warnings.size(), 1u);
   EXPECT_NE(bad.warnings[0].find("PIPESCOPE_STAGE='-1'"), std::string::npos);
   EXPECT_FALSE(bad.config.declared_stage.has_value());
 }
 
 TEST(InjectConfig, StepsWinOverAWindow) {
-  const ConfigResult r = read({{"PIPESCOPE_WINDOW", "1:2"}, {"PIPESCOPE_STEPS", "1:2"}});
+  const ConfigResult r = config_from({{"PIPESCOPE_WINDOW", "1:2"}, {"PIPESCOPE_STEPS", "1:2"}});
   EXPECT_EQ(r.warnings.size(), 1u);
   EXPECT_TRUE(r.config.steps.has_value());
   EXPECT_FALSE(r.config.window.has_value());
@@ -130,7 +130,7 @@ TEST(CaptureKinds, AllIncludesApi) {
 }
 
 TEST(InjectConfig, CuptiKnobsAndKernelSamplingDefaultToTheCheapestSettingThatLosesNothing) {
-  const ConfigResult r = read({});
+  const ConfigResult r = config_from({});
   EXPECT_EQ(r.config.kernel_sample_steps, 1u);
   const CuptiTuning& t = r.config.cupti;
   EXPECT_EQ(t.activity_buffer_bytes, size_t{8} << 20);
@@ -148,19 +148,19 @@ TEST(InjectConfig, CuptiKnobsAndKernelSamplingDefaultToTheCheapestSettingThatLos
 }
 
 TEST(InjectConfig, CuptiKnobsAreTaken) {
-  const ConfigResult r = read({{"PIPESCOPE_KERNEL_SAMPLE", "10"},
-                               {"PIPESCOPE_CUPTI_BUFFER_MB", "64"},
-                               {"PIPESCOPE_CUPTI_DEVICE_BUFFER_MB", "32"},
-                               {"PIPESCOPE_CUPTI_DEVICE_BUFFERS", "6"},
-                               {"PIPESCOPE_CUPTI_HOST_PINNED", "1"},
-                               {"PIPESCOPE_CUPTI_PER_THREAD_BUFFERS", "0"},
-                               {"PIPESCOPE_CUPTI_LATENCY_TIMESTAMPS", "1"},
-                               {"PIPESCOPE_CUPTI_CLOCK", "offset"},
-                               {"PIPESCOPE_CUPTI_FLUSH_PERIOD_MS", "10"},
-                               {"PIPESCOPE_CUPTI_ALL_SYNC_RECORDS", "1"},
-                               {"PIPESCOPE_CUPTI_NCCL_API", "all"},
-                               {"PIPESCOPE_CUPTI_ZEROED_BUFFERS", "0"},
-                               {"PIPESCOPE_CUPTI_CONVERT", "callback"}});
+  const ConfigResult r = config_from({{"PIPESCOPE_KERNEL_SAMPLE", "10"},
+                                      {"PIPESCOPE_CUPTI_BUFFER_MB", "64"},
+                                      {"PIPESCOPE_CUPTI_DEVICE_BUFFER_MB", "32"},
+                                      {"PIPESCOPE_CUPTI_DEVICE_BUFFERS", "6"},
+                                      {"PIPESCOPE_CUPTI_HOST_PINNED", "1"},
+                                      {"PIPESCOPE_CUPTI_PER_THREAD_BUFFERS", "0"},
+                                      {"PIPESCOPE_CUPTI_LATENCY_TIMESTAMPS", "1"},
+                                      {"PIPESCOPE_CUPTI_CLOCK", "offset"},
+                                      {"PIPESCOPE_CUPTI_FLUSH_PERIOD_MS", "10"},
+                                      {"PIPESCOPE_CUPTI_ALL_SYNC_RECORDS", "1"},
+                                      {"PIPESCOPE_CUPTI_NCCL_API", "all"},
+                                      {"PIPESCOPE_CUPTI_ZEROED_BUFFERS", "0"},
+                                      {"PIPESCOPE_CUPTI_CONVERT", "callback"}});
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
   EXPECT_EQ(r.config.kernel_sample_steps, 10u);
   const CuptiTuning& t = r.config.cupti;
@@ -179,11 +179,11 @@ TEST(InjectConfig, CuptiKnobsAreTaken) {
 }
 
 TEST(InjectConfig, BadCuptiKnobsWarnOnceEachAndKeepTheirDefaults) {
-  const ConfigResult r = read({{"PIPESCOPE_KERNEL_SAMPLE", "0"},
-                               {"PIPESCOPE_CUPTI_BUFFER_MB", "999"},
-                               {"PIPESCOPE_CUPTI_HOST_PINNED", "yes"},
-                               {"PIPESCOPE_CUPTI_CLOCK", "tsc"},
-                               {"PIPESCOPE_CUPTI_NCCL_API", "some"}});
+  const ConfigResult r = config_from({{"PIPESCOPE_KERNEL_SAMPLE", "0"},
+                                      {"PIPESCOPE_CUPTI_BUFFER_MB", "999"},
+                                      {"PIPESCOPE_CUPTI_HOST_PINNED", "yes"},
+                                      {"PIPESCOPE_CUPTI_CLOCK", "tsc"},
+                                      {"PIPESCOPE_CUPTI_NCCL_API", "some"}});
   ASSERT_EQ(r.warnings.size(), 5u);
   EXPECT_NE(r.warnings[0].find("PIPESCOPE_KERNEL_SAMPLE='0' is not a whole number from 1 to"),
             std::string::npos)

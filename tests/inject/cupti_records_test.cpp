@@ -15,17 +15,12 @@ namespace pipescope::inject {
 namespace {
 
 using testing::ActivityBuffer;
+using testing::config_in;
 using testing::load_trace;
 using testing::make_temp_dir;
+using testing::trace_in;
 using testing::walk_test_buffer;
 using trace::RecordKind;
-
-// The one trace a test's session wrote into `dir`.
-testing::LoadedTrace trace_in(const std::string& dir) {
-  const std::vector<std::string> files = testing::trace_files_in(dir);
-  EXPECT_EQ(files.size(), 1u) << dir;
-  return files.empty() ? testing::LoadedTrace{} : load_trace(files[0]);
-}
 
 constexpr int64_t kNoOffset = 0;
 
@@ -434,14 +429,6 @@ class SessionServices : public RecordServices {
   Session& session_;
 };
 
-InjectConfig config_in(const std::string& dir) {
-  InjectConfig config;
-  config.output_dir = dir;
-  config.flush_ms = 60'000;  // the tests flush by finishing
-  config.buffer_bytes = size_t{1} << 20;
-  return config;
-}
-
 CUptiResult callback_name(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 211) {
     *name = "cudaLaunchKernel_v7000";
@@ -659,6 +646,7 @@ TEST(CuptiBuffer, EachKernelNameIsInternedOncePerThread) {
   ASSERT_NE(out, nullptr);
   // Fifty kernels of a layer, launched 20 times; CUPTI gives each kernel one name pointer.
   std::vector<std::string> names;
+  names.reserve(50);
   for (int i = 0; i < 50; ++i) names.push_back("kernel_" + std::to_string(i));
   ActivityBuffer buffer;
   for (int launch = 0; launch < 20; ++launch) {

@@ -23,16 +23,10 @@ namespace pipescope::inject {
 namespace {
 
 using testing::ActivityBuffer;
-using testing::load_trace;
+using testing::config_in;
 using testing::make_temp_dir;
+using testing::trace_in;
 using trace::NoticeCode;
-
-// The one trace a test's session wrote into `dir`.
-testing::LoadedTrace trace_in(const std::string& dir) {
-  const std::vector<std::string> files = testing::trace_files_in(dir);
-  EXPECT_EQ(files.size(), 1u) << dir;
-  return files.empty() ? testing::LoadedTrace{} : load_trace(files[0]);
-}
 
 // ---- a fake CUPTI ------------------------------------------------------------------------------
 
@@ -81,13 +75,13 @@ CUptiResult fake_disable(CUpti_ActivityKind kind) {
 }
 CUptiResult fake_register_callbacks(CUpti_BuffersCallbackRequestFunc requested,
                                     CUpti_BuffersCallbackCompleteFunc completed) {
-  g_fake->calls.push_back("register callbacks");
+  g_fake->calls.emplace_back("register callbacks");
   g_fake->requested = requested;
   g_fake->completed = completed;
   return CUPTI_SUCCESS;
 }
 CUptiResult fake_register_timestamp(CUpti_TimestampCallbackFunc timestamp) {
-  g_fake->calls.push_back("register timestamp");
+  g_fake->calls.emplace_back("register timestamp");
   if (g_fake->timestamp_registration == CUPTI_SUCCESS) g_fake->timestamp = timestamp;
   return g_fake->timestamp_registration;
 }
@@ -189,15 +183,6 @@ CuptiApi fake_api() {
   return api;
 }
 
-InjectConfig config_in(const std::string& dir, const char* kinds = "default") {
-  InjectConfig config;
-  config.output_dir = dir;
-  config.flush_ms = 60'000;  // tests flush by hand
-  config.buffer_bytes = size_t{1} << 20;
-  config.kinds = *trace::parse_capture_kinds(kinds);
-  return config;
-}
-
 class CuptiSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -232,6 +217,7 @@ bool has_kind(const std::vector<ActivityKindPlan>& plan, CUpti_ActivityKind kind
 TEST(CuptiPlan, DefaultKindsEnableTheirActivityKindsAndNoApiRecordsOfTheirOwn) {
   const auto plan = plan_activity_kinds(trace::default_capture_kinds());
   std::vector<CUpti_ActivityKind> kinds;
+  kinds.reserve(plan.size());
   for (const ActivityKindPlan& p : plan) kinds.push_back(p.kind);
   const std::vector<CUpti_ActivityKind> expected = {
       CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,

@@ -7,9 +7,24 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "config.h"
+#include "pipescope/trace/capture_kinds.h"
+
 namespace pipescope::inject::testing {
+
+// A session writing into `dir` and capturing `kinds` (PIPESCOPE_KINDS' syntax); the tests flush by
+// hand or by finishing, the flusher's period being a minute.
+inline InjectConfig config_in(const std::string& dir, const char* kinds = "default") {
+  InjectConfig config;
+  config.output_dir = dir;
+  config.flush_ms = 60'000;
+  config.buffer_bytes = size_t{1} << 20;
+  config.kinds = *trace::parse_capture_kinds(kinds);
+  return config;
+}
 
 // The struct CUPTI 13 writes for each kind the tests use; 0 for any other kind.
 inline size_t cupti_record_size(CUpti_ActivityKind kind) {

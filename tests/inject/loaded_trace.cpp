@@ -52,6 +52,12 @@ LoadedTrace load_trace(const std::string& path) {
   return std::move(*loaded);
 }
 
+LoadedTrace trace_in(const std::string& dir) {
+  const std::vector<std::string> files = trace_files_in(dir);
+  EXPECT_EQ(files.size(), 1u) << dir;
+  return files.empty() ? LoadedTrace{} : load_trace(files[0]);
+}
+
 std::string make_temp_dir(const std::string& tag) {
   std::string pattern = ::testing::TempDir() + "pipescope-" + tag + "-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {

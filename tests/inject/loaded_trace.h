@@ -53,6 +53,10 @@ LoadedTrace load_trace(const std::string& path);
 // Every *.pst file in `dir`, sorted by name.
 std::vector<std::string> trace_files_in(const std::string& dir);
 
+// The one trace a test's session wrote into `dir`; fails the calling test unless there is
+// exactly one.
+LoadedTrace trace_in(const std::string& dir);
+
 // A fresh empty directory under the test temp dir (gtest). Removed, with what the test wrote in
 // it, once every test of the program has passed; kept for a look when one failed.
 std::string make_temp_dir(const std::string& tag);

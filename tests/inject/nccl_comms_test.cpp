@@ -15,9 +15,9 @@ namespace {
 
 using trace::NcclCommEvent;
 
-std::array<std::byte, 128> unique_id(uint8_t seed) {
+std::array<std::byte, 128> unique_id_bytes(uint8_t seed) {
   std::array<std::byte, 128> id{};
-  for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<std::byte>(seed * 31 + i);
+  for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<std::byte>(size_t{seed} * 31 + i);
   return id;
 }
 
@@ -48,7 +48,7 @@ Comm* split(CommRegistry& registry, Comm& parent, uint64_t handle, int32_t color
 }
 
 TEST(NcclIdentity, MembersOfOneUniqueIdDeriveTheSameNonzeroIdentity) {
-  const auto id = unique_id(1);
+  const auto id = unique_id_bytes(1);
   auto copy = id;  // another process received the same bytes
   EXPECT_EQ(identity_of_unique_ids(id), identity_of_unique_ids(copy));
   EXPECT_NE(identity_of_unique_ids(id), 0u);
@@ -57,7 +57,7 @@ TEST(NcclIdentity, MembersOfOneUniqueIdDeriveTheSameNonzeroIdentity) {
   // InitRankScalable hashes all of its ids: two ids are not the first one alone.
   std::array<std::byte, 256> two{};
   std::memcpy(two.data(), id.data(), 128);
-  std::memcpy(two.data() + 128, unique_id(2).data(), 128);
+  std::memcpy(two.data() + 128, unique_id_bytes(2).data(), 128);
   EXPECT_NE(identity_of_unique_ids(two), identity_of_unique_ids(id));
 }
 
@@ -65,7 +65,7 @@ TEST(NcclIdentity, SplitsAgreeAcrossMembersThatSplitInTheSameOrder) {
   // Ranks 0 and 1 of a world communicator, each in its own process (registry).
   CommRegistry rank0;
   CommRegistry rank1;
-  const auto id = unique_id(7);
+  const auto id = unique_id_bytes(7);
   Comm* world0 = rank0.add(init_rank_facts(0x1000, id, 0, 2));
   Comm* world1 = rank1.add(init_rank_facts(0x9000, id, 1, 2));
   ASSERT_NE(world0, nullptr);
@@ -92,7 +92,7 @@ TEST(NcclIdentity, SplitsAgreeAcrossMembersThatSplitInTheSameOrder) {
 TEST(NcclIdentity, NoColorSplitsCountTowardTheSplitIndex) {
   CommRegistry rank0;
   CommRegistry rank1;
-  const auto id = unique_id(9);
+  const auto id = unique_id_bytes(9);
   Comm* world0 = rank0.add(init_rank_facts(0x1000, id, 0, 4));
   Comm* world1 = rank1.add(init_rank_facts(0x1000, id, 1, 4));
   // Rank 0 sits the first split out; rank 1 joins color 2. Both then split into color 3.
@@ -105,7 +105,7 @@ TEST(NcclIdentity, NoColorSplitsCountTowardTheSplitIndex) {
 }
 
 TEST(NcclIdentity, ShrinkIgnoresTheOrderOfExcludedRanksButNotTheirSetOrIndex) {
-  const uint64_t parent = identity_of_unique_ids(unique_id(3));
+  const uint64_t parent = identity_of_unique_ids(unique_id_bytes(3));
   const std::vector<int32_t> a = {5, 1, 3};
   const std::vector<int32_t> b = {3, 5, 1};
   const std::vector<int32_t> c = {1, 3};
@@ -124,7 +124,7 @@ TEST(NcclIdentity, InitAllIsUniquePerHostProcessAndCall) {
 
 TEST(NcclSequence, CollectivesCountFromZeroAndPeekDoesNotConsume) {
   CommRegistry registry;
-  Comm* comm = registry.add(init_rank_facts(0x1000, unique_id(1), 0, 4));
+  Comm* comm = registry.add(init_rank_facts(0x1000, unique_id_bytes(1), 0, 4));
   EXPECT_EQ(comm->peek_collective(), 0u);
   EXPECT_EQ(comm->next_collective(), 0u);
   EXPECT_EQ(comm->next_collective(), 1u);
@@ -135,7 +135,7 @@ TEST(NcclSequence, CollectivesCountFromZeroAndPeekDoesNotConsume) {
 TEST(NcclSequence, SendAndRecvCountPerPeerAndDirection) {
   CommRegistry rank0;
   CommRegistry rank1;
-  const auto id = unique_id(4);
+  const auto id = unique_id_bytes(4);
   Comm* a = rank0.add(init_rank_facts(0x1000, id, 0, 3));
   Comm* b = rank1.add(init_rank_facts(0x1000, id, 1, 3));
   // Rank 0 sends twice to 1 and once to 2, and receives once from 1.
@@ -154,7 +154,7 @@ TEST(NcclSequence, SendAndRecvCountPerPeerAndDirection) {
 
 TEST(NcclSequence, PeersOutsideTheCommunicatorHaveNoSequence) {
   CommRegistry registry;
-  Comm* comm = registry.add(init_rank_facts(0x1000, unique_id(1), 0, 2));
+  Comm* comm = registry.add(init_rank_facts(0x1000, unique_id_bytes(1), 0, 2));
   EXPECT_EQ(comm->next_p2p(2, P2pDirection::kSend), kNcclUnknownSequence);
   EXPECT_EQ(comm->next_p2p(-1, P2pDirection::kRecv), kNcclUnknownSequence);
   EXPECT_EQ(comm->next_p2p(1, P2pDirection::kSend), 0u);
@@ -162,7 +162,7 @@ TEST(NcclSequence, PeersOutsideTheCommunicatorHaveNoSequence) {
 
 TEST(NcclSequence, SplitChildrenCountPeersUpToTheParentSize) {
   CommRegistry registry;
-  Comm* world = registry.add(init_rank_facts(0x1000, unique_id(1), 0, 8));
+  Comm* world = registry.add(init_rank_facts(0x1000, unique_id_bytes(1), 0, 8));
   Comm* child = split(registry, *world, 0x2000, 1);
   // The child's size is not known yet (asked of NCCL later); its counters exist already.
   EXPECT_EQ(child->size(), -1);
@@ -193,7 +193,7 @@ TEST(NcclDetails, OneThreadAsksAndTheAnswerCompletesTheCommunicator) {
 
 TEST(NcclDetails, UnknownAnswersKeepWhatCreationKnew) {
   CommRegistry registry;
-  Comm* comm = registry.add(init_rank_facts(0x1000, unique_id(1), 1, 2));
+  Comm* comm = registry.add(init_rank_facts(0x1000, unique_id_bytes(1), 1, 2));
   ASSERT_TRUE(comm->claim_details());
   comm->complete_details(-1, -1, trace::kUnknownDevice);
   EXPECT_EQ(comm->rank(), 1);
@@ -212,7 +212,7 @@ TEST(CommRegistry, FindsEveryCommunicatorOfAManyCommunicatorProcess) {
   std::vector<Comm*> added;
   for (uint64_t i = 0; i < 2000; ++i) {
     // Heap-like handles: 16-byte aligned, close together.
-    added.push_back(registry.add(init_rank_facts(0x55550000 + i * 0x40, unique_id(1), 0, 2)));
+    added.push_back(registry.add(init_rank_facts(0x55550000 + i * 0x40, unique_id_bytes(1), 0, 2)));
     ASSERT_NE(added.back(), nullptr) << i;
   }
   for (uint64_t i = 0; i < 2000; ++i) EXPECT_EQ(registry.find(0x55550000 + i * 0x40), added[i]);
@@ -235,7 +235,7 @@ TEST(CommRegistry, LookupsRaceWithCreationWithoutLocks) {
     }
   });
   for (uint64_t i = 0; i < kComms; ++i) {
-    registry.add(init_rank_facts(0x1000 + i * 16, unique_id(1), 0, 2));
+    registry.add(init_rank_facts(0x1000 + i * 16, unique_id_bytes(1), 0, 2));
     published.store(i + 1, std::memory_order_release);
   }
   reader.join();
@@ -244,13 +244,13 @@ TEST(CommRegistry, LookupsRaceWithCreationWithoutLocks) {
 
 TEST(CommRegistry, AReusedHandleFindsTheNewCommunicatorAndLateCallsStillResolve) {
   CommRegistry registry;
-  Comm* first = registry.add(init_rank_facts(0x1000, unique_id(1), 0, 2));
+  Comm* first = registry.add(init_rank_facts(0x1000, unique_id_bytes(1), 0, 2));
   first->mark(NcclCommEvent::kFinalize);
   EXPECT_EQ(registry.find(0x1000), first);  // finalized, not freed: ncclCommDestroy still comes
   first->mark(NcclCommEvent::kDestroy);
   EXPECT_EQ(registry.find(0x1000), first);  // kept: a late call on it still resolves
   // NCCL's allocator hands the same pointer to a new communicator.
-  Comm* second = registry.add(init_rank_facts(0x1000, unique_id(2), 1, 4));
+  Comm* second = registry.add(init_rank_facts(0x1000, unique_id_bytes(2), 1, 4));
   EXPECT_EQ(registry.find(0x1000), second);
   EXPECT_NE(second->identity(), first->identity());
 }
@@ -259,11 +259,11 @@ TEST(CommRegistry, ReusesSlotsOfDestroyedCommunicators) {
   CommRegistry registry(16);  // 12 slots may be occupied before the table is rebuilt
   std::vector<Comm*> comms;
   for (uint64_t i = 0; i < 12; ++i)
-    comms.push_back(registry.add(init_rank_facts(0x1000 + i * 16, unique_id(1), 0, 2)));
+    comms.push_back(registry.add(init_rank_facts(0x1000 + i * 16, unique_id_bytes(1), 0, 2)));
   for (Comm* comm : comms) comm->mark(NcclCommEvent::kDestroy);
   // A process that creates and destroys communicators in a loop (restarts after failures).
   for (uint64_t i = 0; i < 1000; ++i) {
-    Comm* comm = registry.add(init_rank_facts(0x20000 + i * 16, unique_id(1), 0, 2));
+    Comm* comm = registry.add(init_rank_facts(0x20000 + i * 16, unique_id_bytes(1), 0, 2));
     ASSERT_NE(comm, nullptr) << i;
     EXPECT_EQ(registry.find(0x20000 + i * 16), comm);
     comm->mark(NcclCommEvent::kAbort);
@@ -274,7 +274,7 @@ TEST(CommRegistry, GrowsPastItsFirstTableKeepingEveryLiveCommunicator) {
   CommRegistry registry(16);
   std::vector<Comm*> comms;
   for (uint64_t i = 0; i < 500; ++i) {
-    comms.push_back(registry.add(init_rank_facts(0x1000 + i * 16, unique_id(1), 0, 2)));
+    comms.push_back(registry.add(init_rank_facts(0x1000 + i * 16, unique_id_bytes(1), 0, 2)));
     ASSERT_NE(comms.back(), nullptr);
     if (i % 3 == 0) comms.back()->mark(NcclCommEvent::kDestroy);
   }
@@ -323,7 +323,7 @@ TEST(NcclGroup, CommunicatorsCreatedInAGroupWaitForItsEnd) {
   group.started(0);
   std::vector<Comm*> added;
   for (uint64_t i = 0; i < GroupState::kMaxPendingComms + 3; ++i) {
-    added.push_back(registry.add(init_rank_facts(0x1000 + i * 16, unique_id(1), 0, 2)));
+    added.push_back(registry.add(init_rank_facts(0x1000 + i * 16, unique_id_bytes(1), 0, 2)));
     group.add_pending(added.back());
   }
   // Beyond the list's capacity communicators are asked about at first use instead.

@@ -22,13 +22,10 @@ namespace {
 using test::append;
 using test::bytes_of;
 using test::bytes_of_text;
+using test::contains;
 using test::DecodedTrace;
 using test::ScratchDir;
 using test::TraceBuilder;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A small trace with one chunk of every type the writer makes, and the records it was given.
 struct SmallTrace {

@@ -20,16 +20,9 @@ namespace pipescope::trace {
 namespace {
 
 using test::bytes_of_text;
+using test::contains;
+using test::read_text;
 using test::ScratchDir;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string read_text(const std::string& path) {
-  const std::vector<std::byte> bytes = test::read_file(path);
-  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
 
 bool exists(const std::string& path) {
   struct stat st {};

@@ -45,6 +45,9 @@ std::span<const std::byte> bytes_of(const T& value) {
 inline void append(std::vector<std::byte>& out, std::span<const std::byte> bytes) {
   out.insert(out.end(), bytes.begin(), bytes.end());
 }
+inline bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
 inline std::span<const std::byte> bytes_of_text(std::string_view text) {
   return {reinterpret_cast<const std::byte*>(text.data()), text.size()};
 }

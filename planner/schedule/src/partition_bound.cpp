@@ -1,12 +1,10 @@
 #include "partition_bound.h"
 
 #include <algorithm>
-#include <limits>
 
 namespace pipescope::planner::detail {
 namespace {
 
-constexpr double kNone = std::numeric_limits<double>::infinity();
 // Paths kept at most: the master LP grows with them.
 constexpr std::size_t kMostPaths = 200;
 
@@ -57,7 +55,7 @@ double PathBound::weighted_least(std::int64_t limit_bytes, const PathWeights& we
   tables_.set_weights(weights);
   work_ += tables_.build_suffix(problem_, ctx_, limit_bytes);
   const double least = tables_.open_s(0, 0, 0);
-  if (least != kNone) tables_.least_plan(problem_, ctx_, forward_s, backward_s);
+  if (least != kNoPlan) tables_.least_plan(problem_, ctx_, forward_s, backward_s);
   return least;
 }
 
@@ -86,8 +84,8 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
       weights.hops_s += lambda[q] * paths_[q].hops_s;
     }
     const double least = weighted_least(limit_bytes, weights, forward_s, backward_s);
-    if (least == kNone) {
-      bound = kNone;
+    if (least == kNoPlan) {
+      bound = kNoPlan;
       break;
     }
     if (best_weights_.empty() || least + weights.hops_s > bound) {
@@ -140,7 +138,7 @@ double PathBound::lower_bound(std::int64_t limit_bytes, int rounds, std::int64_t
   }
   if (work_used != nullptr) *work_used = work_;
   // The DP sums with prefix sums for the partial option: allow for their rounding.
-  return bound == kNone ? kNone : bound * (1 - 1e-9);
+  return bound == kNoPlan ? kNoPlan : bound * (1 - 1e-9);
 }
 
 std::vector<PathWeights> PathBound::weight_sets(int most) const {

@@ -14,6 +14,9 @@
 
 namespace pipescope::planner::detail {
 
+// A time, bound or table entry where no plan fits.
+inline constexpr double kNoPlan = std::numeric_limits<double>::infinity();
+
 // One stage's units under one option, added left to right.
 struct StageSums {
   double forward_s = 0;

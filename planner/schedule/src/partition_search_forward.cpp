@@ -1,16 +1,10 @@
 // The search that fixes stages 0, 1, ... first (bounds: partition_search.cpp, point 3).
 // At a node, stages 0..k-1 are fixed and units [j, n) are left for stages k..p-1.
 #include <algorithm>
-#include <limits>
 
 #include "partition_search.h"
 
 namespace pipescope::planner::detail {
-namespace {
-
-constexpr double kNoPlan = std::numeric_limits<double>::infinity();
-
-}  // namespace
 
 bool ForwardSearch::prepare(std::int64_t limit_bytes) {
   suffix_cost_s_.assign(static_cast<size_t>(p_ + 1) * (n_ + 1), kNoPlan);

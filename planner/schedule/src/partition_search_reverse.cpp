@@ -8,7 +8,6 @@
 namespace pipescope::planner::detail {
 namespace {
 
-constexpr double kNoPlan = std::numeric_limits<double>::infinity();
 constexpr std::int64_t kNoBytes = std::numeric_limits<std::int64_t>::max();
 
 }  // namespace

@@ -1,11 +1,7 @@
 #include "path_tables.h"
 
-#include <limits>
-
 namespace pipescope::planner::detail {
 namespace {
-
-constexpr double kNone = std::numeric_limits<double>::infinity();
 
 // Work charged for candidate stages: their sums and memory checks, then a multiply-add per set.
 // Measured (BM_PathTables): six sets cost about what the candidate itself does.
@@ -41,7 +37,7 @@ bool PathTables::reset(int units, int stages) {
     table_.clear();
     return false;
   }
-  table_.assign(static_cast<size_t>(stages + 1) * width_ * sets_, kNone);
+  table_.assign(static_cast<size_t>(stages + 1) * width_ * sets_, kNoPlan);
   return true;
 }
 
@@ -62,7 +58,7 @@ std::int64_t PathTables::build_suffix(const PartitionProblem& problem, const Par
       Choice& pick = choice_[static_cast<size_t>(k) * width_ + j];
       const auto take = [&](int end, int option, int partial, double forward_s, double backward_s) {
         const double* after = &table_[cell(k + 1, end)];
-        if (after[0] == kNone) return;  // feasibility does not depend on the weights
+        if (after[0] == kNoPlan) return;  // feasibility does not depend on the weights
         if (wf[0] * forward_s + wb[0] * backward_s + after[0] < least[0]) pick = Choice{end, option, partial};
         for (int i = 0; i < sets_; ++i)
           least[i] = std::min(least[i], wf[i] * forward_s + wb[i] * backward_s + after[i]);
@@ -88,7 +84,7 @@ std::int64_t PathTables::build_prefix(const PartitionProblem& problem, const Par
       double* least = &table_[cell(k, j)];
       const auto take = [&](int begin, int, int, double forward_s, double backward_s) {
         const double* before = &table_[cell(s, begin)];
-        if (before[0] == kNone) return;
+        if (before[0] == kNoPlan) return;
         for (int i = 0; i < sets_; ++i)
           least[i] = std::min(least[i], before[i] + wf[i] * forward_s + wb[i] * backward_s);
       };

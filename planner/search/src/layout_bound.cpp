@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "pipescope/planner/dense_lp.h"
 
 namespace pipescope::planner::search_detail {
 namespace {
 
-constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 // The time limit is simulated here on screening costs and by the planner on its own: keep the
 // caps it sets a hair looser than the planner's.
 constexpr double kLimitSlack = 1 + 1e-9;

@@ -8,12 +8,16 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "pipescope/common/expected.h"
 #include "pipescope/planner/cost_model.h"
 
 namespace pipescope::planner::search_detail {
+
+// A bound or limit that rules nothing out.
+inline constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 
 // One unit under the three recompute modes (kRecomputeModes order), bytes scaled to the reserved
 // figure exactly as partition_problem() scales them, so that stage sums match the optimizer's.

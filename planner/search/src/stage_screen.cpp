@@ -2,14 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "pipescope/planner/interleaved_layout.h"
 
 namespace pipescope::planner::search_detail {
 namespace {
-
-constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 
 const UnitPrice& unit_at(const ScreeningCosts& costs, int64_t layers, int u) {
   if (u == 0) return costs.embedding;

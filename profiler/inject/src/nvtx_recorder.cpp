@@ -1,5 +1,6 @@
 #include "nvtx_recorder.h"
 
+#include <bit>
 #include <cstring>
 #include <regex>
 
@@ -26,6 +27,24 @@ struct NvtxRecorder::StepPattern {
   std::regex regex;
 };
 
+// Names and their step verdicts, per thread. The generations passed to the caches change
+// whenever the recorder, its session or the session's string ids change, so no stale id survives.
+// They live on the heap so that the hot path reaches them through the one thread-local access
+// to ThreadState (in a shared object each such access is a call).
+struct ThreadCaches {
+  StringCache names;
+  StringCache step_verdicts;  // when names are not recorded but steps are counted
+  uint32_t epoch = 0;
+};
+
+// A range pushed on this thread. It and ThreadCaches are outside the anonymous namespace because
+// ThreadState, a member type of NvtxRecorder, holds both.
+struct OpenPush {
+  const NvtxDomain* domain = nullptr;
+  int32_t level = 0;
+  bool step = false;
+};
+
 namespace {
 
 using trace::NvtxEvent;
@@ -38,16 +57,6 @@ constexpr uint64_t kSkippedRangeBit = uint64_t{1} << 63;
 
 std::atomic<uint64_t> g_next_range_id{1};
 std::atomic<uint64_t> g_next_recorder_serial{1};
-
-// Names and their step verdicts, per thread. The generations passed to the caches change
-// whenever the recorder, its session or the session's string ids change, so no stale id survives.
-// They live on the heap so that the hot path reaches them through the one thread-local access
-// to ThreadState (in a shared object each such access is a call).
-struct ThreadCaches {
-  StringCache names;
-  StringCache step_verdicts;  // when names are not recorded but steps are counted
-  uint32_t epoch = 0;
-};
 
 // Frees a thread's caches when it exits, and clears the pointer ThreadState holds to them.
 struct ThreadCachesOwner {
@@ -62,12 +71,6 @@ struct ThreadCachesOwner {
   }
 };
 thread_local ThreadCachesOwner t_caches_owner;  // touched only when a thread adopts a recorder
-
-struct OpenPush {
-  const NvtxDomain* domain = nullptr;
-  int32_t level = 0;
-  bool step = false;
-};
 
 void free_strings(NvtxRegisteredString* text) {
   while (text != nullptr) {
@@ -437,7 +440,7 @@ size_t wide_to_utf8(const wchar_t* text, char* out, size_t size) noexcept {
   if (text == nullptr) return 0;
   size_t used = 0;
   for (; *text != 0; ++text) {
-    auto code = static_cast<uint32_t>(*text);
+    auto code = std::bit_cast<uint32_t>(*text);  // a negative wchar_t is above 0x10FFFF here
     if (code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) code = 0xFFFD;
     char bytes[4];
     size_t length = 0;

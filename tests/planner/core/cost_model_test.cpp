@@ -12,6 +12,8 @@
 namespace pipescope::planner {
 namespace {
 
+using test::data_parallel_8;
+
 // llama2-7b's word embedding: 32000 x 4096 (32000 is already a multiple of 128).
 constexpr double kEmbeddingParams = 32000.0 * 4096;
 // One llama2-7b layer: attention 4h^2, SwiGLU MLP 3hf, two RMSNorm weights.
@@ -22,14 +24,6 @@ CostModel costs_for(ParallelConfig c, const std::string& model = "llama2-7b") {
   auto costs = build_cost_model(in);
   EXPECT_TRUE(costs.ok()) << costs.error().message;
   return costs.ok() ? *costs : CostModel{};
-}
-
-ParallelConfig data_parallel_8(int zero_stage, int64_t shard = 0) {
-  ParallelConfig c;
-  c.gpus = 8;
-  c.zero_stage = zero_stage;
-  c.zero_shard = shard;
-  return c;
 }
 
 TEST(StaticMemory, MixedPrecisionAdamIsEighteenBytesPerParameter) {

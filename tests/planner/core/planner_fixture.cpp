@@ -22,6 +22,14 @@ PlanInputs inputs(const std::string& model_name, const std::string& cluster_name
   return {*model, *cluster, *profile, *resolved};
 }
 
+ParallelConfig data_parallel_8(int zero_stage, int64_t shard) {
+  ParallelConfig c;
+  c.gpus = 8;
+  c.zero_stage = zero_stage;
+  c.zero_shard = shard;
+  return c;
+}
+
 eager::LayerShape small_layer_shape() {
   eager::LayerShape s;
   s.tokens = 1000;

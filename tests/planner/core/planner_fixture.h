@@ -1,6 +1,7 @@
 // Plan inputs built from the bundled models, clusters and profiles, for the planner's tests.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "pipescope/planner/eager_kernels.h"
@@ -11,6 +12,9 @@ namespace pipescope::planner::test {
 // Fails the test (and returns empty inputs) when a bundled piece does not load or the config
 // does not resolve.
 PlanInputs inputs(const std::string& model, const std::string& cluster, ParallelConfig config);
+
+// Data parallelism alone on 8 GPUs, with ZeRO `zero_stage` sharded over `shard` of them (0: all).
+ParallelConfig data_parallel_8(int zero_stage = 0, int64_t shard = 0);
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 

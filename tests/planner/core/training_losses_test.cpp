@@ -3,21 +3,18 @@
 // the measured interference.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "pipescope/planner/cost_model.h"
 #include "planner_fixture.h"
 
 namespace pipescope::planner {
 namespace {
 
-ParallelConfig data_parallel_8(int zero_stage = 0) {
-  ParallelConfig c;
-  c.gpus = 8;
-  c.zero_stage = zero_stage;
-  return c;
-}
+using test::data_parallel_8;
 
 CostModel costs_with(const TrainingLosses& losses, ParallelConfig c = data_parallel_8()) {
-  PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  PlanInputs in = test::inputs("llama2-7b", "dgx-a100", std::move(c));
   in.profile.losses = losses;
   auto costs = build_cost_model(in);
   EXPECT_TRUE(costs.ok()) << costs.error().message;

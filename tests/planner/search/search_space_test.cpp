@@ -8,7 +8,7 @@ namespace pipescope::planner::search_detail {
 namespace {
 
 models::ModelDesc twelve_layers() {
-  models::ModelDesc m = test::tiny_model();
+  models::ModelDesc m = planner::test::tiny_model();
   m.num_layers = 12;
   return m;
 }
