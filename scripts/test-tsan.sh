@@ -8,7 +8,7 @@
 # the test programs, as many at once as there are cores, each under TSAN_OPTIONS=halt_on_error=1
 # with the false positives of scripts/tsan.supp suppressed (each with its reason); prints the
 # programs that raced. scripts/test.sh runs it, so
-# CI does (about 2.5 minutes on 2 cores from scratch).
+# CI does (under 2 minutes on 2 cores from scratch).
 #   scripts/test-tsan.sh [BUILD_DIR]    (default: build-tsan)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

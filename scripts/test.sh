@@ -41,12 +41,12 @@ fi
 # environment: the command, the module and the preload library from there.
 "$repo/scripts/test-wheel.sh" --build-dir "$repo/build" --skip-without-pypi "$repo/build/wheel-test"
 # The planner-only build, as on a machine without CUDA or NCCL: it builds, plans, reports and
-# refuses what needs the profiler (about 2 minutes on 2 cores).
+# refuses what needs the profiler (about a minute on 2 cores).
 "$repo/scripts/test-planner-only.sh" "$repo/build-planner-only"
 
 # ThreadSanitizer: a clang build of the programs whose tests run threads (the trace writer, the
 # session, its flusher and clock, the NCCL, NVTX and CUPTI recorders, the report's parallel loader)
-# and of the rig's preloaded programs, each run clean (about 2.5 minutes on 2 cores).
+# and of the rig's preloaded programs, each run clean (under 2 minutes on 2 cores).
 "$repo/scripts/test-tsan.sh" "$repo/build-tsan"
 
 # The sanitizer build: clang so that libFuzzer is available; no benchmarks (timing under a
