@@ -91,7 +91,7 @@ void install() noexcept {
 }
 
 // While it lives, the four signals wait in this thread and it holds a slot in kFilling (if one
-// was free); the slot ends watched (listed()) or free again.
+// was free); the slot ends watched (list()) or free again.
 class Filling {
  public:
   Filling() {
