@@ -25,13 +25,9 @@ std::string pad(std::string text, size_t width) {
   return text;
 }
 
-bool is_measured(std::string_view source) {
-  return source.rfind("measured", 0) == 0 || source.rfind("fitted", 0) == 0;
-}
-
 void count_sources(const CalibrationProfile& p, ProfileSummary& s) {
   auto add = [&](const std::string& source) {
-    (is_measured(source) ? s.measured_sources : s.other_sources) += 1;
+    (planner::is_measured_source(source) ? s.measured_sources : s.other_sources) += 1;
   };
   for (const auto& g : p.gemm) add(g.source);
   for (const auto& a : p.attention_forward) add(a.source);
@@ -178,8 +174,11 @@ void write_profile_summary(std::ostream& out, const ProfileSummary& s) {
       << " of allocated, headroom " << format("%.1f%%", o.memory_headroom_fraction.value * 100)
       << " of the GPU\n";
   const planner::TrainingLosses& l = s.losses;
+  // A loss carried over from other GPUs says so here; its source says from which and how.
   auto measured_or = [](const planner::SourcedValue& value, const std::string& text) {
-    return value.source.empty() ? std::string("not measured (no loss priced)") : text;
+    if (value.source.empty()) return std::string("not measured (no loss priced)");
+    return planner::is_measured_source(value.source) ? text
+                                                     : text + " (not measured on this GPU: see its source)";
   };
   out << "\n  training losses (what the planner takes off the table's figures):\n"
       << "    sustained clocks: "

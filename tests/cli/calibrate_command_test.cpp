@@ -200,9 +200,16 @@ TEST(CalibrateFit, TheH200sLossesFromItsResultsAreTheProfilesInTheRepository) {
   const CommandResult shown_json = run_pipescope({"calibrate", "show", dir.file("p.json"), "--json"});
   ASSERT_EQ(shown_json.exit_code, 0) << shown_json.err;
   EXPECT_NEAR(json::parse(shown_json.out)["losses"]["sustained_gemm_fraction"].get<double>(), 0.970, 0.001);
-  const CommandResult bundled = run_pipescope({"calibrate", "show", "a100-80gb", "--json"});
+  // The A100's losses are estimates carried over from the H100 and the H200 (scripts/a100-losses.py),
+  // and `show` says so; the H200's are its own measurements.
+  const CommandResult bundled = run_pipescope({"calibrate", "show", "a100-80gb"});
   ASSERT_EQ(bundled.exit_code, 0) << bundled.err;
-  EXPECT_TRUE(json::parse(bundled.out)["losses"]["sustained_gemm_fraction"].is_null());
+  EXPECT_NE(bundled.out.find(
+                "sustained clocks: GEMMs and attention at 0.915 of the table (not measured on this GPU"),
+            std::string::npos)
+      << bundled.out;
+  EXPECT_NE(bundled.out.find("launch gaps: not measured (no loss priced)"), std::string::npos);
+  EXPECT_EQ(show.out.find("not measured on this GPU"), std::string::npos) << show.out;
 }
 
 TEST(CalibrateFit, TheBundledH100ProfileIsItsTwoRunsFitted) {

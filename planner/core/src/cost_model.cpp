@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "pipescope/models/activation_memory.h"
 #include "pipescope/models/parameter_count.h"
@@ -11,43 +15,57 @@
 namespace pipescope::planner {
 namespace {
 
-// What the profile's measured training losses add to the table's figures, in a plan's words; the
-// launch gaps and PyTorch's kernels where the plan knows the kernels (`knows_the_kernels`).
+// What the profile's training losses add to the table's figures, in a plan's words; the launch
+// gaps and PyTorch's kernels where the plan knows the kernels (`knows_the_kernels`). A loss the
+// profile carries over from other GPUs (the A100's) is said to be an estimate.
 std::string losses_note(const TrainingLosses& l, bool knows_the_kernels) {
-  std::string parts;
-  auto add = [&](const std::string& part) { parts += (parts.empty() ? "" : "; ") + part; };
+  std::vector<std::pair<std::string, bool>> parts;  // each loss's words, and whether measured here
   char text[160];
+  auto add = [&](const SourcedValue& value, const SourcedValue& alternative) {
+    parts.emplace_back(text, is_measured_source(value.source.empty() ? alternative.source : value.source));
+  };
   if (!l.sustained_gemm_fraction.source.empty()) {
     std::snprintf(text, sizeof(text), "GEMMs and attention at %.3f of the table (sustained clocks)",
                   l.sustained_fraction());
-    add(text);
+    add(l.sustained_gemm_fraction, l.sustained_gemm_fraction);
   }
   if (!l.dgrad_time_ratio.source.empty() || !l.wgrad_time_ratio.source.empty()) {
     std::snprintf(text, sizeof(text), "backward GEMMs in their own layouts (%.3f, %.3f)", l.dgrad_ratio(),
                   l.wgrad_ratio());
-    add(text);
+    add(l.dgrad_time_ratio, l.wgrad_time_ratio);
   }
   if (!l.overlap_gemm_slowdown.source.empty() || !l.overlap_memory_bound_slowdown.source.empty()) {
     std::snprintf(text, sizeof(text),
                   "compute beside an overlapped collective +%.0f%% (GEMM, attention), +%.0f%% (memory-bound)",
                   100 * l.overlap_gemm_slowdown.value, 100 * l.overlap_memory_bound_slowdown.value);
-    add(text);
+    add(l.overlap_gemm_slowdown, l.overlap_memory_bound_slowdown);
   }
   if (knows_the_kernels && !l.launch_gap_s.source.empty()) {
     std::snprintf(text, sizeof(text), "%.2f us of GPU time per kernel launched", l.launch_gap_s.value * 1e6);
-    add(text);
+    add(l.launch_gap_s, l.launch_gap_s);
   }
   if (knows_the_kernels && !l.eager_kernel_fixed_s.source.empty()) {
     std::snprintf(text, sizeof(text), "PyTorch's kernels %.2f us each beyond their bytes",
                   l.eager_kernel_fixed_s.value * 1e6);
-    add(text);
+    add(l.eager_kernel_fixed_s, l.eager_kernel_fixed_s);
   }
   if (knows_the_kernels && !l.unvectorized_bandwidth_fraction.source.empty()) {
     std::snprintf(text, sizeof(text), "casts and layout copies at %.2f of the memory-bound bandwidth",
                   l.unvectorized_fraction());
-    add(text);
+    add(l.unvectorized_bandwidth_fraction, l.unvectorized_bandwidth_fraction);
   }
-  return parts.empty() ? parts : "training losses measured in the profile: " + parts;
+  if (parts.empty()) return "";
+  const auto measured = std::count_if(parts.begin(), parts.end(), [](const auto& p) { return p.second; });
+  const bool mixed = measured > 0 && measured < static_cast<std::ptrdiff_t>(parts.size());
+  std::string listed;
+  for (const auto& [words, here] : parts)
+    listed += (listed.empty() ? "" : "; ") + words + (mixed && !here ? " [estimated]" : "");
+  if (measured == static_cast<std::ptrdiff_t>(parts.size()))
+    return "training losses measured in the profile: " + listed;
+  return std::string(mixed
+                         ? "training losses in the profile, those marked [estimated] not measured on this GPU"
+                         : "training losses estimated in the profile, not measured on this GPU") +
+         " (`pipescope calibrate show` gives each source): " + listed;
 }
 
 using namespace pricing;  // NOLINT(google-build-using-namespace): this file assembles its prices

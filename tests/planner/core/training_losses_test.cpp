@@ -3,6 +3,7 @@
 // the measured interference.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <utility>
 
 #include "pipescope/planner/cost_model.h"
@@ -23,10 +24,17 @@ CostModel costs_with(const TrainingLosses& losses, ParallelConfig c = data_paral
 
 const PassWork& layer_work(const CostModel& costs) { return costs.units.at(1).work_by_mode[0]; }
 
+// The plan's note on the training losses it priced, or "" without one.
+std::string losses_noted(const CostModel& costs) {
+  for (const std::string& note : costs.notes)
+    if (note.rfind("training losses ", 0) == 0) return note;
+  return "";
+}
+
 TEST(TrainingLosses, SustainedClocksStretchGemmsAndAttentionAlone) {
   const CostModel base = costs_with({});
   TrainingLosses losses;
-  losses.sustained_gemm_fraction = {0.8, "test"};
+  losses.sustained_gemm_fraction = {0.8, "measured: test"};
   const CostModel settled = costs_with(losses);
   for (WorkKind kind : {WorkKind::kGemm, WorkKind::kAttention}) {
     EXPECT_NEAR(layer_work(settled).forward[kind], layer_work(base).forward[kind] / 0.8, 1e-12);
@@ -35,15 +43,27 @@ TEST(TrainingLosses, SustainedClocksStretchGemmsAndAttentionAlone) {
   EXPECT_DOUBLE_EQ(layer_work(settled).forward[WorkKind::kMemoryBound],
                    layer_work(base).forward[WorkKind::kMemoryBound]);
   // The plan says what it took off the table's figures, and says nothing without losses.
-  auto noted = [](const CostModel& costs) {
-    for (const std::string& note : costs.notes)
-      if (note.rfind("training losses measured in the profile: ", 0) == 0) return note;
-    return std::string();
-  };
-  EXPECT_EQ(noted(settled),
+  EXPECT_EQ(losses_noted(settled),
             "training losses measured in the profile: GEMMs and attention at 0.800 of the table (sustained "
             "clocks)");
-  EXPECT_EQ(noted(base), "");
+  EXPECT_EQ(losses_noted(base), "");
+}
+
+TEST(TrainingLosses, ThePlanSaysWhichLossesAreEstimatesFromOtherGpus) {
+  // The A100's losses are carried over from the H100 and the H200 (scripts/a100-losses.py).
+  TrainingLosses losses;
+  losses.sustained_gemm_fraction = {0.9, "estimate (not measured on an A100): test"};
+  losses.dgrad_time_ratio = {1.1, "estimate: test"};
+  EXPECT_EQ(
+      losses_noted(costs_with(losses)),
+      "training losses estimated in the profile, not measured on this GPU (`pipescope calibrate show` "
+      "gives each source): GEMMs and attention at 0.900 of the table (sustained clocks); backward GEMMs "
+      "in their own layouts (1.100, 1.000)");
+  losses.sustained_gemm_fraction.source = "measured: test";
+  EXPECT_EQ(losses_noted(costs_with(losses)),
+            "training losses in the profile, those marked [estimated] not measured on this GPU (`pipescope "
+            "calibrate show` gives each source): GEMMs and attention at 0.900 of the table (sustained "
+            "clocks); backward GEMMs in their own layouts (1.100, 1.000) [estimated]");
 }
 
 TEST(TrainingLosses, BackwardLayoutsScaleTheBackwardsGemmsOnly) {

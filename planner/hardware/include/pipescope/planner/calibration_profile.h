@@ -28,6 +28,12 @@ struct SourcedValue {
   bool operator==(const SourcedValue&) const = default;
 };
 
+// Whether a source says the number was measured (or fitted from measurements) on the profile's own
+// GPU, rather than taken from a datasheet, a publication or an estimate.
+inline bool is_measured_source(std::string_view source) {
+  return source.rfind("measured", 0) == 0 || source.rfind("fitted", 0) == 0;
+}
+
 // Achieved fraction of peak dense BF16 FLOP/s for one m x n x k GEMM (2*m*n*k FLOPs).
 struct GemmPoint {
   int64_t m = 0, n = 0, k = 0;

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""The A100 profile's training losses, estimated from the ones measured on the H100 and the H200.
+
+    scripts/a100-losses.py            # prints the derivation, the checks of its premise and the values
+    scripts/a100-losses.py --write    # writes them into calibrate/profiles/a100-80gb.json
+    scripts/a100-losses.py --check    # exit 1 when the bundled A100 profile's losses differ (CTest)
+
+`--run NAME:DIR` (twice) and `--profile FILE` take other runs and another profile than the
+bundled ones (the script's tests give it synthetic ones).
+
+No A100 is at hand to run the calibration suite's `sustained`, `gemm_layout` and `interference`
+families on, so each loss comes from the two GPUs that ran them (docs/gpu-runs/2026-11-27-h100-b
+and docs/gpu-runs/2026-11-27-h200-b) through a model of what sets it:
+
+- A GEMM beside communication: a compute-bound GEMM that finds 16 of the A100's 108 SMs held
+  runs on the 92 left, so it takes at least 108/92 of its time: +17.4 %. That bound is what the
+  A100 gets. It is checked on the measurements (the script stops when it fails): every slowdown
+  measured on the H100 and the H200, at every count of held SMs, lies above their own bound.
+  They lie far above it (+42 % beside 16 of 132, whose bound is +13.8 %), and even 8 held SMs cost
+  +37 %: most of Hopper's slowdown does not grow with the share held, which points at its kernels
+  (tiles scheduled in clusters of SMs, persistent blocks), not at a law that carries to Ampere's.
+  Read at the A100's share off the Hopper curves it would be +46.5 %; not priced.
+- A memory-bound kernel beside communication shares the HBM with it: read off the measured GPUs'
+  curves (piecewise linear in the share of SMs held) at the A100's share, the two GPUs' mean.
+  The script checks that the H100 and the H200 (the same 132 SMs, 1.42x apart in HBM bandwidth)
+  agree at every count.
+- Sustained clocks: the A100 table's large GEMMs are published short benchmarks, whose clocks are
+  those of a GPU starting work; training runs at the clocks the power cap settles them to. The
+  A100 gets the mean of what that costs on the two measured GPUs (settled over the first tenth of
+  a second after a rest), labelled as that; no model here carries a power cap across
+  architectures, and no A100 checks it.
+- The backward's layouts are properties of cuBLASLt's kernels: the A100 gets the two measured
+  GPUs' geometric mean, labelled as that.
+
+Every value's source says it is an estimate and from what; `calibrate show` prints them.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+A100_PROFILE = os.path.join(ROOT, "calibrate", "profiles", "a100-80gb.json")
+MEASURED = [
+    # (name, the run's directory: the suite's `losses.json` and `sustained.json`, the fitted `profile.json`)
+    ("H100", "docs/gpu-runs/2026-11-27-h100-b"),
+    ("H200", "docs/gpu-runs/2026-11-27-h200-b"),
+]
+A100_SMS = 108
+A100_SMS_SOURCE = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs on the A100"
+# The held SMs the profile's overlap figures are for (docs/calibration-format.md, `losses`).
+HELD_SMS = 16
+# The two 132-SM GPUs' memory-bound slowdowns at one count of held SMs may differ by this much.
+MAX_GPU_DISAGREEMENT = 0.01
+
+
+def fail(message):
+    sys.exit(f"a100-losses: {message}")
+
+
+def load_json(path):
+    try:
+        with open(os.path.join(ROOT, path)) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"cannot read {path}: {e}")
+
+
+def interference_points(results):
+    """{(work, sms, pause_ns): [slowdown per shape]} from the median aggregates, as `calibrate fit` reads them."""
+    points = {}
+    for b in results.get("benchmarks", []):
+        if not b.get("name", "").startswith("interference/") or b.get("aggregate_name") != "median":
+            continue
+        if not b.get("alone_s"):
+            continue
+        key = (b["name"].split("/")[1], int(b["sms"]), int(b["pause_ns"]))
+        points.setdefault(key, []).append(b["beside_s"] / b["alone_s"] - 1)
+    return points
+
+
+def curve(points, work):
+    """{sms: median slowdown over shapes and paces}, as the profile's overlap figures are fitted."""
+    by_sms = {}
+    for (w, sms, _), values in points.items():
+        if w == work:
+            by_sms.setdefault(sms, []).extend(values)
+    return {sms: statistics.median(values) for sms, values in sorted(by_sms.items())}
+
+
+def at_share(curve_by_sms, sm_count, share):
+    """The slowdown at `share` of the GPU's SMs held, linear between the measured counts."""
+    shares = [(sms / sm_count, s) for sms, s in sorted(curve_by_sms.items())]
+    if not shares[0][0] <= share <= shares[-1][0]:
+        fail(f"the share {share:.3f} lies outside the measured {shares[0][0]:.3f}-{shares[-1][0]:.3f}")
+    for (x0, y0), (x1, y1) in zip(shares, shares[1:]):
+        if x0 <= share <= x1:
+            return y0 + (y1 - y0) * (share - x0) / (x1 - x0)
+    return shares[-1][1]
+
+
+def copy_bandwidth(results):
+    """The bytes per second the interference family's memory-bound copy moves alone: the GPU's HBM."""
+    rates = [b["bytes"] / b["alone_s"] for b in results.get("benchmarks", [])
+             if b.get("name", "").startswith("interference/memory/") and b.get("aggregate_name") == "median"
+             and b.get("alone_s") and b.get("bytes")]
+    return statistics.median(rates) if rates else None
+
+
+def settled_over_burst(results, path):
+    """A GEMM's throughput at the clocks settled under the power cap over the first tenth of a second
+    after a rest, as a short benchmark sees it (`sustained/gemm`'s `sustained_fraction`)."""
+    for b in results.get("benchmarks", []):
+        if b.get("name", "").startswith("sustained/gemm/") and b.get("sustained_fraction"):
+            return float(b["sustained_fraction"])
+    fail(f"{path} holds no sustained GEMM measurement")
+
+
+def loss_value(profile, key, path):
+    value = profile.get("losses", {}).get(key, {}).get("value")
+    if not isinstance(value, (int, float)):
+        fail(f"{path} has no losses.{key}")
+    return float(value)
+
+
+def sm_bound(held, sm_count):
+    """The least a compute-bound GEMM slows when `held` of the GPU's SMs run something else."""
+    return held / (sm_count - held)
+
+
+def derive(measured):
+    """The A100's losses ({key: {"value", "source"}}) from the runs `measured` ([(name, directory)]),
+    and the lines that explain them."""
+    if len(measured) != 2:
+        fail("the losses are carried over from two measured GPUs")
+    lines = []
+    gpus = []  # (name, SM count, GEMM curve, memory-bound curve, HBM bytes/s)
+    sustained, dgrad, wgrad, gemm_at_share = [], [], [], []
+    share = HELD_SMS / A100_SMS
+    for name, run in measured:
+        results_path, profile_path = f"{run}/losses.json", f"{run}/profile.json"
+        results = load_json(results_path)
+        profile = load_json(profile_path)
+        try:
+            sm_count = int(results["context"]["sm_count"])
+        except (KeyError, ValueError):
+            fail(f"{results_path} does not say how many SMs its GPU has")
+        points = interference_points(results)
+        gemm, memory = curve(points, "gemm"), curve(points, "memory")
+        bandwidth = copy_bandwidth(results)
+        if not gemm or not memory or not bandwidth:
+            fail(f"{results_path} holds no interference measurements of GEMMs and memory-bound copies")
+        for held, slowdown in gemm.items():
+            if slowdown < sm_bound(held, sm_count):
+                fail(f"on the {name} a GEMM beside {held} held SMs slowed {slowdown:.3f}, less than the "
+                     f"{sm_bound(held, sm_count):.3f} of running on the SMs left: the bound does not hold")
+        gpus.append((name, sm_count, gemm, memory, bandwidth))
+        gemm_at_share.append(at_share(gemm, sm_count, share))
+        lines.append(f"{name} ({sm_count} SMs, HBM copies alone {bandwidth / 1e12:.2f} TB/s): GEMM beside held SMs " +
+                     ", ".join(f"{k} {v:.3f} (bound {sm_bound(k, sm_count):.3f})" for k, v in gemm.items()) +
+                     "; memory-bound " + ", ".join(f"{k} {v:.4f}" for k, v in memory.items()))
+        sustained.append(settled_over_burst(load_json(f"{run}/sustained.json"), f"{run}/sustained.json"))
+        dgrad.append(loss_value(profile, "dgrad_time_ratio", profile_path))
+        wgrad.append(loss_value(profile, "wgrad_time_ratio", profile_path))
+    (name0, n0, _, m0, b0), (name1, n1, _, m1, b1) = gpus
+    if n0 != n1 or set(m0) != set(m1):
+        fail("the memory-bound curves are compared on two GPUs with the same SM count and held SM counts")
+    disagreement = max(abs(m0[k] - m1[k]) for k in m0)
+    apart = f"{max(b0, b1) / min(b0, b1):.2f}x apart in HBM bandwidth"
+    if disagreement > MAX_GPU_DISAGREEMENT:
+        fail(f"the {name0} and the {name1} ({apart}) differ by {disagreement:.4f} in a memory-bound copy's "
+             "slowdown at one held SM count: the share of SMs held does not set it")
+    memory_at_share = [at_share(m0, n0, share), at_share(m1, n1, share)]
+    bound = sm_bound(HELD_SMS, A100_SMS)
+    lines.append(f"A100: {HELD_SMS} of {A100_SMS} SMs held is a share of {share:.3f}; a GEMM on the "
+                 f"{A100_SMS - HELD_SMS} left slows at least {bound:.3f} (read off the measured curves at that "
+                 f"share: {statistics.mean(gemm_at_share):.3f}, not priced); the memory-bound curves, {apart}, "
+                 f"differ by at most {disagreement:.4f}")
+
+    measured_by = ("pipescope calibration suite on " + " and ".join(f"the {name} ({run})" for name, run in measured) +
+                   ", scripts/a100-losses.py")
+    gemm_source = (
+        f"estimate (not measured on an A100): the least a compute-bound GEMM slows beside a kernel holding "
+        f"{HELD_SMS} of the A100's {A100_SMS} SMs ({A100_SMS_SOURCE}), running on the {A100_SMS - HELD_SMS} left: "
+        f"{HELD_SMS}/{A100_SMS - HELD_SMS}; the bound holds on the {name0} and the {name1} at every count of held SMs "
+        f"measured, whose slowdowns lie far above it (beside {HELD_SMS} of {n0}: "
+        f"{at_share(gpus[0][2], n0, HELD_SMS / n0):.3f} and {at_share(gpus[1][2], n1, HELD_SMS / n1):.3f} against a "
+        f"bound of {sm_bound(HELD_SMS, n0):.3f}) in a way that "
+        f"does not grow with the share held and so points at Hopper's kernels; read off their curves at the A100's "
+        f"share it would be {statistics.mean(gemm_at_share):.3f}; {measured_by}")
+    memory_source = (
+        f"estimate (not measured on an A100): the slowdown of memory-bound copies beside a copy kernel holding "
+        f"{HELD_SMS} SMs, read at the share of SMs that is on the A100 ({HELD_SMS} of {A100_SMS}: {share:.3f}; "
+        f"{A100_SMS_SOURCE}) off the curves measured by SMs held on two {n0}-SM GPUs, {name0} "
+        f"{memory_at_share[0]:.4f} and {name1} {memory_at_share[1]:.4f} there, their mean (the two, {apart}, "
+        f"agree within {disagreement:.4f} at every count); {measured_by}")
+
+    def mean_source(what, values, how):
+        return (f"estimate (not measured on an A100): {how} of the {name0}'s {values[0]:.4f} and the {name1}'s "
+                f"{values[1]:.4f}, {what} as measured on each; {measured_by}")
+
+    def geometric(values):
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    losses = {
+        "dgrad_time_ratio": {"source": mean_source("an input-gradient GEMM's time in its own layout over the forward's",
+                                                   dgrad, "the geometric mean"), "value": geometric(dgrad)},
+        "overlap_gemm_slowdown": {"source": gemm_source, "value": bound},
+        "overlap_memory_bound_slowdown": {"source": memory_source, "value": statistics.mean(memory_at_share)},
+        "sustained_gemm_fraction": {"source": mean_source(
+            "a bf16 8192^3 GEMM's throughput at the clocks settled under the power cap over its first tenth of "
+            "a second after a rest, as a short benchmark sees it; the A100 table's large GEMMs are published "
+            "short benchmarks (a single shape timed from PyTorch, a best-of-sweep maximum), not a run at "
+            "settled clocks", sustained, "the mean"), "value": statistics.mean(sustained)},
+        "wgrad_time_ratio": {"source": mean_source("a weight-gradient GEMM's time in its own layout over the forward's",
+                                                   wgrad, "the geometric mean"), "value": geometric(wgrad)},
+    }
+    for key, loss in losses.items():
+        lines.append(f"{key} = {loss['value']:.4f}")
+    return losses, lines
+
+
+def run_arg(text):
+    name, sep, directory = text.partition(":")
+    if not sep or not name or not directory:
+        raise argparse.ArgumentTypeError(f"'{text}' is not NAME:DIR")
+    return name, directory
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="write the losses into the A100 profile")
+    mode.add_argument("--check", action="store_true", help="exit 1 when the A100 profile's losses differ")
+    p.add_argument("--run", type=run_arg, action="append", metavar="NAME:DIR",
+                   help="a measured GPU's run (twice; default: the H100's and the H200's in docs/gpu-runs)")
+    p.add_argument("--profile", default=A100_PROFILE, help="the A100 profile (default: the bundled one)")
+    args = p.parse_args()
+
+    losses, lines = derive(args.run or MEASURED)
+    profile = load_json(args.profile)
+    shown = os.path.relpath(os.path.join(ROOT, args.profile), ROOT)
+    if args.check:
+        bundled = profile.get("losses", {})
+        differing = sorted(k for k in set(bundled) | set(losses)
+                           if k not in bundled or k not in losses
+                           or bundled[k].get("source") != losses[k]["source"]
+                           or not math.isclose(bundled[k].get("value", math.nan), losses[k]["value"], rel_tol=1e-12))
+        if differing:
+            fail(f"{shown}'s losses differ from the derivation ({', '.join(differing)}); "
+                 "run scripts/a100-losses.py --write")
+        print(f"a100-losses: {shown}'s losses are the derivation's")
+        return
+    print("\n".join(lines))
+    if args.write:
+        profile["schema_version"] = max(profile.get("schema_version", 1), 3)
+        profile["losses"] = losses
+        with open(os.path.join(ROOT, args.profile), "w") as f:
+            f.write(json.dumps(profile, indent=2) + "\n")
+        print(f"wrote {shown}")
+
+
+if __name__ == "__main__":
+    main()
