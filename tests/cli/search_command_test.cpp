@@ -128,19 +128,40 @@ TEST(SearchCommand, AFrameworkPricesEveryConfigurationAndIsInItsPlanFlags) {
   EXPECT_NE(plain_flags.find("--optimizer megatron"), std::string::npos) << plain_flags;
 }
 
+// A bundled profile, and a copy of it without its training losses in a file of its own, removed
+// with this object.
+class ProfileWithoutLosses {
+ public:
+  explicit ProfileWithoutLosses(const std::string& gpu)
+      : bundled_path_(std::string(PIPESCOPE_SOURCE_DIR) + "/calibrate/profiles/" + gpu + ".json"),
+        path_(::testing::TempDir() + "/" + gpu + "-no-losses-" + std::to_string(::getpid()) + ".json") {
+    std::ifstream in(bundled_path_);
+    std::stringstream text;
+    text << in.rdbuf();
+    bundled_ = json::parse(text.str());
+    json without = bundled_;
+    without.erase("losses");
+    std::ofstream(path_) << without.dump();
+  }
+  ~ProfileWithoutLosses() { std::filesystem::remove(path_); }
+  ProfileWithoutLosses(const ProfileWithoutLosses&) = delete;
+  ProfileWithoutLosses& operator=(const ProfileWithoutLosses&) = delete;
+
+  const json& bundled() const { return bundled_; }
+  const std::string& bundled_path() const { return bundled_path_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string bundled_path_, path_;
+  json bundled_;
+};
+
 TEST(SearchCommand, TheH200sMeasuredLossesLowerAndReRankItsSeventyBSearch) {
   // The bundled H200 profile with and without its losses (docs/planner.md, "Time"): sustained
   // clocks slow every configuration; interference slows the ones that overlap most, ZeRO-3's
   // gathers beside every layer, so another configuration comes first.
-  const std::string bundled = std::string(PIPESCOPE_SOURCE_DIR) + "/calibrate/profiles/h200-141gb.json";
-  std::ifstream in(bundled);
-  std::stringstream text;
-  text << in.rdbuf();
-  json without = json::parse(text.str());
-  ASSERT_TRUE(without.contains("losses"));
-  without.erase("losses");
-  const std::string path = ::testing::TempDir() + "/h200-no-losses-" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << without.dump();
+  const ProfileWithoutLosses profiles("h200-141gb");
+  ASSERT_TRUE(profiles.bundled().contains("losses"));
   const std::vector<std::string> args = {"search", "--model", "llama2-70b", "--gpu", "h200-141gb",
                                          "--gpus", "256",     "--gbs",      "512",   "--seq",
                                          "4096",   "--top",   "1",          "--json"};
@@ -151,8 +172,7 @@ TEST(SearchCommand, TheH200sMeasuredLossesLowerAndReRankItsSeventyBSearch) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out)["ranked"][0];
   };
-  const json measured = with_profile(bundled), ideal = with_profile(path);
-  std::filesystem::remove(path);
+  const json measured = with_profile(profiles.bundled_path()), ideal = with_profile(profiles.path());
   EXPECT_LT(measured["mfu"].get<double>(), ideal["mfu"].get<double>() - 0.05);
   EXPECT_EQ(ideal["zero_stage"], 3);
   EXPECT_NE(measured["zero_stage"], 3);
@@ -163,16 +183,9 @@ TEST(SearchCommand, TheA100sEstimatedLossesLowerItsSeventyBSearch) {
   // (docs/planner.md, "Time"): the search on Kalos ranks the same configuration first, slower by
   // the sustained clocks and the backward layouts; its best stays at 64 %, above the published
   // A100 runs of this size.
-  const std::string bundled = std::string(PIPESCOPE_SOURCE_DIR) + "/calibrate/profiles/a100-80gb.json";
-  std::ifstream in(bundled);
-  std::stringstream text;
-  text << in.rdbuf();
-  json without = json::parse(text.str());
-  ASSERT_TRUE(without.contains("losses"));
-  const double sustained = without["losses"]["sustained_gemm_fraction"]["value"].get<double>();
-  without.erase("losses");
-  const std::string path = ::testing::TempDir() + "/a100-no-losses-" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << without.dump();
+  const ProfileWithoutLosses profiles("a100-80gb");
+  ASSERT_TRUE(profiles.bundled().contains("losses"));
+  const double sustained = profiles.bundled()["losses"]["sustained_gemm_fraction"]["value"].get<double>();
   auto best_with = [&](const std::string& profile) {
     const CommandResult r =
         run_pipescope({"search", "--model", "llama2-70b", "--cluster", "kalos", "--gpus", "256", "--gbs",
@@ -180,8 +193,7 @@ TEST(SearchCommand, TheA100sEstimatedLossesLowerItsSeventyBSearch) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out)["ranked"][0];
   };
-  const json estimated = best_with(bundled), ideal = best_with(path);
-  std::filesystem::remove(path);
+  const json estimated = best_with(profiles.bundled_path()), ideal = best_with(profiles.path());
   // Nearly all of its time is GEMMs and attention, each at the sustained fraction of the table.
   EXPECT_NEAR(estimated["mfu"].get<double>() / ideal["mfu"].get<double>(), sustained, 0.02);
   EXPECT_NEAR(estimated["mfu"].get<double>(), 0.642, 0.001);
