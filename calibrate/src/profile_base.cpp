@@ -31,6 +31,13 @@ void for_each_source(CalibrationProfile& p, const std::function<void(std::string
   for (auto* v : {&p.overheads.cuda_context_bytes, &p.overheads.allocator_reserve_fraction,
                   &p.overheads.nccl_buffer_bytes_per_communicator, &p.overheads.memory_headroom_fraction})
     visit(v->source);
+  // A loss without a source is absent (no loss priced), and stays so.
+  planner::TrainingLosses& l = p.losses;
+  for (auto* v : {&l.sustained_gemm_fraction, &l.dgrad_time_ratio, &l.wgrad_time_ratio,
+                  &l.overlap_gemm_slowdown, &l.overlap_memory_bound_slowdown, &l.launch_gap_s,
+                  &l.eager_kernel_fixed_s, &l.unvectorized_bandwidth_fraction}) {
+    if (!v->source.empty()) visit(v->source);
+  }
 }
 
 void prefix_sources(CalibrationProfile& p, const std::string& prefix) {
@@ -43,7 +50,7 @@ std::vector<std::string> gpu_specific_parts() {
   std::vector<std::string> parts = {"gemm", "attention forward", "attention backward", "memory_bound"};
   for (planner::CollectiveKind kind : planner::kCollectiveKinds)
     parts.push_back("collectives intra_node " + std::string(planner::collective_kind_name(kind)));
-  parts.push_back("memory_overheads.nccl_buffer_bytes_per_communicator");
+  parts.emplace_back("memory_overheads.nccl_buffer_bytes_per_communicator");
   return parts;
 }
 

@@ -218,6 +218,16 @@ TEST(FitProfile, AnotherGpusProfileAsBaseIsTakenOverAndSaysSo) {
             std::string::npos);
   // Measured here: this run's numbers and sources.
   EXPECT_EQ(p.gemm.front().source.rfind("measured", 0), 0u);
+  // The H100's measured losses, which these results do not measure, are kept as the H100's: a
+  // plan prices them as not measured on this GPU. Absent ones stay absent.
+  ASSERT_FALSE(h100->losses.sustained_gemm_fraction.source.empty());
+  EXPECT_EQ(p.losses.sustained_gemm_fraction.value, h100->losses.sustained_gemm_fraction.value);
+  EXPECT_EQ(p.losses.sustained_gemm_fraction.source,
+            "from the bundled h100-80gb profile (another GPU, given as --base): " +
+                h100->losses.sustained_gemm_fraction.source);
+  EXPECT_FALSE(planner::is_measured_source(p.losses.sustained_gemm_fraction.source));
+  ASSERT_TRUE(h100->losses.eager_kernel_fixed_s.source.empty());
+  EXPECT_TRUE(p.losses.eager_kernel_fixed_s.source.empty());
 }
 
 TEST(FitProfile, OneRankCollectivesAloneFitNothing) {
