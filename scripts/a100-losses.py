@@ -17,7 +17,7 @@ and docs/gpu-runs/2026-11-27-h200-b) through a model of what sets it:
   A100 gets. It is checked on the measurements (the script stops when it fails): every slowdown
   measured on the H100 and the H200, at every count of held SMs, lies above their own bound.
   They lie far above it (+42 % beside 16 of 132, whose bound is +13.8 %), and even 8 held SMs cost
-  +37 %: most of Hopper's slowdown does not grow with the share held, which points at its kernels
+  +36-38 %: most of Hopper's slowdown does not grow with the share held, which points at its kernels
   (tiles scheduled in clusters of SMs, persistent blocks), not at a law that carries to Ampere's.
   Read at the A100's share off the Hopper curves it would be +46.5 %; not priced.
 - A memory-bound kernel beside communication shares the HBM with it: read off the measured GPUs'
@@ -239,7 +239,10 @@ def main():
     p.add_argument("--profile", default=A100_PROFILE, help="the A100 profile (default: the bundled one)")
     args = p.parse_args()
 
-    losses, lines = derive(args.run or MEASURED)
+    try:
+        losses, lines = derive(args.run or MEASURED)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+        fail(f"a run's results are not the calibration suite's: {type(e).__name__} {e}")
     profile = load_json(args.profile)
     shown = os.path.relpath(os.path.join(ROOT, args.profile), ROOT)
     if args.check:

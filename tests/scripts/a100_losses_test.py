@@ -131,6 +131,14 @@ class A100Losses(unittest.TestCase):
         self.assertEqual(missing.returncode, 1)
         self.assertEqual(len(missing.stderr.strip().splitlines()), 1)
         self.assertIn("cannot read", missing.stderr)
+        args = self.runs()
+        with open(os.path.join(self.dir, "a", "losses.json"), "w") as f:
+            json.dump({"context": {"sm_count": "100"},
+                       "benchmarks": [{"name": "interference/gemm/x", "aggregate_name": "median", "alone_s": 1}]}, f)
+        broken = run(*args)
+        self.assertEqual(broken.returncode, 1)
+        self.assertEqual(len(broken.stderr.strip().splitlines()), 1)
+        self.assertIn("not the calibration suite's", broken.stderr)
         malformed = run("--run", "no-colon")
         self.assertEqual(malformed.returncode, 2)
         self.assertIn("is not NAME:DIR", malformed.stderr)
