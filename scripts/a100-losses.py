@@ -197,9 +197,9 @@ def derive(measured):
         f"{memory_at_share[0]:.4f} and {name1} {memory_at_share[1]:.4f} there, their mean (the two, {apart}, "
         f"agree within {disagreement:.4f} at every count); {measured_by}")
 
-    def mean_source(what, values, how):
+    def mean_source(what, values, how, why=""):
         return (f"estimate (not measured on an A100): {how} of the {name0}'s {values[0]:.4f} and the {name1}'s "
-                f"{values[1]:.4f}, {what} as measured on each; {measured_by}")
+                f"{values[1]:.4f}, measured on each: {what}{why}; {measured_by}")
 
     def geometric(values):
         return math.exp(sum(math.log(v) for v in values) / len(values))
@@ -211,9 +211,9 @@ def derive(measured):
         "overlap_memory_bound_slowdown": {"source": memory_source, "value": statistics.mean(memory_at_share)},
         "sustained_gemm_fraction": {"source": mean_source(
             "a bf16 8192^3 GEMM's throughput at the clocks settled under the power cap over its first tenth of "
-            "a second after a rest, as a short benchmark sees it; the A100 table's large GEMMs are published "
-            "short benchmarks (a single shape timed from PyTorch, a best-of-sweep maximum), not a run at "
-            "settled clocks", sustained, "the mean"), "value": statistics.mean(sustained)},
+            "a second after a rest, as a short benchmark sees it", sustained, "the mean",
+            "; the A100 table's large GEMMs are published short benchmarks (8192^3 timed from PyTorch), not "
+            "runs at settled clocks"), "value": statistics.mean(sustained)},
         "wgrad_time_ratio": {"source": mean_source("a weight-gradient GEMM's time in its own layout over the forward's",
                                                    wgrad, "the geometric mean"), "value": geometric(wgrad)},
     }
