@@ -32,11 +32,9 @@ void for_each_source(CalibrationProfile& p, const std::function<void(std::string
                   &p.overheads.nccl_buffer_bytes_per_communicator, &p.overheads.memory_headroom_fraction})
     visit(v->source);
   // A loss without a source is absent (no loss priced), and stays so.
-  planner::TrainingLosses& l = p.losses;
-  for (auto* v : {&l.sustained_gemm_fraction, &l.dgrad_time_ratio, &l.wgrad_time_ratio,
-                  &l.overlap_gemm_slowdown, &l.overlap_memory_bound_slowdown, &l.launch_gap_s,
-                  &l.eager_kernel_fixed_s, &l.unvectorized_bandwidth_fraction}) {
-    if (!v->source.empty()) visit(v->source);
+  for (const planner::TrainingLossField& field : planner::kTrainingLossFields) {
+    std::string& source = (p.losses.*field.member).source;
+    if (!source.empty()) visit(source);
   }
 }
 

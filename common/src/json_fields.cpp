@@ -244,6 +244,11 @@ const json* JsonFieldReader::optional_array(const json& parent, std::string_view
 
 void JsonFieldReader::only_fields(const json& object, const std::string& path,
                                   std::initializer_list<std::string_view> allowed) {
+  only_fields(object, path, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+void JsonFieldReader::only_fields(const json& object, const std::string& path,
+                                  std::span<const std::string_view> allowed) {
   if (failed_) return;
   for (const auto& [key, value] : object.items()) {
     bool known = false;

@@ -1,5 +1,6 @@
 // Reading and writing calibration profile JSON (docs/calibration-format.md).
 #include <algorithm>
+#include <array>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -20,6 +21,15 @@ using pipescope::JsonRange;
 
 constexpr std::string_view kLogFlopsInterpolation = "linear_in_log_flops";
 constexpr std::string_view kShapeGridInterpolation = "grid_in_log_mnk";
+
+JsonRange json_range(LossDomain domain) {
+  switch (domain) {
+    case LossDomain::kFraction: return JsonRange::kFraction;
+    case LossDomain::kPositive: return JsonRange::kPositive;
+    case LossDomain::kNonNegative: return JsonRange::kNonNegative;
+  }
+  return JsonRange::kAny;
+}
 
 SourcedValue read_sourced(JsonFieldReader& reader, const json& parent, std::string_view key,
                           const std::string& path, JsonRange range) {
@@ -345,22 +355,15 @@ CalibrationProfile read_profile(JsonFieldReader& reader, const json& root) {
   }
   if (const json* losses = root.contains("losses") ? reader.object(root, "losses", "") : nullptr) {
     const std::string path = "losses";
-    reader.only_fields(*losses, path,
-                       {"sustained_gemm_fraction", "dgrad_time_ratio", "wgrad_time_ratio",
-                        "overlap_gemm_slowdown", "overlap_memory_bound_slowdown", "launch_gap_s",
-                        "eager_kernel_fixed_s", "unvectorized_bandwidth_fraction"});
-    TrainingLosses& out = profile.losses;
-    auto optional = [&](std::string_view key, JsonRange range) {
-      return losses->contains(key) ? read_sourced(reader, *losses, key, path, range) : SourcedValue{};
-    };
-    out.sustained_gemm_fraction = optional("sustained_gemm_fraction", JsonRange::kFraction);
-    out.dgrad_time_ratio = optional("dgrad_time_ratio", JsonRange::kPositive);
-    out.wgrad_time_ratio = optional("wgrad_time_ratio", JsonRange::kPositive);
-    out.overlap_gemm_slowdown = optional("overlap_gemm_slowdown", JsonRange::kNonNegative);
-    out.overlap_memory_bound_slowdown = optional("overlap_memory_bound_slowdown", JsonRange::kNonNegative);
-    out.launch_gap_s = optional("launch_gap_s", JsonRange::kNonNegative);
-    out.eager_kernel_fixed_s = optional("eager_kernel_fixed_s", JsonRange::kNonNegative);
-    out.unvectorized_bandwidth_fraction = optional("unvectorized_bandwidth_fraction", JsonRange::kFraction);
+    std::array<std::string_view, kTrainingLossFields.size()> names;
+    for (size_t i = 0; i < names.size(); ++i) names[i] = kTrainingLossFields[i].name;
+    reader.only_fields(*losses, path, names);
+    for (const TrainingLossField& field : kTrainingLossFields) {
+      if (losses->contains(field.name)) {
+        profile.losses.*field.member =
+            read_sourced(reader, *losses, field.name, path, json_range(field.domain));
+      }
+    }
   }
   return profile;
 }
@@ -387,17 +390,9 @@ json sourced_json(const SourcedValue& value) { return {{"value", value.value}, {
 
 json losses_json(const TrainingLosses& losses) {
   json out = json::object();
-  const std::pair<const char*, const SourcedValue*> fields[] = {
-      {"sustained_gemm_fraction", &losses.sustained_gemm_fraction},
-      {"dgrad_time_ratio", &losses.dgrad_time_ratio},
-      {"wgrad_time_ratio", &losses.wgrad_time_ratio},
-      {"overlap_gemm_slowdown", &losses.overlap_gemm_slowdown},
-      {"overlap_memory_bound_slowdown", &losses.overlap_memory_bound_slowdown},
-      {"launch_gap_s", &losses.launch_gap_s},
-      {"eager_kernel_fixed_s", &losses.eager_kernel_fixed_s},
-      {"unvectorized_bandwidth_fraction", &losses.unvectorized_bandwidth_fraction}};
-  for (const auto& [name, value] : fields) {
-    if (!value->source.empty() || value->value != 0) out[name] = sourced_json(*value);
+  for (const TrainingLossField& field : kTrainingLossFields) {
+    const SourcedValue& value = losses.*field.member;
+    if (!value.source.empty() || value.value != 0) out[std::string(field.name)] = sourced_json(value);
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -292,6 +293,30 @@ TEST(ParseCalibrationProfile, RefusesANewerSchemaVersion) {
 TEST(ParseCalibrationProfile, ReadsVersionOneFiles) {
   // The shipped profiles are version 1; a measured profile is written as version 2.
   EXPECT_EQ(error_after([](nlohmann::json& d) { d["schema_version"] = 1; }), "(parsed)");
+}
+
+TEST(ParseCalibrationProfile, EveryListedLossReadsAndWritesUnderItsOwnName) {
+  auto doc = nlohmann::json::parse(read_source_file("calibrate/profiles/a100-80gb.json"));
+  doc["schema_version"] = 3;
+  doc["losses"] = nlohmann::json::object();
+  std::set<const SourcedValue*> members;
+  CalibrationProfile members_of;
+  for (size_t i = 0; i < kTrainingLossFields.size(); ++i) {
+    const std::string name(kTrainingLossFields[i].name);
+    doc["losses"][name] = {{"value", 0.5 + 0.01 * static_cast<double>(i)}, {"source", "measured: " + name}};
+    members.insert(&(members_of.losses.*kTrainingLossFields[i].member));
+  }
+  EXPECT_EQ(members.size(), kTrainingLossFields.size()) << "two names for one loss";
+  auto profile = parse_calibration_profile(doc.dump(), "p.json");
+  ASSERT_TRUE(profile.ok()) << profile.error().message;
+  for (size_t i = 0; i < kTrainingLossFields.size(); ++i) {
+    const std::string name(kTrainingLossFields[i].name);
+    EXPECT_EQ(profile->losses.*kTrainingLossFields[i].member,
+              (SourcedValue{0.5 + 0.01 * static_cast<double>(i), "measured: " + name}))
+        << name;
+  }
+  const auto written = nlohmann::json::parse(write_calibration_profile(*profile));
+  EXPECT_EQ(written["losses"], doc["losses"]);
 }
 
 TEST(ParseCalibrationProfile, TrainingLossesReadBackAndAreCheckedEachOnItsOwn) {

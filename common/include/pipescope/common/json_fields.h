@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,6 +77,7 @@ class JsonFieldReader {
   // Names the first member that is not in `allowed`: catches typos such as "gpus_per_nod".
   void only_fields(const json& object, const std::string& path,
                    std::initializer_list<std::string_view> allowed);
+  void only_fields(const json& object, const std::string& path, std::span<const std::string_view> allowed);
 
   // "<document>: <message>", unless an error came first.
   void fail(const std::string& message);

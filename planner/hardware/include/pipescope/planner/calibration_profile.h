@@ -171,6 +171,31 @@ struct TrainingLosses {
   bool operator==(const TrainingLosses&) const = default;
 };
 
+// The values a loss may take, which reading a profile checks.
+enum class LossDomain { kFraction, kPositive, kNonNegative };
+
+// Every loss by its name in a profile's "losses" object: the one list that reading, writing and
+// relabelling a profile's losses go through.
+struct TrainingLossField {
+  std::string_view name;
+  SourcedValue TrainingLosses::*member;
+  LossDomain domain;
+};
+inline constexpr std::array<TrainingLossField, 8> kTrainingLossFields = {{
+    {"sustained_gemm_fraction", &TrainingLosses::sustained_gemm_fraction, LossDomain::kFraction},
+    {"dgrad_time_ratio", &TrainingLosses::dgrad_time_ratio, LossDomain::kPositive},
+    {"wgrad_time_ratio", &TrainingLosses::wgrad_time_ratio, LossDomain::kPositive},
+    {"overlap_gemm_slowdown", &TrainingLosses::overlap_gemm_slowdown, LossDomain::kNonNegative},
+    {"overlap_memory_bound_slowdown", &TrainingLosses::overlap_memory_bound_slowdown,
+     LossDomain::kNonNegative},
+    {"launch_gap_s", &TrainingLosses::launch_gap_s, LossDomain::kNonNegative},
+    {"eager_kernel_fixed_s", &TrainingLosses::eager_kernel_fixed_s, LossDomain::kNonNegative},
+    {"unvectorized_bandwidth_fraction", &TrainingLosses::unvectorized_bandwidth_fraction,
+     LossDomain::kFraction},
+}};
+static_assert(sizeof(TrainingLosses) == kTrainingLossFields.size() * sizeof(SourcedValue),
+              "a loss added to TrainingLosses goes into kTrainingLossFields too");
+
 // A collective's time in two parts: the fixed latency and the transfer of its bytes.
 struct CollectiveTime {
   double latency_s = 0;
