@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The planner-only build as on a machine that has no CUDA toolkit and no NCCL, configured as the
-# pip wheel configures it (PIPESCOPE_PROFILER=AUTO, which must fall back to OFF): CMake may not find either (CMAKE_DISABLE_FIND_PACKAGE_*), CUDA's directories are off the
-# PATH and its variables unset; afterwards no compile command may name a CUDA or NCCL directory
-# and the binary may need neither's library. Builds `pipescope` alone, unoptimized and as a unity
-# build (the point is that it builds), then runs what it must do and what it must refuse:
+# pip wheel configures it (PIPESCOPE_PROFILER=AUTO, which must fall back to OFF): CMake may not
+# find either (CMAKE_DISABLE_FIND_PACKAGE_*), CUDA's directories are off the PATH and its variables
+# unset; afterwards no compile command may name a CUDA or NCCL directory and the binary may need
+# neither's library. Builds `pipescope` alone, at -Og (which compiles faster than -O0) and as a
+# unity build (the point is that it builds), then runs what it must do and what it must refuse:
 #   --version (says planner-only), plan, search, report and export of a real trace, calibrate
 #   fit and show; record and calibrate run refused in one line, exit 2.
 # Usage: scripts/test-planner-only.sh [--configure-only] [BUILD_DIR]   (default build-planner-only)
@@ -27,7 +28,7 @@ command -v ninja > /dev/null && generator=(-G Ninja)
 fail() { echo "test-planner-only: $*" >&2; exit 1; }
 parts=(-DPIPESCOPE_BUILD_TESTS=OFF -DPIPESCOPE_BUILD_BENCHES=OFF)
 [ "$configure_only" = 1 ] && parts=(-DPIPESCOPE_BUILD_TESTS=ON -DPIPESCOPE_BUILD_BENCHES=ON)
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_UNITY_BUILD=ON \
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-Og -DCMAKE_UNITY_BUILD=ON \
   -DPIPESCOPE_PROFILER=AUTO "${parts[@]}" \
   -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_NCCL=ON > "$build.configure.log" 2>&1 \
   || fail "configuring without CUDA and NCCL failed: $(grep -m1 -i error "$build.configure.log")"

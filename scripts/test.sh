@@ -13,10 +13,12 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc)
 
-# Optimized as the default build (-O2) but without debug information, which takes a quarter of
-# the compile time and no test reads. (Not CMake's Release -O3: g++ 12 warns falsely there.)
-"$repo/scripts/bootstrap.sh" "$repo/build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
-  "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" -DPIPESCOPE_WERROR=ON
+# Optimized for compile time: -Og compiles in two thirds of -O2's time and runs the tests in a
+# tenth more (no test times anything; the benchmarks are only smoke-run), without debug
+# information, which would take another quarter that no test reads. The -O2 builds are the
+# release's (the portable command below, built as releases are) and every developer's default.
+"$repo/scripts/bootstrap.sh" "$repo/build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-Og -DNDEBUG" \
+  "-DCMAKE_C_FLAGS_RELEASE=-Og -DNDEBUG" -DPIPESCOPE_WERROR=ON
 ctest --test-dir "$repo/build" --output-on-failure -j "$jobs"
 # libpipescope.so and the command for glibc 2.28 and newer (zig's clang from PyPI, one toolchain
 # for both): the glibc symbol versions they import checked, the main build's preload tests run
