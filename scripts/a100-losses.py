@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The A100 profile's training losses, estimated from the ones measured on the H100 and the H200.
+"""The A100 profile's training losses: estimated from the ones measured on the H100 and the H200,
+and unfused attention's from a published A100 measurement.
 
     scripts/a100-losses.py            # prints the derivation, the checks of its premise and the values
     scripts/a100-losses.py --write    # writes them into calibrate/profiles/a100-80gb.json
@@ -32,7 +33,20 @@ and docs/gpu-runs/2026-11-27-h200-b) through a model of what sets it:
 - The backward's layouts are properties of cuBLASLt's kernels: the A100 gets the two measured
   GPUs' geometric mean, labelled as that.
 
-Every value's source says it is an estimate and from what; `calibrate show` prints them.
+One pair comes from a published A100 measurement instead, through the profile's own GEMM table:
+
+- Unfused attention (Megatron-LM's before flash attention: batched GEMMs, a fused softmax, dropout)
+  moves its s x s scores at a bandwidth of its own. Dao et al. timed Megatron-LM's attention alone
+  on an A100 40GB (FlashAttention, NeurIPS 2022, appendix E.6). Each pass's time there, less its
+  batched GEMMs' FLOPs at the profile's table (one GEMM of all their rows, at the clocks of a short
+  benchmark), is its score traffic (pricer.h counts it: 4 score matrices forward, 7 backward, 2.5
+  more each way with dropout) at a bandwidth whose ratio to the profile's memory-bound bandwidth,
+  taken on that GPU's HBM, is the fraction. The runs with and without dropout give it twice; the
+  script stops when they disagree by more than a tenth (the traffic counts would then be wrong)
+  and takes their mean.
+
+Every value's source says it is an estimate or a published measurement and from what;
+`calibrate show` prints them.
 """
 import argparse
 import json
@@ -54,6 +68,24 @@ A100_SMS_SOURCE = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 1
 HELD_SMS = 16
 # The two 132-SM GPUs' memory-bound slowdowns at one count of held SMs may differ by this much.
 MAX_GPU_DISAGREEMENT = 0.01
+
+# Megatron-LM's attention alone on one A100 40GB: batch 16, 8 heads of dimension 64, fp16, the mean
+# of 100 calls, sequence length 2048 (the longest Megatron's fused softmax took), ms.
+UNFUSED_SOURCE = ("Dao et al., 'FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness', "
+                  "NeurIPS 2022 (arXiv 2205.14135), appendix E.6, the 'Megatron' rows at sequence length 2048 "
+                  "(one A100 40GB, batch 16, 8 heads of dimension 64, fp16)")
+UNFUSED_SHAPE = {"batch": 16, "heads": 8, "head_dim": 64, "seq": 2048}
+UNFUSED_RUNS = [  # (tables, dropout, forward ms, backward ms)
+    ("Tables 18 and 19, without dropout", False, 4.28, 8.86),
+    ("Tables 15 and 16, with dropout 0.1", True, 6.56, 10.80),
+]
+A100_40GB_HBM_BYTES_PER_S = 1555e9
+A100_40GB_SOURCE = "NVIDIA A100 Tensor Core GPU datasheet: 1,555 GB/s on the A100 40GB SXM"
+A100_PEAK_FLOPS = 312e12  # dense BF16/FP16 tensor cores, planner/hardware/data/gpus/a100-80gb.json
+# Score matrices through memory per pass, and dropout's on top (planner/core/src/pricer.h).
+FORWARD_SCORE_UNITS, BACKWARD_SCORE_UNITS, DROPOUT_SCORE_UNITS = 4, 7, 2.5
+# The two runs' fractions for one pass may differ by this share of their mean.
+MAX_DROPOUT_DISAGREEMENT = 0.10
 
 
 def fail(message):
@@ -222,6 +254,72 @@ def derive(measured):
     return losses, lines
 
 
+def gemm_efficiency(profile, path, m, n, k):
+    """The profile's table at an m x n x k GEMM, read as the planner reads a 1-D table (linear in
+    log FLOPs, clamped at the largest point, in proportion to the FLOPs below the smallest)."""
+    table = profile.get("gemm", {})
+    if table.get("interpolation") != "linear_in_log_flops" or not table.get("points"):
+        fail(f"{path} has no GEMM table linear in log FLOPs to price the batched GEMMs with")
+    points = sorted((2.0 * p["m"] * p["n"] * p["k"], p["efficiency"]) for p in table["points"])
+    flops = 2.0 * m * n * k
+    if flops < points[0][0]:
+        return points[0][1] * flops / points[0][0]
+    if flops >= points[-1][0]:
+        return points[-1][1]
+    for (f0, e0), (f1, e1) in zip(points, points[1:]):
+        if f0 <= flops <= f1:
+            return e0 + (e1 - e0) * (math.log(flops) - math.log(f0)) / (math.log(f1) - math.log(f0))
+    return points[-1][1]
+
+
+def unfused_attention(profile, path):
+    """The unfused attention's score bandwidths over the memory-bound bandwidth ({key: {"value",
+    "source"}}) from the published Megatron-LM timings, and the lines that explain them."""
+    try:
+        hbm_fraction = float(profile["memory_bound"]["hbm_bandwidth_fraction"]["value"])
+    except (KeyError, TypeError, ValueError):
+        fail(f"{path} has no memory_bound.hbm_bandwidth_fraction")
+    b, h, d, s = (UNFUSED_SHAPE[k] for k in ("batch", "heads", "head_dim", "seq"))
+    rows = b * h * s
+
+    def gemm_s(m, n, k):
+        return 2.0 * m * n * k / (A100_PEAK_FLOPS * gemm_efficiency(profile, path, m, n, k))
+
+    forward_gemms = gemm_s(rows, s, d) + gemm_s(rows, d, s)
+    backward_gemms = forward_gemms + 2 * gemm_s(rows, d, s)
+    scores_bytes = b * h * s * s * 2
+    memory_bound = A100_40GB_HBM_BYTES_PER_S * hbm_fraction
+    lines, fractions = [], {"forward": [], "backward": []}
+    for tables, dropout, forward_ms, backward_ms in UNFUSED_RUNS:
+        extra = DROPOUT_SCORE_UNITS if dropout else 0
+        for name, measured_ms, gemms, units in (("forward", forward_ms, forward_gemms, FORWARD_SCORE_UNITS),
+                                                ("backward", backward_ms, backward_gemms, BACKWARD_SCORE_UNITS)):
+            traffic_s = measured_ms / 1e3 - gemms
+            if traffic_s <= 0:
+                fail(f"the profile's GEMMs alone take {gemms * 1e3:.2f} ms of the {measured_ms} ms measured")
+            fraction = (units + extra) * scores_bytes / traffic_s / memory_bound
+            fractions[name].append(fraction)
+            lines.append(f"unfused attention, {tables}: {name} {measured_ms} ms, of which the batched GEMMs "
+                         f"{gemms * 1e3:.2f} ms; {units + extra} score matrices of {scores_bytes / 1e9:.3f} GB "
+                         f"in the rest: {fraction:.3f} of the memory-bound bandwidth")
+    losses = {}
+    for index, (name, units) in enumerate((("forward", FORWARD_SCORE_UNITS), ("backward", BACKWARD_SCORE_UNITS))):
+        values = fractions[name]
+        mean = statistics.mean(values)
+        if max(values) - min(values) > MAX_DROPOUT_DISAGREEMENT * mean:
+            fail(f"the {name} runs with and without dropout give {values[0]:.3f} and {values[1]:.3f}: the score "
+                 "traffic counted does not explain the time dropout adds")
+        timed = " and ".join(f"{run[2 + index]} ms ({run[0]})" for run in UNFUSED_RUNS)
+        losses[f"unfused_scores_{name}_fraction"] = {
+            "source": (f"published, measured on an A100 40GB: {UNFUSED_SOURCE}, {name} {timed}; less the batched "
+                       f"GEMMs at this profile's GEMM table (one GEMM of all their rows), the {units} score "
+                       f"matrices ({DROPOUT_SCORE_UNITS} more with dropout) move at {values[0]:.3f} and "
+                       f"{values[1]:.3f} of the memory-bound bandwidth ({hbm_fraction} of {A100_40GB_SOURCE}); "
+                       "their mean; scripts/a100-losses.py"),
+            "value": mean}
+    return losses, lines
+
+
 def run_arg(text):
     name, sep, directory = text.partition(":")
     if not sep or not name or not directory:
@@ -245,6 +343,9 @@ def main():
         fail(f"a run's results are not the calibration suite's: {type(e).__name__} {e}")
     profile = load_json(args.profile)
     shown = os.path.relpath(os.path.join(ROOT, args.profile), ROOT)
+    unfused, unfused_lines = unfused_attention(profile, shown)
+    losses.update(unfused)
+    lines += unfused_lines + [f"{key} = {loss['value']:.4f}" for key, loss in unfused.items()]
     if args.check:
         bundled = profile.get("losses", {})
         differing = sorted(k for k in set(bundled) | set(losses)

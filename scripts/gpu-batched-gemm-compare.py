@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Unfused attention's batched GEMMs, as the calibration suite times them (gpu_benchmark's
 gemm_batched/ family), against the two ways to price them: one matrix's time times the batch (what
-the planner prices today) and one GEMM of all the batch's rows. Prints one line per GEMM and batch:
+the planner priced until 2026-11-29) and one GEMM of all the batch's rows (what it prices since,
+from OpenXLA's H100 table and a published A100 timing). Prints one line per GEMM and batch:
 
   scores s 2048 d 96 x384: batched 0.612 of peak; one matrix x384 4.10x its time; all rows 0.95x
 

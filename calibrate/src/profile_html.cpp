@@ -115,24 +115,14 @@ Plot bandwidth_plot(const CalibrationProfile& p, const planner::Gpu& gpu, const 
 
 // The training losses the planner takes off the table's figures, each with its source.
 std::string losses_table(const planner::TrainingLosses& l) {
-  const std::pair<const char*, const planner::SourcedValue*> rows[] = {
-      {"sustained clocks: GEMMs and attention at this fraction of the table", &l.sustained_gemm_fraction},
-      {"input-gradient GEMMs: time in their own layout over the forward layout's", &l.dgrad_time_ratio},
-      {"weight-gradient GEMMs: time in their own layout over the forward layout's", &l.wgrad_time_ratio},
-      {"GEMMs and attention beside an overlapped collective: slowdown", &l.overlap_gemm_slowdown},
-      {"memory-bound kernels beside an overlapped collective: slowdown", &l.overlap_memory_bound_slowdown},
-      {"GPU time per kernel launched, beyond its own work (seconds)", &l.launch_gap_s},
-      {"PyTorch's own kernels: GPU time per kernel beyond its bytes and the launch gap (seconds)",
-       &l.eager_kernel_fixed_s},
-      {"PyTorch's unvectorized kernels (casts, layout copies): bandwidth over the memory-bound bandwidth",
-       &l.unvectorized_bandwidth_fraction}};
   std::string html = "<h2>Training losses</h2><table><tr><th>loss</th><th>value</th><th>source</th></tr>";
-  for (const auto& [what, value] : rows) {
+  for (const planner::TrainingLossField& field : planner::kTrainingLossFields) {
+    const planner::SourcedValue& value = l.*field.member;
     char number[32];
-    std::snprintf(number, sizeof(number), "%.4g", value->value);
-    html += "<tr><td>" + std::string(what) + "</td><td>" +
-            (value->source.empty() ? std::string("not measured") : std::string(number)) + "</td><td>" +
-            escape_markup(value->source) + "</td></tr>";
+    std::snprintf(number, sizeof(number), "%.4g", value.value);
+    html += "<tr><td>" + std::string(field.description) + "</td><td>" +
+            (value.source.empty() ? std::string("not measured") : std::string(number)) + "</td><td>" +
+            escape_markup(value.source) + "</td></tr>";
   }
   return html + "</table>";
 }

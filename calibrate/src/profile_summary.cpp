@@ -47,11 +47,8 @@ void count_sources(const CalibrationProfile& p, ProfileSummary& s) {
        {&p.overheads.cuda_context_bytes, &p.overheads.allocator_reserve_fraction,
         &p.overheads.nccl_buffer_bytes_per_communicator, &p.overheads.memory_headroom_fraction})
     add(v->source);
-  for (const auto* v :
-       {&p.losses.sustained_gemm_fraction, &p.losses.dgrad_time_ratio, &p.losses.wgrad_time_ratio,
-        &p.losses.overlap_gemm_slowdown, &p.losses.overlap_memory_bound_slowdown, &p.losses.launch_gap_s,
-        &p.losses.eager_kernel_fixed_s, &p.losses.unvectorized_bandwidth_fraction}) {
-    if (!v->source.empty()) add(v->source);
+  for (const planner::TrainingLossField& field : planner::kTrainingLossFields) {
+    if (const std::string& source = (p.losses.*field.member).source; !source.empty()) add(source);
   }
 }
 
@@ -203,6 +200,11 @@ void write_profile_summary(std::ostream& out, const ProfileSummary& s) {
                          ", unvectorized ones (casts, layout copies) at " +
                          format("%.3f", l.unvectorized_fraction()) + " of the memory-bound bandwidth" +
                          " (priced under pytorch-eager)")
+      << "\n    unfused attention: "
+      << measured_or(l.unfused_scores_forward_fraction,
+                     "s x s scores at " + format("%.3f", l.unfused_scores_fraction(false)) +
+                         " (forward) and " + format("%.3f", l.unfused_scores_fraction(true)) +
+                         " (backward) of the memory-bound bandwidth (priced with --no-flash-attention)")
       << '\n';
 }
 
@@ -263,14 +265,9 @@ std::string profile_summary_json(const ProfileSummary& s) {
   auto loss_value = [](const planner::SourcedValue& value) {
     return value.source.empty() ? ordered_json(nullptr) : ordered_json(value.value);
   };
-  doc["losses"] = {{"sustained_gemm_fraction", loss_value(l.sustained_gemm_fraction)},
-                   {"dgrad_time_ratio", loss_value(l.dgrad_time_ratio)},
-                   {"wgrad_time_ratio", loss_value(l.wgrad_time_ratio)},
-                   {"overlap_gemm_slowdown", loss_value(l.overlap_gemm_slowdown)},
-                   {"overlap_memory_bound_slowdown", loss_value(l.overlap_memory_bound_slowdown)},
-                   {"launch_gap_s", loss_value(l.launch_gap_s)},
-                   {"eager_kernel_fixed_s", loss_value(l.eager_kernel_fixed_s)},
-                   {"unvectorized_bandwidth_fraction", loss_value(l.unvectorized_bandwidth_fraction)}};
+  doc["losses"] = ordered_json::object();
+  for (const planner::TrainingLossField& field : planner::kTrainingLossFields)
+    doc["losses"][std::string(field.name)] = loss_value(l.*field.member);
   if (s.waves.enabled()) {
     doc["gemm_waves"] = {
         {"sm_count", s.waves.sm_count}, {"tile_m", s.waves.tile_m}, {"tile_n", s.waves.tile_n}};

@@ -52,7 +52,15 @@ class A100Losses(unittest.TestCase):
         self.dir = self.tmp.name
         self.profile = os.path.join(self.dir, "a100.json")
         with open(self.profile, "w") as f:
-            json.dump({"schema_version": 1, "gpu": "a100-80gb"}, f)
+            json.dump(self.a100_profile(), f)
+
+    @staticmethod
+    def a100_profile(gemm_efficiency=0.5, hbm_fraction=0.5):
+        # Every GEMM above the one tiny point: all at `gemm_efficiency`.
+        return {"schema_version": 1, "gpu": "a100-80gb",
+                "gemm": {"interpolation": "linear_in_log_flops",
+                         "points": [{"m": 1, "n": 1, "k": 1, "efficiency": gemm_efficiency, "source": "t"}]},
+                "memory_bound": {"hbm_bandwidth_fraction": {"value": hbm_fraction, "source": "t"}}}
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -84,10 +92,45 @@ class A100Losses(unittest.TestCase):
         self.assertAlmostEqual(losses["dgrad_time_ratio"]["value"], 1.1, places=12)
         self.assertAlmostEqual(losses["wgrad_time_ratio"]["value"], 1.0, places=12)
         for key, loss in losses.items():
-            self.assertTrue(loss["source"].startswith("estimate (not measured on an A100)"), key)
+            carried = not key.startswith("unfused_scores_")
+            self.assertEqual(loss["source"].startswith("estimate (not measured on an A100)"), carried, key)
         self.assertIn("the A (", losses["overlap_gemm_slowdown"]["source"])
         checked = run("--check", *args)
         self.assertEqual(checked.returncode, 0, checked.stderr)
+
+    def test_unfused_attention_from_the_published_timings(self):
+        args = self.runs()
+        written = run("--write", *args)
+        self.assertEqual(written.returncode, 0, written.stderr)
+        with open(self.profile) as f:
+            losses = json.load(f)["losses"]
+        # Batch 16 x 8 heads of 2048 x 2048 scores (2 bytes each), head width 64; every GEMM at 0.5 of
+        # the A100's 312 TFLOP/s; the memory-bound bandwidth 0.5 of the A100 40GB's 1,555 GB/s.
+        scores = 16 * 8 * 2048 * 2048 * 2
+        gemm = 2 * 16 * 8 * 2048 * 2048 * 64 / (312e12 * 0.5)
+        bandwidth = 0.5 * 1555e9
+
+        def fraction(units, measured_ms, gemms):
+            return units * scores / (measured_ms / 1e3 - gemms * gemm) / bandwidth
+
+        forward = (fraction(4, 4.28, 2) + fraction(6.5, 6.56, 2)) / 2
+        backward = (fraction(7, 8.86, 4) + fraction(9.5, 10.80, 4)) / 2
+        self.assertAlmostEqual(losses["unfused_scores_forward_fraction"]["value"], forward, places=12)
+        self.assertAlmostEqual(losses["unfused_scores_backward_fraction"]["value"], backward, places=12)
+        for key in ("unfused_scores_forward_fraction", "unfused_scores_backward_fraction"):
+            self.assertTrue(losses[key]["source"].startswith("published, measured on an A100 40GB"), key)
+            self.assertIn("arXiv 2205.14135", losses[key]["source"])
+
+    def test_unfused_attention_refuses_a_profile_it_cannot_price_with(self):
+        args = self.runs()
+        for profile, message in ((self.a100_profile(gemm_efficiency=0.01), "of the 4.28 ms measured"),
+                                 ({"schema_version": 1, "gpu": "a100-80gb"}, "has no memory_bound")):
+            with open(self.profile, "w") as f:
+                json.dump(profile, f)
+            result = run(*args)
+            self.assertEqual(result.returncode, 1)
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1)
+            self.assertIn(message, result.stderr)
 
     def test_check_fails_on_a_profile_that_differs(self):
         args = self.runs()

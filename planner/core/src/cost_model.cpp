@@ -18,7 +18,7 @@ namespace {
 // What the profile's training losses add to the table's figures, in a plan's words; the launch
 // gaps and PyTorch's kernels where the plan knows the kernels (`knows_the_kernels`). A loss the
 // profile carries over from other GPUs (the A100's) is said to be an estimate.
-std::string losses_note(const TrainingLosses& l, bool knows_the_kernels) {
+std::string losses_note(const TrainingLosses& l, bool knows_the_kernels, bool unfused_attention) {
   std::vector<std::pair<std::string, bool>> parts;  // each loss's words, and whether measured here
   char text[160];
   auto add = [&](const SourcedValue& value, const SourcedValue& alternative) {
@@ -53,6 +53,13 @@ std::string losses_note(const TrainingLosses& l, bool knows_the_kernels) {
     std::snprintf(text, sizeof(text), "casts and layout copies at %.2f of the memory-bound bandwidth",
                   l.unvectorized_fraction());
     add(l.unvectorized_bandwidth_fraction, l.unvectorized_bandwidth_fraction);
+  }
+  if (unfused_attention && !l.unfused_scores_forward_fraction.source.empty()) {
+    std::snprintf(text, sizeof(text),
+                  "unfused attention's s x s scores at %.2f (forward), %.2f (backward) of the memory-bound "
+                  "bandwidth",
+                  l.unfused_scores_fraction(false), l.unfused_scores_fraction(true));
+    add(l.unfused_scores_forward_fraction, l.unfused_scores_backward_fraction);
   }
   if (parts.empty()) return "";
   const auto measured = std::count_if(parts.begin(), parts.end(), [](const auto& p) { return p.second; });
@@ -274,7 +281,14 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
     model.notes.emplace_back("hierarchical ZeRO: states sharded within groups of " + std::to_string(group) +
                              " data-parallel ranks, gradient slices all-reduced across the groups");
   }
-  if (c.flash_attention) model.notes.emplace_back("attention: fused (flash) kernels, causal");
+  if (c.flash_attention) {
+    model.notes.emplace_back("attention: fused (flash) kernels, causal");
+  } else {
+    model.notes.emplace_back(
+        "attention: unfused, the whole s x s scores computed (Megatron-LM before flash attention): Q K^T "
+        "and P V as batched GEMMs, priced as one GEMM of all their rows, and the scores written, read "
+        "and rewritten by the GEMMs, softmax and dropout");
+  }
   const bool eager = c.framework == TrainingFramework::kPyTorchEager;
   if (eager) {
     model.notes.emplace_back(
@@ -290,7 +304,9 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         "dropout-and-norm functions run again in the backward unless the layer is recomputed whole); each "
         "kernel launched costs the profile's launch gap, where measured");
   }
-  if (const std::string losses = losses_note(in.profile.losses, price.knows_the_kernels()); !losses.empty()) {
+  if (const std::string losses =
+          losses_note(in.profile.losses, price.knows_the_kernels(), !c.flash_attention);
+      !losses.empty()) {
     model.notes.emplace_back(losses);
   }
   // What reading the model's description assumed (config.json fields left out, sliding windows).

@@ -365,7 +365,8 @@ TEST(ParseCalibrationProfile, TrainingLossesReadBackAndAreCheckedEachOnItsOwn) {
       }),
       "calibration profile 'p.json': unknown field 'losses.host_gap' (known here: "
       "sustained_gemm_fraction, dgrad_time_ratio, wgrad_time_ratio, overlap_gemm_slowdown, "
-      "overlap_memory_bound_slowdown, launch_gap_s, eager_kernel_fixed_s, unvectorized_bandwidth_fraction)");
+      "overlap_memory_bound_slowdown, launch_gap_s, eager_kernel_fixed_s, unvectorized_bandwidth_fraction, "
+      "unfused_scores_forward_fraction, unfused_scores_backward_fraction)");
   EXPECT_EQ(error_after([](nlohmann::json& d) {
               d["losses"] = {{"unvectorized_bandwidth_fraction", {{"value", 0}, {"source", "x"}}}};
             }),

@@ -158,6 +158,10 @@ struct TrainingLosses {
   // memory-bound bandwidth. (0, 1].
   SourcedValue eager_kernel_fixed_s;
   SourcedValue unvectorized_bandwidth_fraction;
+  // Unfused attention (--no-flash-attention): the bandwidth at which its batched GEMMs, softmax and
+  // dropout move the s x s scores through memory in the forward and in the backward, over the
+  // memory-bound bandwidth; their FLOPs are priced apart, as one GEMM of all the batch's rows.
+  SourcedValue unfused_scores_forward_fraction, unfused_scores_backward_fraction;
 
   double sustained_fraction() const {
     return sustained_gemm_fraction.value > 0 ? sustained_gemm_fraction.value : 1;
@@ -167,6 +171,11 @@ struct TrainingLosses {
   double unvectorized_fraction() const {
     return unvectorized_bandwidth_fraction.value > 0 ? unvectorized_bandwidth_fraction.value : 1;
   }
+  double unfused_scores_fraction(bool backward) const {
+    const SourcedValue& fraction =
+        backward ? unfused_scores_backward_fraction : unfused_scores_forward_fraction;
+    return fraction.value > 0 ? fraction.value : 1;
+  }
   bool empty() const { return *this == TrainingLosses{}; }
   bool operator==(const TrainingLosses&) const = default;
 };
@@ -174,24 +183,38 @@ struct TrainingLosses {
 // The values a loss may take, which reading a profile checks.
 enum class LossDomain { kFraction, kPositive, kNonNegative };
 
-// Every loss by its name in a profile's "losses" object: the one list that reading, writing and
-// relabelling a profile's losses go through.
+// Every loss by its name in a profile's "losses" object, with what it is in words: the one list
+// that reading, writing, relabelling and showing a profile's losses go through.
 struct TrainingLossField {
   std::string_view name;
   SourcedValue TrainingLosses::*member;
   LossDomain domain;
+  std::string_view description;
 };
-inline constexpr std::array<TrainingLossField, 8> kTrainingLossFields = {{
-    {"sustained_gemm_fraction", &TrainingLosses::sustained_gemm_fraction, LossDomain::kFraction},
-    {"dgrad_time_ratio", &TrainingLosses::dgrad_time_ratio, LossDomain::kPositive},
-    {"wgrad_time_ratio", &TrainingLosses::wgrad_time_ratio, LossDomain::kPositive},
-    {"overlap_gemm_slowdown", &TrainingLosses::overlap_gemm_slowdown, LossDomain::kNonNegative},
+inline constexpr std::array<TrainingLossField, 10> kTrainingLossFields = {{
+    {"sustained_gemm_fraction", &TrainingLosses::sustained_gemm_fraction, LossDomain::kFraction,
+     "sustained clocks: GEMMs and attention at this fraction of the table"},
+    {"dgrad_time_ratio", &TrainingLosses::dgrad_time_ratio, LossDomain::kPositive,
+     "input-gradient GEMMs: time in their own layout over the forward layout's"},
+    {"wgrad_time_ratio", &TrainingLosses::wgrad_time_ratio, LossDomain::kPositive,
+     "weight-gradient GEMMs: time in their own layout over the forward layout's"},
+    {"overlap_gemm_slowdown", &TrainingLosses::overlap_gemm_slowdown, LossDomain::kNonNegative,
+     "GEMMs and attention beside an overlapped collective: slowdown"},
     {"overlap_memory_bound_slowdown", &TrainingLosses::overlap_memory_bound_slowdown,
-     LossDomain::kNonNegative},
-    {"launch_gap_s", &TrainingLosses::launch_gap_s, LossDomain::kNonNegative},
-    {"eager_kernel_fixed_s", &TrainingLosses::eager_kernel_fixed_s, LossDomain::kNonNegative},
+     LossDomain::kNonNegative, "memory-bound kernels beside an overlapped collective: slowdown"},
+    {"launch_gap_s", &TrainingLosses::launch_gap_s, LossDomain::kNonNegative,
+     "GPU time per kernel launched, beyond its own work (seconds)"},
+    {"eager_kernel_fixed_s", &TrainingLosses::eager_kernel_fixed_s, LossDomain::kNonNegative,
+     "PyTorch's own kernels: GPU time per kernel beyond its bytes and the launch gap (seconds)"},
     {"unvectorized_bandwidth_fraction", &TrainingLosses::unvectorized_bandwidth_fraction,
-     LossDomain::kFraction},
+     LossDomain::kFraction,
+     "PyTorch's unvectorized kernels (casts, layout copies): bandwidth over the memory-bound bandwidth"},
+    {"unfused_scores_forward_fraction", &TrainingLosses::unfused_scores_forward_fraction,
+     LossDomain::kPositive,
+     "unfused attention's s x s scores in the forward: bandwidth over the memory-bound bandwidth"},
+    {"unfused_scores_backward_fraction", &TrainingLosses::unfused_scores_backward_fraction,
+     LossDomain::kPositive,
+     "unfused attention's s x s scores in the backward: bandwidth over the memory-bound bandwidth"},
 }};
 static_assert(sizeof(TrainingLosses) == kTrainingLossFields.size() * sizeof(SourcedValue),
               "a loss added to TrainingLosses goes into kTrainingLossFields too");
