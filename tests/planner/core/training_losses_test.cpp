@@ -3,6 +3,7 @@
 // the measured interference.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -130,6 +131,13 @@ TEST(TrainingLosses, ZeroThreesPrefetchCostsTheComputeItHidesBehind) {
   EXPECT_DOUBLE_EQ(layer_work(slowed).backward[WorkKind::kGemm], layer_work(base).backward[WorkKind::kGemm]);
 }
 
+PlanInputs llama2_7b_on_a100s(int64_t micro_batch, int64_t seq_length) {
+  ParallelConfig c = data_parallel_8();
+  c.micro_batch = micro_batch;
+  c.seq_length = seq_length;
+  return test::inputs("llama2-7b", "dgx-a100", std::move(c));
+}
+
 // What unfusing the attention adds to a decoder layer's work: the attention core as Megatron-LM ran
 // it before flash attention, against the fused core (which is tensor-core work of its own kind).
 PassWork unfused_core(PlanInputs in) {
@@ -148,10 +156,7 @@ PassWork unfused_core(PlanInputs in) {
 }
 
 TEST(TrainingLosses, UnfusedAttentionIsOneGemmOfAllItsRowsAndItsScoresAtTheProfilesBandwidth) {
-  ParallelConfig c = data_parallel_8();
-  c.micro_batch = 2;
-  c.seq_length = 1024;
-  PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  PlanInputs in = llama2_7b_on_a100s(2, 1024);
   in.model.attention_dropout = 0.1;
   in.profile.losses = {};
   in.profile.losses.unfused_scores_forward_fraction = {0.5, "test"};
@@ -186,10 +191,7 @@ TEST(TrainingLosses, TheA100ProfileGivesBackThePublishedTimesOfMegatronsUnfusedA
   // 4.28 and 8.86 without. The profile's fractions are read from these times through the same
   // pricing (scripts/a100-losses.py); each pass lands on both within the spread of the two
   // readings it averages, and the sustained clocks the planner prices beside a short benchmark's.
-  ParallelConfig c = data_parallel_8();
-  c.micro_batch = 16;
-  c.seq_length = 2048;
-  PlanInputs in = test::inputs("llama2-7b", "dgx-a100", c);
+  PlanInputs in = llama2_7b_on_a100s(16, 2048);
   in.model.num_attention_heads = 8;
   in.model.num_kv_heads = 8;
   in.model.head_dim = 64;
