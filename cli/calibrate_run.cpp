@@ -255,6 +255,8 @@ int run_calibrate_run(const CalibrateArgs& a) {
   // PyTorch's own memory-bound kernels, priced under --framework pytorch-eager; a suite without the
   // script leaves those losses to the base profile.
   const std::string eager_script = attention ? find_program("eager_elementwise.py") : std::string();
+  // Unfused attention (batched GEMMs, softmax, dropout), priced under --no-flash-attention.
+  const std::string unfused_script = attention ? find_program("attention_unfused.py") : std::string();
   if (int rc =
           check_before_measuring(a, gpu_listing.device, nccl_program, !nccl_names.empty(), ranks, attention);
       rc != kExitOk)
@@ -277,6 +279,10 @@ int run_calibrate_run(const CalibrateArgs& a) {
   if (!eager_script.empty()) {
     phases.push_back({"eager_elementwise.py",
                       list_benchmarks("python3 " + quote(eager_script) + quick + " --list").names, 0.2});
+  }
+  if (!unfused_script.empty()) {
+    phases.push_back({"attention_unfused.py",
+                      list_benchmarks("python3 " + quote(unfused_script) + quick + " --list").names, 0.5});
   }
   calibrate::SuiteProgress progress(phases);
   ProgressBar bar(progress);
@@ -316,6 +322,7 @@ int run_calibrate_run(const CalibrateArgs& a) {
   };
   if (attention) run_script(attention_script, "attention", "attention");
   if (!eager_script.empty()) run_script(eager_script, "eager", "PyTorch kernels");
+  if (!unfused_script.empty()) run_script(unfused_script, "attention_unfused", "unfused attention");
   bar.finish();
   if (fit.output.empty()) fit.output = "calibration.json";
   fit.command_line = std::string(kRun) + quick + (a.gpu.empty() ? "" : " --gpu " + a.gpu) +

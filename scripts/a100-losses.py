@@ -39,8 +39,8 @@ One pair comes from a published A100 measurement instead, through the profile's 
   moves its s x s scores at a bandwidth of its own. Dao et al. timed Megatron-LM's attention alone
   on an A100 40GB (FlashAttention, NeurIPS 2022, appendix E.6). Each pass's time there, less its
   batched GEMMs' FLOPs at the profile's table (one GEMM of all their rows, at the clocks of a short
-  benchmark), is its score traffic (pricer.h counts it: 4 score matrices forward, 7 backward, 2.5
-  more each way with dropout) at a bandwidth whose ratio to the profile's memory-bound bandwidth,
+  benchmark), is its score traffic (4 score matrices forward, 7 backward, 2.5 more each way with
+  dropout, as UnfusedScoreTraffic in calibration_profile.h counts it) at a bandwidth whose ratio to the profile's memory-bound bandwidth,
   taken on that GPU's HBM, is the fraction. The runs with and without dropout give it twice; the
   script stops when they disagree by more than a tenth (the traffic counts would then be wrong)
   and takes their mean.
@@ -82,7 +82,8 @@ UNFUSED_RUNS = [  # (tables, dropout, forward ms, backward ms)
 A100_40GB_HBM_BYTES_PER_S = 1555e9
 A100_40GB_SOURCE = "NVIDIA A100 Tensor Core GPU datasheet: 1,555 GB/s on the A100 40GB SXM"
 A100_PEAK_FLOPS = 312e12  # dense BF16/FP16 tensor cores, planner/hardware/data/gpus/a100-80gb.json
-# Score matrices through memory per pass, and dropout's on top (planner/core/src/pricer.h).
+# Score matrices through memory per pass, and dropout's on top (UnfusedScoreTraffic,
+# planner/hardware/include/pipescope/planner/calibration_profile.h).
 FORWARD_SCORE_UNITS, BACKWARD_SCORE_UNITS, DROPOUT_SCORE_UNITS = 4, 7, 2.5
 # The two runs' fractions for one pass may differ by this share of their mean.
 MAX_DROPOUT_DISAGREEMENT = 0.10

@@ -2,7 +2,8 @@
 # Every GPU check of docs/gpu-validation.md in one go, each step bounded in time so that one
 # that hangs cannot take the others' time: the machine's description, the calibration suite
 # (quick), the training losses (backward layouts, interference, sustained clocks), the launch gap and
-# PyTorch's own memory-bound kernels (step eager, run only when named), PyTorch's GEMMs
+# PyTorch's own memory-bound kernels (step eager, run only when named), unfused attention alone
+# (step unfused, run only when named), PyTorch's GEMMs
 # beside the suite's, the planner's training cases, the profiler smoke test, the profiler's
 # overhead, the 4-stage 1F1B runs. Logs and
 # results land in OUT_DIR/results and are packed into TARBALL (default OUT_DIR/gpu-results.tar.gz).
@@ -92,6 +93,9 @@ run_step() {  # one of the step names below
         --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
         --benchmark_out="$res/launch.json" --benchmark_out_format=json
       step eager 120 python3 "$root/share/eager_elementwise.py" -o "$res/eager.json"
+      ;;
+    unfused)  # Megatron-LM's attention before flash attention, alone (attention_unfused.py)
+      step unfused 180 python3 "$root/share/attention_unfused.py" -o "$res/attention_unfused.json"
       ;;
     sustained)  # a GEMM run until its clocks settle, beside the table's figure for the same shape
       PIPESCOPE_SUSTAINED_SECONDS=${PIPESCOPE_SUSTAINED_SECONDS:-90} step sustained 220 "$root/bin/gpu_benchmark" \

@@ -3,7 +3,7 @@
 # NVIDIA driver, NCCL, cuBLAS and (for the PyTorch checks) torch, but no build tools:
 #   bin/pipescope  lib/libpipescope.so  bin/cuda_nccl_smoke  bin/gpu_trace_check
 #   bin/gpu_benchmark  bin/nccl_benchmark  bin/trace_overhead  lib/libbenchmark.so.*  lib/libsimdjson.so.*  lib/libisal.so.*
-#   share/attention_sdpa.py  share/eager_elementwise.py  share/torch_train_loop.py  share/examples/  gpu-smoke.sh
+#   share/attention_sdpa.py  share/eager_elementwise.py  share/attention_unfused.py  share/torch_train_loop.py  share/examples/  gpu-smoke.sh
 #   gpu-calibrate.sh  gpu-train-check.sh  gpu-overhead.py  overhead-summary.py
 # A stripped Release build; executables find lib/ through an $ORIGIN run path. libnccl.so.2 and
 # libcuda.so.1 come from the GPU machine (NCCL alone is over 200 MB). Checked with ldd: nothing
@@ -40,7 +40,8 @@ for reader_lib in libsimdjson libisal; do
   lib=$(ldd "$out/bin/pipescope" 2>/dev/null | awk -v name="$reader_lib" '$1 ~ "^" name "\\.so" {print $3; exit}')
   [[ -n "$lib" ]] && cp -L "$lib" "$out/lib/"
 done
-cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py benches/gpu/eager_elementwise.py "$out/share/"
+cp tests/gpu/torch_train_loop.py benches/gpu/attention_sdpa.py benches/gpu/eager_elementwise.py \
+  benches/gpu/attention_unfused.py "$out/share/"
 mkdir -p "$out/share/examples"
 cp examples/*.py examples/*.json "$out/share/examples/"
 cp scripts/gpu-smoke.sh scripts/gpu-calibrate.sh scripts/gpu-train-check.sh scripts/gpu-gemm-crosscheck.py \

@@ -46,6 +46,7 @@ gpu_bench=$(pick "$build/bin/gpu_benchmark" "$build/benches/gpu/gpu_benchmark")
 nccl_bench=$(pick "$build/bin/nccl_benchmark" "$build/benches/gpu/nccl_benchmark")
 attention=$(pick "$build/share/attention_sdpa.py" "$here/../benches/gpu/attention_sdpa.py")
 eager=$(pick "$build/share/eager_elementwise.py" "$here/../benches/gpu/eager_elementwise.py")
+unfused=$(pick "$build/share/attention_unfused.py" "$here/../benches/gpu/attention_unfused.py")
 pipescope=$(pick "$build/bin/pipescope" "$build/cli/pipescope")
 if [[ -z "$gpu_bench" ]]; then
   echo "gpu-calibrate: no gpu_benchmark under $build: build with the CUDA toolkit (nvcc) present" >&2
@@ -99,13 +100,15 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   python3 "$attention" "${quick[@]}" -o "$out/attention.json" || failed=1
   echo "== eager_elementwise.py -> $out/eager.json"
   python3 "$eager" "${quick[@]}" -o "$out/eager.json" || failed=1
+  echo "== attention_unfused.py -> $out/attention_unfused.json"
+  python3 "$unfused" "${quick[@]}" -o "$out/attention_unfused.json" || failed=1
 else
   echo "gpu-calibrate: PyTorch with CUDA is not importable; attention not measured" >&2
 fi
 
 if [[ -n "$pipescope" ]]; then
   results=()
-  for f in "$out/gpu.json" "$out"/nccl-*.json "$out/attention.json" "$out/eager.json"; do [[ -f "$f" ]] && results+=("$f"); done
+  for f in "$out/gpu.json" "$out"/nccl-*.json "$out/attention.json" "$out/eager.json" "$out/attention_unfused.json"; do [[ -f "$f" ]] && results+=("$f"); done
   echo "== pipescope calibrate fit -> $out/profile.json"
   "$pipescope" calibrate fit "${results[@]}" "${fit_args[@]}" -o "$out/profile.json" || failed=1
 else

@@ -272,6 +272,33 @@ Status add_eager_kernel(const EntryReader& e, double seconds, BenchResults& into
   return Status::Ok();
 }
 
+Status add_unfused_attention(const EntryReader& e, double seconds, BenchResults& into) {
+  const ParsedName& p = e.parsed();
+  if (p.variant != "bf16") {
+    into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file +
+                         ": unfused attention is priced for bf16");
+    return Status::Ok();
+  }
+  UnfusedAttentionSample s;
+  s.id = e.id();
+  s.seconds = seconds;
+  for (auto [key, field] : {std::pair{"matrices", &s.matrices}, {"seq", &s.seq}, {"head_dim", &s.head_dim}}) {
+    auto v = e.integer(key);
+    if (!v.ok()) return v.error();
+    if (*v == 0) return e.fail(std::string("has ") + key + ":0");
+    *field = *v;
+  }
+  auto dropout = e.integer("dropout_percent");
+  if (!dropout.ok()) return dropout.error();
+  s.dropout = *dropout > 0;
+  const auto pass = p.params.find("pass");
+  if (pass == p.params.end() || (pass->second != "forward" && pass->second != "backward"))
+    return e.fail("has no pass:forward or pass:backward");
+  s.backward = pass->second == "backward";
+  into.unfused_attention.push_back(std::move(s));
+  return Status::Ok();
+}
+
 // Context keys that differ between any two files of one session: when and how each ran, the host's
 // load, and the GPU's instantaneous readings.
 bool differs_by_nature(const std::string& key) {
@@ -353,6 +380,7 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
   if (p.family == "interference") return add_interference(e, into);
   if (p.family == "launch" && p.variant == "gap") return add_launch_gap(e, into);
   if (p.family == "eager") return add_eager_kernel(e, *seconds, into);
+  if (p.family == "attention_unfused") return add_unfused_attention(e, *seconds, into);
   if (p.family == "device" && p.variant == "state") {
     DeviceStateSample s;
     s.id = e.id();

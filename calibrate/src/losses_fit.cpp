@@ -303,4 +303,65 @@ EagerFits fit_eager_kernels(const std::vector<EagerKernelSample>& samples, doubl
   return out;
 }
 
+UnfusedAttentionFits fit_unfused_attention(const std::vector<UnfusedAttentionSample>& samples,
+                                           const planner::CalibrationProfile& profile,
+                                           double peak_flops_per_s, double memory_bound_bytes_per_s,
+                                           const std::string& source, std::vector<std::string>& notes) {
+  UnfusedAttentionFits out;
+  if (samples.empty() || memory_bound_bytes_per_s <= 0 || profile.gemm.empty()) return out;
+  auto gemm_s = [&](const UnfusedAttentionSample& u) {
+    const auto seq = static_cast<double>(u.seq);
+    return profile.unfused_attention_gemm_s(peak_flops_per_s, static_cast<double>(u.matrices), seq, seq,
+                                            static_cast<double>(u.head_dim), u.backward);
+  };
+  auto traffic_bytes = [](const UnfusedAttentionSample& u) {
+    const auto seq = static_cast<double>(u.seq);
+    return planner::UnfusedScoreTraffic::matrices(u.backward, u.dropout) * static_cast<double>(u.matrices) *
+           seq * seq * 2;  // bf16 scores
+  };
+  for (const bool backward : {false, true}) {
+    std::vector<const UnfusedAttentionSample*> timed;
+    std::vector<double> fractions;
+    for (const UnfusedAttentionSample& u : samples) {
+      if (u.backward != backward) continue;
+      const double traffic_s = u.seconds - gemm_s(u);
+      if (traffic_s <= 0) {
+        notes.push_back("unfused attention '" + u.id.name + "' took " + significant(u.seconds * 1e3, 3) +
+                        " ms, no more than its batched GEMMs at the GEMM table (" +
+                        significant(gemm_s(u) * 1e3, 3) + " ms); left out");
+        continue;
+      }
+      timed.push_back(&u);
+      fractions.push_back(traffic_bytes(u) / traffic_s / memory_bound_bytes_per_s);
+    }
+    if (fractions.empty()) continue;
+    const double fraction = median(fractions);
+    FitQuality quality;
+    for (const UnfusedAttentionSample* u : timed) {
+      quality.add(u->id.name, u->seconds,
+                  gemm_s(*u) + traffic_bytes(*u) / (fraction * memory_bound_bytes_per_s));
+    }
+    quality.finish();
+    const auto [low, high] = std::minmax_element(fractions.begin(), fractions.end());
+    std::string spread = std::to_string(fractions.size()) + (fractions.size() == 1 ? " timing" : " timings");
+    if (fractions.size() > 1) spread += ", " + significant(*low, 3) + " to " + significant(*high, 3);
+    std::string measured =
+        "measured: Megatron-LM's unfused attention (batched GEMMs, softmax, dropout) timed alone, its ";
+    measured += backward ? "backward" : "forward";
+    measured +=
+        " less its batched GEMMs at the GEMM table (one GEMM of all their rows): its score traffic at the "
+        "median (";
+    measured += spread;
+    measured += ") of the memory-bound bandwidth, ";
+    measured += source;
+    std::string summary = significant(fraction, 4);
+    summary += " of the memory-bound bandwidth (";
+    summary += spread;
+    summary += ")";
+    std::optional<LossFit>& slot = backward ? out.backward : out.forward;
+    slot = LossFit{{fraction, std::move(measured)}, std::move(summary), quality};
+  }
+  return out;
+}
+
 }  // namespace pipescope::calibrate

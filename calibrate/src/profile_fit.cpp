@@ -265,6 +265,13 @@ Status add_losses(const BenchResults& r, const std::string& source, ProfileFit& 
         losses.eager_kernel_fixed_s);
   place("PyTorch's unvectorized kernels", "losses.unvectorized_bandwidth_fraction",
         std::move(eager.unvectorized), losses.unvectorized_bandwidth_fraction);
+  UnfusedAttentionFits unfused =
+      fit_unfused_attention(r.unfused_attention, out.profile, out.gpu.peak_dense_bf16_flops_per_s,
+                            out.profile.memory_bound_bytes_per_s(out.gpu), source, out.notes);
+  place("unfused attention, forward", "losses.unfused_scores_forward_fraction", std::move(unfused.forward),
+        losses.unfused_scores_forward_fraction);
+  place("unfused attention, backward", "losses.unfused_scores_backward_fraction", std::move(unfused.backward),
+        losses.unfused_scores_backward_fraction);
   return Status::Ok();
 }
 

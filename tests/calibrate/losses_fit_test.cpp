@@ -333,5 +333,97 @@ TEST(BenchResults, ReadsPyTorchsKernelsAndRefusesOneWithoutItsSizeOrBytes) {
   }
 }
 
+// 128 score matrices of 2048 x 2048 (bf16), head width d: one pass timed as its batched GEMMs at a
+// flat table of 0.5 on a 1e15 FLOP/s GPU plus its score traffic at `fraction` of 2e12 B/s.
+UnfusedAttentionSample unfused_sample(bool backward, bool dropout, int64_t head_dim, double fraction) {
+  UnfusedAttentionSample u;
+  u.id = {"attention_unfused/bf16/matrices:128/seq:2048/head_dim:" + std::to_string(head_dim) +
+              (dropout ? "/dropout_percent:10" : "/dropout_percent:0") +
+              (backward ? "/pass:backward" : "/pass:forward"),
+          "u.json"};
+  u.matrices = 128;
+  u.seq = 2048;
+  u.head_dim = head_dim;
+  u.dropout = dropout;
+  u.backward = backward;
+  const double gemms =
+      (backward ? 4 : 2) * 2.0 * 128 * 2048 * 2048 * static_cast<double>(head_dim) / (1e15 * 0.5);
+  const double scores = ((backward ? 7 : 4) + (dropout ? 2.5 : 0)) * 128.0 * 2048 * 2048 * 2;
+  u.seconds = gemms + scores / (2e12 * fraction);
+  return u;
+}
+
+TEST(UnfusedAttentionFits, EachPassLessItsGemmsIsItsScoreTrafficAtTheFraction) {
+  std::vector<UnfusedAttentionSample> samples;
+  for (bool dropout : {false, true}) {
+    for (int64_t head_dim : {64, 128}) {
+      samples.push_back(unfused_sample(false, dropout, head_dim, 0.9));
+      samples.push_back(unfused_sample(true, dropout, head_dim, 0.8));
+    }
+  }
+  std::vector<std::string> notes;
+  const UnfusedAttentionFits fits = fit_unfused_attention(samples, flat_profile(0.5), 1e15, 2e12, "x", notes);
+  ASSERT_TRUE(fits.forward.has_value() && fits.backward.has_value());
+  EXPECT_NEAR(fits.forward->value.value, 0.9, 1e-12);
+  EXPECT_NEAR(fits.backward->value.value, 0.8, 1e-12);
+  EXPECT_EQ(fits.forward->value.source.rfind("measured: ", 0), 0u) << fits.forward->value.source;
+  EXPECT_NE(fits.backward->summary.find("4 timings"), std::string::npos) << fits.backward->summary;
+  EXPECT_LT(fits.forward->quality.max_relative_error, 1e-9);
+  EXPECT_TRUE(notes.empty());
+  // The median over the timings: a third one slower moves it to the middle one.
+  samples.push_back(unfused_sample(false, false, 64, 0.7));
+  samples.push_back(unfused_sample(false, true, 64, 0.7));
+  samples.push_back(unfused_sample(false, true, 128, 0.7));
+  EXPECT_NEAR(fit_unfused_attention(samples, flat_profile(0.5), 1e15, 2e12, "x", notes).forward->value.value,
+              0.9, 1e-12);
+}
+
+TEST(UnfusedAttentionFits, ATimingItsGemmsAloneExceedIsLeftOutAndNothingMeasuredIsEmpty) {
+  UnfusedAttentionSample fast = unfused_sample(false, false, 64, 0.9);
+  fast.seconds = 1e-6;
+  std::vector<std::string> notes;
+  const UnfusedAttentionFits fits = fit_unfused_attention({fast, unfused_sample(true, false, 64, 0.8)},
+                                                          flat_profile(0.5), 1e15, 2e12, "x", notes);
+  EXPECT_FALSE(fits.forward.has_value());
+  ASSERT_TRUE(fits.backward.has_value());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("no more than its batched GEMMs"), std::string::npos) << notes[0];
+  const UnfusedAttentionFits none = fit_unfused_attention({}, flat_profile(0.5), 1e15, 2e12, "x", notes);
+  EXPECT_FALSE(none.forward.has_value() || none.backward.has_value());
+}
+
+TEST(BenchResults, ReadsUnfusedAttentionAndRefusesOneWithoutItsPassOrShape) {
+  const std::string text = R"({"benchmarks": [
+    {"name": "attention_unfused/bf16/matrices:384/seq:2048/head_dim:96/dropout_percent:10/pass:backward/manual_time",
+     "run_type": "iteration", "real_time": 12.5, "time_unit": "ms"},
+    {"name": "attention_unfused/fp16/matrices:384/seq:2048/head_dim:96/dropout_percent:0/pass:forward/manual_time",
+     "run_type": "iteration", "real_time": 4.0, "time_unit": "ms"}]})";
+  BenchResults r;
+  const Status s = add_bench_results(text, "attention_unfused.json", r);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(r.unfused_attention.size(), 1u);  // fp16 is skipped with a note
+  const UnfusedAttentionSample& u = r.unfused_attention[0];
+  EXPECT_EQ(u.matrices, 384);
+  EXPECT_EQ(u.seq, 2048);
+  EXPECT_EQ(u.head_dim, 96);
+  EXPECT_TRUE(u.dropout);
+  EXPECT_TRUE(u.backward);
+  EXPECT_NEAR(u.seconds, 12.5e-3, 1e-15);
+  EXPECT_FALSE(r.empty());
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.back().find("priced for bf16"), std::string::npos) << r.notes.back();
+  for (
+      const char* bad : {
+          R"({"benchmarks": [{"name": "attention_unfused/bf16/matrices:8/seq:64/head_dim:64/dropout_percent:0",
+                               "real_time": 1, "time_unit": "ms"}]})",
+          R"({"benchmarks": [{"name": "attention_unfused/bf16/seq:64/head_dim:64/dropout_percent:0/pass:forward",
+                               "real_time": 1, "time_unit": "ms"}]})",
+          R"({"benchmarks": [{"name": "attention_unfused/bf16/matrices:8/seq:0/head_dim:64/dropout_percent:0/pass:forward",
+                               "real_time": 1, "time_unit": "ms"}]})"}) {
+    BenchResults into;
+    EXPECT_FALSE(add_bench_results(bad, "bad.json", into).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace pipescope::calibrate

@@ -44,15 +44,6 @@ constexpr double kLayerBackwardGemms = 8;
 constexpr double kFusedAttentionForwardKernels = 1;
 constexpr double kFusedAttentionBackwardKernels = 3;
 
-// Unfused attention's s x s tensors through memory, in units of one bf16 score matrix. Forward:
-// Q K^T writes S, the fused scale-mask-softmax reads S and writes P, P V reads P. Backward: dO V^T
-// writes dP, P^T dO reads P, the softmax's backward reads dP and P and writes dS, dS K and dS^T Q
-// read dS. Dropout reads P and writes the dropped P and its one-byte mask forward, and reads dP and
-// the mask and writes the gradient backward.
-constexpr double kForwardScoreUnits = 4;
-constexpr double kBackwardScoreUnits = 7;
-constexpr double kDropoutScoreUnits = 2.5;
-
 inline double real(int64_t count) { return static_cast<double>(count); }
 
 inline Pass pass_of(WorkKind kind, double forward_s, double backward_s) {
@@ -161,22 +152,20 @@ class Pricer {
   // q x kv score matrices of head width d: Q K^T and P V as batched GEMMs, which run as one GEMM of
   // all their rows does (OpenXLA's H100 table: 4 matrices of 1024^3 at 490 TFLOP/s, one 2048 x 2048 x
   // 1024 at 492), and the scores moved through memory at the profile's unfused-attention bandwidth.
-  // Each pass's time is its FLOPs plus its bytes, the way scripts/a100-losses.py reads the
-  // published measurement that bandwidth comes from.
+  // Each pass's time is its FLOPs plus its bytes, the way the fractions are measured
+  // (attention_unfused/ of the calibration suite, scripts/a100-losses.py for the A100).
   Pass unfused_attention_core(double matrices, double q, double kv, double d, bool dropout) const {
-    const double forward_gemms = gemm_s(matrices * q, kv, d) + gemm_s(matrices * q, d, kv);  // S, O
-    // dP = dO V^T and dQ = dS K as the forward's shapes; dV = P^T dO and dK = dS^T Q: kv x d over q.
-    const double backward_gemms = forward_gemms + 2 * gemm_s(matrices * kv, d, q);
+    const double flops_per_s = gpu_.peak_dense_bf16_flops_per_s * sustained();
     const double scores_bytes = matrices * q * kv * kHalf;
-    const double dropout_units = dropout ? kDropoutScoreUnits : 0;
     const double bytes_per_s = in_.profile.memory_bound_bytes_per_s(gpu_);
     const TrainingLosses& l = in_.profile.losses;
-    return pass_of(kGemm, forward_gemms, backward_gemms) +=
-           pass_of(kMemoryBound,
-                   (kForwardScoreUnits + dropout_units) * scores_bytes /
-                       (bytes_per_s * l.unfused_scores_fraction(false)),
-                   (kBackwardScoreUnits + dropout_units) * scores_bytes /
-                       (bytes_per_s * l.unfused_scores_fraction(true)));
+    auto pass = [&](bool backward) {
+      return UnfusedScoreTraffic::matrices(backward, dropout) * scores_bytes /
+             (bytes_per_s * l.unfused_scores_fraction(backward));
+    };
+    return pass_of(kGemm, in_.profile.unfused_attention_gemm_s(flops_per_s, matrices, q, kv, d, false),
+                   in_.profile.unfused_attention_gemm_s(flops_per_s, matrices, q, kv, d, true)) +=
+           pass_of(kMemoryBound, pass(false), pass(true));
   }
 
   // One decoder layer, one micro-batch, without recomputation: compute, memory-bound ops,

@@ -231,4 +231,16 @@ double CalibrationProfile::memory_bound_bytes_per_s(const Gpu& device) const {
   return hbm_bandwidth_fraction.value * device.hbm_bytes_per_s;
 }
 
+double CalibrationProfile::unfused_attention_gemm_s(double flops_per_s, double matrices, double q, double kv,
+                                                    double d, bool backward) const {
+  auto gemm_s = [&](double m, double n, double k) {
+    if (m < 1 || n < 1 || k < 1) return 0.0;
+    return 2 * m * n * k / (flops_per_s * gemm_efficiency(std::llround(m), std::llround(n), std::llround(k)));
+  };
+  // Q K^T: q x kv over d; P V: q x d over kv. The backward redoes both shapes (dP = dO V^T,
+  // dQ = dS K) and adds kv x d over q twice (dV = P^T dO, dK = dS^T Q).
+  const double forward = gemm_s(matrices * q, kv, d) + gemm_s(matrices * q, d, kv);
+  return backward ? forward + 2 * gemm_s(matrices * kv, d, q) : forward;
+}
+
 }  // namespace pipescope::planner

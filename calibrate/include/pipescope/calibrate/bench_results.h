@@ -115,6 +115,16 @@ struct EagerKernelSample {
   bool unvectorized() const { return op.rfind("cast_", 0) == 0 || op.rfind("transpose_", 0) == 0; }
 };
 
+// attention_unfused/bf16/matrices:/seq:/head_dim:/dropout_percent:/pass:: Megatron-LM's attention
+// before flash attention (batched Q K^T and P V, softmax, dropout) timed alone, one pass of it
+// (benches/gpu/attention_unfused.py).
+struct UnfusedAttentionSample {
+  SampleId id;
+  int64_t matrices = 0, seq = 0, head_dim = 0;  // matrices: micro-batch x heads
+  bool dropout = false, backward = false;
+  double seconds = 0;
+};
+
 struct BenchResults {
   std::vector<GemmSample> gemm;
   std::vector<GemmLayoutSample> gemm_layouts;
@@ -122,6 +132,7 @@ struct BenchResults {
   std::vector<InterferenceSample> interference;
   std::vector<LaunchGapSample> launch_gaps;
   std::vector<EagerKernelSample> eager_kernels;
+  std::vector<UnfusedAttentionSample> unfused_attention;
   std::vector<AttentionSample> attention;
   std::vector<BandwidthSample> bandwidth;
   std::vector<CollectiveSample> collectives;
@@ -135,7 +146,7 @@ struct BenchResults {
   bool empty() const {
     return gemm.empty() && attention.empty() && bandwidth.empty() && collectives.empty() &&
            gemm_layouts.empty() && sustained.empty() && interference.empty() && launch_gaps.empty() &&
-           eager_kernels.empty();
+           eager_kernels.empty() && unfused_attention.empty();
   }
   std::string context_value(std::string_view key) const;
 };

@@ -72,4 +72,18 @@ EagerFits fit_eager_kernels(const std::vector<EagerKernelSample>& samples, doubl
                             double memory_bound_bytes_per_s, const std::string& source,
                             std::vector<std::string>& notes);
 
+// Unfused attention (attention_unfused/*): each pass's time less its batched GEMMs, priced as one
+// GEMM of all their rows at `profile`'s table on a GPU of `peak_flops_per_s` (the benchmark runs a
+// fraction of a second, at the clocks the table's GEMMs ran at), is its score traffic
+// (planner::UnfusedScoreTraffic); its bandwidth over `memory_bound_bytes_per_s` is the fraction,
+// the median over the pass's timings. A timing the GEMMs alone exceed is noted and left out. Each
+// empty when its pass was not measured.
+struct UnfusedAttentionFits {
+  std::optional<LossFit> forward, backward;
+};
+UnfusedAttentionFits fit_unfused_attention(const std::vector<UnfusedAttentionSample>& samples,
+                                           const planner::CalibrationProfile& profile,
+                                           double peak_flops_per_s, double memory_bound_bytes_per_s,
+                                           const std::string& source, std::vector<std::string>& notes);
+
 }  // namespace pipescope::calibrate

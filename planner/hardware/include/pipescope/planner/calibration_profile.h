@@ -180,6 +180,19 @@ struct TrainingLosses {
   bool operator==(const TrainingLosses&) const = default;
 };
 
+// Unfused attention's s x s traffic, in bf16 score matrices (one per micro-batch row and head) per
+// pass, which the unfused_scores fractions are a bandwidth for. Forward: Q K^T writes S, the fused
+// scale-mask-softmax reads S and writes P, P V reads P. Backward: dO V^T writes dP, P^T dO reads P,
+// the softmax's backward reads dP and P and writes dS, dS K and dS^T Q read dS. Dropout reads P and
+// writes the dropped P and its one-byte mask forward, reads dP and the mask and writes the gradient
+// backward.
+struct UnfusedScoreTraffic {
+  static constexpr double kForward = 4, kBackward = 7, kDropout = 2.5;
+  static constexpr double matrices(bool backward, bool dropout) {
+    return (backward ? kBackward : kForward) + (dropout ? kDropout : 0);
+  }
+};
+
 // The values a loss may take, which reading a profile checks.
 enum class LossDomain { kFraction, kPositive, kNonNegative };
 
@@ -270,6 +283,11 @@ struct CalibrationProfile {
   double collective_time_s(CollectiveKind kind, double bytes, int ranks, LinkTier tier,
                            const Cluster& cluster) const;
   double memory_bound_bytes_per_s(const Gpu& device) const;
+  // Unfused attention's batched GEMMs over `matrices` q x kv score matrices of head width d, each
+  // batch priced as one GEMM of all its rows at the table, on a GPU doing `flops_per_s` at an
+  // efficiency of 1: the forward's Q K^T and P V, or the backward's dP, dV, dQ and dK.
+  double unfused_attention_gemm_s(double flops_per_s, double matrices, double q, double kv, double d,
+                                  bool backward) const;
   const CopyCost& copy(CopyKind kind) const { return copies[static_cast<size_t>(kind)]; }
   const MemoryOverheads& memory_overheads() const { return overheads; }
   const CollectiveCost& collective(CollectiveKind kind, LinkTier tier) const;
