@@ -40,10 +40,10 @@ One pair comes from a published A100 measurement instead, through the profile's 
   on an A100 40GB (FlashAttention, NeurIPS 2022, appendix E.6). Each pass's time there, less its
   batched GEMMs' FLOPs at the profile's table (one GEMM of all their rows, at the clocks of a short
   benchmark), is its score traffic (4 score matrices forward, 7 backward, 2.5 more each way with
-  dropout, as UnfusedScoreTraffic in calibration_profile.h counts it) at a bandwidth whose ratio to the profile's memory-bound bandwidth,
-  taken on that GPU's HBM, is the fraction. The runs with and without dropout give it twice; the
-  script stops when they disagree by more than a tenth (the traffic counts would then be wrong)
-  and takes their mean.
+  dropout, as UnfusedScoreTraffic in calibration_profile.h counts it) at a bandwidth whose ratio
+  to the profile's memory-bound bandwidth, taken on that GPU's HBM, is the fraction. The runs with
+  and without dropout give it twice; the script stops when they disagree by more than a tenth (the
+  traffic counts would then be wrong) and takes their mean.
 
 Every value's source says it is an estimate or a published measurement and from what;
 `calibrate show` prints them.

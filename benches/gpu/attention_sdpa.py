@@ -286,6 +286,41 @@ def error_entry(name, message):
             "real_time": 0, "cpu_time": 0, "time_unit": "us"}
 
 
+def run_configurations(torch, output, suite, configurations, width=56):
+    """The other suite scripts' run: the device readings around every configuration's entries, each
+    printed as it comes, and the JSON written at the end. `configurations` holds (names, measure):
+    measure() gives the configuration's entries; one this PyTorch or GPU refuses (a RuntimeError, out
+    of memory) gives an error entry for each of its names, and the rest go on."""
+    command = " ".join(sys.argv)
+    uuid = device_uuid(torch)
+    idle_state = device_state(uuid)
+    benchmarks = []
+
+    def report(e):
+        if e.get("error_occurred"):
+            shown = e["error_message"]
+        else:
+            shown = f"{e['real_time']:.3f} {e['time_unit']}"
+            if "bytes_per_s" in e:
+                shown += f"  {e['bytes_per_s'] / 1e9:.0f} GB/s"
+        print(f"{e['name']:<{width}} {shown}", flush=True)
+        benchmarks.append(e)
+
+    report(state_entry(torch, "warm", uuid))
+    for names, measure in configurations:
+        try:
+            for e in measure():
+                report(e)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+            torch.cuda.synchronize()
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            for name in names:
+                report(error_entry(name, message))
+        torch.cuda.empty_cache()
+    report(state_entry(torch, "end", uuid))
+    write_results(output, {"context": context(torch, command, idle_state, suite), "benchmarks": benchmarks})
+
+
 def device_uuid(torch):
     uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)
     return f"GPU-{uuid}" if uuid is not None else ""

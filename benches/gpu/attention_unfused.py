@@ -93,34 +93,19 @@ def main():
     if args.list:
         suite.print_listing(names(args.quick))
         return 0
-    command = " ".join([sys.argv[0]] + sys.argv[1:])
     torch = suite.cuda_torch()
     if torch is None:
         return 0
-    uuid = suite.device_uuid(torch)
-    idle_state = suite.device_state(uuid)
-    benchmarks = []
 
-    def report(e):
-        shown = e["error_message"] if e.get("error_occurred") else f"{e['real_time']:.3f} {e['time_unit']}"
-        print(f"{e['name']:<96} {shown}", flush=True)
-        benchmarks.append(e)
-
-    report(suite.state_entry(torch, "warm", uuid))
-    for matrices, head_dim, dropout_percent in configurations(args.quick):
-        try:
+    def configuration(matrices, head_dim, dropout_percent):
+        def run():
             forward_s, backward_s, forward_n, backward_n = measure(torch, matrices, head_dim, dropout_percent)
-            report(entry(name_of(matrices, head_dim, dropout_percent, "forward"), forward_s, forward_n))
-            report(entry(name_of(matrices, head_dim, dropout_percent, "backward"), backward_s, backward_n))
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # one shape this GPU refuses: the rest go on
-            torch.cuda.synchronize()
-            message = str(e).splitlines()[0] if str(e) else type(e).__name__
-            for pass_ in ("forward", "backward"):
-                report(suite.error_entry(name_of(matrices, head_dim, dropout_percent, pass_), message))
-        torch.cuda.empty_cache()
-    report(suite.state_entry(torch, "end", uuid))
-    suite.write_results(args.output, {"context": suite.context(torch, command, idle_state, "attention_unfused"),
-                                      "benchmarks": benchmarks})
+            return [entry(name_of(matrices, head_dim, dropout_percent, "forward"), forward_s, forward_n),
+                    entry(name_of(matrices, head_dim, dropout_percent, "backward"), backward_s, backward_n)]
+        return [name_of(matrices, head_dim, dropout_percent, p) for p in ("forward", "backward")], run
+
+    suite.run_configurations(torch, args.output, "attention_unfused",
+                             [configuration(*c) for c in configurations(args.quick)], width=96)
     return 0
 
 

@@ -156,36 +156,18 @@ def main():
     if args.list:
         suite.print_listing(f"eager/{name}/elements:{n}/manual_time" for name, n in op_names(args.quick))
         return 0
-    command = " ".join([sys.argv[0]] + sys.argv[1:])
     torch = suite.cuda_torch()
     if torch is None:
         return 0
-    uuid = suite.device_uuid(torch)
-    idle_state = suite.device_state(uuid)
     l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or (64 << 20)
-    benchmarks = []
 
-    def report(e):
-        shown = f"{e['real_time']:.2f} {e['time_unit']}"
-        if "bytes_per_s" in e:
-            shown += f"  {e['bytes_per_s'] / 1e9:.0f} GB/s"
-        print(f"{e['name']:<56} {shown}", flush=True)
-        benchmarks.append(e)
-
-    report(suite.state_entry(torch, "warm", uuid))
-    for name, n in op_names(args.quick):
-        try:
+    def configuration(name, n):
+        def run():
             seconds, replays = measure(torch, name, n, l2_bytes)
-            report(entry(name, n, seconds, replays))
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # one op this PyTorch refuses: the rest go on
-            torch.cuda.synchronize()
-            failed = suite.error_entry(f"eager/{name}/elements:{n}", str(e).splitlines()[0] if str(e) else type(e).__name__)
-            print(f"{failed['name']:<56} {failed['error_message']}", flush=True)
-            benchmarks.append(failed)
-        torch.cuda.empty_cache()
-    report(suite.state_entry(torch, "end", uuid))
-    suite.write_results(args.output, {"context": suite.context(torch, command, idle_state, "eager"),
-                                      "benchmarks": benchmarks})
+            return [entry(name, n, seconds, replays)]
+        return [f"eager/{name}/elements:{n}"], run
+
+    suite.run_configurations(torch, args.output, "eager", [configuration(name, n) for name, n in op_names(args.quick)])
     return 0
 
 

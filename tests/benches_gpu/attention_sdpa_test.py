@@ -1,6 +1,12 @@
-"""The attention script's pieces that need no GPU: its names and its NVML readings."""
+"""The attention script's pieces that need no GPU: its names, its NVML readings and the run the
+suite's scripts share."""
+import contextlib
 import importlib.util
+import io
+import json
+import os
 import sys
+import tempfile
 import unittest
 
 spec = importlib.util.spec_from_file_location("attention_sdpa", sys.argv.pop(1))
@@ -48,6 +54,64 @@ class Names(unittest.TestCase):
         shapes = list(sdpa.shapes(True))
         self.assertEqual(len(shapes), 6)  # 3 sequence lengths, causal and not, head dim 128
         self.assertEqual(shapes[0], (16, 1024, 128, False))
+
+
+class RunConfigurations(unittest.TestCase):
+    """The run the other suite scripts share, on a stand-in for torch and the device readings."""
+
+    def setUp(self):
+        class OutOfMemory(RuntimeError):
+            pass
+
+        class Cuda:
+            OutOfMemoryError = OutOfMemory
+            synchronized = 0
+
+            def synchronize(self):
+                Cuda.synchronized += 1
+
+            def empty_cache(self):
+                pass
+
+        class Torch:
+            cuda = Cuda()
+
+        self.torch = Torch()
+        self.saved = {name: getattr(sdpa, name) for name in ("device_uuid", "device_state", "state_entry", "context")}
+        sdpa.device_uuid = lambda torch: "GPU-x"
+        sdpa.device_state = lambda uuid: {}
+        sdpa.state_entry = lambda torch, at, uuid: {"name": f"device/state/at:{at}/manual_time", "real_time": 1.0,
+                                                    "time_unit": "ms"}
+        sdpa.context = lambda torch, command, idle_state, suite: {"pipescope_suite": suite}
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        for name, value in self.saved.items():
+            setattr(sdpa, name, value)
+        self.tmp.cleanup()
+
+    def test_a_refused_configuration_is_its_error_entries_and_the_rest_go_on(self):
+        def ok(name):
+            return [name], lambda: [{"name": name + "/manual_time", "real_time": 2.0, "time_unit": "ms"}]
+
+        def refused():
+            raise self.torch.cuda.OutOfMemoryError("CUDA out of memory.\nTried to allocate 3 GiB")
+
+        output = os.path.join(self.tmp.name, "out.json")
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            sdpa.run_configurations(self.torch, output, "test", [ok("a/1"), (["b/1", "b/2"], refused), ok("c/1")])
+        with open(output) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["context"], {"pipescope_suite": "test"})
+        names = [e["name"] for e in doc["benchmarks"]]
+        self.assertEqual(names, ["device/state/at:warm/manual_time", "a/1/manual_time", "b/1/manual_time",
+                                 "b/2/manual_time", "c/1/manual_time", "device/state/at:end/manual_time"])
+        refused_entries = [e for e in doc["benchmarks"] if e["name"].startswith("b/")]
+        for e in refused_entries:
+            self.assertTrue(e["error_occurred"])
+            self.assertEqual(e["error_message"], "CUDA out of memory.")
+        self.assertIn("a/1/manual_time", printed.getvalue())
+        self.assertEqual(type(self.torch.cuda).synchronized, 1)
 
 
 if __name__ == "__main__":
