@@ -125,15 +125,20 @@ class EntryReader {
     }
   }
 
-  // m:, n:, k:, each a positive integer.
-  Status shape(int64_t& m, int64_t& n, int64_t& k) const {
-    for (auto [key, field] : {std::pair{"m", &m}, {"n", &n}, {"k", &k}}) {
+  // Name parameters that must each be a positive integer; the first missing or bad one is the error.
+  Status positive_integers(std::initializer_list<std::pair<const char*, int64_t*>> fields) const {
+    for (auto [key, field] : fields) {
       auto v = integer(key);
       if (!v.ok()) return v.error();
       if (*v == 0) return fail(std::string("has ") + key + ":0");
       *field = *v;
     }
     return Status::Ok();
+  }
+
+  // m:, n:, k:, each a positive integer.
+  Status shape(int64_t& m, int64_t& n, int64_t& k) const {
+    return positive_integers({{"m", &m}, {"n", &n}, {"k", &k}});
   }
 
   // The label's clock-event reasons ("clock_event_reasons NAMES"), empty when it has none.
@@ -179,14 +184,17 @@ bool should_take(const json& entry, const std::set<std::string>& names_with_medi
   return names_with_medians.count(run_name_of(entry)) == 0;
 }
 
+// A family priced for bf16 alone: another variant is noted as skipped (true), naming `what`.
+bool skipped_unless_bf16(const EntryReader& e, const char* what, BenchResults& into) {
+  if (e.parsed().variant == "bf16") return false;
+  into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file + ": " + what + " priced for bf16");
+  return true;
+}
+
 // The training losses' families (docs/calibration-results.md).
 Status add_gemm_layout(const EntryReader& e, double seconds, BenchResults& into) {
   const ParsedName& p = e.parsed();
-  if (p.variant != "bf16") {
-    into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file +
-                         ": the layouts are priced for bf16");
-    return Status::Ok();
-  }
+  if (skipped_unless_bf16(e, "the layouts are", into)) return Status::Ok();
   GemmLayoutSample s{e.id(), 0, 0, 0, "", seconds};
   if (Status shape = e.shape(s.m, s.n, s.k); !shape.ok()) return shape;
   const auto pass = p.params.find("pass");
@@ -274,20 +282,14 @@ Status add_eager_kernel(const EntryReader& e, double seconds, BenchResults& into
 
 Status add_unfused_attention(const EntryReader& e, double seconds, BenchResults& into) {
   const ParsedName& p = e.parsed();
-  if (p.variant != "bf16") {
-    into.notes.push_back("skipped '" + e.name() + "' in " + e.id().file +
-                         ": unfused attention is priced for bf16");
-    return Status::Ok();
-  }
+  if (skipped_unless_bf16(e, "unfused attention is", into)) return Status::Ok();
   UnfusedAttentionSample s;
   s.id = e.id();
   s.seconds = seconds;
-  for (auto [key, field] : {std::pair{"matrices", &s.matrices}, {"seq", &s.seq}, {"head_dim", &s.head_dim}}) {
-    auto v = e.integer(key);
-    if (!v.ok()) return v.error();
-    if (*v == 0) return e.fail(std::string("has ") + key + ":0");
-    *field = *v;
-  }
+  if (Status shape =
+          e.positive_integers({{"matrices", &s.matrices}, {"seq", &s.seq}, {"head_dim", &s.head_dim}});
+      !shape.ok())
+    return shape;
   auto dropout = e.integer("dropout_percent");
   if (!dropout.ok()) return dropout.error();
   s.dropout = *dropout > 0;
@@ -335,13 +337,10 @@ Status add_entry(const EntryReader& e, BenchResults& into) {
     s.backward = p.variant == "backward";
     s.seconds = *seconds;
     s.kernel = e.label();
-    for (auto [key, field] :
-         {std::pair{"batch", &s.batch}, {"heads", &s.heads}, {"seq", &s.seq}, {"head_dim", &s.head_dim}}) {
-      auto v = e.integer(key);
-      if (!v.ok()) return v.error();
-      if (*v == 0) return e.fail(std::string("has ") + key + ":0");
-      *field = *v;
-    }
+    if (Status shape = e.positive_integers(
+            {{"batch", &s.batch}, {"heads", &s.heads}, {"seq", &s.seq}, {"head_dim", &s.head_dim}});
+        !shape.ok())
+      return shape;
     auto causal = e.integer("causal");
     s.causal = causal.ok() && *causal != 0;
     auto flops = e.counter("flops");
