@@ -39,12 +39,13 @@ void add_shared_options(CLI::App* app, PlanArgs& a) {
   app->add_option(
          "--framework", a.framework,
          "megatron-core (Megatron-LM since --overlap-grad-reduce), megatron-2022 (Megatron-LM of "
-         "2021-2022: gradients all-reduced after the backward), deepspeed, internevo, internlm-2023 "
+         "2021-2022: gradients all-reduced after the backward), megatron-2021 (Megatron-LM of SC'21: as "
+         "megatron-2022, its tensor-parallel backward not overlapped), deepspeed, internevo, internlm-2023 "
          "(InternLM of 2023: its all-reduces take turns with the backward) or pytorch-eager (a decoder in "
          "eager PyTorch ops, every elementwise op its own kernel): sets the optimizer recipe (unless "
          "--optimizer), when the gradient sync runs and, for pytorch-eager, the kernels between the GEMMs")
-      ->check(CLI::IsMember(
-          {"megatron-core", "megatron-2022", "deepspeed", "internevo", "internlm-2023", "pytorch-eager"}));
+      ->check(CLI::IsMember({"megatron-core", "megatron-2021", "megatron-2022", "deepspeed", "internevo",
+                             "internlm-2023", "pytorch-eager"}));
   app->add_option(
          "--grad-sync", a.grad_sync,
          "during-backward or after-backward: when the data-parallel gradient sync runs, where the run "

@@ -483,7 +483,7 @@ TEST(CalibrateFit, TracesOfARunMoveComputeAndMemoryPerStageTowardTheMeasurement)
 
 TEST(CalibrateFit, RefinedWithTheRealH200TraceThePlanMeetsItsKernelsKindByKind) {
   // The 1B run of docs/validation.md, V10, and its plan: GEMM priced 19 % slow, attention 65 %
-  // slow, memory-bound work 78 % fast (eager kernels). Refined with that trace, every kind meets
+  // slow, memory-bound work 74 % fast (eager kernels). Refined with that trace, every kind meets
   // the run's kernels (this is fitting, not validation: the profile now prices this framework).
   Dir dir;
   const CommandResult plan = plan_h200_llama_1b();
@@ -497,7 +497,7 @@ TEST(CalibrateFit, RefinedWithTheRealH200TraceThePlanMeetsItsKernelsKindByKind) 
   EXPECT_EQ(r["compute_basis"], "kernels");
   EXPECT_NEAR(r["error_before"]["gemm"].get<double>(), 0.193, 0.002);
   EXPECT_NEAR(r["error_before"]["attention"].get<double>(), 0.648, 0.002);
-  EXPECT_NEAR(r["error_before"]["memory_bound"].get<double>(), -0.780, 0.002);
+  EXPECT_NEAR(r["error_before"]["memory_bound"].get<double>(), -0.744, 0.002);
   for (const char* kind : {"gemm", "attention", "memory_bound", "memory"})
     EXPECT_LT(std::abs(r["error_after"][kind].get<double>()), 0.002) << kind;
 }

@@ -538,13 +538,20 @@ TEST(PlanCommand, AFrameworkSetsTheRecipeAndWhenTheGradientSyncRuns) {
   EXPECT_GT(exposed(old), 0);
   EXPECT_LT(exposed(core), exposed(old));
   EXPECT_GT(old["uniform"]["iteration_s"].get<double>(), core["uniform"]["iteration_s"].get<double>());
-  // --grad-sync overrides the framework's habit; the generic default overlaps, as before.
+  // --grad-sync overrides the framework's habit; the generic default overlaps, as before, but
+  // runs the tensor-parallel backward's collectives in turn with its GEMMs, as Megatron-LM of
+  // SC'21 does.
   const json torch_ddp =
       plan_json(with(base, {"--framework", "megatron-2022", "--grad-sync", "during-backward"}));
   EXPECT_DOUBLE_EQ(torch_ddp["uniform"]["iteration_s"].get<double>(),
                    core["uniform"]["iteration_s"].get<double>());
-  EXPECT_DOUBLE_EQ(plan_json(base)["uniform"]["iteration_s"].get<double>(),
-                   core["uniform"]["iteration_s"].get<double>());
+  const json generic = plan_json(base);
+  EXPECT_EQ(generic["inputs"]["config"]["grad_sync_overlaps_backward"], true);
+  EXPECT_GT(generic["uniform"]["iteration_s"].get<double>(), core["uniform"]["iteration_s"].get<double>());
+  const json sc21 = plan_json(with(base, {"--framework", "megatron-2021", "--grad-sync", "during-backward"}));
+  EXPECT_EQ(sc21["inputs"]["config"]["framework"], "megatron-2021");
+  EXPECT_DOUBLE_EQ(sc21["uniform"]["iteration_s"].get<double>(),
+                   generic["uniform"]["iteration_s"].get<double>());
 
   // The recipe comes with the framework; an explicit --optimizer wins.
   const json internlm = plan_json(with(base, {"--framework", "internlm-2023"}));
@@ -583,7 +590,9 @@ TEST(PlanCommand, PyTorchEagerPricesItsUnfusedKernelsAndSaysSo) {
   EXPECT_DOUBLE_EQ(e["gemm_s"].get<double>(), f["gemm_s"].get<double>());
   EXPECT_DOUBLE_EQ(e["attention_s"].get<double>(), f["attention_s"].get<double>());
   EXPECT_GT(e["memory_bound_s"].get<double>(), 3 * f["memory_bound_s"].get<double>());
-  EXPECT_NEAR(e["optimizer_s"].get<double>() / f["optimizer_s"].get<double>(), 38.0 / 30.0, 1e-9);
+  // The example's step (Adam, the bf16 copy, the zeroing) against Megatron-LM's, which also takes
+  // the gradient norm.
+  EXPECT_NEAR(e["optimizer_s"].get<double>() / f["optimizer_s"].get<double>(), 38.0 / 42.0, 1e-9);
   bool noted = false;
   for (const json& note : eager["notes"])
     noted = noted || note.get<std::string>().rfind("pytorch-eager:", 0) == 0;

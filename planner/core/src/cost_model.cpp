@@ -289,6 +289,16 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
         "and P V as batched GEMMs, priced as one GEMM of all their rows, and the scores written, read "
         "and rewritten by the GEMMs, softmax and dropout");
   }
+  if (c.tp > 1) {
+    model.notes.emplace_back(
+        tensor_parallel_overlaps_backward_gemms(c)
+            ? "tensor parallelism: the column-parallel linears' backward collectives beside their GEMMs "
+              "(Megatron-LM's asynchronous all-reduce, or with sequence parallelism the reduce-scatter, "
+              "beside "
+              "the weight gradient, the input's all-gather beside the input gradient); the rest on the "
+              "critical path"
+            : "tensor parallelism: every collective on the critical path, the backward's too");
+  }
   const bool eager = c.framework == TrainingFramework::kPyTorchEager;
   if (eager) {
     model.notes.emplace_back(

@@ -62,6 +62,7 @@ std::string_view to_string(TrainingFramework framework) {
   switch (framework) {
     case TrainingFramework::kGeneric: return "generic";
     case TrainingFramework::kMegatronCore: return "megatron-core";
+    case TrainingFramework::kMegatron2021: return "megatron-2021";
     case TrainingFramework::kMegatron2022: return "megatron-2022";
     case TrainingFramework::kDeepSpeed: return "deepspeed";
     case TrainingFramework::kInternEvo: return "internevo";
@@ -88,8 +89,9 @@ const char* dense_decoder_kernels(TrainingFramework framework) {
 
 std::optional<TrainingFramework> parse_training_framework(std::string_view name) {
   for (TrainingFramework framework :
-       {TrainingFramework::kMegatronCore, TrainingFramework::kMegatron2022, TrainingFramework::kDeepSpeed,
-        TrainingFramework::kInternEvo, TrainingFramework::kInternLM2023, TrainingFramework::kPyTorchEager}) {
+       {TrainingFramework::kMegatronCore, TrainingFramework::kMegatron2021, TrainingFramework::kMegatron2022,
+        TrainingFramework::kDeepSpeed, TrainingFramework::kInternEvo, TrainingFramework::kInternLM2023,
+        TrainingFramework::kPyTorchEager}) {
     if (name == to_string(framework)) return framework;
   }
   return std::nullopt;
@@ -102,6 +104,7 @@ OptimizerRecipe framework_optimizer(TrainingFramework framework) {
     case TrainingFramework::kInternLM2023: return OptimizerRecipe::kInternEvo;
     case TrainingFramework::kGeneric:
     case TrainingFramework::kMegatronCore:
+    case TrainingFramework::kMegatron2021:
     case TrainingFramework::kMegatron2022:
     case TrainingFramework::kPyTorchEager: break;
   }
@@ -132,6 +135,7 @@ bool sync_overlaps_backward(const ParallelConfig& c) {
   switch (c.framework) {
     case TrainingFramework::kMegatronCore:
     case TrainingFramework::kInternEvo: return true;
+    case TrainingFramework::kMegatron2021:
     case TrainingFramework::kMegatron2022:
     case TrainingFramework::kDeepSpeed:
     case TrainingFramework::kInternLM2023:
@@ -142,6 +146,10 @@ bool sync_overlaps_backward(const ParallelConfig& c) {
   // TrainSchedule: ReduceTiedGrads, ReduceGrads, OptimizerStep at the batch's last step), and its
   // engine without a pipeline all-reduces BF16_Optimizer's gradients after the backward too.
   return c.optimizer != OptimizerRecipe::kDeepSpeedBf16;
+}
+
+bool tensor_parallel_overlaps_backward_gemms(const ParallelConfig& c) {
+  return c.framework == TrainingFramework::kMegatronCore || c.framework == TrainingFramework::kMegatron2022;
 }
 
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute) {

@@ -26,6 +26,20 @@ using models::RecomputeMode;
 // Adam step traffic per parameter: fp32 master, m and v read and written (24), the fp32
 // gradient read (4), the bf16 weight written (2).
 constexpr double kAdamBytesPerParameter = 30;
+
+// The optimizer step's traffic per parameter as Megatron-LM's Float16OptimizerWithFloat16Params
+// runs it (megatron/optimizer: the same at de7dc40f of 2021, 2755bcb8 of 2022 and 2d5220a4 of
+// 2023) and DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py at 56c522386 of
+// 2022): the gradient norm over the fp32 gradients (clip_grad_norm_fp32's multi_tensor_l2norm;
+// get_global_norm_of_tensors), apex's FusedAdam on the fp32 master (p, g, m, v read, p, m, v
+// written), the copy of the master into the bf16 weights (multi_tensor_scale; update_lp_params)
+// and the fp32 gradient buffer zeroed for the next iteration (zero_grad_buffer; clear_hp_grads).
+// BF16_Optimizer takes the norm over the whole unsharded buffer, Megatron-LM over the rank's
+// shard. The clipping's rescale runs only when the norm exceeds the clip and is not priced.
+constexpr double kGradientNormBytes = kFloat;
+constexpr double kFusedAdamBytes = 4 * kFloat + 3 * kFloat;
+constexpr double kMasterToBf16Bytes = kFloat + kHalf;
+constexpr double kZeroGradientBytes = kFloat;
 // FlashAttention's FLOP count for the backward pass is 2.5x the forward (Dao 2023, section 4.1).
 constexpr double kAttentionBackwardFlopRatio = 2.5;
 
@@ -74,9 +88,13 @@ class Pricer {
   // gradient (tokens x out times out x in) and the weight gradient (in x tokens times tokens x out),
   // each in its own operand layout (TrainingLosses).
   Pass linear(double tokens, double out, double in) const {
-    const TrainingLosses& l = in_.profile.losses;
-    return pass_of(kGemm, gemm_s(tokens, out, in),
-                   gemm_s(tokens, in, out) * l.dgrad_ratio() + gemm_s(in, out, tokens) * l.wgrad_ratio());
+    return pass_of(kGemm, gemm_s(tokens, out, in), dgrad_s(tokens, out, in) + wgrad_s(tokens, out, in));
+  }
+  double dgrad_s(double tokens, double out, double in) const {
+    return gemm_s(tokens, in, out) * in_.profile.losses.dgrad_ratio();
+  }
+  double wgrad_s(double tokens, double out, double in) const {
+    return gemm_s(in, out, tokens) * in_.profile.losses.wgrad_ratio();
   }
 
   double sustained() const { return in_.profile.losses.sustained_fraction(); }
@@ -178,9 +196,11 @@ class Pricer {
     const double q_width = real(m.num_attention_heads) * d / t, kv_width = real(m.num_kv_heads) * d / t;
     const int up_matrices = m.mlp == models::MlpKind::kSwiglu ? 2 : 1;
     Pass pass;
-    pass += linear(tokens, q_width + 2 * kv_width, h);  // Q, K, V
-    pass += linear(tokens, h, q_width);                 // output projection
-    double activation_width = 0;                        // elements per token through GELU / SwiGLU
+    const double qkv_width = q_width + 2 * kv_width;
+    pass += linear(tokens, qkv_width, h);  // Q, K, V
+    double up_width = 0;                   // the dense MLP's column-parallel linear; 0 in an MoE layer
+    pass += linear(tokens, h, q_width);    // output projection
+    double activation_width = 0;           // elements per token through GELU / SwiGLU
     if (!m.is_moe_layer(index)) {
       const double f = real(m.ffn_hidden_size) / t;
       if (internlm2023() && up_matrices == 2) {
@@ -190,6 +210,7 @@ class Pricer {
       }
       pass += linear(tokens, h, f);
       activation_width = tokens * f;
+      up_width = up_matrices * f;
     } else {
       const models::MoeDesc& e = m.moe;
       const double f = real(e.expert_ffn_hidden_size) / t;
@@ -229,17 +250,7 @@ class Pricer {
                       memory_s(2 * bytes));  // backward touches each tensor about twice
     }
 
-    // Megatron's TP: two all-reduces per layer each way, or with sequence parallelism an
-    // all-gather and a reduce-scatter in their place (Korthikanti et al. 2022, section 4.2.2).
-    const double activation_bytes = tokens * h * kHalf;
-    double tp_s = 0;
-    if (o.sequence_parallel) {
-      tp_s = 2 * (collective_s(CollectiveKind::kAllGather, activation_bytes, c_.tp, 1) +
-                  collective_s(CollectiveKind::kReduceScatter, activation_bytes, c_.tp, 1));
-    } else {
-      tp_s = 2 * collective_s(CollectiveKind::kAllReduce, activation_bytes, c_.tp, 1);
-    }
-    pass += pass_of(kCommunication, tp_s, tp_s);
+    pass += tensor_parallel_communication(o, {qkv_width, up_width});
 
     // Context parallelism passes K and V around a ring of cp ranks, overlapped with the
     // attention core (ring attention); only what the core cannot hide is exposed.
@@ -251,6 +262,48 @@ class Pricer {
           exposed_beside_s(2 * ring_s, core->backward.total_s(), overlap_slowdown(core->backward)));
     }
     return pass;
+  }
+
+  // The output widths of a layer's two column-parallel linears (Q, K, V and the MLP's up
+  // projection; 0 where the MLP is a mixture of experts).
+  struct ColumnLinears {
+    double qkv_width = 0;
+    double up_width = 0;
+  };
+
+  // Megatron's TP: two all-reduces per layer each way, or with sequence parallelism an
+  // all-gather and a reduce-scatter in their place (Korthikanti et al. 2022, section 4.2.2), each
+  // on the critical path, unless the framework overlaps the column-parallel linears' backward
+  // collectives with their GEMMs (tensor_parallel_overlaps_backward_gemms): the input gradient's
+  // all-reduce (or reduce-scatter) beside the weight-gradient GEMM and, with sequence
+  // parallelism, the input's all-gather again beside the input-gradient GEMM.
+  Pass tensor_parallel_communication(const CostOptions& o, ColumnLinears columns) const {
+    const double tokens = real(o.micro_batch_size) * real(o.seq_length), h = real(in_.model.hidden_size);
+    const double activation_bytes = tokens * h * kHalf;
+    const double gather_s = collective_s(CollectiveKind::kAllGather, activation_bytes, c_.tp, 1);
+    const double scatter_s = collective_s(CollectiveKind::kReduceScatter, activation_bytes, c_.tp, 1);
+    const double all_reduce_s = collective_s(CollectiveKind::kAllReduce, activation_bytes, c_.tp, 1);
+    const bool sequence_parallel = o.sequence_parallel;
+    const double forward_s = sequence_parallel ? 2 * (gather_s + scatter_s) : 2 * all_reduce_s;
+    if (!tensor_parallel_overlaps_backward_gemms(c_)) return pass_of(kCommunication, forward_s, forward_s);
+
+    const double gemm_slowdown = in_.profile.losses.overlap_gemm_slowdown.value;
+    // The row-parallel linears' output-gradient all-gathers come before their GEMMs.
+    double backward_s = sequence_parallel ? 2 * gather_s : 0;
+    for (const double width : {columns.qkv_width, columns.up_width}) {
+      if (width <= 0) {  // an MoE layer's experts: their collectives as before
+        backward_s += sequence_parallel ? gather_s + scatter_s : all_reduce_s;
+        continue;
+      }
+      const double wgrad = wgrad_s(tokens, width, h);
+      if (sequence_parallel) {
+        backward_s += exposed_beside_s(gather_s, dgrad_s(tokens, width, h), gemm_slowdown) +
+                      exposed_beside_s(scatter_s, wgrad, gemm_slowdown);
+      } else {
+        backward_s += exposed_beside_s(all_reduce_s, wgrad, gemm_slowdown);
+      }
+    }
+    return pass_of(kCommunication, forward_s, backward_s);
   }
 
   // A dense decoder layer on this rank for one micro-batch: widths divided by TP, the norms and
@@ -522,7 +575,15 @@ class Pricer {
       const eager::Traffic step = eager::optimizer_step(share);
       return eager_s(step) + step.kernels * launch_gap_s();
     }
-    if (!recipe_is(OptimizerRecipe::kInternEvo)) return memory_s(share * kAdamBytesPerParameter);
+    if (recipe_is(OptimizerRecipe::kDeepSpeedBf16)) {
+      return memory_s(share * (kFusedAdamBytes + kMasterToBf16Bytes) +
+                      params * (kGradientNormBytes + kZeroGradientBytes));
+    }
+    if (recipe_is(OptimizerRecipe::kMegatron)) {
+      const double gradient_buffer = c_.zero_stage >= 2 ? share : params;
+      return memory_s(share * (kGradientNormBytes + kFusedAdamBytes + kMasterToBf16Bytes) +
+                      gradient_buffer * kZeroGradientBytes);
+    }
     // HybridZeroOptimizer first flattens the shard's bf16 gradients (read 2, write 2) and casts
     // them to fp32 (read 2, write 4). FSDPadaptOptimizer (zero1.fsdp) casts them (read 2, write
     // 4) and copies the fp32 weights into the bf16 ones after Adam (read 4, write 2, where Adam's

@@ -118,9 +118,9 @@ FrameworkSettings emit_megatron(const models::ModelDesc& model, const PlanOutcom
   }
 
   // The plan hides the gradient sync behind the last backward, and ZeRO's weight gather behind
-  // compute, unless its framework syncs after the backward (--framework megatron-2022, whose
-  // Megatron-LM has no such flag, or --grad-sync after-backward); Megatron-LM does either only
-  // when asked.
+  // compute, unless its framework syncs after the backward (--framework megatron-2021 or
+  // megatron-2022, whose Megatron-LM has no such flag, or --grad-sync after-backward);
+  // Megatron-LM does either only when asked.
   if (c.dp() > 1 && sync_overlaps_backward(c)) {
     flag("--overlap-grad-reduce");
     if (c.zero_stage >= 1) flag("--overlap-param-gather");

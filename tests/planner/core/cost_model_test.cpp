@@ -218,6 +218,23 @@ TEST(DataParallel, InternEvoAllReducesBf16GradientsOverAllOfDataParallelism) {
                        .total_s());
 }
 
+TEST(OptimizerStep, MegatronsStepTakesTheNormStepsAdamCopiesTheMasterAndZeroesTheGradients) {
+  // Per parameter: the norm (4), FusedAdam (28) and the copy into bf16 (6) on the rank's shard,
+  // the zeroing of the fp32 gradient buffer (4) wherever that buffer is not sharded.
+  const PlanInputs in = test::inputs("llama2-7b", "dgx-a100", data_parallel_8(0));
+  const double hbm = in.profile.memory_bound_bytes_per_s(in.cluster.gpu);
+  EXPECT_NEAR(costs_for(data_parallel_8(0)).units[1].optimizer_s, kLayerParams * 42 / hbm, 1e-12);
+  EXPECT_NEAR(costs_for(data_parallel_8(1)).units[1].optimizer_s,
+              (kLayerParams / 8 * 38 + kLayerParams * 4) / hbm, 1e-12);
+  EXPECT_NEAR(costs_for(data_parallel_8(2)).units[1].optimizer_s, kLayerParams / 8 * 42 / hbm, 1e-12);
+  // BF16_Optimizer: Adam and the copy on the shard (34), the norm and the zeroing over its
+  // unsharded fp32 gradients (8).
+  ParallelConfig deepspeed = data_parallel_8(0);
+  deepspeed.optimizer = OptimizerRecipe::kDeepSpeedBf16;
+  EXPECT_NEAR(costs_for(deepspeed).units[1].optimizer_s, (kLayerParams / 8 * 34 + kLayerParams * 8) / hbm,
+              1e-12);
+}
+
 TEST(OptimizerStep, InternEvoBroadcastsEachShardOneAfterAnother) {
   // dp 8 on one node, zero1 over all 8: the step adds 8 broadcasts of a layer's bf16 weights / 8,
   // each priced as the all-gather with the same link traffic; their 8 latencies are paid once per
@@ -405,6 +422,75 @@ TEST(WorkKinds, ALayerOnOneGpuIsItsGemmsAttentionAndMemoryBoundKernels) {
   c.gpus = 2;
   c.tp = 2;
   EXPECT_GT(costs_for(c).units[1].work_by_mode[0].forward[WorkKind::kCommunication], 0);
+}
+
+// llama2-7b, s 4096, b 1 over tp 8 on one dgx-a100 node, under `framework`.
+ParallelConfig tensor_parallel_8(TrainingFramework framework, bool sequence_parallel) {
+  ParallelConfig c;
+  c.gpus = 8;
+  c.tp = 8;
+  c.seq_length = 4096;
+  c.sequence_parallel = sequence_parallel;
+  c.framework = framework;
+  return c;
+}
+
+TEST(TensorParallel, Megatron2022RunsTheColumnLinearsBackwardCollectivesBesideTheirGemms) {
+  const PlanInputs in =
+      test::inputs("llama2-7b", "dgx-a100", tensor_parallel_8(TrainingFramework::kMegatron2022, false));
+  const TrainingLosses& losses = in.profile.losses;
+  const double link = in.cluster.intra_node_bytes_per_s;
+  const double activation_bytes = 4096.0 * 4096 * 2;
+  auto collective_s = [&](CollectiveKind kind) {
+    return in.profile.collective_time_s(kind, activation_bytes, 8, LinkTier::kIntraNode, link);
+  };
+  const double all_reduce = collective_s(CollectiveKind::kAllReduce);
+  const double gather = collective_s(CollectiveKind::kAllGather);
+  const double scatter = collective_s(CollectiveKind::kReduceScatter);
+  const double peak = in.cluster.gpu.peak_dense_bf16_flops_per_s;
+  auto gemm_s = [&](double m, double n, double k) {
+    return 2 * m * n * k /
+           (peak * in.profile.gemm_efficiency(llround(m), llround(n), llround(k)) *
+            losses.sustained_fraction());
+  };
+  // The column-parallel linears: Q, K, V (3h / 8 wide) and gate and up (2f / 8), from h.
+  const double t = 4096, h = 4096;
+  const double columns[] = {3 * h / 8, 2 * 11008.0 / 8};
+  const double slowdown = losses.overlap_gemm_slowdown.value;
+  ASSERT_GT(slowdown, 0);
+
+  // Without sequence parallelism: each input gradient's all-reduce beside its weight gradient.
+  double backward = 0;
+  for (const double out : columns)
+    backward += exposed_beside_s(all_reduce, gemm_s(h, out, t) * losses.wgrad_ratio(), slowdown);
+  const PassWork overlapped =
+      costs_for(tensor_parallel_8(TrainingFramework::kMegatron2022, false)).units[1].work_by_mode[0];
+  const PassWork in_turn =
+      costs_for(tensor_parallel_8(TrainingFramework::kMegatron2021, false)).units[1].work_by_mode[0];
+  EXPECT_NEAR(overlapped.forward[WorkKind::kCommunication], 2 * all_reduce, 1e-15);
+  EXPECT_NEAR(in_turn.forward[WorkKind::kCommunication], 2 * all_reduce, 1e-15);
+  EXPECT_NEAR(in_turn.backward[WorkKind::kCommunication], 2 * all_reduce, 1e-15);
+  EXPECT_NEAR(overlapped.backward[WorkKind::kCommunication], backward, 1e-15);
+  EXPECT_GT(backward, 0);
+  EXPECT_LT(backward, all_reduce);
+
+  // With it: the row-parallel linears' all-gathers exposed; the input's all-gather beside the
+  // input gradient, its reduce-scatter beside the weight gradient.
+  backward = 2 * gather;
+  for (const double out : columns) {
+    backward += exposed_beside_s(gather, gemm_s(t, h, out) * losses.dgrad_ratio(), slowdown) +
+                exposed_beside_s(scatter, gemm_s(h, out, t) * losses.wgrad_ratio(), slowdown);
+  }
+  const PassWork sequence =
+      costs_for(tensor_parallel_8(TrainingFramework::kMegatron2022, true)).units[1].work_by_mode[0];
+  const PassWork sequence_in_turn =
+      costs_for(tensor_parallel_8(TrainingFramework::kMegatron2021, true)).units[1].work_by_mode[0];
+  EXPECT_NEAR(sequence.forward[WorkKind::kCommunication], 2 * (gather + scatter), 1e-15);
+  EXPECT_NEAR(sequence.backward[WorkKind::kCommunication], backward, 1e-15);
+  EXPECT_NEAR(sequence_in_turn.backward[WorkKind::kCommunication], 2 * (gather + scatter), 1e-15);
+  EXPECT_LT(backward, 2 * (gather + scatter));
+  // The GEMMs themselves are priced alike either way.
+  EXPECT_DOUBLE_EQ(sequence.backward[WorkKind::kGemm], sequence_in_turn.backward[WorkKind::kGemm]);
 }
 
 TEST(WorkKinds, RecomputationRepeatsItsForwardsWorkInTheBackward) {

@@ -158,14 +158,16 @@ TEST(TrainingFrameworks, EachSetsItsRecipeAndWhenItsGradientSyncRuns) {
     const char* name;
     OptimizerRecipe recipe;
     bool overlaps;
+    bool tensor_parallel_overlaps;  // the column-parallel linears' backward collectives beside GEMMs
   };
   for (const Expected& e :
-       {Expected{TrainingFramework::kMegatronCore, "megatron-core", OptimizerRecipe::kMegatron, true},
-        {TrainingFramework::kPyTorchEager, "pytorch-eager", OptimizerRecipe::kMegatron, false},
-        {TrainingFramework::kMegatron2022, "megatron-2022", OptimizerRecipe::kMegatron, false},
-        {TrainingFramework::kDeepSpeed, "deepspeed", OptimizerRecipe::kDeepSpeedBf16, false},
-        {TrainingFramework::kInternEvo, "internevo", OptimizerRecipe::kInternEvo, true},
-        {TrainingFramework::kInternLM2023, "internlm-2023", OptimizerRecipe::kInternEvo, false}}) {
+       {Expected{TrainingFramework::kMegatronCore, "megatron-core", OptimizerRecipe::kMegatron, true, true},
+        {TrainingFramework::kPyTorchEager, "pytorch-eager", OptimizerRecipe::kMegatron, false, false},
+        {TrainingFramework::kMegatron2021, "megatron-2021", OptimizerRecipe::kMegatron, false, false},
+        {TrainingFramework::kMegatron2022, "megatron-2022", OptimizerRecipe::kMegatron, false, true},
+        {TrainingFramework::kDeepSpeed, "deepspeed", OptimizerRecipe::kDeepSpeedBf16, false, false},
+        {TrainingFramework::kInternEvo, "internevo", OptimizerRecipe::kInternEvo, true, false},
+        {TrainingFramework::kInternLM2023, "internlm-2023", OptimizerRecipe::kInternEvo, false, false}}) {
     EXPECT_EQ(to_string(e.framework), e.name);
     EXPECT_EQ(parse_training_framework(e.name), e.framework);
     EXPECT_EQ(framework_optimizer(e.framework), e.recipe) << e.name;
@@ -173,6 +175,7 @@ TEST(TrainingFrameworks, EachSetsItsRecipeAndWhenItsGradientSyncRuns) {
     c.framework = e.framework;
     c.optimizer = e.recipe;
     EXPECT_EQ(sync_overlaps_backward(c), e.overlaps) << e.name;
+    EXPECT_EQ(tensor_parallel_overlaps_backward_gemms(c), e.tensor_parallel_overlaps) << e.name;
     c.grad_sync = GradSync::kDuringBackward;
     EXPECT_TRUE(sync_overlaps_backward(c)) << e.name;
     c.grad_sync = GradSync::kAfterBackward;
@@ -185,6 +188,7 @@ TEST(TrainingFrameworks, EachSetsItsRecipeAndWhenItsGradientSyncRuns) {
   // None named: the recipe's own habit, as before frameworks were named.
   ParallelConfig generic;
   EXPECT_TRUE(sync_overlaps_backward(generic));
+  EXPECT_FALSE(tensor_parallel_overlaps_backward_gemms(generic));
   generic.optimizer = OptimizerRecipe::kDeepSpeedBf16;
   EXPECT_FALSE(sync_overlaps_backward(generic));
   generic.framework = TrainingFramework::kMegatron2022;

@@ -46,9 +46,14 @@ enum class OptimizerRecipe { kMegatron, kDeepSpeedBf16, kInternEvo };
 //                  the others during it).
 //   kMegatronCore  Megatron-LM since --overlap-grad-reduce (2d5220a4 of 2023-09-05): the sync's
 //                  buckets all-reduce (or reduce-scatter) as the backward produces them.
+//   kMegatron2021  Megatron-LM of SC'21 (de7dc40f of 2021-08-10, examples/sc21): as kMegatron2022,
+//                  but its column-parallel linears all-reduce the input gradient in the backward
+//                  before the weight-gradient GEMM runs (copy_to_tensor_model_parallel_region).
 //   kMegatron2022  Megatron-LM of 2021-2022 (386923b5 of 2021-10-01, 2755bcb8 of 2022-06-24): the
 //                  default local DDP all-reduces the gradients after forward_backward_func
-//                  returns (train_step), before the optimizer step.
+//                  returns (train_step), before the optimizer step; the column-parallel linears
+//                  overlap their backward's collectives with their GEMMs
+//                  (tensor_parallel_overlaps_backward_gemms).
 //   kDeepSpeed     DeepSpeed's pipeline engine with BF16_Optimizer: ReduceGrads after the last
 //                  backward (cost_model.h).
 //   kInternEvo     InternEvo with HybridZeroOptimizer and overlap_sync_grad (c628a8c8 of 2024):
@@ -64,6 +69,7 @@ enum class OptimizerRecipe { kMegatron, kDeepSpeedBf16, kInternEvo };
 enum class TrainingFramework {
   kGeneric,
   kMegatronCore,
+  kMegatron2021,
   kMegatron2022,
   kDeepSpeed,
   kInternEvo,
@@ -126,10 +132,19 @@ std::string_view to_string(BalanceGoal goal);  // the --balance spellings
 // "megatron", "deepspeed-bf16", "internevo": the --optimizer spellings
 std::string_view to_string(OptimizerRecipe recipe);
 std::optional<OptimizerRecipe> parse_optimizer_recipe(std::string_view name);
-// "megatron-core", "megatron-2022", "deepspeed", "internevo", "internlm-2023", "pytorch-eager" (the
+// "megatron-core", "megatron-2021", "megatron-2022", "deepspeed", "internevo", "internlm-2023",
+// "pytorch-eager" (the
 // --framework spellings); kGeneric is "generic" and is not a --framework choice.
 std::string_view to_string(TrainingFramework framework);
 std::optional<TrainingFramework> parse_training_framework(std::string_view name);
+// Whether the column-parallel linears run their backward's tensor-parallel collectives beside
+// their GEMMs (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication, on by default since
+// 16c90445 of 2021-09-02): the input gradient's all-reduce, or with sequence parallelism its
+// reduce-scatter, beside the weight-gradient GEMM, and the input's all-gather beside the
+// input-gradient GEMM. Megatron-LM of SC'21 (megatron-2021), DeepSpeed's Megatron fork
+// (bigscience-workshop/Megatron-DeepSpeed: copy_to_tensor_model_parallel_region) and the
+// frameworks whose kernels are listed run them in turn; so is a plan that names none priced.
+bool tensor_parallel_overlaps_backward_gemms(const ParallelConfig& config);
 // "during-backward", "after-backward" (the --grad-sync spellings); kFrameworkDefault is "default".
 std::string_view to_string(GradSync sync);
 std::optional<GradSync> parse_grad_sync(std::string_view name);
