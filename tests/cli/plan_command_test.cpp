@@ -538,20 +538,21 @@ TEST(PlanCommand, AFrameworkSetsTheRecipeAndWhenTheGradientSyncRuns) {
   EXPECT_GT(exposed(old), 0);
   EXPECT_LT(exposed(core), exposed(old));
   EXPECT_GT(old["uniform"]["iteration_s"].get<double>(), core["uniform"]["iteration_s"].get<double>());
-  // --grad-sync overrides the framework's habit; the generic default overlaps, as before, but
-  // runs the tensor-parallel backward's collectives in turn with its GEMMs, as Megatron-LM of
-  // SC'21 does.
+  // --grad-sync overrides the framework's habit: the sync is then exposed as megatron-core's is
+  // (their pipelines' transfers differ: docs/planner.md "Frameworks"). The generic default
+  // overlaps, as before, but runs the tensor-parallel backward's collectives in turn with its
+  // GEMMs, as Megatron-LM of SC'21 does.
   const json torch_ddp =
       plan_json(with(base, {"--framework", "megatron-2022", "--grad-sync", "during-backward"}));
-  EXPECT_DOUBLE_EQ(torch_ddp["uniform"]["iteration_s"].get<double>(),
-                   core["uniform"]["iteration_s"].get<double>());
+  EXPECT_DOUBLE_EQ(exposed(torch_ddp), exposed(core));
   const json generic = plan_json(base);
   EXPECT_EQ(generic["inputs"]["config"]["grad_sync_overlaps_backward"], true);
   EXPECT_GT(generic["uniform"]["iteration_s"].get<double>(), core["uniform"]["iteration_s"].get<double>());
   const json sc21 = plan_json(with(base, {"--framework", "megatron-2021", "--grad-sync", "during-backward"}));
   EXPECT_EQ(sc21["inputs"]["config"]["framework"], "megatron-2021");
-  EXPECT_DOUBLE_EQ(sc21["uniform"]["iteration_s"].get<double>(),
-                   generic["uniform"]["iteration_s"].get<double>());
+  EXPECT_DOUBLE_EQ(exposed(sc21), exposed(generic));
+  EXPECT_DOUBLE_EQ(sc21["uniform"]["stages"][1]["backward_s"].get<double>(),
+                   generic["uniform"]["stages"][1]["backward_s"].get<double>());
 
   // The recipe comes with the framework; an explicit --optimizer wins.
   const json internlm = plan_json(with(base, {"--framework", "internlm-2023"}));

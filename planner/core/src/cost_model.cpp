@@ -124,9 +124,8 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   model.nccl_buffer_bytes = llround(communicators * overheads.nccl_buffer_bytes_per_communicator.value);
   model.fixed_bytes = model.cuda_context_bytes + model.nccl_buffer_bytes;
 
-  const double tokens = real(c.micro_batch) * real(c.seq_length / c.cp);  // cp divides the sequence
-  const double p2p_bytes = tokens * real(m.hidden_size) * kHalf / real(base.sequence_parallel ? c.tp : 1);
-  model.p2p_s = price.collective_s(CollectiveKind::kSendRecv, p2p_bytes, 2, c.tp * c.cp * dp);
+  model.p2p_s = price.pipeline_p2p_s(base);
+  model.p2p_blocks = pipeline_p2p_blocks(c);
 
   auto same_for_all_modes = [](UnitCost& unit, const Pass& pass, int64_t activation_bytes) {
     for (size_t i = 0; i < kRecomputeModes.size(); ++i) {
@@ -299,6 +298,17 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
               "critical path"
             : "tensor parallelism: every collective on the critical path, the backward's too");
   }
+  if (c.pp > 1) {
+    std::string note = model.p2p_blocks
+                           ? "pipeline: each stage waits for its own sends and receives (the framework "
+                             "synchronizes on them)"
+                           : "pipeline: a transfer between stages delays the stage waiting for it and "
+                             "holds neither stage";
+    if (pipeline_p2p_scatters(c) && c.tp > 1 && !c.sequence_parallel) {
+      note += "; each activation sent as tensor-parallel shards and all-gathered on arrival";
+    }
+    model.notes.push_back(std::move(note));
+  }
   const bool eager = c.framework == TrainingFramework::kPyTorchEager;
   if (eager) {
     model.notes.emplace_back(
@@ -424,6 +434,7 @@ PartitionProblem partition_problem(const PlanInputs& in, const CostModel& costs)
   problem.capacity_bytes = costs.capacity_bytes;
   problem.p2p_forward_s = costs.p2p_s;
   problem.p2p_backward_s = costs.p2p_s;
+  problem.p2p_blocks = costs.p2p_blocks;
   switch (c.recompute) {
     case RecomputeChoice::kNone: problem.allowed_options = {0}; break;
     case RecomputeChoice::kSelective: problem.allowed_options = {1}; break;

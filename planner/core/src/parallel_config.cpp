@@ -152,6 +152,24 @@ bool tensor_parallel_overlaps_backward_gemms(const ParallelConfig& c) {
   return c.framework == TrainingFramework::kMegatronCore || c.framework == TrainingFramework::kMegatron2022;
 }
 
+bool pipeline_p2p_blocks(const ParallelConfig& c) {
+  switch (c.framework) {
+    case TrainingFramework::kMegatron2021:
+    case TrainingFramework::kMegatron2022:
+    case TrainingFramework::kDeepSpeed: return true;
+    case TrainingFramework::kMegatronCore: return c.schedule != ScheduleKind::kInterleaved;
+    case TrainingFramework::kGeneric:
+    case TrainingFramework::kInternEvo:
+    case TrainingFramework::kInternLM2023:
+    case TrainingFramework::kPyTorchEager: break;
+  }
+  return false;
+}
+
+bool pipeline_p2p_scatters(const ParallelConfig& c) {
+  return c.framework == TrainingFramework::kMegatron2021 || c.framework == TrainingFramework::kMegatron2022;
+}
+
 models::CostOptions cost_options(const ParallelConfig& config, models::RecomputeMode recompute) {
   models::CostOptions o;
   o.micro_batch_size = config.micro_batch;

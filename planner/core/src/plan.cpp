@@ -95,8 +95,8 @@ PlanReport report_of(const PlanInputs& in, const CostModel& costs, const Partiti
 }
 
 ScheduleSpec interleaved_spec(const ParallelConfig& c) {
-  return {ScheduleKind::kInterleaved, static_cast<int>(c.pp), static_cast<int>(c.micro_batches()),
-          static_cast<int>(c.vpp), static_cast<int>(c.vpp_group)};
+  return {ScheduleKind::kInterleaved, static_cast<int>(c.pp),        static_cast<int>(c.micro_batches()),
+          static_cast<int>(c.vpp),    static_cast<int>(c.vpp_group), pipeline_p2p_blocks(c)};
 }
 
 // The interleaved schedule on one layout (decoder layers per chunk), simulated exactly on the

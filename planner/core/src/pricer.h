@@ -136,6 +136,22 @@ class Pricer {
                                        link);
   }
 
+  // One micro-batch's activation (or its gradient) from a pipeline stage to the next, over the
+  // pipeline's stride (TP, CP and DP ranks apart): the whole activation, the 1/tp shard where
+  // sequence parallelism or Megatron-LM's scatter-gather splits it, the latter then all-gathered
+  // over the tensor-parallel group on arrival (pipeline_p2p_scatters()).
+  double pipeline_p2p_s(const CostOptions& base) const {
+    const double tokens = real(c_.micro_batch) * real(c_.seq_length / c_.cp);  // cp divides the sequence
+    const double bytes = tokens * real(in_.model.hidden_size) * kHalf;
+    const int64_t stride = c_.tp * c_.cp * c_.dp();
+    const bool scatters = pipeline_p2p_scatters(c_) && c_.tp > 1;
+    if (!base.sequence_parallel && !scatters)
+      return collective_s(CollectiveKind::kSendRecv, bytes, 2, stride);
+    const double shard_s = collective_s(CollectiveKind::kSendRecv, bytes / real(c_.tp), 2, stride);
+    if (base.sequence_parallel) return shard_s;
+    return shard_s + collective_s(CollectiveKind::kAllGather, bytes, c_.tp, 1);
+  }
+
   LinkTier tier_of(int64_t ranks, int64_t stride) const {
     return ranks * stride <= in_.cluster.gpus_per_node ? LinkTier::kIntraNode : LinkTier::kInterNode;
   }

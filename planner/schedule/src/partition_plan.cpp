@@ -159,7 +159,8 @@ void PartialCosts::build(const PartitionProblem& problem) {
 
 Expected<PartitionContext> PartitionContext::build(const PartitionProblem& problem) {
   if (Status s = validate(problem); !s.ok()) return s.error();
-  const ScheduleSpec spec{problem.schedule, problem.stages, problem.micro_batches, 1};
+  ScheduleSpec spec{problem.schedule, problem.stages, problem.micro_batches, 1};
+  spec.p2p_blocks = problem.p2p_blocks;
   auto dag = ScheduleDag::build(spec);
   if (!dag.ok()) return dag.error();
   auto in_flight = activations_in_flight(spec);

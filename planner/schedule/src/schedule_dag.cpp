@@ -100,6 +100,14 @@ void ScheduleDag::load(std::span<const double> forward_s, std::span<const double
   const size_t chunks = static_cast<size_t>(model_chunks());
   std::copy(forward_s.begin(), forward_s.end(), costs_.begin());
   std::copy(backward_s.begin(), backward_s.end(), costs_.begin() + static_cast<std::ptrdiff_t>(chunks));
+  if (spec_.p2p_blocks) {
+    // The sender's op holds its stage through the transfer; the receiver waits for that op's
+    // end. A path's hops each follow a sending op on it, so the bounds that add a p2p per hop
+    // to its ops' times stay below the path's length.
+    for (size_t g = 0; g < p2p_forward_s.size(); ++g) costs_[g] += p2p_forward_s[g];
+    for (size_t g = 0; g < p2p_backward_s.size(); ++g) costs_[chunks + g + 1] += p2p_backward_s[g];
+    return;
+  }
   if (!p2p_forward_s.empty()) std::copy(p2p_forward_s.begin(), p2p_forward_s.end(), delays_.begin() + 1);
   if (!p2p_backward_s.empty()) {
     std::copy(p2p_backward_s.begin(), p2p_backward_s.end(),

@@ -159,8 +159,9 @@ ChunkPathWeights layout_path_weights(const detail::ScheduleDag& dag, int rounds)
 }
 
 Expected<LayoutBounds> LayoutBounds::make(const PipelineShape& shape) {
-  auto dag =
-      detail::ScheduleDag::build({shape.kind, shape.stages, shape.micro_batches, shape.virtual_chunks});
+  ScheduleSpec spec{shape.kind, shape.stages, shape.micro_batches, shape.virtual_chunks};
+  spec.p2p_blocks = shape.p2p_blocks;
+  auto dag = detail::ScheduleDag::build(spec);
   if (!dag.ok()) return dag.error();
   return LayoutBounds(shape, std::move(*dag));
 }

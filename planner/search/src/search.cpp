@@ -175,6 +175,7 @@ Expected<int> Searcher::shape_for(const ParallelConfig& c) {
       search_detail::pipeline_shape(c.schedule, static_cast<int>(c.pp), static_cast<int>(c.micro_batches()),
                                     static_cast<int>(c.vpp), request_.model.num_layers);
   if (!shape.ok()) return shape.error();
+  shape->p2p_blocks = pipeline_p2p_blocks(c);  // the framework is the search's, the schedule the key's
   shapes_.push_back(std::move(*shape));
   shape_index_.emplace(key, static_cast<int>(shapes_.size()) - 1);
   return static_cast<int>(shapes_.size()) - 1;

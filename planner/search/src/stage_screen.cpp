@@ -112,7 +112,7 @@ StageSums sum_units(const ScreeningCosts& costs, int64_t layers, int first, int 
 
 Expected<PipelineShape> pipeline_shape(ScheduleKind kind, int stages, int micro_batches, int virtual_chunks,
                                        int64_t layers) {
-  PipelineShape shape{kind, stages, micro_batches, virtual_chunks, layers, {}, {}, {}, {}};
+  PipelineShape shape{kind, stages, micro_batches, virtual_chunks, layers, {}, {}, {}, {}, false};
   shape.in_flight.resize(static_cast<size_t>(stages));
   if (kind == ScheduleKind::kInterleaved) {
     auto mixes = in_flight_mixes({kind, stages, micro_batches, virtual_chunks});

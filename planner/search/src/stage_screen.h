@@ -59,6 +59,7 @@ struct PipelineShape {
   std::vector<std::vector<ChunkMix>> mixes;  // interleaved: per stage, in_flight_mixes()
   std::vector<int> uniform_boundaries;       // p + 1 unit indices (GPipe, 1F1B)
   std::vector<int64_t> uniform_chunks;       // interleaved: decoder layers per chunk (balanced_layout())
+  bool p2p_blocks = false;                   // ScheduleSpec::p2p_blocks: the search's framework's
 };
 
 Expected<PipelineShape> pipeline_shape(ScheduleKind kind, int stages, int micro_batches, int virtual_chunks,

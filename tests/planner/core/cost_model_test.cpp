@@ -493,6 +493,40 @@ TEST(TensorParallel, Megatron2022RunsTheColumnLinearsBackwardCollectivesBesideTh
   EXPECT_DOUBLE_EQ(sequence.backward[WorkKind::kGemm], sequence_in_turn.backward[WorkKind::kGemm]);
 }
 
+TEST(Pipeline, Megatron2022SendsEachActivationAsTensorParallelShardsAndGathersThem) {
+  // llama2-7b, s 4096, b 1, tp 8 and pp 2 on two dgx-a100 nodes: the stages are a node apart.
+  auto config = [](TrainingFramework framework, bool sequence_parallel) {
+    ParallelConfig c;
+    c.gpus = 16;
+    c.tp = 8;
+    c.pp = 2;
+    c.seq_length = 4096;
+    c.sequence_parallel = sequence_parallel;
+    c.framework = framework;
+    return c;
+  };
+  const PlanInputs in =
+      test::inputs("llama2-7b", "dgx-a100", config(TrainingFramework::kMegatron2022, false));
+  const double activation_bytes = 4096.0 * 4096 * 2;
+  // One of the node's 8 pipeline pairs' share of its NICs, and the TP group's NVLink.
+  const double nic_share = in.cluster.inter_node_bytes_per_s / 8;
+  const double send_whole = in.profile.collective_time_s(CollectiveKind::kSendRecv, activation_bytes, 2,
+                                                         LinkTier::kInterNode, nic_share);
+  const double send_shard = in.profile.collective_time_s(CollectiveKind::kSendRecv, activation_bytes / 8, 2,
+                                                         LinkTier::kInterNode, nic_share);
+  const double gather = in.profile.collective_time_s(CollectiveKind::kAllGather, activation_bytes, 8,
+                                                     LinkTier::kIntraNode, in.cluster.intra_node_bytes_per_s);
+  const CostModel scattered = costs_for(config(TrainingFramework::kMegatron2022, false));
+  EXPECT_NEAR(scattered.p2p_s, send_shard + gather, 1e-15);
+  EXPECT_TRUE(scattered.p2p_blocks);
+  EXPECT_NEAR(costs_for(config(TrainingFramework::kMegatron2022, true)).p2p_s, send_shard, 1e-15);
+  EXPECT_NEAR(costs_for(config(TrainingFramework::kGeneric, true)).p2p_s, send_shard, 1e-15);
+  const CostModel whole = costs_for(config(TrainingFramework::kGeneric, false));
+  EXPECT_NEAR(whole.p2p_s, send_whole, 1e-15);
+  EXPECT_FALSE(whole.p2p_blocks);
+  EXPECT_LT(scattered.p2p_s, whole.p2p_s);
+}
+
 TEST(WorkKinds, RecomputationRepeatsItsForwardsWorkInTheBackward) {
   const CostModel costs = costs_for(data_parallel_8(0));
   const auto& work = costs.units[1].work_by_mode;

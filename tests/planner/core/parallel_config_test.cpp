@@ -1,6 +1,8 @@
 // resolve_config refuses what Megatron-LM would refuse, naming the numbers, and fills defaults.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "pipescope/models/model_catalog.h"
 #include "pipescope/planner/parallel_config.h"
 
@@ -182,6 +184,24 @@ TEST(TrainingFrameworks, EachSetsItsRecipeAndWhenItsGradientSyncRuns) {
     EXPECT_FALSE(sync_overlaps_backward(c)) << e.name;
   }
   EXPECT_FALSE(parse_training_framework("generic").has_value());  // not a --framework choice
+  // Pipeline transfers: Megatron-LM of 2021-2022 and DeepSpeed wait for theirs, megatron-core
+  // except in the interleaved schedule; Megatron-LM of 2021-2022 scatters them over TP.
+  for (const auto& [framework, blocks_1f1b, blocks_interleaved, scatters] :
+       {std::tuple{TrainingFramework::kGeneric, false, false, false},
+        std::tuple{TrainingFramework::kMegatronCore, true, false, false},
+        std::tuple{TrainingFramework::kMegatron2021, true, true, true},
+        std::tuple{TrainingFramework::kMegatron2022, true, true, true},
+        std::tuple{TrainingFramework::kDeepSpeed, true, true, false},
+        std::tuple{TrainingFramework::kInternEvo, false, false, false},
+        std::tuple{TrainingFramework::kInternLM2023, false, false, false},
+        std::tuple{TrainingFramework::kPyTorchEager, false, false, false}}) {
+    ParallelConfig c;
+    c.framework = framework;
+    EXPECT_EQ(pipeline_p2p_blocks(c), blocks_1f1b) << to_string(framework);
+    EXPECT_EQ(pipeline_p2p_scatters(c), scatters) << to_string(framework);
+    c.schedule = ScheduleKind::kInterleaved;
+    EXPECT_EQ(pipeline_p2p_blocks(c), blocks_interleaved) << to_string(framework);
+  }
   EXPECT_FALSE(parse_training_framework("megatron").has_value());
   EXPECT_EQ(parse_grad_sync("after-backward"), GradSync::kAfterBackward);
   EXPECT_FALSE(parse_grad_sync("default").has_value());

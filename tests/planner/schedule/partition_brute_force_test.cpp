@@ -58,6 +58,7 @@ TEST(PartitionOptimizer, MatchesBruteForceOnRandomInstances) {
   for (int seed = 0; seed < 400; ++seed) {
     PartitionProblem problem = random_problem(rng, {7, 4, 6});
     problem.bound_at_least_uniform = seed % 2 == 1;  // --balance headroom
+    problem.p2p_blocks = seed % 4 >= 2;              // stages held by their sends: the bounds still hold
     const auto [time_s, peak_bytes] = brute_force_optimum(problem);
     auto result = optimize_partition(problem);
     ASSERT_TRUE(result.ok()) << result.error().message;
@@ -97,6 +98,7 @@ TEST(PartitionOptimizer, ProvenBoundsHoldWhenTheBudgetRunsOut) {
   for (int seed = 0; seed < 300; ++seed) {
     PartitionProblem problem = random_problem(rng, {7, 4, 6});
     problem.bound_at_least_uniform = seed % 2 == 1;
+    problem.p2p_blocks = seed % 4 >= 2;
     const std::vector<PartitionPlan> plans = all_plans(problem);
     const std::int64_t node =
         2 * problem.stages * problem.micro_batches + static_cast<int>(problem.units.size());

@@ -211,6 +211,54 @@ TEST(OneFOneB, P2pDelaysEveryHandOff) {
   EXPECT_DOUBLE_EQ(r.stages[0].ops[3].start_s, 8.0);
 }
 
+TEST(OneFOneB, StagesThatWaitForTheirSendsAreBusyForThem) {
+  // The same with each send holding its stage (ScheduleSpec::p2p_blocks): stage 0's forwards
+  // end 0.5 after their compute, stage 1's backwards too, and the receiver starts when the
+  // sender's op ends. Busy is compute; the waits are idle.
+  //   stage 0: F0 [0,1.5]  F1 [1.5,3]  ......  B0 [5,7]  ....  B1 [8.5,10.5]
+  //   stage 1: .  F0 [1.5,2.5]  B0 [2.5,5]  F1 [5,6]  B1 [6,8.5]
+  ScheduleSpec spec{ScheduleKind::kOneFOneB, 2, 2, 1};
+  spec.p2p_blocks = true;
+  const auto r = simulate(spec, {{1, 1}, {2, 2}, {0.5}, {0.5}});
+  EXPECT_DOUBLE_EQ(r.iteration_s, 10.5);
+  EXPECT_DOUBLE_EQ(r.stages[0].ops[1].end_s, 3.0);
+  EXPECT_DOUBLE_EQ(r.stages[1].ops[2].start_s, 5.0);
+  EXPECT_DOUBLE_EQ(r.stages[0].ops[3].start_s, 8.5);
+  EXPECT_DOUBLE_EQ(r.stages[0].busy_s, 6.0);
+  EXPECT_DOUBLE_EQ(r.stages[1].idle_s, 4.5);
+}
+
+TEST(PipelineSimulator, WaitingForTheSendsNeverEndsAnOpEarlier) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> time(0.1, 3.0);
+  for (const ScheduleSpec& shape :
+       {ScheduleSpec{ScheduleKind::kOneFOneB, 4, 9, 1}, ScheduleSpec{ScheduleKind::kGPipe, 3, 5, 1},
+        ScheduleSpec{ScheduleKind::kInterleaved, 4, 8, 2}}) {
+    const int chunks = shape.stages * shape.virtual_chunks;
+    PipelineCosts costs;
+    for (int g = 0; g < chunks; ++g) {
+      costs.forward_s.push_back(time(rng));
+      costs.backward_s.push_back(time(rng));
+      if (g + 1 < chunks) {
+        costs.p2p_forward_s.push_back(time(rng) / 4);
+        costs.p2p_backward_s.push_back(time(rng) / 4);
+      }
+    }
+    ScheduleSpec blocking = shape;
+    blocking.p2p_blocks = true;
+    const auto latency = simulate(shape, costs);
+    const auto blocked = simulate(blocking, costs);
+    ASSERT_EQ(latency.stages.size(), blocked.stages.size());
+    for (size_t s = 0; s < latency.stages.size(); ++s) {
+      for (size_t i = 0; i < latency.stages[s].ops.size(); ++i) {
+        EXPECT_GE(blocked.stages[s].ops[i].end_s, latency.stages[s].ops[i].end_s)
+            << "stage " << s << " op " << i;
+      }
+    }
+    EXPECT_GT(blocked.iteration_s, latency.iteration_s);
+  }
+}
+
 TEST(OneFOneB, SingleMicrobatchIsOneTripDownAndUp) {
   // m = 1: F down the stages, B back up, each boundary crossed once each way.
   const auto r = simulate({ScheduleKind::kOneFOneB, 3, 1, 1}, {{1, 2, 3}, {4, 5, 6}, {0.25, 0.5}, {1, 2}});

@@ -120,6 +120,7 @@ struct UnitCost {
 struct CostModel {
   std::vector<UnitCost> units;
   double p2p_s = 0;                // one micro-batch's activation (or gradient) across a stage boundary
+  bool p2p_blocks = false;         // the stages wait for their transfers (pipeline_p2p_blocks())
   int64_t fixed_bytes = 0;         // CUDA context + NCCL buffers: outside the caching allocator
   int64_t cuda_context_bytes = 0;  // fixed_bytes' parts, for those who compare with a trace,
   int64_t nccl_buffer_bytes = 0;   // which sees NCCL's buffers but never the context

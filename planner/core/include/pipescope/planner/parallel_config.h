@@ -145,6 +145,17 @@ std::optional<TrainingFramework> parse_training_framework(std::string_view name)
 // (bigscience-workshop/Megatron-DeepSpeed: copy_to_tensor_model_parallel_region) and the
 // frameworks whose kernels are listed run them in turn; so is a plan that names none priced.
 bool tensor_parallel_overlaps_backward_gemms(const ParallelConfig& config);
+// Whether a pipeline stage waits for its own p2p transfers (ScheduleSpec::p2p_blocks): Megatron-LM
+// of 2021-2022 synchronizes the device after every batch of sends and receives
+// (p2p_communication._communicate at de7dc40f and 2755bcb8), megatron-core waits on them except
+// in the interleaved schedule, which overlaps them by default since 4eeff55d of 2023-10-12, and
+// DeepSpeed's pipeline engine sends and receives synchronously (runtime/pipe/p2p.py at
+// 56c522386). The others, and a plan that names no framework, price a transfer as a latency.
+bool pipeline_p2p_blocks(const ParallelConfig& config);
+// Whether the pipeline sends 1/tp of each activation and all-gathers it over the tensor-parallel
+// group on arrival (Megatron-LM of 2021-2022's --scatter-gather-tensors-in-pipeline, on by
+// default; with sequence parallelism the activation is already a 1/tp shard and needs no gather).
+bool pipeline_p2p_scatters(const ParallelConfig& config);
 // "during-backward", "after-backward" (the --grad-sync spellings); kFrameworkDefault is "default".
 std::string_view to_string(GradSync sync);
 std::optional<GradSync> parse_grad_sync(std::string_view name);

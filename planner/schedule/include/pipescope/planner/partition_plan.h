@@ -67,6 +67,7 @@ struct PartitionProblem {
   std::int64_t capacity_bytes = 0;                  // usable memory per GPU, headroom already taken off
   double p2p_forward_s = 0;                         // per boundary, each micro-batch's activation
   double p2p_backward_s = 0;                        // per boundary, each micro-batch's gradient
+  bool p2p_blocks = false;                          // the stages wait for their transfers (ScheduleSpec)
   // Options a stage may take: empty means all (--recompute auto); one entry pins every stage to
   // it (an explicit --recompute mode).
   std::vector<int> allowed_options;

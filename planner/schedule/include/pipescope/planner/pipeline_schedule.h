@@ -32,6 +32,13 @@ struct ScheduleSpec {
   // (Megatron-LM's --microbatch-group-size-per-virtual-pipeline-stage); 0 means p, Megatron's
   // default. As Megatron requires: p <= N <= m, and m mod N is 0 or at least p.
   int microbatch_group = 0;
+  // Whether a stage waits for its own transfers: each op that sends its output (a forward to the
+  // next chunk, a backward to the previous one) holds its stage until the transfer is done, and
+  // the op receiving it can start once it is (Megatron-LM before its overlapped p2p, which
+  // synchronizes the device after every batch of sends and receives; DeepSpeed's pipeline engine,
+  // whose sends and receives are synchronous). Otherwise a transfer is a pure latency
+  // (PipelineCosts). Every op ends no earlier than it would as a latency.
+  bool p2p_blocks = false;
 };
 
 // N as the schedule runs it: spec.microbatch_group, or p where it is 0.
@@ -84,7 +91,8 @@ int64_t peak_activation_bytes(const std::vector<ChunkMix>& mixes, const std::vec
 // Op costs in seconds. forward_s / backward_s: one entry per model chunk (p * v); backward
 // includes any recomputation. p2p_*: one entry per boundary between consecutive model chunks
 // (p * v - 1), or empty for none. A p2p transfer is a pure latency: it delays the op waiting for
-// it and occupies neither stage's compute (the overlapped, asynchronous-send model).
+// it and occupies neither stage's compute (the overlapped, asynchronous-send model), unless the
+// spec says the stages wait for their transfers (ScheduleSpec::p2p_blocks).
 struct PipelineCosts {
   std::vector<double> forward_s;
   std::vector<double> backward_s;
