@@ -424,11 +424,12 @@ TEST(WorkKinds, ALayerOnOneGpuIsItsGemmsAttentionAndMemoryBoundKernels) {
   EXPECT_GT(costs_for(c).units[1].work_by_mode[0].forward[WorkKind::kCommunication], 0);
 }
 
-// llama2-7b, s 4096, b 1 over tp 8 on one dgx-a100 node, under `framework`.
-ParallelConfig tensor_parallel_8(TrainingFramework framework, bool sequence_parallel) {
+// llama2-7b, s 4096, b 1 over tp 8 (a dgx-a100 node per pipeline stage), under `framework`.
+ParallelConfig tensor_parallel_8(TrainingFramework framework, bool sequence_parallel, int64_t pp = 1) {
   ParallelConfig c;
-  c.gpus = 8;
+  c.gpus = 8 * pp;
   c.tp = 8;
+  c.pp = pp;
   c.seq_length = 4096;
   c.sequence_parallel = sequence_parallel;
   c.framework = framework;
@@ -496,14 +497,7 @@ TEST(TensorParallel, Megatron2022RunsTheColumnLinearsBackwardCollectivesBesideTh
 TEST(Pipeline, Megatron2022SendsEachActivationAsTensorParallelShardsAndGathersThem) {
   // llama2-7b, s 4096, b 1, tp 8 and pp 2 on two dgx-a100 nodes: the stages are a node apart.
   auto config = [](TrainingFramework framework, bool sequence_parallel) {
-    ParallelConfig c;
-    c.gpus = 16;
-    c.tp = 8;
-    c.pp = 2;
-    c.seq_length = 4096;
-    c.sequence_parallel = sequence_parallel;
-    c.framework = framework;
-    return c;
+    return tensor_parallel_8(framework, sequence_parallel, 2);
   };
   const PlanInputs in =
       test::inputs("llama2-7b", "dgx-a100", config(TrainingFramework::kMegatron2022, false));
