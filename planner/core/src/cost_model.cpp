@@ -146,8 +146,11 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
     option.transient_bytes = price.gradient_cast_bytes(word_embedding) +
                              price.zero3_gathered_bytes(static_cast<double>(whole.embedding));
   }
+  // Tied embeddings under pipeline parallelism: the first and the last stage sum their copies'
+  // gradients after the backward and before the step (below).
+  const double tied_sync_s = m.tied_embeddings && c.pp > 1 ? price.tied_embedding_sync_s(word_embedding) : 0;
   embedding.dp_sync_s = price.dp_sync_s(static_cast<double>(whole.embedding), dp, group);
-  embedding.optimizer_s = price.optimizer_s(static_cast<double>(whole.embedding), group);
+  embedding.optimizer_s = price.optimizer_s(static_cast<double>(whole.embedding), group) + tied_sync_s;
   embedding.step_bytes = price.step_bytes(static_cast<double>(whole.embedding), group);
   model.units.push_back(embedding);
 
@@ -223,7 +226,7 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
     option.transient_bytes += price.zero3_gathered_bytes(static_cast<double>(head.parameters));
   }
   head.dp_sync_s = price.dp_sync_s(static_cast<double>(head.parameters), dp, group, tied_copy > 0 ? 3 : 2);
-  head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group);
+  head.optimizer_s = price.optimizer_s(static_cast<double>(head.parameters), group) + tied_sync_s;
   head.step_bytes = price.step_bytes(static_cast<double>(head.parameters), group);
   model.units.push_back(head);
 

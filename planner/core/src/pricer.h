@@ -612,6 +612,16 @@ class Pricer {
     return step_s + static_cast<double>(group) * one_s;
   }
 
+  // The all-reduce of a tied word embedding's gradient (`params` of it on this rank) between the
+  // first and the last pipeline stage, after the backward and before the step, on its own: Megatron-LM
+  // all-reduces the fp32 main gradient (allreduce_word_embedding_grads at 2755bcb8, in train_step at
+  // de7dc40f), DeepSpeed's engine BF16_Optimizer's fp32 one (_exec_reduce_tied_grads at 56c522386);
+  // InternEvo's gradients are bf16.
+  double tied_embedding_sync_s(double params) const {
+    const double bytes = params * (recipe_is(OptimizerRecipe::kInternEvo) ? kHalf : kFloat);
+    return collective_s(CollectiveKind::kAllReduce, bytes, 2, c_.tp * c_.cp * c_.dp() * (c_.pp - 1));
+  }
+
   // InternEvo's step() ends with each of the zero1 group's g ranks broadcasting its shard of the
   // bf16 weights to the group, one broadcast after another on the group's communicator: g
   // latencies per stage, whatever its parameters (optimizer_s has their bandwidth).
