@@ -43,8 +43,10 @@ void add_shared_options(CLI::App* app, PlanArgs& a) {
          "megatron-2022, its tensor-parallel backward not overlapped), deepspeed, internevo, internlm-2023 "
          "(InternLM of 2023: its all-reduces take turns with the backward) or pytorch-eager (a decoder in "
          "eager PyTorch ops, every elementwise op its own kernel): sets the optimizer recipe (unless "
-         "--optimizer), when the gradient sync runs, whether the tensor-parallel backward overlaps its GEMMs, "
-         "whether the pipeline stages wait for their transfers and, for pytorch-eager, the kernels between the "
+         "--optimizer), when the gradient sync runs, whether the tensor-parallel backward overlaps its "
+         "GEMMs, "
+         "whether the pipeline stages wait for their transfers and, for pytorch-eager, the kernels between "
+         "the "
          "GEMMs")
       ->check(CLI::IsMember({"megatron-core", "megatron-2021", "megatron-2022", "deepspeed", "internevo",
                              "internlm-2023", "pytorch-eager"}));
