@@ -50,11 +50,13 @@ Status validate(const ModelDesc& m) {
     if (!(p >= 0.0 && p < 1.0)) return bad(field, "must be in [0, 1), got " + std::to_string(p));
   }
   if (!m.attention_window.empty()) {
-    if (static_cast<int64_t>(m.attention_window.size()) != m.num_layers)
+    if (static_cast<int64_t>(m.attention_window.size()) != m.num_layers) {
       return bad("attention_window", "has " + std::to_string(m.attention_window.size()) + " entries for " +
                                          std::to_string(m.num_layers) + " layers");
-    for (int64_t w : m.attention_window)
+    }
+    for (int64_t w : m.attention_window) {
       if (w < 0) return bad("attention_window", "must not be negative, got " + std::to_string(w));
+    }
   }
   const MoeDesc& e = m.moe;
   if (e.num_experts < 0) return bad("moe.num_experts", "must not be negative");
@@ -86,7 +88,14 @@ Status validate(const ModelDesc& m) {
 
 std::string_view to_string(MlpKind kind) { return kind == MlpKind::kGelu ? "gelu" : "swiglu"; }
 std::string_view to_string(NormKind kind) { return kind == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"; }
-std::string_view to_string(PositionKind kind) { return kind == PositionKind::kRope ? "rope" : "learned"; }
+std::string_view to_string(PositionKind kind) {
+  switch (kind) {
+    case PositionKind::kRope: return "rope";
+    case PositionKind::kLearned: return "learned";
+    case PositionKind::kAlibi: return "alibi";
+  }
+  return "?";
+}
 
 std::optional<MlpKind> parse_mlp_kind(std::string_view text) {
   if (text == "gelu") return MlpKind::kGelu;
@@ -103,6 +112,7 @@ std::optional<NormKind> parse_norm_kind(std::string_view text) {
 std::optional<PositionKind> parse_position_kind(std::string_view text) {
   if (text == "rope") return PositionKind::kRope;
   if (text == "learned") return PositionKind::kLearned;
+  if (text == "alibi") return PositionKind::kAlibi;
   return std::nullopt;
 }
 

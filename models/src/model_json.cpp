@@ -62,7 +62,7 @@ Expected<ModelDesc> model_from_pipescope_json(const nlohmann::json& document, st
     if (auto kind = parse_position_kind(position)) {
       m.position = *kind;
     } else {
-      fields.fail("position_embedding", "is '" + position + "', expected 'rope' or 'learned'");
+      fields.fail("position_embedding", "is '" + position + "', expected 'rope', 'learned' or 'alibi'");
     }
   }
   m.max_position_embeddings = fields.integer_or("max_position_embeddings", 0);

@@ -9,6 +9,7 @@
 
 #include "pipescope/models/model_catalog.h"
 #include "pipescope/models/model_json.h"
+#include "pipescope/models/parameter_count.h"
 
 namespace pipescope::models {
 namespace {
@@ -192,6 +193,19 @@ TEST(ModelJson, UnknownMlpKindIsNamed) {
   std::string json = std::string(kMinimal) + "}";
   json.replace(json.find("\"gelu\""), 6, "\"relu\"");
   EXPECT_THAT(pipescope_error(json), HasSubstr("field 'mlp' is 'relu', expected 'gelu' or 'swiglu'"));
+}
+
+TEST(ModelJson, AlibiPositionsAddNoParametersAndAnUnknownKindIsNamed) {
+  std::string json = std::string(kMinimal) + "}";
+  const Expected<ModelDesc> rope = parse_model_json(json, "my.json");
+  json.replace(json.find("\"rope\""), 6, "\"alibi\"");
+  const Expected<ModelDesc> alibi = parse_model_json(json, "my.json");
+  ASSERT_TRUE(rope.ok() && alibi.ok());
+  EXPECT_EQ(alibi->position, PositionKind::kAlibi);
+  EXPECT_EQ(model_parameters(*alibi).total(), model_parameters(*rope).total());
+  json.replace(json.find("\"alibi\""), 7, "\"sinusoid\"");
+  EXPECT_THAT(pipescope_error(json),
+              HasSubstr("field 'position_embedding' is 'sinusoid', expected 'rope', 'learned' or 'alibi'"));
 }
 
 TEST(ModelJson, NewerSchemaIsRefused) {

@@ -83,7 +83,7 @@ TEST(ModelDesc, MoeLayerFrequencyPicksEveryNthLayerFromZero) {
 TEST(ModelDesc, KindNamesRoundTrip) {
   for (MlpKind k : {MlpKind::kGelu, MlpKind::kSwiglu}) EXPECT_EQ(parse_mlp_kind(to_string(k)), k);
   for (NormKind k : {NormKind::kLayerNorm, NormKind::kRmsNorm}) EXPECT_EQ(parse_norm_kind(to_string(k)), k);
-  for (PositionKind k : {PositionKind::kRope, PositionKind::kLearned}) {
+  for (PositionKind k : {PositionKind::kRope, PositionKind::kLearned, PositionKind::kAlibi}) {
     EXPECT_EQ(parse_position_kind(to_string(k)), k);
   }
   for (RecomputeMode k : {RecomputeMode::kNone, RecomputeMode::kSelective, RecomputeMode::kFull}) {

@@ -286,10 +286,14 @@ Expected<CostModel> build_cost_model(const PlanInputs& in) {
   if (c.flash_attention) {
     model.notes.emplace_back("attention: fused (flash) kernels, causal");
   } else {
-    model.notes.emplace_back(
+    std::string note =
         "attention: unfused, the whole s x s scores computed (Megatron-LM before flash attention): Q K^T "
         "and P V as batched GEMMs, priced as one GEMM of all their rows, and the scores written, read "
-        "and rewritten by the GEMMs, softmax and dropout");
+        "and rewritten by the GEMMs, softmax and dropout";
+    if (m.position == models::PositionKind::kAlibi) {
+      note += "; ALiBi's bias copied into the scores for the first GEMM to add (baddbmm, beta != 0)";
+    }
+    model.notes.push_back(std::move(note));
   }
   if (c.tp > 1) {
     model.notes.emplace_back(

@@ -179,7 +179,8 @@ class Pricer {
         fused += launch_gaps(kFusedAttentionForwardKernels, kFusedAttentionBackwardKernels);
       return fused;
     }
-    return unfused_attention_core(b * heads, q, kv, d, m.attention_dropout > 0);
+    return unfused_attention_core(b * heads, q, kv, d, m.attention_dropout > 0,
+                                  m.position == models::PositionKind::kAlibi);
   }
 
   // Attention as Megatron-LM ran it before flash attention, over `matrices` (micro-batch x heads)
@@ -188,13 +189,15 @@ class Pricer {
   // 1024 at 492), and the scores moved through memory at the profile's unfused-attention bandwidth.
   // Each pass's time is its FLOPs plus its bytes, the way the fractions are measured
   // (attention_unfused/ of the calibration suite, scripts/a100-losses.py for the A100).
-  Pass unfused_attention_core(double matrices, double q, double kv, double d, bool dropout) const {
+  Pass unfused_attention_core(double matrices, double q, double kv, double d, bool dropout,
+                              bool alibi) const {
     const double flops_per_s = gpu_.peak_dense_bf16_flops_per_s * sustained();
     const double scores_bytes = matrices * q * kv * kHalf;
     const double bytes_per_s = in_.profile.memory_bound_bytes_per_s(gpu_);
     const TrainingLosses& l = in_.profile.losses;
     auto pass = [&](bool backward) {
-      return UnfusedScoreTraffic::matrices(backward, dropout) * scores_bytes /
+      const double bias = alibi && !backward ? UnfusedScoreTraffic::kAlibiForward : 0;
+      return (UnfusedScoreTraffic::matrices(backward, dropout) + bias) * scores_bytes /
              (bytes_per_s * l.unfused_scores_fraction(backward));
     };
     return pass_of(kGemm, in_.profile.unfused_attention_gemm_s(flops_per_s, matrices, q, kv, d, false),

@@ -180,6 +180,13 @@ TEST(TrainingLosses, UnfusedAttentionIsOneGemmOfAllItsRowsAndItsScoresAtTheProfi
   const PassWork without_dropout = unfused_core(in);
   EXPECT_NEAR(without_dropout.forward[WorkKind::kMemoryBound], 4 * scores / (0.5 * bandwidth), 1e-12);
   EXPECT_NEAR(without_dropout.backward[WorkKind::kMemoryBound], 7 * scores / (0.25 * bandwidth), 1e-12);
+  // ALiBi's bias, copied into the scores and read back by the first GEMM: two more forward.
+  in.model.position = models::PositionKind::kAlibi;
+  const PassWork alibi = unfused_core(in);
+  EXPECT_NEAR(alibi.forward[WorkKind::kMemoryBound], 6 * scores / (0.5 * bandwidth), 1e-12);
+  EXPECT_DOUBLE_EQ(alibi.backward[WorkKind::kMemoryBound], without_dropout.backward[WorkKind::kMemoryBound]);
+  EXPECT_DOUBLE_EQ(alibi.forward[WorkKind::kGemm], without_dropout.forward[WorkKind::kGemm]);
+  in.model.position = models::PositionKind::kRope;
   // Without the profile's fractions the scores move at the memory-bound bandwidth.
   in.profile.losses = {};
   EXPECT_NEAR(unfused_core(in).forward[WorkKind::kMemoryBound], 4 * scores / bandwidth, 1e-12);

@@ -18,8 +18,9 @@ namespace pipescope::models {
 enum class MlpKind { kGelu, kSwiglu };
 // LayerNorm has a weight and a bias of h each; RMSNorm only the weight.
 enum class NormKind { kLayerNorm, kRmsNorm };
-// Learned absolute positions add max_position_embeddings x h parameters; rotary adds none.
-enum class PositionKind { kRope, kLearned };
+// Learned absolute positions add max_position_embeddings x h parameters; rotary adds none, nor
+// does ALiBi (Press et al. 2022: a per-head linear bias on the attention scores, as BLOOM trained).
+enum class PositionKind { kRope, kLearned, kAlibi };
 
 // Mixture of experts (Shazeer et al. 2017; Mixtral; DeepSeekMoE's shared experts).
 struct MoeDesc {
@@ -89,6 +90,6 @@ std::string_view to_string(NormKind kind);
 std::string_view to_string(PositionKind kind);
 std::optional<MlpKind> parse_mlp_kind(std::string_view text);            // "gelu" | "swiglu"
 std::optional<NormKind> parse_norm_kind(std::string_view text);          // "layernorm" | "rmsnorm"
-std::optional<PositionKind> parse_position_kind(std::string_view text);  // "rope" | "learned"
+std::optional<PositionKind> parse_position_kind(std::string_view text);  // "rope" | "learned" | "alibi"
 
 }  // namespace pipescope::models

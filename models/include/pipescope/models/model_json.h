@@ -10,7 +10,8 @@
 //              "num_shared_experts": 0, "shared_expert_ffn_hidden_size": 0, "layer_frequency": 1 } }
 //
 // The field names are ModelDesc's. Required: schema_version, name, vocab_size, hidden_size,
-// num_layers, num_attention_heads, ffn_hidden_size, mlp, norm, position_embedding,
+// num_layers, num_attention_heads, ffn_hidden_size, mlp, norm, position_embedding ("rope",
+// "learned" or "alibi"),
 // tied_embeddings. The rest default to: num_kv_heads = num_attention_heads, head_dim =
 // hidden_size / num_attention_heads, no biases, no dropout, no experts. Unknown fields are errors.
 #pragma once

@@ -188,6 +188,11 @@ struct TrainingLosses {
 // backward.
 struct UnfusedScoreTraffic {
   static constexpr double kForward = 4, kBackward = 7, kDropout = 2.5;
+  // ALiBi's bias as BLOOM's Megatron-DeepSpeed adds it (bigscience-workshop/Megatron-DeepSpeed
+  // megatron/model/transformer.py since 7ab5c05a of 2022-01-06): the first GEMM is a baddbmm with
+  // the bias as its input and beta != 0, which PyTorch's baddbmm copies into the whole output
+  // before the GEMM reads it back: two score matrices more in the forward, none in the backward.
+  static constexpr double kAlibiForward = 2;
   static constexpr double matrices(bool backward, bool dropout) {
     return (backward ? kBackward : kForward) + (dropout ? kDropout : 0);
   }
