@@ -122,10 +122,7 @@ Traffic gradient_hooks(double parameters, double tensors) {
 }
 
 Traffic optimizer_step(double parameters) {
-  constexpr double kAdamBytes = 4 * kFloat + 3 * kFloat;
-  constexpr double kCopyToBf16Bytes = kFloat + kHalf;
-  constexpr double kZeroBytes = kFloat;
-  return traffic(parameters * (kAdamBytes + kCopyToBf16Bytes + kZeroBytes),
+  return traffic(parameters * (kFusedAdamBytes + kMasterToBf16Bytes + kZeroGradientBytes),
                  3 * std::ceil(parameters / kMultiTensorElementsPerLaunch));
 }
 

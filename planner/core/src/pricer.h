@@ -33,13 +33,10 @@ constexpr double kAdamBytesPerParameter = 30;
 // 2022): the gradient norm over the fp32 gradients (clip_grad_norm_fp32's multi_tensor_l2norm;
 // get_global_norm_of_tensors), apex's FusedAdam on the fp32 master (p, g, m, v read, p, m, v
 // written), the copy of the master into the bf16 weights (multi_tensor_scale; update_lp_params)
-// and the fp32 gradient buffer zeroed for the next iteration (zero_grad_buffer; clear_hp_grads).
-// BF16_Optimizer takes the norm over the whole unsharded buffer, Megatron-LM over the rank's
-// shard. The clipping's rescale runs only when the norm exceeds the clip and is not priced.
-constexpr double kGradientNormBytes = kFloat;
-constexpr double kFusedAdamBytes = 4 * kFloat + 3 * kFloat;
-constexpr double kMasterToBf16Bytes = kFloat + kHalf;
-constexpr double kZeroGradientBytes = kFloat;
+// and the fp32 gradient buffer zeroed for the next iteration (zero_grad_buffer; clear_hp_grads),
+// each kernel's bytes in element_bytes.h. BF16_Optimizer takes the norm over the whole unsharded
+// buffer, Megatron-LM over the rank's shard. The clipping's rescale runs only when the norm
+// exceeds the clip and is not priced.
 // FlashAttention's FLOP count for the backward pass is 2.5x the forward (Dao 2023, section 4.1).
 constexpr double kAttentionBackwardFlopRatio = 2.5;
 

@@ -524,10 +524,7 @@ TEST(Pipeline, Megatron2022SendsEachActivationAsTensorParallelShardsAndGathersTh
 TEST(Pipeline, TiedEmbeddingsSumTheirGradientsBetweenTheFirstAndTheLastStageBeforeTheStep) {
   // gpt3-175b at tp 8, pp 2 on two dgx-a100 nodes: the word embedding's fp32 gradient (51,200 / 8
   // rows of 12,288) all-reduced between the two stages, a node apart, on both stages' step.
-  ParallelConfig c;
-  c.gpus = 16;
-  c.tp = 8;
-  c.pp = 2;
+  ParallelConfig c = tensor_parallel_8(TrainingFramework::kGeneric, false, 2);
   c.seq_length = 2048;
   PlanInputs tied = test::inputs("gpt3-175b", "dgx-a100", c);
   ASSERT_TRUE(tied.model.tied_embeddings);
